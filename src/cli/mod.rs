@@ -1,0 +1,1 @@
+//! Command line (placeholder while the ledger lands).

@@ -1,0 +1,406 @@
+//! Configuration: one TOML file (see `config.example.toml`), every setting
+//! with a default so that `unavez demo` runs with none.
+//!
+//! Secrets never live here: the file names the *environment variables* that
+//! hold tokens and webhook secrets, so the file can be committed and shown.
+
+use std::path::{Path, PathBuf};
+
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: {message}")]
+    Parse { path: PathBuf, line: usize, message: String },
+    #[error("{path}: {field}: {message}")]
+    Invalid { path: PathBuf, field: String, message: String },
+    #[error("environment variable {var} (named by {field}) is not set")]
+    MissingSecret { var: String, field: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    #[default]
+    Es,
+    En,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// SQLite file.
+    pub database: PathBuf,
+    /// IANA time zone of the operating day and of message texts.
+    pub timezone: String,
+    /// Console language.
+    pub language: Language,
+    /// Template file; `None` uses the embedded `assets/templates.toml`.
+    pub templates: Option<PathBuf>,
+    pub policy: Policy,
+    pub channel: ChannelConfig,
+    pub dispatcher: DispatcherConfig,
+    pub server: ServerConfig,
+    pub inbound: InboundConfig,
+    #[serde(rename = "operator")]
+    pub operators: Vec<Operator>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            database: PathBuf::from("unavez.db"),
+            timezone: "America/Lima".into(),
+            language: Language::Es,
+            templates: None,
+            policy: Policy::default(),
+            channel: ChannelConfig::default(),
+            dispatcher: DispatcherConfig::default(),
+            server: ServerConfig::default(),
+            inbound: InboundConfig::default(),
+            operators: vec![
+                Operator { name: "recepcion".into(), role: Role::FrontDesk },
+                Operator { name: "supervisora".into(), role: Role::Supervisor },
+                Operator { name: "tecnico".into(), role: Role::Technician },
+            ],
+        }
+    }
+}
+
+/// What to send and when (DESIGN.md "Planner" and "Dispatch").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    /// Send a booking notice when an appointment is scheduled.
+    pub booking_notice: bool,
+    /// Reminders, in minutes before the appointment.
+    pub reminder_offsets_minutes: Vec<u32>,
+    /// Which of those reminders ask the customer to confirm (cancelled as
+    /// `already_confirmed` once the customer or staff confirmed).
+    pub confirm_reminder_offsets_minutes: Vec<u32>,
+    pub update_notice: bool,
+    pub cancellation_notice: bool,
+    /// Events older than this are history: recorded, no messages.
+    pub horizon_hours: u32,
+    /// Messages per recipient per operating day; more are deferred to the
+    /// next day, never dropped.
+    pub daily_cap_per_recipient: u32,
+    /// No sends between these local times (`HH:MM`); deferred to the end.
+    pub quiet_hours: Option<QuietHours>,
+    /// Tries per intention before `review`.
+    pub max_attempts: u32,
+    /// Seconds to wait before each retry (the last one repeats).
+    pub backoff_seconds: Vec<u64>,
+    /// How long a claim lasts before a crashed worker's intention is
+    /// considered uncertain.
+    pub lease_seconds: u64,
+    /// Cloud API: minutes an uncertain send waits for a status webhook
+    /// before going to `review`.
+    pub uncertain_review_minutes: u64,
+    /// Engine: reconciliation tries for an uncertain command before `review`.
+    pub max_reconcile_attempts: u32,
+    /// Channel name in order keys (`pedido-88:enviado:v5:whatsapp`).
+    pub order_channel: String,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            booking_notice: true,
+            reminder_offsets_minutes: vec![24 * 60, 2 * 60],
+            confirm_reminder_offsets_minutes: vec![24 * 60],
+            update_notice: true,
+            cancellation_notice: true,
+            horizon_hours: 72,
+            daily_cap_per_recipient: 8,
+            quiet_hours: Some(QuietHours { start: "21:00".into(), end: "07:00".into() }),
+            max_attempts: 6,
+            backoff_seconds: vec![2, 10, 30, 120, 600],
+            lease_seconds: 60,
+            uncertain_review_minutes: 30,
+            max_reconcile_attempts: 20,
+            order_channel: "whatsapp".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct QuietHours {
+    pub start: String,
+    pub end: String,
+}
+
+impl QuietHours {
+    /// `(start, end)` in minutes after local midnight.
+    pub fn minutes(&self) -> Option<(u32, u32)> {
+        Some((hhmm(&self.start)?, hhmm(&self.end)?))
+    }
+}
+
+fn hhmm(s: &str) -> Option<u32> {
+    let (h, m) = s.split_once(':')?;
+    let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
+    (h < 24 && m < 60).then_some(h * 60 + m)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelKind {
+    /// The WhatsApp engine of seed 003 (or `unavez sim`).
+    #[default]
+    Motor,
+    /// The WhatsApp Cloud API.
+    Cloud,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChannelConfig {
+    pub kind: ChannelKind,
+    pub motor: MotorConfig,
+    pub cloud: CloudConfig,
+}
+
+impl Default for ChannelConfig {
+    fn default() -> Self {
+        ChannelConfig { kind: ChannelKind::Motor, motor: MotorConfig::default(), cloud: CloudConfig::default() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MotorConfig {
+    /// Base URL of the engine, e.g. `http://127.0.0.1:8088`.
+    pub base_url: String,
+    pub instance_id: String,
+    /// Environment variable holding the bearer API key.
+    pub api_key_env: String,
+    /// Optional `generacion_esperada` sent with each message.
+    pub expected_generation: Option<i64>,
+    /// Per-request timeout; a timeout after sending makes the send uncertain.
+    pub timeout_ms: u64,
+    pub connect_timeout_ms: u64,
+}
+
+impl Default for MotorConfig {
+    fn default() -> Self {
+        MotorConfig {
+            base_url: "http://127.0.0.1:8088".into(),
+            instance_id: "clinica-principal".into(),
+            api_key_env: "UNAVEZ_MOTOR_API_KEY".into(),
+            expected_generation: None,
+            timeout_ms: 5_000,
+            connect_timeout_ms: 1_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CloudConfig {
+    /// `https://graph.facebook.com` in production; a local fake in tests.
+    pub base_url: String,
+    pub api_version: String,
+    pub phone_number_id: String,
+    /// Environment variable holding the access token.
+    pub token_env: String,
+    pub timeout_ms: u64,
+}
+
+impl Default for CloudConfig {
+    fn default() -> Self {
+        CloudConfig {
+            base_url: "https://graph.facebook.com".into(),
+            api_version: "v21.0".into(),
+            phone_number_id: String::new(),
+            token_env: "UNAVEZ_CLOUD_TOKEN".into(),
+            timeout_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DispatcherConfig {
+    /// Run the dispatcher inside the console.
+    pub embedded: bool,
+    /// Intentions claimed per transaction.
+    pub batch_size: u32,
+    /// Sends in flight at once.
+    pub concurrency: u32,
+    /// Idle poll interval.
+    pub poll_ms: u64,
+    /// How long shutdown waits for in-flight sends.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for DispatcherConfig {
+    fn default() -> Self {
+        DispatcherConfig { embedded: true, batch_size: 64, concurrency: 16, poll_ms: 500, shutdown_grace_ms: 5_000 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub listen: String,
+    pub body_limit_bytes: usize,
+    /// Cloud API app secret (HMAC of webhook bodies), by env var name.
+    pub cloud_app_secret_env: String,
+    /// Cloud API webhook verification token, by env var name.
+    pub cloud_verify_token_env: String,
+    /// Shared secret of the engine's webhooks, by env var name.
+    pub motor_webhook_secret_env: String,
+    /// Bearer token for `POST /v1/bookings/events`, by env var name.
+    pub ingest_token_env: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:8089".into(),
+            body_limit_bytes: 2 * 1024 * 1024,
+            cloud_app_secret_env: "UNAVEZ_CLOUD_APP_SECRET".into(),
+            cloud_verify_token_env: "UNAVEZ_CLOUD_VERIFY_TOKEN".into(),
+            motor_webhook_secret_env: "UNAVEZ_MOTOR_WEBHOOK_SECRET".into(),
+            ingest_token_env: "UNAVEZ_INGEST_TOKEN".into(),
+        }
+    }
+}
+
+/// Keywords in inbound messages that are business facts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InboundConfig {
+    pub confirm: Vec<String>,
+    pub opt_out: Vec<String>,
+    pub reschedule: Vec<String>,
+}
+
+impl Default for InboundConfig {
+    fn default() -> Self {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
+        InboundConfig {
+            confirm: v(&["1", "SI", "SÍ", "CONFIRMO"]),
+            opt_out: v(&["BAJA", "STOP"]),
+            reschedule: v(&["REPROGRAMAR"]),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    FrontDesk,
+    Supervisor,
+    Technician,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::FrontDesk => "front_desk",
+            Role::Supervisor => "supervisor",
+            Role::Technician => "technician",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Operator {
+    pub name: String,
+    pub role: Role,
+}
+
+impl Config {
+    /// Reads and validates a config file; errors name the file and line.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(0);
+            ConfigError::Parse { path: path.to_path_buf(), line, message: e.message().to_string() }
+        })?;
+        cfg.validate(path)?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |field: &str, message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            message,
+        };
+        self.timezone
+            .parse::<Tz>()
+            .map_err(|_| invalid("timezone", format!("unknown IANA time zone {:?}", self.timezone)))?;
+        if let Some(q) = &self.policy.quiet_hours
+            && q.minutes().is_none()
+        {
+            return Err(invalid("policy.quiet_hours", format!("expected HH:MM, got {:?} – {:?}", q.start, q.end)));
+        }
+        if self.policy.max_attempts == 0 {
+            return Err(invalid("policy.max_attempts", "must be at least 1".into()));
+        }
+        if self.policy.backoff_seconds.is_empty() {
+            return Err(invalid("policy.backoff_seconds", "needs at least one value".into()));
+        }
+        if self.dispatcher.concurrency == 0 || self.dispatcher.batch_size == 0 {
+            return Err(invalid("dispatcher", "concurrency and batch_size must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// The configured time zone (validated at load).
+    pub fn tz(&self) -> Tz {
+        self.timezone.parse().unwrap_or(chrono_tz::America::Lima)
+    }
+
+    pub fn operator(&self, name: &str) -> Option<&Operator> {
+        self.operators.iter().find(|o| o.name == name)
+    }
+}
+
+/// Reads a secret from the environment variable a config field names.
+pub fn secret_from_env(var: &str, field: &str) -> Result<String, ConfigError> {
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| ConfigError::MissingSecret { var: var.to_string(), field: field.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_file_parses() {
+        let text = include_str!("../config.example.toml");
+        let cfg = Config::parse(text, Path::new("config.example.toml")).unwrap();
+        assert_eq!(cfg.tz(), chrono_tz::America::Lima);
+        assert_eq!(cfg.policy.reminder_offsets_minutes, vec![1440, 120]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let e = Config::parse("timezone = \"America/Lima\"\n[policy]\nmax_attempts = \"x\"\n", Path::new("c.toml"))
+            .unwrap_err();
+        assert!(e.to_string().starts_with("c.toml:3:"), "{e}");
+        let e = Config::parse("timezone = \"Mars/Olympus\"\n", Path::new("c.toml")).unwrap_err();
+        assert!(e.to_string().contains("timezone"), "{e}");
+        let e = Config::parse("[policy]\nquiet_hours = { start = \"25:00\", end = \"07:00\" }\n", Path::new("c.toml"))
+            .unwrap_err();
+        assert!(e.to_string().contains("quiet_hours"), "{e}");
+        let e = Config::parse("colour = 1\n", Path::new("c.toml")).unwrap_err();
+        assert!(e.to_string().contains("colour"), "{e}");
+    }
+}

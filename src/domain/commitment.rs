@@ -1,0 +1,326 @@
+//! Commitments (appointments, orders) and how booking events change them.
+//!
+//! The version is what keeps an old message from being taken as the truth
+//! about a new state: every change that matters to what the customer is told
+//! (time, place, status) raises it, and intentions carry the version they
+//! were planned for. Confirmation and manual contact are *facts about* the
+//! commitment, not changes to it, so they do not raise the version.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::event::{BookingEvent, EventType};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitmentKind {
+    Appointment,
+    Order,
+}
+
+impl CommitmentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Appointment => "appointment",
+            Self::Order => "order",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "appointment" => Some(Self::Appointment),
+            "order" => Some(Self::Order),
+            _ => None,
+        }
+    }
+}
+
+/// Business status. For orders it is the last notified state name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commitment {
+    pub reference: String,
+    pub kind: CommitmentKind,
+    /// `scheduled` / `cancelled` for appointments; the order state
+    /// (`confirmado`, `enviado`…) for orders.
+    pub status: String,
+    pub version: i64,
+    pub starts_at: Option<DateTime<Utc>>,
+    pub service: Option<String>,
+    pub location: Option<String>,
+    pub phone: Option<String>,
+    pub name: Option<String>,
+    pub language: Option<String>,
+    pub confirmed_at: Option<DateTime<Utc>>,
+    pub manual_contact_at: Option<DateTime<Utc>>,
+}
+
+impl Commitment {
+    pub fn is_cancelled(&self) -> bool {
+        self.status == "cancelled"
+    }
+}
+
+/// What an event did to a commitment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// The event is older than what we hold: recorded, nothing changes.
+    Stale { current_version: i64 },
+    /// The commitment after the event. `version_changed` says whether
+    /// intentions of the previous version stopped being valid.
+    Applied { after: Commitment, version_changed: bool, kind: Change },
+    /// The event refers to something we do not know and cannot create
+    /// (e.g. a reschedule for an unknown appointment).
+    Rejected { reason: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Created,
+    Rescheduled,
+    Moved,
+    Cancelled,
+    Confirmed,
+    ManualContact,
+    OrderState,
+    Internal,
+    NoChange,
+}
+
+/// Applies one event to the current commitment (pure).
+pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>) -> Effect {
+    if let (Some(cur), Some(v)) = (current, ev.version)
+        && v < cur.version
+    {
+        return Effect::Stale { current_version: cur.version };
+    }
+    let kind = if ev.kind.is_order() { CommitmentKind::Order } else { CommitmentKind::Appointment };
+    if let Some(cur) = current
+        && cur.kind != kind
+    {
+        return Effect::Rejected {
+            reason: format!("ref {} is an {}, not an {}", cur.reference, cur.kind.as_str(), kind.as_str()),
+        };
+    }
+    let mut next = match current {
+        Some(c) => c.clone(),
+        None => {
+            if !matches!(ev.kind, EventType::AppointmentScheduled | EventType::OrderConfirmed)
+                && ev.contact.is_none()
+            {
+                return Effect::Rejected {
+                    reason: format!("unknown ref {} and the event carries no contact to create it", ev.reference),
+                };
+            }
+            Commitment {
+                reference: ev.reference.clone(),
+                kind,
+                status: String::new(),
+                version: 0,
+                starts_at: None,
+                service: None,
+                location: None,
+                phone: None,
+                name: None,
+                language: None,
+                confirmed_at: None,
+                manual_contact_at: None,
+            }
+        }
+    };
+    if let Some(c) = &ev.contact {
+        next.phone = Some(c.phone.clone());
+        if c.name.is_some() {
+            next.name = c.name.clone();
+        }
+        if c.language.is_some() {
+            next.language = c.language.clone();
+        }
+    }
+    if ev.service.is_some() {
+        next.service = ev.service.clone();
+    }
+    let mut matters = false;
+    let change = match ev.kind {
+        EventType::AppointmentScheduled | EventType::AppointmentRescheduled => {
+            let new_start = ev.starts_at_utc();
+            let moved_place = ev.location.is_some() && ev.location != next.location;
+            let moved_time = new_start.is_some() && new_start != next.starts_at;
+            let was_cancelled = next.is_cancelled();
+            if ev.location.is_some() {
+                next.location = ev.location.clone();
+            }
+            if new_start.is_some() {
+                next.starts_at = new_start;
+            }
+            next.status = "scheduled".into();
+            if current.is_none() {
+                matters = true;
+                Change::Created
+            } else if moved_time || was_cancelled {
+                matters = true;
+                // A new time invalidates any earlier confirmation.
+                next.confirmed_at = None;
+                Change::Rescheduled
+            } else if moved_place {
+                matters = true;
+                Change::Moved
+            } else {
+                Change::NoChange
+            }
+        }
+        EventType::AppointmentCancelled => {
+            if next.is_cancelled() {
+                Change::NoChange
+            } else {
+                matters = true;
+                next.status = "cancelled".into();
+                Change::Cancelled
+            }
+        }
+        EventType::AppointmentConfirmed => {
+            if next.confirmed_at.is_some() {
+                Change::NoChange
+            } else {
+                next.confirmed_at = Some(ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(at));
+                Change::Confirmed
+            }
+        }
+        EventType::AppointmentManualContact => {
+            next.manual_contact_at = Some(ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(at));
+            Change::ManualContact
+        }
+        EventType::OrderUpdated => Change::Internal,
+        order => {
+            let state = order.order_notice().unwrap_or("actualizado");
+            if current.is_none() {
+                next.status = state.into();
+                matters = true;
+                Change::Created
+            } else if next.status == state && ev.version.is_none_or(|v| v == next.version) {
+                Change::NoChange
+            } else {
+                next.status = state.into();
+                matters = true;
+                Change::OrderState
+            }
+        }
+    };
+    if ev.location.is_some() && next.kind == CommitmentKind::Order {
+        next.location = ev.location.clone();
+    }
+    let before = current.map(|c| c.version).unwrap_or(0);
+    next.version = match ev.version {
+        // An event's own version (iCalendar SEQUENCE) is authoritative.
+        Some(v) => v,
+        None if matters => before + 1,
+        None => before.max(1),
+    };
+    Effect::Applied { version_changed: next.version != before, after: next, kind: change }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn ev(kind: &str, extra: &str) -> BookingEvent {
+        let text = format!(
+            r#"{{"event_id":"e","type":"{kind}","ref":"cita-1","contact":{{"phone":"+51987654321"}}{extra}}}"#
+        );
+        BookingEvent::from_json(&text).unwrap()
+    }
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
+    }
+
+    fn applied(e: Effect) -> (Commitment, bool, Change) {
+        match e {
+            Effect::Applied { after, version_changed, kind } => (after, version_changed, kind),
+            other => panic!("expected applied, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn scheduling_creates_version_one_and_reschedule_raises_it() {
+        let (c, changed, kind) =
+            applied(apply(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#), now()));
+        assert_eq!((c.version, changed, kind), (1, true, Change::Created));
+        let (c2, changed, kind) =
+            applied(apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T09:30:00-05:00""#), now()));
+        assert_eq!((c2.version, changed, kind), (2, true, Change::Rescheduled));
+        // The same time again is no change.
+        let (c3, changed, kind) =
+            applied(apply(Some(&c2), &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T14:30:00Z""#), now()));
+        assert_eq!((c3.version, changed, kind), (2, false, Change::NoChange));
+    }
+
+    #[test]
+    fn place_and_cancellation_raise_the_version_confirmation_does_not() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00","location":"A""#),
+            now(),
+        ));
+        let (c, changed, kind) = applied(apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-01T09:30:00-05:00","location":"B""#), now()));
+        assert_eq!((c.version, changed, kind), (2, true, Change::Moved));
+        let (c, changed, kind) = applied(apply(Some(&c), &ev("appointment.confirmed", ""), now()));
+        assert_eq!((c.version, changed, kind), (2, false, Change::Confirmed));
+        assert!(c.confirmed_at.is_some());
+        let (c, changed, kind) = applied(apply(Some(&c), &ev("appointment.cancelled", ""), now()));
+        assert_eq!((c.version, changed, kind), (3, true, Change::Cancelled));
+        let (_, changed, kind) = applied(apply(Some(&c), &ev("appointment.cancelled", ""), now()));
+        assert_eq!((changed, kind), (false, Change::NoChange));
+    }
+
+    #[test]
+    fn event_versions_are_authoritative_and_older_ones_are_stale() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00","version":4"#),
+            now(),
+        ));
+        assert_eq!(c.version, 4);
+        let e = apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-03T09:30:00-05:00","version":3"#), now());
+        assert_eq!(e, Effect::Stale { current_version: 4 });
+        let (c, changed, _) = applied(apply(
+            Some(&c),
+            &ev("appointment.rescheduled", r#","starts_at":"2026-12-03T09:30:00-05:00","version":7"#),
+            now(),
+        ));
+        assert_eq!((c.version, changed), (7, true));
+    }
+
+    #[test]
+    fn reschedule_clears_an_old_confirmation() {
+        let (c, ..) = applied(apply(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#), now()));
+        let (c, ..) = applied(apply(Some(&c), &ev("appointment.confirmed", ""), now()));
+        let (c, ..) =
+            applied(apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-05T09:30:00-05:00""#), now()));
+        assert!(c.confirmed_at.is_none(), "a confirmation of the old time is not one of the new time");
+    }
+
+    #[test]
+    fn orders_raise_the_version_per_notified_state_and_ignore_internal_ones() {
+        let mk = |kind: &str| {
+            BookingEvent::from_json(&format!(
+                r#"{{"event_id":"e","type":"{kind}","ref":"pedido-88","contact":{{"phone":"+51987654321"}}}}"#
+            ))
+            .unwrap()
+        };
+        let (o, ..) = applied(apply(None, &mk("order.confirmed"), now()));
+        assert_eq!((o.version, o.status.as_str()), (1, "confirmado"));
+        let (o, changed, kind) = applied(apply(Some(&o), &mk("order.updated"), now()));
+        assert_eq!((o.version, changed, kind), (1, false, Change::Internal));
+        let (o, changed, kind) = applied(apply(Some(&o), &mk("order.shipped"), now()));
+        assert_eq!((o.version, changed, kind, o.status.as_str()), (2, true, Change::OrderState, "enviado"));
+    }
+
+    #[test]
+    fn unknown_refs_without_contact_are_rejected_and_kinds_do_not_mix() {
+        let e = BookingEvent::from_json(r#"{"event_id":"e","type":"appointment.cancelled","ref":"cita-9"}"#).unwrap();
+        assert!(matches!(apply(None, &e, now()), Effect::Rejected { .. }));
+        let (c, ..) = applied(apply(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#), now()));
+        let o = BookingEvent::from_json(r#"{"event_id":"e","type":"order.paid","ref":"cita-1"}"#).unwrap();
+        assert!(matches!(apply(Some(&c), &o, now()), Effect::Rejected { .. }));
+    }
+}

@@ -1,0 +1,317 @@
+//! Booking events: the input contract shared by `unavez import` (`.jsonl`,
+//! `.csv`, `.ics`) and the HTTP ingest endpoint.
+//!
+//! Parsing is lenient about what it does not know (unknown fields are
+//! ignored, so booking systems can send more than we use) and strict about
+//! what it does (unknown types, bad phones and bad times are errors that name
+//! the field), because a silently misread appointment time is a message at
+//! the wrong hour.
+
+use chrono::{DateTime, FixedOffset, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::key::check_ref;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventType {
+    #[serde(rename = "appointment.scheduled")]
+    AppointmentScheduled,
+    #[serde(rename = "appointment.rescheduled")]
+    AppointmentRescheduled,
+    #[serde(rename = "appointment.cancelled")]
+    AppointmentCancelled,
+    #[serde(rename = "appointment.confirmed")]
+    AppointmentConfirmed,
+    #[serde(rename = "appointment.manual_contact")]
+    AppointmentManualContact,
+    #[serde(rename = "order.confirmed")]
+    OrderConfirmed,
+    #[serde(rename = "order.paid")]
+    OrderPaid,
+    #[serde(rename = "order.prepared")]
+    OrderPrepared,
+    #[serde(rename = "order.shipped")]
+    OrderShipped,
+    #[serde(rename = "order.exception")]
+    OrderException,
+    #[serde(rename = "order.delivered")]
+    OrderDelivered,
+    #[serde(rename = "order.returned")]
+    OrderReturned,
+    #[serde(rename = "order.updated")]
+    OrderUpdated,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 13] = [
+        Self::AppointmentScheduled,
+        Self::AppointmentRescheduled,
+        Self::AppointmentCancelled,
+        Self::AppointmentConfirmed,
+        Self::AppointmentManualContact,
+        Self::OrderConfirmed,
+        Self::OrderPaid,
+        Self::OrderPrepared,
+        Self::OrderShipped,
+        Self::OrderException,
+        Self::OrderDelivered,
+        Self::OrderReturned,
+        Self::OrderUpdated,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AppointmentScheduled => "appointment.scheduled",
+            Self::AppointmentRescheduled => "appointment.rescheduled",
+            Self::AppointmentCancelled => "appointment.cancelled",
+            Self::AppointmentConfirmed => "appointment.confirmed",
+            Self::AppointmentManualContact => "appointment.manual_contact",
+            Self::OrderConfirmed => "order.confirmed",
+            Self::OrderPaid => "order.paid",
+            Self::OrderPrepared => "order.prepared",
+            Self::OrderShipped => "order.shipped",
+            Self::OrderException => "order.exception",
+            Self::OrderDelivered => "order.delivered",
+            Self::OrderReturned => "order.returned",
+            Self::OrderUpdated => "order.updated",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    pub fn is_order(self) -> bool {
+        self.as_str().starts_with("order.")
+    }
+
+    /// The Spanish event name used in order keys and templates, or `None`
+    /// for internal micro-states that produce no message.
+    pub fn order_notice(self) -> Option<&'static str> {
+        Some(match self {
+            Self::OrderConfirmed => "confirmado",
+            Self::OrderPaid => "pagado",
+            Self::OrderPrepared => "preparado",
+            Self::OrderShipped => "enviado",
+            Self::OrderException => "incidencia",
+            Self::OrderDelivered => "entregado",
+            Self::OrderReturned => "devuelto",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventContact {
+    pub phone: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+}
+
+/// One validated booking event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BookingEvent {
+    pub event_id: String,
+    #[serde(rename = "type")]
+    pub kind: EventType,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_at: Option<DateTime<FixedOffset>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact: Option<EventContact>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<DateTime<FixedOffset>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One thing wrong with an event, naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+fn err(field: &str, reason: impl Into<String>) -> FieldError {
+    FieldError { field: field.to_string(), reason: reason.into() }
+}
+
+/// E.164: `+`, a non-zero country digit, 8 to 15 digits in all.
+pub fn is_e164(phone: &str) -> bool {
+    let Some(digits) = phone.strip_prefix('+') else { return false };
+    (8..=15).contains(&digits.len())
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && !digits.starts_with('0')
+}
+
+impl BookingEvent {
+    /// Parses one JSON object, reporting the *first* field that is wrong
+    /// (serde stops there) or every semantic problem found by [`validate`].
+    ///
+    /// [`validate`]: BookingEvent::validate
+    pub fn from_json(text: &str) -> Result<BookingEvent, Vec<FieldError>> {
+        let raw: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| vec![err("json", e.to_string())])?;
+        Self::from_value(raw)
+    }
+
+    pub fn from_value(raw: serde_json::Value) -> Result<BookingEvent, Vec<FieldError>> {
+        let obj = raw.as_object().ok_or_else(|| vec![err("json", "expected an object")])?;
+        // Check the fields serde would report vaguely, so the message names them.
+        let mut errors = Vec::new();
+        match obj.get("type").and_then(|t| t.as_str()) {
+            None => errors.push(err("type", "missing")),
+            Some(t) if EventType::parse(t).is_none() => errors.push(err("type", format!("unknown type {t:?}"))),
+            Some(_) => {}
+        }
+        for f in ["event_id", "ref"] {
+            if obj.get(f).and_then(|v| v.as_str()).is_none_or(|s| s.trim().is_empty()) {
+                errors.push(err(f, "missing"));
+            }
+        }
+        for f in ["starts_at", "occurred_at"] {
+            if let Some(v) = obj.get(f).filter(|v| !v.is_null()) {
+                match v.as_str() {
+                    Some(s) if DateTime::parse_from_rfc3339(s).is_err() => {
+                        errors.push(err(f, format!("unparsable time {s:?} (expected RFC 3339 with offset)")))
+                    }
+                    None => errors.push(err(f, "expected a string")),
+                    _ => {}
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let ev: BookingEvent = serde_json::from_value(raw).map_err(|e| vec![err("json", e.to_string())])?;
+        ev.validate()?;
+        Ok(ev)
+    }
+
+    /// Semantic checks that do not depend on stored state.
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        if self.event_id.trim().is_empty() {
+            errors.push(err("event_id", "missing"));
+        }
+        if let Err(e) = check_ref(&self.reference) {
+            errors.push(err("ref", e.to_string()));
+        }
+        if let Some(c) = &self.contact
+            && !is_e164(&c.phone)
+        {
+            errors.push(err("contact.phone", format!("invalid E.164 phone {:?}", c.phone)));
+        }
+        match self.kind {
+            EventType::AppointmentScheduled => {
+                if self.starts_at.is_none() {
+                    errors.push(err("starts_at", "missing (required for appointment.scheduled)"));
+                }
+                if self.contact.is_none() {
+                    errors.push(err("contact", "missing (required for appointment.scheduled)"));
+                }
+            }
+            EventType::AppointmentRescheduled if self.starts_at.is_none() => {
+                errors.push(err("starts_at", "missing (the new time of appointment.rescheduled)"));
+            }
+            EventType::AppointmentManualContact if self.operator.as_deref().is_none_or(str::is_empty) => {
+                errors.push(err("operator", "missing (who contacted the customer)"));
+            }
+            EventType::OrderConfirmed if self.contact.is_none() => {
+                errors.push(err("contact", "missing (required for order.confirmed)"));
+            }
+            _ => {}
+        }
+        if let Some(v) = self.version
+            && v < 1
+        {
+            errors.push(err("version", format!("must be 1 or more, got {v}")));
+        }
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+
+    pub fn starts_at_utc(&self) -> Option<DateTime<Utc>> {
+        self.starts_at.map(|t| t.with_timezone(&Utc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"event_id":"evt-0001","type":"appointment.scheduled","ref":"cita-1042",
+     "starts_at":"2026-12-01T09:30:00-05:00","version":1,
+     "contact":{"phone":"+51987654321","name":"Ana Quispe","language":"es"},
+     "service":"Odontología","location":"Sede Miraflores","occurred_at":"2026-11-29T15:00:00-05:00",
+     "extra":"ignored"}"#;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let ev = BookingEvent::from_json(GOOD).unwrap();
+        assert_eq!(ev.kind, EventType::AppointmentScheduled);
+        assert_eq!(ev.reference, "cita-1042");
+        assert_eq!(ev.version, Some(1));
+        assert_eq!(ev.starts_at_utc().unwrap().to_rfc3339(), "2026-12-01T14:30:00+00:00");
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let bad = GOOD.replace("+51987654321", "987654321");
+        let e = BookingEvent::from_json(&bad).unwrap_err();
+        assert_eq!(e[0].field, "contact.phone");
+        let bad = GOOD.replace("appointment.scheduled", "appointment.moved");
+        let e = BookingEvent::from_json(&bad).unwrap_err();
+        assert_eq!(e[0].field, "type");
+        assert!(e[0].reason.contains("unknown type"));
+        let bad = GOOD.replace("2026-12-01T09:30:00-05:00", "mañana");
+        let e = BookingEvent::from_json(&bad).unwrap_err();
+        assert_eq!(e[0].field, "starts_at");
+        let bad = GOOD.replace("\"ref\":\"cita-1042\",", "");
+        let e = BookingEvent::from_json(&bad).unwrap_err();
+        assert_eq!(e[0].field, "ref");
+        let e = BookingEvent::from_json("{not json").unwrap_err();
+        assert_eq!(e[0].field, "json");
+    }
+
+    #[test]
+    fn e164() {
+        assert!(is_e164("+51987654321"));
+        assert!(!is_e164("51987654321"));
+        assert!(!is_e164("+0987654321"));
+        assert!(!is_e164("+51 987 654 321"));
+        assert!(!is_e164("+5198"));
+    }
+
+    #[test]
+    fn type_names_round_trip() {
+        for t in EventType::ALL {
+            assert_eq!(EventType::parse(t.as_str()), Some(t));
+            let json = serde_json::to_string(&t).unwrap();
+            assert_eq!(json, format!("\"{}\"", t.as_str()));
+        }
+    }
+}

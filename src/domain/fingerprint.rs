@@ -1,0 +1,151 @@
+//! Content fingerprints over a canonical form.
+//!
+//! Two presentations of the same intention must compare equal even when a
+//! different process serialized them (field order, JSON whitespace, a time
+//! written as `-05:00` instead of `Z`), while any change to what the customer
+//! would receive (recipient, template, parameters, expiry) must not. The
+//! engine of seed 003 applies the same rule to its own `Idempotency-Key`, so
+//! the simulator reuses [`canonical_json`].
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Canonical text of a JSON value: object keys sorted, no insignificant
+/// whitespace, strings trimmed with inner whitespace collapsed, and strings
+/// that are RFC 3339 instants rewritten in UTC.
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::String(s) => out.push_str(&Value::String(canonical_str(s)).to_string()),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn canonical_str(s: &str) -> String {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s.trim()) {
+        return t.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::AutoSi, true);
+    }
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `sha256:` + hex of the canonical JSON.
+pub fn fingerprint(v: &Value) -> String {
+    let digest = Sha256::digest(canonical_json(v).as_bytes());
+    format!("sha256:{}", hex::encode(digest))
+}
+
+/// The content of one intention that the fingerprint covers.
+pub struct ContentRef<'a> {
+    pub recipient: &'a str,
+    pub template: &'a str,
+    pub language: &'a str,
+    pub parameters: &'a [String],
+    pub body: &'a str,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl ContentRef<'_> {
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "recipient": self.recipient,
+            "template": self.template,
+            "language": self.language,
+            "parameters": self.parameters,
+            "body": self.body,
+            "expires_at": self.expires_at.map(|t| t.to_rfc3339()),
+        })
+    }
+
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.to_json())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    fn content(recipient: &str, params: &[&str], expires_h: u32) -> String {
+        let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();
+        ContentRef {
+            recipient,
+            template: "cita_recordatorio",
+            language: "es_PE",
+            parameters: &params,
+            body: "Hola Ana",
+            expires_at: Some(Utc.with_ymd_and_hms(2026, 12, 1, expires_h, 0, 0).unwrap()),
+        }
+        .fingerprint()
+    }
+
+    #[test]
+    fn field_order_and_whitespace_do_not_matter() {
+        let a: Value = serde_json::from_str(r#"{"a":1,"b":{"x":"hola  mundo","y":[1,2]}}"#).unwrap();
+        let b: Value =
+            serde_json::from_str("{ \"b\" : { \"y\" : [1, 2], \"x\" : \" hola mundo \" },\n \"a\" : 1 }").unwrap();
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+    }
+
+    #[test]
+    fn time_zone_spelling_does_not_matter() {
+        let a = json!({"expires_at": "2026-10-24T18:00:00Z"});
+        let b = json!({"expires_at": "2026-10-24T15:00:00-03:00"});
+        let c = json!({"expires_at": "2026-10-24T18:00:00+00:00"});
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_eq!(fingerprint(&a), fingerprint(&c));
+        assert_ne!(fingerprint(&a), fingerprint(&json!({"expires_at": "2026-10-24T18:00:01Z"})));
+    }
+
+    #[test]
+    fn content_changes_change_the_fingerprint() {
+        let base = content("+51987654321", &["Ana", "09:30"], 14);
+        assert_eq!(base, content("+51987654321", &["Ana", "09:30"], 14));
+        assert_ne!(base, content("+51987654322", &["Ana", "09:30"], 14), "recipient");
+        assert_ne!(base, content("+51987654321", &["Ana", "10:30"], 14), "parameters");
+        assert_ne!(base, content("+51987654321", &["09:30", "Ana"], 14), "parameter order");
+        assert_ne!(base, content("+51987654321", &["Ana", "09:30"], 15), "expiry");
+        assert!(base.starts_with("sha256:"));
+    }
+
+    #[test]
+    fn template_changes_the_fingerprint() {
+        let p = vec!["Ana".to_string()];
+        let mk = |t| {
+            ContentRef { recipient: "+51987654321", template: t, language: "es_PE", parameters: &p, body: "x", expires_at: None }
+                .fingerprint()
+        };
+        assert_ne!(mk("a"), mk("b"));
+    }
+}

@@ -1,0 +1,133 @@
+//! Agenda exports as CSV: `ref,starts_at,phone,name,service,location,status`
+//! with a header row. `status` is `scheduled` (also for a changed time or
+//! place), `cancelled` or `confirmed`. Each row gets a stable event id from
+//! its content, so re-importing the same export is a no-op while an edited
+//! row is a new event.
+
+use sha2::{Digest, Sha256};
+
+use super::{Row, RowError, row_errors};
+use crate::domain::event::{BookingEvent, FieldError};
+
+const COLUMNS: [&str; 7] = ["ref", "starts_at", "phone", "name", "service", "location", "status"];
+
+pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    let mut reader = csv::ReaderBuilder::new().flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
+    let headers = match reader.headers() {
+        Ok(h) => h.clone(),
+        Err(e) => {
+            errors.extend(row_errors(file, 1, "", vec![FieldError { field: "header".into(), reason: e.to_string() }]));
+            return (rows, errors);
+        }
+    };
+    let index: Vec<Option<usize>> = COLUMNS.iter().map(|c| headers.iter().position(|h| h.eq_ignore_ascii_case(c))).collect();
+    let missing: Vec<&str> = COLUMNS.iter().zip(&index).filter(|(_, i)| i.is_none()).map(|(c, _)| *c).collect();
+    if !missing.is_empty() {
+        errors.extend(row_errors(
+            file,
+            1,
+            "",
+            vec![FieldError { field: "header".into(), reason: format!("missing column(s): {}", missing.join(", ")) }],
+        ));
+        return (rows, errors);
+    }
+    for record in reader.records() {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
+                errors.extend(row_errors(file, line, "", vec![FieldError { field: "csv".into(), reason: e.to_string() }]));
+                continue;
+            }
+        };
+        let line = record.position().map(|p| p.line() as usize).unwrap_or(0);
+        let raw = record.iter().collect::<Vec<_>>().join(",");
+        let get = |c: usize| index[c].and_then(|i| record.get(i)).unwrap_or("").to_string();
+        let (reference, starts_at, phone, name, service, location, status) =
+            (get(0), get(1), get(2), get(3), get(4), get(5), get(6));
+        let kind = match status.to_ascii_lowercase().as_str() {
+            "scheduled" | "programada" | "rescheduled" | "reprogramada" => "appointment.scheduled",
+            "cancelled" | "canceled" | "cancelada" => "appointment.cancelled",
+            "confirmed" | "confirmada" => "appointment.confirmed",
+            other => {
+                errors.extend(row_errors(
+                    file,
+                    line,
+                    &raw,
+                    vec![FieldError {
+                        field: "status".into(),
+                        reason: format!("unknown status {other:?} (expected scheduled, cancelled or confirmed)"),
+                    }],
+                ));
+                continue;
+            }
+        };
+        let digest = Sha256::digest(format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}").as_bytes());
+        let opt = |s: &str| if s.is_empty() { serde_json::Value::Null } else { serde_json::Value::String(s.into()) };
+        let obj = serde_json::json!({
+            "event_id": format!("csv-{}", &hex::encode(digest)[..24]),
+            "type": kind,
+            "ref": reference,
+            "starts_at": opt(&starts_at),
+            "contact": if phone.is_empty() { serde_json::Value::Null } else {
+                serde_json::json!({"phone": phone, "name": opt(&name)})
+            },
+            "service": opt(&service),
+            "location": opt(&location),
+        });
+        match BookingEvent::from_value(obj) {
+            Ok(event) => rows.push(Row { line, event, raw }),
+            Err(errs) => {
+                let errs = errs
+                    .into_iter()
+                    .map(|mut e| {
+                        e.field = match e.field.as_str() {
+                            "contact.phone" | "contact" => "phone".into(),
+                            f => f.to_string(),
+                        };
+                        e
+                    })
+                    .collect();
+                errors.extend(row_errors(file, line, &raw, errs))
+            }
+        }
+    }
+    (rows, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_become_events_with_stable_ids() {
+        let text = "ref,starts_at,phone,name,service,location,status\n\
+                    cita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana,Odontología,Sede A,scheduled\n\
+                    cita-2,2026-12-01T10:30:00-05:00,+51987654322,Luis,Pediatría,Sede A,cancelled\n";
+        let (rows, errors) = parse(text, "a.csv");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].line, 2);
+        let (again, _) = parse(text, "a.csv");
+        assert_eq!(rows[0].event.event_id, again[0].event.event_id);
+    }
+
+    #[test]
+    fn bad_rows_are_reported_by_line_and_field() {
+        let text = "ref,starts_at,phone,name,service,location,status\n\
+                    cita-1,ayer,+51987654321,Ana,X,Y,scheduled\n\
+                    cita-2,2026-12-01T10:30:00-05:00,987,Luis,X,Y,scheduled\n\
+                    cita-3,2026-12-01T10:30:00-05:00,+51987654322,Luis,X,Y,perdida\n";
+        let (_, errors) = parse(text, "a.csv");
+        let shown: Vec<String> = errors.iter().map(|e| format!("{}:{}:{}", e.file, e.line, e.field)).collect();
+        assert_eq!(shown, ["a.csv:2:starts_at", "a.csv:3:phone", "a.csv:4:status"]);
+    }
+
+    #[test]
+    fn missing_columns_are_named() {
+        let (_, errors) = parse("ref,phone\ncita-1,+51987654321\n", "a.csv");
+        assert!(errors[0].reason.contains("starts_at"));
+    }
+}

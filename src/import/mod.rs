@@ -1,0 +1,202 @@
+//! `unavez import FILE`: booking events from `.jsonl`, `.csv` (an agenda
+//! export) or `.ics` (iCalendar), applied to the ledger.
+//!
+//! A file is refused whole by default when any row is bad: a clinic that
+//! imports half an agenda and does not notice is worse off than one told
+//! exactly which lines to fix. `--skip-invalid` stores the good rows and
+//! writes the bad ones aside. Importing the same file twice changes nothing:
+//! every row carries (or is given) a stable event id.
+
+mod csv_agenda;
+mod ics;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::domain::event::{BookingEvent, FieldError};
+use crate::ingest::{IngestError, Outcome, ingest};
+use crate::planner::Planner;
+use crate::store::{EventEffect, Store, StoreError};
+
+/// One event read from a file, with the line it came from.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub line: usize,
+    pub event: BookingEvent,
+    /// The row's original text, written to the rejects file if refused.
+    pub raw: String,
+}
+
+/// A bad row: `file:line: field: reason`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowError {
+    pub file: String,
+    pub line: usize,
+    pub field: String,
+    pub reason: String,
+    #[serde(skip)]
+    pub raw: String,
+}
+
+impl fmt::Display for RowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}: {}", self.file, self.line, self.field, self.reason)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: unsupported file type (expected .jsonl, .csv or .ics)")]
+    UnsupportedType { path: PathBuf },
+    #[error("{}", format_rejected(.0))]
+    Rejected(Vec<RowError>),
+    #[error("cannot write rejected rows to {path}: {source}")]
+    WriteRejects { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn format_rejected(errors: &[RowError]) -> String {
+    let mut s = format!("{} row(s) rejected; nothing was stored:", errors.len());
+    for e in errors {
+        s.push_str(&format!("\n  {e}"));
+    }
+    s
+}
+
+pub(crate) fn row_errors(file: &str, line: usize, raw: &str, errs: Vec<FieldError>) -> Vec<RowError> {
+    errs.into_iter()
+        .map(|e| RowError { file: file.to_string(), line, field: e.field, reason: e.reason, raw: raw.to_string() })
+        .collect()
+}
+
+/// Reads a file into events and per-row errors, by extension.
+pub fn parse_file(path: &Path) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read { path: path.to_path_buf(), source })?;
+    let name = path.display().to_string();
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("jsonl") | Some("ndjson") => Ok(parse_jsonl(&text, &name)),
+        Some("csv") => Ok(csv_agenda::parse(&text, &name)),
+        Some("ics") => Ok(ics::parse(&text, &name)),
+        _ => Err(ImportError::UnsupportedType { path: path.to_path_buf() }),
+    }
+}
+
+/// One JSON object per line; blank lines and `#` comments are skipped.
+pub fn parse_jsonl(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        match BookingEvent::from_json(trimmed) {
+            Ok(event) => rows.push(Row { line: i + 1, event, raw: line.to_string() }),
+            Err(errs) => errors.extend(row_errors(file, i + 1, line, errs)),
+        }
+    }
+    (rows, errors)
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ImportReport {
+    pub file: String,
+    pub events: usize,
+    pub stored: usize,
+    pub duplicates: usize,
+    pub stale: usize,
+    pub unchanged: usize,
+    pub intentions_planned: usize,
+    pub intentions_already_present: usize,
+    pub intentions_closed: usize,
+    pub rejected: Vec<RowError>,
+    pub rejects_file: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl ImportReport {
+    fn add(&mut self, o: &Outcome) {
+        match o {
+            Outcome::Duplicate { .. } => self.duplicates += 1,
+            Outcome::Stored { effect, planned, already_present, closed, notes, reference, .. } => {
+                match effect {
+                    EventEffect::Applied => self.stored += 1,
+                    EventEffect::Stale => self.stale += 1,
+                    EventEffect::NoChange => self.unchanged += 1,
+                }
+                self.intentions_planned += planned.len();
+                self.intentions_already_present += already_present;
+                self.intentions_closed += closed;
+                for n in notes {
+                    if self.notes.len() < 20 {
+                        self.notes.push(format!("{reference}: {n}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub struct ImportOptions {
+    pub skip_invalid: bool,
+    /// Where `--skip-invalid` writes rejected rows (default `FILE.rejected`).
+    pub rejects_path: Option<PathBuf>,
+    pub source: String,
+}
+
+/// Parses and applies a file in one transaction.
+pub fn import_file(
+    store: &mut Store,
+    planner: &Planner<'_>,
+    path: &Path,
+    opts: &ImportOptions,
+    now: DateTime<Utc>,
+) -> Result<ImportReport, ImportError> {
+    let (rows, mut rejected) = parse_file(path)?;
+    if !rejected.is_empty() && !opts.skip_invalid {
+        return Err(ImportError::Rejected(rejected));
+    }
+    let file = path.display().to_string();
+    let mut report = ImportReport { file: file.clone(), events: rows.len() + rejected.len(), ..Default::default() };
+    let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
+        let mut late = Vec::new();
+        for row in &rows {
+            // Each event whole or not at all, so a row refused by the
+            // ledger's state (e.g. a reschedule of an unknown ref) leaves
+            // no trace when skipped.
+            match tx.atomically(|tx| ingest(tx, planner, &row.event, &opts.source, now)) {
+                Ok(o) => report.add(&o),
+                Err(IngestError::Store(e)) => return Err(ImportError::Store(e)),
+                Err(e) => {
+                    let field = match &e {
+                        IngestError::Rejected(_) => "ref",
+                        _ => "type",
+                    };
+                    late.push(RowError { file: file.clone(), line: row.line, field: field.into(), reason: e.to_string(), raw: row.raw.clone() });
+                    if !opts.skip_invalid {
+                        return Err(ImportError::Rejected(late));
+                    }
+                }
+            }
+        }
+        Ok(late)
+    });
+    rejected.extend(outcome?);
+    if !rejected.is_empty() {
+        let target = opts.rejects_path.clone().unwrap_or_else(|| PathBuf::from(format!("{file}.rejected")));
+        let mut text = String::new();
+        for e in &rejected {
+            text.push_str(&format!("# {e}\n{}\n", e.raw));
+        }
+        std::fs::write(&target, text).map_err(|source| ImportError::WriteRejects { path: target.clone(), source })?;
+        report.rejects_file = Some(target.display().to_string());
+    }
+    report.rejected = rejected;
+    Ok(report)
+}

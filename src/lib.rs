@@ -1,0 +1,30 @@
+//! # unavez — one business intention, at most one message
+//!
+//! A ledger, a background dispatcher and an operator console for WhatsApp
+//! notifications that belong to a business process (appointment reminders,
+//! order notices). A map for newcomers, from the pure core outwards:
+//!
+//! | module | job |
+//! |---|---|
+//! | [`domain`] | pure rules: intention states and transitions, idempotency keys, content fingerprints, commitment versions, the booking-event contract |
+//! | [`planner`] | pure: which messages a commitment change calls for, and which planned ones it closes |
+//! | [`templates`] | WhatsApp-shaped message templates and Spanish date formatting |
+//! | [`config`] | the TOML configuration, policy and operators; secrets by env var name |
+//! | [`store`] | **all SQL**: the SQLite ledger behind a narrow API (so a PostgreSQL store can follow) |
+//! | [`ingest`] | booking events → commitments → planned intentions, atomically |
+//! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
+//! | [`channel`] | the async channel trait and its capabilities |
+//!
+//! The binary (`src/main.rs`) is thin: it parses the command line with
+//! [`cli`] and calls into these modules. Errors are `thiserror` enums at
+//! module boundaries; only the binary edge uses `anyhow`.
+
+pub mod channel;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod import;
+pub mod ingest;
+pub mod planner;
+pub mod store;
+pub mod templates;

@@ -1,0 +1,240 @@
+//! Commitments, their event log and contacts.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::Serialize;
+
+use super::{Result, StoreError, Tx, from_ms, ms};
+use crate::domain::commitment::{Commitment, CommitmentKind};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitmentRow {
+    pub id: i64,
+    #[serde(flatten)]
+    pub commitment: Commitment,
+    pub contact_id: Option<i64>,
+    pub reschedule_requested_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ContactRow {
+    pub id: i64,
+    pub phone: String,
+    pub name: Option<String>,
+    pub language: Option<String>,
+    pub consent_marketing: bool,
+    pub opt_out_marketing_at: Option<DateTime<Utc>>,
+    pub opt_out_transactional_at: Option<DateTime<Utc>>,
+    pub last_inbound_at: Option<DateTime<Utc>>,
+}
+
+/// How a booking event was recorded in the append-only log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventEffect {
+    Applied,
+    Stale,
+    NoChange,
+}
+
+impl EventEffect {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventEffect::Applied => "applied",
+            EventEffect::Stale => "stale",
+            EventEffect::NoChange => "no_change",
+        }
+    }
+}
+
+const COMMITMENT_COLS: &str = "c.id, c.ref, c.kind, c.status, c.version, c.starts_at, c.service, c.location,
+     c.contact_id, c.confirmed_at, c.manual_contact_at, c.reschedule_requested_at, c.updated_at,
+     k.phone, k.name, k.language";
+
+fn commitment_row(r: &Row<'_>) -> rusqlite::Result<CommitmentRow> {
+    let kind: String = r.get(2)?;
+    Ok(CommitmentRow {
+        id: r.get(0)?,
+        commitment: Commitment {
+            reference: r.get(1)?,
+            kind: CommitmentKind::parse(&kind).unwrap_or(CommitmentKind::Appointment),
+            status: r.get(3)?,
+            version: r.get(4)?,
+            starts_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
+            service: r.get(6)?,
+            location: r.get(7)?,
+            phone: r.get(13)?,
+            name: r.get(14)?,
+            language: r.get(15)?,
+            confirmed_at: r.get::<_, Option<i64>>(9)?.map(from_ms),
+            manual_contact_at: r.get::<_, Option<i64>>(10)?.map(from_ms),
+        },
+        contact_id: r.get(8)?,
+        reschedule_requested_at: r.get::<_, Option<i64>>(11)?.map(from_ms),
+        updated_at: from_ms(r.get(12)?),
+    })
+}
+
+fn contact_row(r: &Row<'_>) -> rusqlite::Result<ContactRow> {
+    Ok(ContactRow {
+        id: r.get(0)?,
+        phone: r.get(1)?,
+        name: r.get(2)?,
+        language: r.get(3)?,
+        consent_marketing: r.get(4)?,
+        opt_out_marketing_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
+        opt_out_transactional_at: r.get::<_, Option<i64>>(6)?.map(from_ms),
+        last_inbound_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
+    })
+}
+
+impl Tx<'_> {
+    /// Appends a booking event to the log. `None` when its `event_id` was
+    /// already recorded: the caller must then change nothing.
+    pub fn record_commitment_event(
+        &self,
+        event_id: &str,
+        reference: &str,
+        kind: &str,
+        source: &str,
+        payload: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<i64>> {
+        let id = self
+            .conn()
+            .query_row(
+                "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, source, payload, received_at)
+                 VALUES (?1, ?2, ?3, 'applied', ?4, ?5, ?6)
+                 ON CONFLICT(event_id) DO NOTHING RETURNING id",
+                params![event_id, reference, kind, source, payload, ms(at)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if id.is_none() {
+            self.bump_counter("duplicate_events", 1)?;
+        }
+        Ok(id)
+    }
+
+    pub fn set_event_effect(&self, id: i64, effect: EventEffect, before: Option<i64>, after: Option<i64>) -> Result<()> {
+        self.conn().execute(
+            "UPDATE commitment_events SET effect = ?2, version_before = ?3, version_after = ?4 WHERE id = ?1",
+            params![id, effect.as_str(), before, after],
+        )?;
+        Ok(())
+    }
+
+    pub fn commitment(&self, reference: &str) -> Result<Option<CommitmentRow>> {
+        Ok(self
+            .conn()
+            .query_row(
+                &format!(
+                    "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id WHERE c.ref = ?1"
+                ),
+                [reference],
+                commitment_row,
+            )
+            .optional()?)
+    }
+
+    pub fn commitment_by_id(&self, id: i64) -> Result<CommitmentRow> {
+        self.conn()
+            .query_row(
+                &format!(
+                    "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id WHERE c.id = ?1"
+                ),
+                [id],
+                commitment_row,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoCommitment(format!("#{id}")))
+    }
+
+    /// Inserts or updates the contact by phone; the name and language of
+    /// the latest event win, consent and opt-outs are never touched here.
+    pub fn upsert_contact(&self, phone: &str, name: Option<&str>, language: Option<&str>, at: DateTime<Utc>) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "INSERT INTO contacts(phone, name, language, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+             ON CONFLICT(phone) DO UPDATE SET name = coalesce(excluded.name, name),
+                 language = coalesce(excluded.language, language), updated_at = excluded.updated_at
+             RETURNING id",
+            params![phone, name, language, ms(at)],
+            |r| r.get(0),
+        )?)
+    }
+
+    pub fn contact(&self, id: i64) -> Result<Option<ContactRow>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT id, phone, name, language, consent_marketing, opt_out_marketing_at,
+                        opt_out_transactional_at, last_inbound_at FROM contacts WHERE id = ?1",
+                [id],
+                contact_row,
+            )
+            .optional()?)
+    }
+
+    pub fn contact_by_phone(&self, phone: &str) -> Result<Option<ContactRow>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT id, phone, name, language, consent_marketing, opt_out_marketing_at,
+                        opt_out_transactional_at, last_inbound_at FROM contacts WHERE phone = ?1",
+                [phone],
+                contact_row,
+            )
+            .optional()?)
+    }
+
+    /// Writes the commitment as the domain computed it; returns its id.
+    pub fn save_commitment(&self, c: &Commitment, contact_id: Option<i64>, at: DateTime<Utc>) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "INSERT INTO commitments(ref, kind, status, version, starts_at, service, location, contact_id,
+                                     confirmed_at, manual_contact_at, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+             ON CONFLICT(ref) DO UPDATE SET status = excluded.status, version = excluded.version,
+                 starts_at = excluded.starts_at, service = excluded.service, location = excluded.location,
+                 contact_id = coalesce(excluded.contact_id, contact_id), confirmed_at = excluded.confirmed_at,
+                 manual_contact_at = excluded.manual_contact_at, updated_at = excluded.updated_at
+             RETURNING id",
+            params![
+                c.reference,
+                c.kind.as_str(),
+                c.status,
+                c.version,
+                c.starts_at.map(ms),
+                c.service,
+                c.location,
+                contact_id,
+                c.confirmed_at.map(ms),
+                c.manual_contact_at.map(ms),
+                ms(at)
+            ],
+            |r| r.get(0),
+        )?)
+    }
+
+    pub fn list_commitments(&self, limit: u32, offset: u32) -> Result<Vec<CommitmentRow>> {
+        let mut stmt = self.conn().prepare_cached(&format!(
+            "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
+             ORDER BY c.starts_at IS NULL, c.starts_at, c.id LIMIT ?1 OFFSET ?2"
+        ))?;
+        let rows = stmt.query_map(params![limit, offset], commitment_row)?.collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// The commitment's event log, oldest first: `(event_id, type, effect,
+    /// version_before, version_after, received_at)`.
+    pub fn commitment_events(&self, reference: &str) -> Result<Vec<(String, String, String, Option<i64>, Option<i64>, DateTime<Utc>)>> {
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT event_id, type, effect, version_before, version_after, received_at
+             FROM commitment_events WHERE commitment_ref = ?1 ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map([reference], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, from_ms(r.get(5)?))))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+}

@@ -1,0 +1,213 @@
+//! The ledger store: every line of SQL in unavez lives under this module.
+//!
+//! SQLite in WAL mode with `synchronous=FULL` (an attempt recorded as started
+//! must survive a power cut, or a crash could resend it), foreign keys on, a
+//! busy timeout, and `BEGIN IMMEDIATE` for every read-then-write so two
+//! processes never decide on the same stale read. Callers compose typed
+//! operations on a [`Tx`] inside [`Store::write`]; they never see a
+//! statement, so a PostgreSQL store can implement the same surface later.
+//!
+//! Submodules group the operations by the part of the system that uses them.
+
+mod intents;
+mod ledger;
+mod queries;
+
+pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
+pub use ledger::{CommitmentRow, ContactRow, EventEffect};
+pub use queries::{AttemptRow, IntentFilter, IntentionDetail};
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open database {path}: {source}")]
+    Open { path: PathBuf, source: rusqlite::Error },
+    #[error("database migration {version} failed: {source}")]
+    Migration { version: u32, source: rusqlite::Error },
+    #[error("database {path} has schema version {found}, newer than this unavez ({known}); upgrade unavez")]
+    TooNew { path: PathBuf, found: u32, known: u32 },
+    #[error(
+        "key {key} is already reserved with other content (stored fingerprint {stored}, presented {presented}); nothing was overwritten"
+    )]
+    Conflict { key: String, stored: String, presented: String },
+    #[error("no intention {0}")]
+    NoIntention(String),
+    #[error("no commitment {0}")]
+    NoCommitment(String),
+    #[error("corrupt row in {table}: {detail}")]
+    Corrupt { table: &'static str, detail: String },
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+impl StoreError {
+    /// SQLITE_BUSY / LOCKED after the busy timeout: the caller may retry.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Sql(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("migrations/0001_ledger.sql"))];
+
+/// One connection to the ledger. Not `Sync`: each thread or task that
+/// writes opens its own (cheap) or goes through a channel to one owner.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// A write transaction (`BEGIN IMMEDIATE`). Operations are methods in the
+/// submodules; dropping without [`Store::write`] returning `Ok` rolls back.
+pub struct Tx<'c> {
+    tx: rusqlite::Transaction<'c>,
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the ledger.
+    pub fn open(path: &Path) -> Result<Store> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
+        let mut store = Store { conn, path: path.to_path_buf() };
+        store.configure().map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn configure(&mut self) -> rusqlite::Result<()> {
+        self.conn.busy_timeout(Duration::from_secs(30))?;
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        self.conn.set_prepared_statement_cache_capacity(128);
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if current > known {
+            return Err(StoreError::TooNew { path: self.path.clone(), found: current, known });
+        }
+        for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+            tx.execute_batch(sql).map_err(|source| StoreError::Migration { version: *version, source })?;
+            tx.pragma_update(None, "user_version", version)
+                .map_err(|source| StoreError::Migration { version: *version, source })?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committing on `Ok`.
+    pub fn write<T, E>(&mut self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| E::from(StoreError::from(e)))?;
+        let wrapped = Tx { tx };
+        let out = f(&wrapped)?;
+        wrapped.tx.commit().map_err(|e| E::from(StoreError::from(e)))?;
+        Ok(out)
+    }
+
+    /// Runs read-only queries in one deferred transaction (a consistent
+    /// snapshot under WAL, never blocking writers).
+    pub fn read<T, E>(&mut self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .map_err(|e| E::from(StoreError::from(e)))?;
+        let wrapped = Tx { tx };
+        f(&wrapped)
+    }
+
+    /// `PRAGMA integrity_check`: `ok` or the problems found.
+    pub fn integrity_check(&self) -> Result<String> {
+        let rows: Vec<String> = self
+            .conn
+            .prepare("PRAGMA integrity_check")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows.join("; "))
+    }
+}
+
+impl Tx<'_> {
+    fn conn(&self) -> &Connection {
+        &self.tx
+    }
+
+    /// Adds `by` to a named counter (duplicates blocked, rejections…).
+    pub fn bump_counter(&self, name: &str, by: i64) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO counters(name, value) VALUES (?1, ?2)
+             ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+            rusqlite::params![name, by],
+        )?;
+        Ok(())
+    }
+
+    /// Runs `f` inside a savepoint: its writes are kept on `Ok` and undone
+    /// on `Err`, leaving the rest of the transaction intact. Used to apply
+    /// one event of a batch whole or not at all.
+    pub fn atomically<T, E>(&self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        self.conn().execute_batch("SAVEPOINT unavez_sp").map_err(|e| E::from(e.into()))?;
+        match f(self) {
+            Ok(v) => {
+                self.conn().execute_batch("RELEASE unavez_sp").map_err(|e| E::from(e.into()))?;
+                Ok(v)
+            }
+            Err(e) => {
+                self.conn()
+                    .execute_batch("ROLLBACK TO unavez_sp; RELEASE unavez_sp")
+                    .map_err(|e| E::from(e.into()))?;
+                Err(e)
+            }
+        }
+    }
+
+    pub fn counter(&self, name: &str) -> Result<i64> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .conn()
+            .query_row("SELECT value FROM counters WHERE name = ?1", [name], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0))
+    }
+}
+
+/// Milliseconds since the epoch, the storage form of every instant.
+pub fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub fn from_ms(v: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(v).single().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;
