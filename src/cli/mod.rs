@@ -1,1 +1,124 @@
-//! Command line (placeholder while the ledger lands).
+//! The command line: argument parsing (clap) and one small handler per
+//! command group. This is the binary's edge, so errors become `anyhow`
+//! here and nowhere else.
+
+mod chaos;
+mod dispatch;
+mod ledger;
+mod sim;
+mod tui;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+use crate::planner::Planner;
+use crate::store::Store;
+use crate::templates::Templates;
+
+#[derive(Debug, Parser)]
+#[command(name = "unavez", version, about = "One business intention, at most one WhatsApp message")]
+pub struct Cli {
+    /// SQLite ledger file (default: `database` from the config, `unavez.db`).
+    #[arg(long, global = true, env = "UNAVEZ_DB")]
+    pub db: Option<PathBuf>,
+    /// Configuration file (see config.example.toml); defaults apply without one.
+    #[arg(long, global = true, env = "UNAVEZ_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create (or migrate) the ledger database.
+    Init,
+    /// Import booking events from a .jsonl, .csv or .ics file.
+    Import(ledger::ImportArgs),
+    /// Commitments (appointments, orders).
+    #[command(subcommand)]
+    Commitments(ledger::CommitmentsCmd),
+    /// Intentions (one per business message).
+    #[command(subcommand)]
+    Intents(ledger::IntentsCmd),
+    /// Run the demo clinic: simulator, dispatcher and console.
+    Demo(tui::DemoArgs),
+    /// Open the operator console.
+    Tui(tui::TuiArgs),
+    /// Run the WhatsApp engine simulator (seed 003 contract) over HTTP.
+    Sim(sim::SimArgs),
+    /// Headless service: dispatcher, reconciler and webhook server.
+    Serve(dispatch::ServeArgs),
+    /// Dispatch due intentions once (for cron and tests).
+    Dispatch(dispatch::DispatchArgs),
+    /// Re-evaluate one operating day's intentions by state.
+    Reprocess(dispatch::ReprocessArgs),
+    /// Chaos harness: kill dispatchers, inject faults, check the history.
+    Chaos(chaos::ChaosArgs),
+}
+
+/// What every command needs: configuration, database path and templates.
+pub struct Ctx {
+    pub config: Config,
+    pub db: PathBuf,
+    pub templates: Templates,
+}
+
+impl Ctx {
+    pub fn load(cli: &Cli) -> anyhow::Result<Ctx> {
+        let config = match &cli.config {
+            Some(p) => Config::load(p)?,
+            None => Config::default(),
+        };
+        let templates = match &config.templates {
+            Some(p) => Templates::load(p)?,
+            None => Templates::embedded(),
+        };
+        let db = cli.db.clone().unwrap_or_else(|| config.database.clone());
+        Ok(Ctx { config, db, templates })
+    }
+
+    pub fn open_store(&self) -> anyhow::Result<Store> {
+        Store::open(&self.db).with_context(|| format!("opening ledger {}", self.db.display()))
+    }
+
+    pub fn planner(&self) -> Planner<'_> {
+        Planner { policy: &self.config.policy, templates: &self.templates, tz: self.config.tz() }
+    }
+}
+
+/// Parses the command line and runs the command.
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    init_tracing(matches!(cli.command, Command::Tui(_) | Command::Demo(_)));
+    let ctx = Ctx::load(&cli)?;
+    match cli.command {
+        Command::Init => {
+            let store = ctx.open_store()?;
+            println!("ledger ready at {}", store.path().display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import(a) => ledger::import(&ctx, a),
+        Command::Commitments(c) => ledger::commitments(&ctx, c),
+        Command::Intents(c) => ledger::intents(&ctx, c),
+        Command::Demo(a) => tui::demo(&ctx, a),
+        Command::Tui(a) => tui::tui(&ctx, a),
+        Command::Sim(a) => sim::run(&ctx, a),
+        Command::Serve(a) => dispatch::serve(&ctx, a),
+        Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
+        Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
+        Command::Chaos(a) => chaos::run(&ctx, a),
+    }
+}
+
+/// Logs go to stderr (never to the console's screen), filtered by
+/// `RUST_LOG`; interactive commands stay quiet unless asked.
+fn init_tracing(interactive: bool) {
+    let default = if interactive { "off" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

@@ -7,4 +7,5 @@ pub mod event;
 pub mod fingerprint;
 pub mod intention;
 pub mod key;
+pub mod mask;
 pub mod state;

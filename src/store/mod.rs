@@ -11,10 +11,13 @@
 
 mod intents;
 mod ledger;
+mod operator;
 mod queries;
 
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
+pub use intents::Entry;
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
+pub use operator::{OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, IntentFilter, IntentionDetail};
 
 use std::path::{Path, PathBuf};

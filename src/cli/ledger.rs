@@ -1,0 +1,278 @@
+//! `unavez import`, `unavez commitments …`, `unavez intents …`.
+//!
+//! Listings print an aligned table for people and, with `--json`, one JSON
+//! document whose shape is documented in README.md ("JSON output").
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chrono::Utc;
+use clap::{Args, Subcommand};
+
+use super::Ctx;
+use crate::domain::state::IntentionState;
+use crate::import::{ImportError, ImportOptions, import_file};
+use crate::store::IntentFilter;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A .jsonl, .csv or .ics file.
+    pub file: PathBuf,
+    /// Store the valid rows and write the rejected ones to a file.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Where --skip-invalid writes rejected rows (default FILE.rejected).
+    #[arg(long)]
+    pub rejects: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CommitmentsCmd {
+    /// Commitments ordered by start time.
+    List {
+        #[arg(long, default_value_t = 200)]
+        limit: u32,
+        #[arg(long, default_value_t = 0)]
+        offset: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One commitment: its state, event log and intentions.
+    Show {
+        reference: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IntentsCmd {
+    /// Intentions ordered by due time, filtered by state and operating day.
+    List {
+        /// Repeatable: --state uncertain --state review
+        #[arg(long = "state")]
+        states: Vec<IntentionState>,
+        /// Operating day (YYYY-MM-DD, configured time zone).
+        #[arg(long)]
+        day: Option<String>,
+        /// Only this commitment.
+        #[arg(long = "ref")]
+        reference: Option<String>,
+        #[arg(long, default_value_t = 200)]
+        limit: u32,
+        #[arg(long, default_value_t = 0)]
+        offset: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One intention: content, full history in order, attempts, related.
+    Show {
+        /// Numeric id or idempotency key.
+        id_or_key: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
+    let mut store = ctx.open_store()?;
+    let opts = ImportOptions {
+        skip_invalid: a.skip_invalid,
+        rejects_path: a.rejects.clone(),
+        source: a.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+    };
+    let report = match import_file(&mut store, &ctx.planner(), &a.file, &opts, Utc::now()) {
+        Ok(r) => r,
+        Err(ImportError::Rejected(rows)) => {
+            if a.json {
+                println!("{}", serde_json::json!({"file": a.file, "stored": 0, "rejected": rows}));
+            } else {
+                eprintln!("{}", ImportError::Rejected(rows));
+            }
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}: {} event(s)", report.file, report.events);
+        println!("  stored            {}", report.stored);
+        println!("  already present   {} (duplicate event ids)", report.duplicates);
+        println!("  unchanged         {}", report.unchanged);
+        println!("  stale (older version) {}", report.stale);
+        println!("  intentions planned {}, already present {}, closed {}",
+            report.intentions_planned, report.intentions_already_present, report.intentions_closed);
+        for n in &report.notes {
+            println!("  note: {n}");
+        }
+        for e in &report.rejected {
+            eprintln!("rejected: {e}");
+        }
+        if let Some(f) = &report.rejects_file {
+            eprintln!("rejected rows written to {f}");
+        }
+    }
+    Ok(if report.rejected.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
+    let mut store = ctx.open_store()?;
+    let tz = ctx.config.tz();
+    match c {
+        CommitmentsCmd::List { limit, offset, json } => {
+            let rows = store.read(|tx| tx.list_commitments(limit, offset))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}", "REF", "KIND", "STATUS", "V", "STARTS", "PHONE");
+            for r in rows {
+                let c = &r.commitment;
+                println!(
+                    "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}{}",
+                    c.reference,
+                    c.kind.as_str(),
+                    c.status,
+                    c.version,
+                    c.starts_at.map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default(),
+                    c.phone.as_deref().map(mask_phone).unwrap_or_default(),
+                    if c.confirmed_at.is_some() { "  confirmed" } else { "" },
+                );
+            }
+        }
+        CommitmentsCmd::Show { reference, json } => {
+            let (row, events, intents) = store.read(|tx| -> Result<_, crate::store::StoreError> {
+                let row = tx.commitment(&reference)?.ok_or_else(|| crate::store::StoreError::NoCommitment(reference.clone()))?;
+                let events = tx.commitment_events(&reference)?;
+                let intents = tx.list_intentions(&IntentFilter { commitment_ref: Some(reference.clone()), limit: 1000, ..Default::default() })?;
+                Ok((row, events, intents))
+            })?;
+            if json {
+                let events: Vec<_> = events
+                    .iter()
+                    .map(|(id, t, e, b, a, at)| serde_json::json!({"event_id": id, "type": t, "effect": e, "version_before": b, "version_after": a, "received_at": at}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"commitment": row, "events": events, "intentions": intents}))?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let c = &row.commitment;
+            println!("{} ({}) status {} version {}", c.reference, c.kind.as_str(), c.status, c.version);
+            if let Some(s) = c.starts_at {
+                println!("  starts   {}", s.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+            }
+            println!("  contact  {} {}", c.name.as_deref().unwrap_or(""), c.phone.as_deref().map(mask_phone).unwrap_or_default());
+            println!("  service  {}  place {}", c.service.as_deref().unwrap_or("-"), c.location.as_deref().unwrap_or("-"));
+            if let Some(t) = c.confirmed_at {
+                println!("  confirmed at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
+            }
+            if let Some(t) = c.manual_contact_at {
+                println!("  manual contact at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
+            }
+            println!("events:");
+            for (id, t, e, b, a, at) in events {
+                println!("  {} {:<28} {:<9} v{}→v{}  {id}", at.with_timezone(&tz).format("%m-%d %H:%M:%S"), t, e,
+                    b.map(|v| v.to_string()).unwrap_or("-".into()), a.map(|v| v.to_string()).unwrap_or("-".into()));
+            }
+            println!("intentions:");
+            for i in intents {
+                println!("  #{:<6} {:<40} {:<11} {}", i.id, i.key, i.state.as_str(), i.state_reason.unwrap_or_default());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
+    let mut store = ctx.open_store()?;
+    let tz = ctx.config.tz();
+    match c {
+        IntentsCmd::List { states, day, reference, limit, offset, json } => {
+            if let Some(d) = &day {
+                chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
+                    .map_err(|_| anyhow::anyhow!("--day: expected YYYY-MM-DD, got {d:?}"))?;
+            }
+            let f = IntentFilter { states, day, commitment_ref: reference, limit, offset };
+            let rows = store.read(|tx| tx.list_intentions(&f))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("{:>6} {:<42} {:<11} {:<16} {:<16} REASON", "ID", "KEY", "STATE", "DUE", "TO");
+            for r in rows {
+                println!(
+                    "{:>6} {:<42} {:<11} {:<16} {:<16} {}",
+                    r.id,
+                    r.key,
+                    r.state.as_str(),
+                    r.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M"),
+                    mask_phone(&r.recipient),
+                    r.state_reason.unwrap_or_default()
+                );
+            }
+        }
+        IntentsCmd::Show { id_or_key, json } => {
+            let d = store.read(|tx| tx.intention_detail(&id_or_key))?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&d)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let i = &d.intention;
+            println!("#{} {}", i.id, i.key);
+            println!("  state      {}{}", i.state, i.state_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default());
+            println!("  commitment {} v{}", i.commitment_ref, i.commitment_version);
+            println!("  to         {} ({}, {})", mask_phone(&i.recipient), i.category, i.channel);
+            println!("  template   {} [{}] {:?}", i.template, i.language, i.parameters);
+            println!("  text       {}", i.body);
+            println!("  due        {}", i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+            if let Some(e) = i.expires_at {
+                println!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+            }
+            println!("  fingerprint {}", i.fingerprint);
+            if let Some(r) = &i.reason {
+                println!("  reason     {r} (by {}, authorized by {})", i.created_by, i.authorized_by.as_deref().unwrap_or("-"));
+            }
+            println!("history:");
+            for h in &d.history {
+                println!(
+                    "  {} {:<11} → {:<11} {:<3} {:<16} {:<10} {}{}",
+                    h.at.with_timezone(&tz).format("%m-%d %H:%M:%S%.3f"),
+                    h.from_state.as_deref().unwrap_or("-"),
+                    h.to_state,
+                    if h.applied { "" } else { "(r)" },
+                    h.signal,
+                    h.cause,
+                    h.evidence.as_deref().map(|e| format!("[{e}] ")).unwrap_or_default(),
+                    h.note.as_deref().unwrap_or("")
+                );
+            }
+            println!("attempts:");
+            for a in &d.attempts {
+                println!(
+                    "  {} {} {:<9} http {} cmd {} msg {} {}",
+                    a.n,
+                    a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
+                    a.outcome,
+                    a.http_status.map(|s| s.to_string()).unwrap_or("-".into()),
+                    a.command_id.as_deref().unwrap_or("-"),
+                    a.message_id.as_deref().unwrap_or("-"),
+                    a.error_detail.as_deref().unwrap_or("")
+                );
+            }
+            if !d.related.is_empty() {
+                println!("related:");
+                for r in &d.related {
+                    println!("  #{} {} {} ({})", r.id, r.key, r.state, r.relation);
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `+51987654321` → `+51 9•• ••• 321`: enough to match a call, not to leak.
+pub fn mask_phone(phone: &str) -> String {
+    crate::domain::mask::mask_phone(phone)
+}
