@@ -12,6 +12,8 @@
 
 
 
+pub mod motor_event;
+
 use async_trait_shim::BoxFuture;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
