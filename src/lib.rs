@@ -14,6 +14,7 @@
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`channel`] | the async channel trait and its capabilities |
+//! | [`server`] | the HTTP server of `serve`: webhooks, inbound replies, booking ingest, metrics |
 //!
 //! The binary (`src/main.rs`) is thin: it parses the command line with
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
@@ -26,5 +27,6 @@ pub mod domain;
 pub mod import;
 pub mod ingest;
 pub mod planner;
+pub mod server;
 pub mod store;
 pub mod templates;

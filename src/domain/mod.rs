@@ -5,7 +5,9 @@
 pub mod commitment;
 pub mod event;
 pub mod fingerprint;
+pub mod inbound;
 pub mod intention;
 pub mod key;
 pub mod mask;
 pub mod state;
+pub mod status;
