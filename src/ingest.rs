@@ -64,7 +64,10 @@ pub fn ingest(
                 planned: vec![],
                 already_present: 0,
                 closed: 0,
-                notes: vec![format!("version {:?} is older than the stored {current_version}: recorded only", ev.version)],
+                notes: vec![format!(
+                    "version {} is older than the stored {current_version}: recorded only",
+                    ev.version.map(|v| v.to_string()).unwrap_or_default()
+                )],
             });
         }
         Effect::Applied { after, kind, .. } => (after, kind),

@@ -184,3 +184,29 @@ fn listings_and_show_have_the_documented_json_shapes() {
     let o = run(&db, &["intents", "list", "--day", "11/03/2031"]);
     assert!(!o.status.success() && stderr(&o).contains("--day"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_shipped_sample_clinic_imports_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    // The samples are dated January 2027 so a newcomer's import plans
+    // messages; after that they still import, as history.
+    let upcoming = chrono::Utc::now() < "2027-01-10T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap();
+    for (name, events) in [("sample-clinic.jsonl", 67), ("sample-agenda.csv", 12), ("sample-agenda.ics", 7)] {
+        let f = assets.join(name);
+        let o = run(&db, &["import", f.to_str().unwrap(), "--json"]);
+        assert!(o.status.success(), "{name}: {}{}", stdout(&o), stderr(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["events"], events, "{name}: {r}");
+        assert_eq!(r["rejected"], serde_json::json!([]), "{name}");
+        if upcoming {
+            assert!(r["intentions_planned"].as_u64().unwrap() > 0, "{name}: {r}");
+        }
+    }
+    let show = json(&db, &["commitments", "show", "cita-1100"]);
+    let effects: Vec<&str> = show["events"].as_array().unwrap().iter().map(|e| e["effect"].as_str().unwrap()).collect();
+    assert_eq!(effects, ["applied", "stale"]);
+    let orders = json(&db, &["commitments", "show", "pedido-88"]);
+    assert_eq!(orders["intentions"].as_array().unwrap().len(), 4, "confirmed, paid, prepared, shipped; not updated");
+}

@@ -155,6 +155,7 @@ fn an_older_version_is_recorded_and_changes_nothing() {
     let before = lab.intents("cita-1");
     let o = lab.ev(r#"{"type":"appointment.rescheduled","ref":"cita-1","version":2,"starts_at":"2026-12-09T09:30:00-05:00"}"#);
     assert!(matches!(o, Outcome::Stored { effect: EventEffect::Stale, version: 3, .. }), "{o:?}");
+    assert!(matches!(&o, Outcome::Stored { notes, .. } if notes[0] == "version 2 is older than the stored 3: recorded only"), "{o:?}");
     assert_eq!(lab.intents("cita-1"), before);
     let (c, events) = lab
         .store
