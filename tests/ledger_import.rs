@@ -210,3 +210,34 @@ fn the_shipped_sample_clinic_imports_cleanly() {
     let orders = json(&db, &["commitments", "show", "pedido-88"]);
     assert_eq!(orders["intentions"].as_array().unwrap().len(), 4, "confirmed, paid, prepared, shipped; not updated");
 }
+
+#[test]
+fn a_listing_piped_into_a_reader_that_stops_early_exits_quietly() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let f = dir.path().join("many.jsonl");
+    let text: String = (0..150)
+        .map(|i| {
+            format!(
+                "{{\"event_id\":\"e{i}\",\"type\":\"appointment.scheduled\",\"ref\":\"cita-{i}\",\"starts_at\":\"2031-05-{:02}T10:00:00-05:00\",\"contact\":{{\"phone\":\"+5198800{i:04}\"}}}}\n",
+                1 + i % 28
+            )
+        })
+        .collect();
+    std::fs::write(&f, text).unwrap();
+    assert!(run(&db, &["import", f.to_str().unwrap()]).status.success());
+    // Far more than a pipe buffer (64 KiB), so the writer must hit the
+    // closed pipe, as with `unavez intents list --json | head`.
+    let mut child = unavez(&db)
+        .args(["intents", "list", "--json", "--limit", "100000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(o.status.success(), "{:?} {}", o.status, stderr(&o));
+}
