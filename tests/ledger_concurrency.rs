@@ -117,7 +117,12 @@ fn sixteen_threads_presenting_the_same_500_intentions_make_500_rows_with_the_sam
     }
     let mut store = Store::open(&path).unwrap();
     let rows = store
-        .read(|tx| tx.list_intentions(&unavez::store::IntentFilter { limit: 10_000, ..Default::default() }))
+        .read(|tx| {
+            tx.list_intentions(&unavez::store::IntentFilter {
+                limit: 10_000,
+                ..Default::default()
+            })
+        })
         .unwrap();
     assert_eq!(rows.len(), N as usize);
     for r in &rows {
@@ -156,7 +161,11 @@ fn sixteen_threads_ingesting_the_same_events_store_each_once() {
             std::thread::spawn(move || {
                 let policy = Policy::default();
                 let templates = Templates::embedded();
-                let planner = Planner { policy: &policy, templates: &templates, tz: chrono_tz::America::Lima };
+                let planner = Planner {
+                    policy: &policy,
+                    templates: &templates,
+                    tz: chrono_tz::America::Lima,
+                };
                 let mut store = Store::open(&path).unwrap();
                 barrier.wait();
                 let mut stored = 0;
@@ -174,7 +183,12 @@ fn sixteen_threads_ingesting_the_same_events_store_each_once() {
     assert_eq!(stored, 60, "every event applied exactly once across threads");
     let mut store = Store::open(&path).unwrap();
     let rows = store
-        .read(|tx| tx.list_intentions(&unavez::store::IntentFilter { limit: 10_000, ..Default::default() }))
+        .read(|tx| {
+            tx.list_intentions(&unavez::store::IntentFilter {
+                limit: 10_000,
+                ..Default::default()
+            })
+        })
         .unwrap();
     assert_eq!(rows.len(), 180, "booking notice and two reminders per appointment");
 }
@@ -213,14 +227,22 @@ fn four_processes_importing_the_same_file_at_once_equal_one_import() {
     let mut duplicates = 0;
     for o in &outputs {
         let (out, err) = (stdout(o), stderr(o));
-        assert!(o.status.success(), "exit {:?}\nstdout:\n{out}\nstderr:\n{err}", o.status);
+        assert!(
+            o.status.success(),
+            "exit {:?}\nstdout:\n{out}\nstderr:\n{err}",
+            o.status
+        );
         assert!(out.contains("already present"), "{out}");
         assert!(!err.to_lowercase().contains("error"), "an error surfaced: {err}");
         stored += report_number(&out, "stored") + report_number(&out, "unchanged");
         duplicates += report_number(&out, "already present");
     }
     assert_eq!(stored, events, "each event applied once");
-    assert_eq!(duplicates, 3 * events, "the other three saw every event as already present");
+    assert_eq!(
+        duplicates,
+        3 * events,
+        "the other three saw every event as already present"
+    );
 
     let single = dir.path().join("single.db");
     assert!(run(&single, &["import", file.to_str().unwrap()]).status.success());
@@ -228,7 +250,13 @@ fn four_processes_importing_the_same_file_at_once_equal_one_import() {
     assert_eq!(shared_rows.len(), intention_summary(&single).len());
     assert_eq!(shared_rows, intention_summary(&single));
     assert_eq!(
-        json(&db, &["commitments", "list", "--limit", "1000"]).as_array().unwrap().len(),
-        json(&single, &["commitments", "list", "--limit", "1000"]).as_array().unwrap().len()
+        json(&db, &["commitments", "list", "--limit", "1000"])
+            .as_array()
+            .unwrap()
+            .len(),
+        json(&single, &["commitments", "list", "--limit", "1000"])
+            .as_array()
+            .unwrap()
+            .len()
     );
 }

@@ -51,7 +51,10 @@ fn bad_rows_are_named_by_file_line_and_field_and_nothing_is_stored() {
         assert!(err.contains(&expected), "missing {expected:?} in:\n{err}");
     }
     assert!(err.contains("nothing was stored"), "{err}");
-    assert!(!err.contains(&format!("{f}:1:")) && !err.contains(&format!("{f}:8:")), "valid rows are not reported: {err}");
+    assert!(
+        !err.contains(&format!("{f}:1:")) && !err.contains(&format!("{f}:8:")),
+        "valid rows are not reported: {err}"
+    );
     assert_eq!(json(&db, &["commitments", "list"]), serde_json::json!([]));
     assert_eq!(json(&db, &["intents", "list"]), serde_json::json!([]));
 }
@@ -64,7 +67,16 @@ fn skip_invalid_stores_the_valid_rows_and_writes_the_rejected_ones_aside() {
     let file = dir.path().join("bad.jsonl");
     std::fs::copy(&src, &file).unwrap();
     let rejects = dir.path().join("rechazadas.txt");
-    let o = run(&db, &["import", file.to_str().unwrap(), "--skip-invalid", "--rejects", rejects.to_str().unwrap()]);
+    let o = run(
+        &db,
+        &[
+            "import",
+            file.to_str().unwrap(),
+            "--skip-invalid",
+            "--rejects",
+            rejects.to_str().unwrap(),
+        ],
+    );
     assert!(!o.status.success(), "anything rejected → non-zero exit");
     assert_eq!(report_number(&stdout(&o), "stored"), 2, "{}", stdout(&o));
     let text = std::fs::read_to_string(&rejects).unwrap();
@@ -128,13 +140,35 @@ fn listings_and_show_have_the_documented_json_shapes() {
 
     // cita-2002 was rescheduled to 12 March: its v2 reminders are planned.
     let planned = json(&db, &["intents", "list", "--state", "planned", "--day", "2031-03-11"]);
-    let keys: Vec<&str> = planned.as_array().unwrap().iter().map(|i| i["key"].as_str().unwrap()).collect();
+    let keys: Vec<&str> = planned
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["key"].as_str().unwrap())
+        .collect();
     assert_eq!(keys, ["cita-2002:recordatorio-24h:v2"], "{planned}");
     let i = &planned[0];
     for field in [
-        "id", "key", "commitment_ref", "commitment_version", "purpose", "recipient", "category", "channel", "template",
-        "language", "parameters", "body", "fingerprint", "correlation_id", "asks_confirmation", "due_at", "day", "state",
-        "state_reason", "created_at",
+        "id",
+        "key",
+        "commitment_ref",
+        "commitment_version",
+        "purpose",
+        "recipient",
+        "category",
+        "channel",
+        "template",
+        "language",
+        "parameters",
+        "body",
+        "fingerprint",
+        "correlation_id",
+        "asks_confirmation",
+        "due_at",
+        "day",
+        "state",
+        "state_reason",
+        "created_at",
     ] {
         assert!(i.get(field).is_some(), "intents list item lacks {field}: {i}");
     }
@@ -146,11 +180,25 @@ fn listings_and_show_have_the_documented_json_shapes() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| (i["key"].as_str().unwrap().into(), i["state_reason"].as_str().unwrap().into()))
+        .map(|i| {
+            (
+                i["key"].as_str().unwrap().into(),
+                i["state_reason"].as_str().unwrap().into(),
+            )
+        })
         .collect();
-    assert!(reasons.contains(&("cita-2002:recordatorio-24h:v1".into(), "superseded".into())), "{reasons:?}");
-    assert!(reasons.contains(&("cita-2003:recordatorio-2h:v1".into(), "commitment_cancelled".into())), "{reasons:?}");
-    assert!(reasons.contains(&("cita-2001:recordatorio-24h:v1".into(), "already_confirmed".into())), "{reasons:?}");
+    assert!(
+        reasons.contains(&("cita-2002:recordatorio-24h:v1".into(), "superseded".into())),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&("cita-2003:recordatorio-2h:v1".into(), "commitment_cancelled".into())),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&("cita-2001:recordatorio-24h:v1".into(), "already_confirmed".into())),
+        "{reasons:?}"
+    );
 
     let show = json(&db, &["intents", "show", "cita-2002:recordatorio-24h:v1"]);
     assert_eq!(show["intention"]["state"], "cancelled");
@@ -158,29 +206,72 @@ fn listings_and_show_have_the_documented_json_shapes() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| (h["signal"].as_str().unwrap().into(), h["to_state"].as_str().unwrap().into()))
+        .map(|h| {
+            (
+                h["signal"].as_str().unwrap().into(),
+                h["to_state"].as_str().unwrap().into(),
+            )
+        })
         .collect();
-    assert_eq!(history, [("reserved".into(), "planned".into()), ("cancel".into(), "cancelled".into())]);
+    assert_eq!(
+        history,
+        [
+            ("reserved".into(), "planned".into()),
+            ("cancel".into(), "cancelled".into())
+        ]
+    );
     assert_eq!(show["attempts"], serde_json::json!([]));
-    let related: Vec<&str> = show["related"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    let related: Vec<&str> = show["related"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
     assert!(related.contains(&"cita-2002:aviso-cambio:v2"), "{related:?}");
     // By numeric id too.
     let id = show["intention"]["id"].as_i64().unwrap().to_string();
-    assert_eq!(json(&db, &["intents", "show", &id])["intention"]["key"], "cita-2002:recordatorio-24h:v1");
+    assert_eq!(
+        json(&db, &["intents", "show", &id])["intention"]["key"],
+        "cita-2002:recordatorio-24h:v1"
+    );
 
     let list = json(&db, &["commitments", "list"]);
     assert_eq!(list.as_array().unwrap().len(), 4);
     let c = json(&db, &["commitments", "show", "pedido-88"]);
     assert_eq!(c["commitment"]["kind"], "order");
     assert_eq!(c["commitment"]["status"], "enviado");
-    let events: Vec<&str> = c["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(events, ["order.confirmed", "order.paid", "order.updated", "order.shipped"]);
-    let keys: Vec<&str> = c["intentions"].as_array().unwrap().iter().map(|i| i["key"].as_str().unwrap()).collect();
-    assert_eq!(keys, ["pedido-88:confirmado:v1:whatsapp", "pedido-88:pagado:v2:whatsapp", "pedido-88:enviado:v3:whatsapp"]);
+    let events: Vec<&str> = c["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        events,
+        ["order.confirmed", "order.paid", "order.updated", "order.shipped"]
+    );
+    let keys: Vec<&str> = c["intentions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "pedido-88:confirmado:v1:whatsapp",
+            "pedido-88:pagado:v2:whatsapp",
+            "pedido-88:enviado:v3:whatsapp"
+        ]
+    );
 
     // Errors are named, not panics.
     let o = run(&db, &["intents", "show", "no-such-key"]);
-    assert!(!o.status.success() && stderr(&o).contains("no-such-key"), "{}", stderr(&o));
+    assert!(
+        !o.status.success() && stderr(&o).contains("no-such-key"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&db, &["intents", "list", "--day", "11/03/2031"]);
     assert!(!o.status.success() && stderr(&o).contains("--day"), "{}", stderr(&o));
 }
@@ -193,7 +284,11 @@ fn the_shipped_sample_clinic_imports_cleanly() {
     // The samples are dated January 2027 so a newcomer's import plans
     // messages; after that they still import, as history.
     let upcoming = chrono::Utc::now() < "2027-01-10T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap();
-    for (name, events) in [("sample-clinic.jsonl", 67), ("sample-agenda.csv", 12), ("sample-agenda.ics", 7)] {
+    for (name, events) in [
+        ("sample-clinic.jsonl", 67),
+        ("sample-agenda.csv", 12),
+        ("sample-agenda.ics", 7),
+    ] {
         let f = assets.join(name);
         let o = run(&db, &["import", f.to_str().unwrap(), "--json"]);
         assert!(o.status.success(), "{name}: {}{}", stdout(&o), stderr(&o));
@@ -205,10 +300,19 @@ fn the_shipped_sample_clinic_imports_cleanly() {
         }
     }
     let show = json(&db, &["commitments", "show", "cita-1100"]);
-    let effects: Vec<&str> = show["events"].as_array().unwrap().iter().map(|e| e["effect"].as_str().unwrap()).collect();
+    let effects: Vec<&str> = show["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["effect"].as_str().unwrap())
+        .collect();
     assert_eq!(effects, ["applied", "stale"]);
     let orders = json(&db, &["commitments", "show", "pedido-88"]);
-    assert_eq!(orders["intentions"].as_array().unwrap().len(), 4, "confirmed, paid, prepared, shipped; not updated");
+    assert_eq!(
+        orders["intentions"].as_array().unwrap().len(),
+        4,
+        "confirmed, paid, prepared, shipped; not updated"
+    );
 }
 
 #[test]

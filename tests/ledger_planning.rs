@@ -28,7 +28,13 @@ impl Lab {
     fn new() -> Lab {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("l.db")).unwrap();
-        Lab { _dir: dir, store, policy: Policy::default(), templates: Templates::embedded(), n: 0 }
+        Lab {
+            _dir: dir,
+            store,
+            policy: Policy::default(),
+            templates: Templates::embedded(),
+            n: 0,
+        }
     }
 
     /// Ingests one event (an `event_id` is added) at `now()`.
@@ -36,13 +42,21 @@ impl Lab {
         self.n += 1;
         let text = json.replacen('{', &format!("{{\"event_id\":\"evt-{}\",", self.n), 1);
         let ev = BookingEvent::from_json(&text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
-        let planner = Planner { policy: &self.policy, templates: &self.templates, tz: chrono_tz::America::Lima };
+        let planner = Planner {
+            policy: &self.policy,
+            templates: &self.templates,
+            tz: chrono_tz::America::Lima,
+        };
         self.store.write(|tx| ingest(tx, &planner, &ev, "test", now())).unwrap()
     }
 
     /// (key, state, reason) of the commitment's intentions, by id.
     fn intents(&mut self, reference: &str) -> Vec<(String, String, String)> {
-        let f = IntentFilter { commitment_ref: Some(reference.into()), limit: 1000, ..Default::default() };
+        let f = IntentFilter {
+            commitment_ref: Some(reference.into()),
+            limit: 1000,
+            ..Default::default()
+        };
         let mut rows = self.store.read(|tx| tx.list_intentions(&f)).unwrap();
         rows.sort_by_key(|r| r.id);
         rows.into_iter()
@@ -55,7 +69,8 @@ fn row(key: &str, state: &str, reason: &str) -> (String, String, String) {
     (key.into(), state.into(), reason.into())
 }
 
-const ANA: &str = r#""contact":{"phone":"+51987654321","name":"Ana Quispe"},"service":"Odontología","location":"Sede Miraflores""#;
+const ANA: &str =
+    r#""contact":{"phone":"+51987654321","name":"Ana Quispe"},"service":"Odontología","location":"Sede Miraflores""#;
 
 fn scheduled(reference: &str, at: &str) -> String {
     format!(r#"{{"type":"appointment.scheduled","ref":"{reference}","starts_at":"{at}",{ANA}}}"#)
@@ -80,7 +95,17 @@ fn reschedule_supersedes_the_old_version_and_plans_an_update_notice() {
     let mut lab = Lab::new();
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     let o = lab.ev(r#"{"type":"appointment.rescheduled","ref":"cita-1","starts_at":"2026-12-05T11:00:00-05:00"}"#);
-    assert!(matches!(o, Outcome::Stored { version: 2, closed: 3, .. }), "{o:?}");
+    assert!(
+        matches!(
+            o,
+            Outcome::Stored {
+                version: 2,
+                closed: 3,
+                ..
+            }
+        ),
+        "{o:?}"
+    );
     assert_eq!(
         lab.intents("cita-1"),
         [
@@ -92,8 +117,15 @@ fn reschedule_supersedes_the_old_version_and_plans_an_update_notice() {
             row("cita-1:recordatorio-2h:v2", "planned", ""),
         ]
     );
-    let d = lab.store.read(|tx| tx.intention_detail("cita-1:aviso-cambio:v2")).unwrap();
-    assert!(d.intention.body.contains("sábado 5 de diciembre a las 11:00"), "{}", d.intention.body);
+    let d = lab
+        .store
+        .read(|tx| tx.intention_detail("cita-1:aviso-cambio:v2"))
+        .unwrap();
+    assert!(
+        d.intention.body.contains("sábado 5 de diciembre a las 11:00"),
+        "{}",
+        d.intention.body
+    );
 }
 
 #[test]
@@ -112,7 +144,16 @@ fn cancellation_closes_everything_planned_and_notifies() {
     );
     // Cancelling again is recorded and changes nothing.
     let o = lab.ev(r#"{"type":"appointment.cancelled","ref":"cita-1"}"#);
-    assert!(matches!(o, Outcome::Stored { effect: EventEffect::NoChange, .. }), "{o:?}");
+    assert!(
+        matches!(
+            o,
+            Outcome::Stored {
+                effect: EventEffect::NoChange,
+                ..
+            }
+        ),
+        "{o:?}"
+    );
     assert_eq!(lab.intents("cita-1").len(), 4);
 }
 
@@ -135,7 +176,9 @@ fn confirmation_cancels_only_the_reminder_that_asks_to_confirm() {
 fn manual_contact_cancels_the_pending_reminders() {
     let mut lab = Lab::new();
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
-    lab.ev(r#"{"type":"appointment.manual_contact","ref":"cita-1","operator":"recepcion","note":"llamó por teléfono"}"#);
+    lab.ev(
+        r#"{"type":"appointment.manual_contact","ref":"cita-1","operator":"recepcion","note":"llamó por teléfono"}"#,
+    );
     assert_eq!(
         lab.intents("cita-1"),
         [
@@ -153,15 +196,32 @@ fn an_older_version_is_recorded_and_changes_nothing() {
         r#"{{"type":"appointment.scheduled","ref":"cita-1","version":3,"starts_at":"2026-12-03T09:30:00-05:00",{ANA}}}"#
     ));
     let before = lab.intents("cita-1");
-    let o = lab.ev(r#"{"type":"appointment.rescheduled","ref":"cita-1","version":2,"starts_at":"2026-12-09T09:30:00-05:00"}"#);
-    assert!(matches!(o, Outcome::Stored { effect: EventEffect::Stale, version: 3, .. }), "{o:?}");
-    assert!(matches!(&o, Outcome::Stored { notes, .. } if notes[0] == "version 2 is older than the stored 3: recorded only"), "{o:?}");
+    let o = lab
+        .ev(r#"{"type":"appointment.rescheduled","ref":"cita-1","version":2,"starts_at":"2026-12-09T09:30:00-05:00"}"#);
+    assert!(
+        matches!(
+            o,
+            Outcome::Stored {
+                effect: EventEffect::Stale,
+                version: 3,
+                ..
+            }
+        ),
+        "{o:?}"
+    );
+    assert!(
+        matches!(&o, Outcome::Stored { notes, .. } if notes[0] == "version 2 is older than the stored 3: recorded only"),
+        "{o:?}"
+    );
     assert_eq!(lab.intents("cita-1"), before);
     let (c, events) = lab
         .store
         .read(|tx| Ok::<_, StoreError>((tx.commitment("cita-1")?.unwrap(), tx.commitment_events("cita-1")?)))
         .unwrap();
-    assert_eq!(c.commitment.starts_at, Some(Utc.with_ymd_and_hms(2026, 12, 3, 14, 30, 0).unwrap()));
+    assert_eq!(
+        c.commitment.starts_at,
+        Some(Utc.with_ymd_and_hms(2026, 12, 3, 14, 30, 0).unwrap())
+    );
     assert_eq!(c.commitment.version, 3);
     let effects: Vec<&str> = events.iter().map(|e| e.2.as_str()).collect();
     assert_eq!(effects, ["applied", "stale"], "the stale event is kept in the log");
@@ -172,7 +232,16 @@ fn orders_notify_each_business_state_and_not_internal_updates() {
     let mut lab = Lab::new();
     let contact = r#""contact":{"phone":"+51987654324","name":"Carla"}"#;
     lab.ev(&format!(r#"{{"type":"order.confirmed","ref":"pedido-88",{contact}}}"#));
-    for t in ["paid", "updated", "prepared", "updated", "shipped", "exception", "delivered", "returned"] {
+    for t in [
+        "paid",
+        "updated",
+        "prepared",
+        "updated",
+        "shipped",
+        "exception",
+        "delivered",
+        "returned",
+    ] {
         lab.ev(&format!(r#"{{"type":"order.{t}","ref":"pedido-88"}}"#));
     }
     let keys: Vec<String> = lab.intents("pedido-88").into_iter().map(|r| r.0).collect();
@@ -193,29 +262,44 @@ fn orders_notify_each_business_state_and_not_internal_updates() {
     lab.ev(&format!(r#"{{"type":"order.confirmed","ref":"pedido-88",{contact}}}"#));
     lab.ev(r#"{"type":"order.shipped","ref":"pedido-88","version":5}"#);
     let o = lab.ev(r#"{"type":"order.updated","ref":"pedido-88","version":5}"#);
-    assert!(matches!(&o, Outcome::Stored { planned, .. } if planned.is_empty()), "{o:?}");
+    assert!(
+        matches!(&o, Outcome::Stored { planned, .. } if planned.is_empty()),
+        "{o:?}"
+    );
     let keys: Vec<String> = lab.intents("pedido-88").into_iter().map(|r| r.0).collect();
-    assert_eq!(keys, ["pedido-88:confirmado:v1:whatsapp", "pedido-88:enviado:v5:whatsapp"]);
+    assert_eq!(
+        keys,
+        ["pedido-88:confirmado:v1:whatsapp", "pedido-88:enviado:v5:whatsapp"]
+    );
 }
 
 #[test]
 fn flood_guard_plans_nothing_for_the_past_or_for_old_events() {
     let mut lab = Lab::new();
     let o = lab.ev(&scheduled("cita-1", "2026-11-20T09:30:00-05:00"));
-    assert!(matches!(&o, Outcome::Stored { planned, notes, .. } if planned.is_empty() && notes[0].contains("past")), "{o:?}");
+    assert!(
+        matches!(&o, Outcome::Stored { planned, notes, .. } if planned.is_empty() && notes[0].contains("past")),
+        "{o:?}"
+    );
     let old = now() - Duration::hours(i64::from(lab.policy.horizon_hours) + 1);
     let o = lab.ev(&format!(
         r#"{{"type":"appointment.scheduled","ref":"cita-2","starts_at":"2026-12-03T09:30:00-05:00","occurred_at":"{}",{ANA}}}"#,
         old.to_rfc3339()
     ));
-    assert!(matches!(&o, Outcome::Stored { planned, notes, .. } if planned.is_empty() && notes[0].contains("horizon")), "{o:?}");
+    assert!(
+        matches!(&o, Outcome::Stored { planned, notes, .. } if planned.is_empty() && notes[0].contains("horizon")),
+        "{o:?}"
+    );
     assert!(lab.intents("cita-1").is_empty() && lab.intents("cita-2").is_empty());
     // Recent enough: planned.
     let o = lab.ev(&format!(
         r#"{{"type":"appointment.scheduled","ref":"cita-3","starts_at":"2026-12-03T09:30:00-05:00","occurred_at":"{}",{ANA}}}"#,
         (now() - Duration::hours(1)).to_rfc3339()
     ));
-    assert!(matches!(&o, Outcome::Stored { planned, .. } if planned.len() == 3), "{o:?}");
+    assert!(
+        matches!(&o, Outcome::Stored { planned, .. } if planned.len() == 3),
+        "{o:?}"
+    );
 }
 
 #[test]
@@ -224,7 +308,10 @@ fn replanning_the_same_state_reserves_nothing_new() {
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     let before = lab.intents("cita-1");
     let o = lab.ev(&scheduled("cita-1", "2026-12-03T14:30:00Z"));
-    assert!(matches!(&o, Outcome::Stored { effect: EventEffect::NoChange, planned, .. } if planned.is_empty()), "{o:?}");
+    assert!(
+        matches!(&o, Outcome::Stored { effect: EventEffect::NoChange, planned, .. } if planned.is_empty()),
+        "{o:?}"
+    );
     assert_eq!(lab.intents("cita-1"), before);
 }
 
@@ -233,7 +320,11 @@ fn ics_sequence_drives_versions_through_import_file() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("l.db")).unwrap();
     let (policy, templates) = (Policy::default(), Templates::embedded());
-    let planner = Planner { policy: &policy, templates: &templates, tz: chrono_tz::America::Lima };
+    let planner = Planner {
+        policy: &policy,
+        templates: &templates,
+        tz: chrono_tz::America::Lima,
+    };
     let vevent = |seq: u32, start: &str| {
         format!(
             "BEGIN:VEVENT\r\nUID:cita-7\r\nSEQUENCE:{seq}\r\nDTSTART;TZID=America/Lima:{start}\r\nSUMMARY:Odontología\r\n\
@@ -245,22 +336,38 @@ fn ics_sequence_drives_versions_through_import_file() {
         std::fs::write(&p, format!("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n{body}END:VCALENDAR\r\n")).unwrap();
         p
     };
-    let opts = ImportOptions { skip_invalid: false, rejects_path: None, source: "t".into() };
+    let opts = ImportOptions {
+        skip_invalid: false,
+        rejects_path: None,
+        source: "t".into(),
+    };
     let first = write("a.ics", &vevent(0, "20261203T093000"));
     let r = import_file(&mut store, &planner, &first, &opts, now()).unwrap();
     assert_eq!((r.stored, r.intentions_planned), (1, 3));
     // The exporter moved the appointment and raised SEQUENCE.
-    let moved = write("b.ics", &format!("{}{}", vevent(0, "20261203T093000"), vevent(1, "20261204T100000")));
+    let moved = write(
+        "b.ics",
+        &format!("{}{}", vevent(0, "20261203T093000"), vevent(1, "20261204T100000")),
+    );
     let r = import_file(&mut store, &planner, &moved, &opts, now()).unwrap();
-    assert_eq!((r.duplicates, r.stored, r.intentions_closed, r.intentions_planned), (1, 1, 3, 3));
+    assert_eq!(
+        (r.duplicates, r.stored, r.intentions_closed, r.intentions_planned),
+        (1, 1, 3, 3)
+    );
     // An older export arriving late is stale.
     let late = write("c.ics", &vevent(0, "20261210T093000"));
     let r = import_file(&mut store, &planner, &late, &opts, now()).unwrap();
     assert_eq!(r.duplicates, 1, "same UID+SEQUENCE+STATUS is the same event");
-    let stale = write("d.ics", &vevent(0, "20261210T093000").replace("SEQUENCE:0\r\n", "SEQUENCE:0\r\nSTATUS:TENTATIVE\r\n"));
+    let stale = write(
+        "d.ics",
+        &vevent(0, "20261210T093000").replace("SEQUENCE:0\r\n", "SEQUENCE:0\r\nSTATUS:TENTATIVE\r\n"),
+    );
     let r = import_file(&mut store, &planner, &stale, &opts, now()).unwrap();
     assert_eq!((r.stale, r.intentions_planned), (1, 0));
     let c = store.read(|tx| tx.commitment("cita-7")).unwrap().unwrap();
     assert_eq!(c.commitment.version, 2);
-    assert_eq!(c.commitment.starts_at, Some(Utc.with_ymd_and_hms(2026, 12, 4, 15, 0, 0).unwrap()));
+    assert_eq!(
+        c.commitment.starts_at,
+        Some(Utc.with_ymd_and_hms(2026, 12, 4, 15, 0, 0).unwrap())
+    );
 }

@@ -115,9 +115,7 @@ fn collect_vevents<'a, 'b>(components: &'b [Component<'a>], out: &mut Vec<&'b Co
 }
 
 fn prop<'b, 'a>(c: &'b Component<'a>, name: &str) -> Option<&'b Property<'a>> {
-    c.properties
-        .iter()
-        .find(|p| p.name.as_str().eq_ignore_ascii_case(name))
+    c.properties.iter().find(|p| p.name.as_str().eq_ignore_ascii_case(name))
 }
 
 fn value(c: &Component<'_>, name: &str) -> Option<String> {
@@ -200,16 +198,12 @@ fn to_event(c: &Component<'_>, tz: Tz) -> Result<BookingEvent, Vec<FieldError>> 
     let (phone, cn) = phone_and_name(c);
     let name = value(c, "X-UNAVEZ-NAME").or(cn);
     if phone.is_none() && kind == "appointment.scheduled" {
-        errors.push(err(
-            "phone",
-            "missing (X-UNAVEZ-PHONE or ATTENDEE;CN=Name:tel:+51…)",
-        ));
+        errors.push(err("phone", "missing (X-UNAVEZ-PHONE or ATTENDEE;CN=Name:tel:+51…)"));
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    let digest =
-        Sha256::digest(format!("{}|{sequence}|{status}", uid.unwrap_or_default()).as_bytes());
+    let digest = Sha256::digest(format!("{}|{sequence}|{status}", uid.unwrap_or_default()).as_bytes());
     let obj = serde_json::json!({
         "event_id": format!("ics-{}", &hex::encode(digest)[..24]),
         "type": kind,
@@ -236,10 +230,7 @@ fn to_event(c: &Component<'_>, tz: Tz) -> Result<BookingEvent, Vec<FieldError>> 
 fn dtstart(p: &Property<'_>, tz: Tz) -> Result<String, FieldError> {
     let raw = p.val.as_str().trim();
     if param(p, "VALUE").is_some_and(|v| v.eq_ignore_ascii_case("DATE")) || raw.len() == 8 {
-        return Err(err(
-            "starts_at",
-            format!("all-day DTSTART {raw:?} has no time of day"),
-        ));
+        return Err(err("starts_at", format!("all-day DTSTART {raw:?} has no time of day")));
     }
     let bad = || {
         err(
@@ -292,13 +283,7 @@ fn phone_and_name(c: &Component<'_>) -> (Option<String>, Option<String>) {
         .properties
         .iter()
         .filter(|p| p.name.as_str().eq_ignore_ascii_case("ATTENDEE"))
-        .find(|p| {
-            p.val
-                .as_str()
-                .trim()
-                .to_ascii_lowercase()
-                .starts_with("tel:")
-        });
+        .find(|p| p.val.as_str().trim().to_ascii_lowercase().starts_with("tel:"));
     let cn = attendee.and_then(|p| param(p, "CN"));
     if let Some(phone) = value(c, "X-UNAVEZ-PHONE") {
         return (Some(phone), cn);
@@ -341,8 +326,7 @@ pub fn uid_to_ref(uid: &str) -> String {
         })
         .collect();
     let candidate = format!("{}-{}", cleaned.trim_matches('-'), &letters[..8]);
-    if cleaned.trim_matches('-').is_empty() || cleaned.len() > 48 || check_ref(&candidate).is_err()
-    {
+    if cleaned.trim_matches('-').is_empty() || cleaned.len() > 48 || check_ref(&candidate).is_err() {
         return format!("ics-{}", &letters[..16]);
     }
     candidate
@@ -356,9 +340,7 @@ mod tests {
     const LIMA: Tz = chrono_tz::America::Lima;
 
     fn cal(events: &str) -> String {
-        format!(
-            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Clinica//Agenda//ES\r\n{events}END:VCALENDAR\r\n"
-        )
+        format!("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Clinica//Agenda//ES\r\n{events}END:VCALENDAR\r\n")
     }
 
     const ANA: &str = "BEGIN:VEVENT\r\nUID:cita-1042\r\nDTSTAMP:20261129T150000Z\r\nSEQUENCE:2\r\n\
@@ -374,10 +356,7 @@ mod tests {
         assert_eq!(e.kind, EventType::AppointmentScheduled);
         assert_eq!(e.reference, "cita-1042");
         assert_eq!(e.version, Some(3));
-        assert_eq!(
-            e.starts_at.unwrap().to_rfc3339(),
-            "2027-01-12T09:30:00-05:00"
-        );
+        assert_eq!(e.starts_at.unwrap().to_rfc3339(), "2027-01-12T09:30:00-05:00");
         let c = e.contact.as_ref().unwrap();
         assert_eq!(
             (c.phone.as_str(), c.name.as_deref()),
@@ -393,11 +372,7 @@ mod tests {
         let (a, _) = parse(&cal(ANA), "a.ics", LIMA);
         let (b, _) = parse(&cal(ANA), "b.ics", LIMA);
         assert_eq!(a[0].event.event_id, b[0].event.event_id);
-        let (c, _) = parse(
-            &cal(&ANA.replace("SEQUENCE:2", "SEQUENCE:3")),
-            "a.ics",
-            LIMA,
-        );
+        let (c, _) = parse(&cal(&ANA.replace("SEQUENCE:2", "SEQUENCE:3")), "a.ics", LIMA);
         assert_ne!(a[0].event.event_id, c[0].event.event_id);
         let (d, _) = parse(
             &cal(&ANA.replace("SEQUENCE:2\r\n", "SEQUENCE:2\r\nSTATUS:CANCELLED\r\n")),
@@ -410,19 +385,13 @@ mod tests {
 
     #[test]
     fn utc_floating_and_x_phone_forms() {
-        let utc = ANA.replace(
-            "DTSTART;TZID=America/Lima:20270112T093000",
-            "DTSTART:20270112T143000Z",
-        );
+        let utc = ANA.replace("DTSTART;TZID=America/Lima:20270112T093000", "DTSTART:20270112T143000Z");
         let (rows, _) = parse(&cal(&utc), "a.ics", LIMA);
         assert_eq!(
             rows[0].event.starts_at_utc().unwrap().to_rfc3339(),
             "2027-01-12T14:30:00+00:00"
         );
-        let floating = ANA.replace(
-            "DTSTART;TZID=America/Lima:20270112T093000",
-            "DTSTART:20270112T093000",
-        );
+        let floating = ANA.replace("DTSTART;TZID=America/Lima:20270112T093000", "DTSTART:20270112T093000");
         let (rows, _) = parse(&cal(&floating), "a.ics", LIMA);
         assert_eq!(
             rows[0].event.starts_at.unwrap().to_rfc3339(),
@@ -437,17 +406,11 @@ mod tests {
         let (rows, errors) = parse(&cal(&x), "a.ics", LIMA);
         assert!(errors.is_empty(), "{errors:?}");
         let c = rows[0].event.contact.as_ref().unwrap();
-        assert_eq!(
-            (c.phone.as_str(), c.name.as_deref()),
-            ("+51911222333", Some("Rosa"))
-        );
+        assert_eq!((c.phone.as_str(), c.name.as_deref()), ("+51911222333", Some("Rosa")));
         assert_eq!(rows[0].event.version, Some(1));
         let sep = ANA.replace("tel:+51987654321", "tel:+51-987-654-321");
         let (rows, _) = parse(&cal(&sep), "a.ics", LIMA);
-        assert_eq!(
-            rows[0].event.contact.as_ref().unwrap().phone,
-            "+51987654321"
-        );
+        assert_eq!(rows[0].event.contact.as_ref().unwrap().phone, "+51987654321");
     }
 
     #[test]
@@ -455,9 +418,7 @@ mod tests {
         let bad_phone = ANA
             .replace("tel:+51987654321", "tel:987654321")
             .replace("cita-1042", "cita-1");
-        let bad_time = ANA
-            .replace("20270112T093000", "mañana")
-            .replace("cita-1042", "cita-2");
+        let bad_time = ANA.replace("20270112T093000", "mañana").replace("cita-1042", "cita-2");
         let no_uid = ANA.replace("UID:cita-1042\r\n", "");
         let bad_zone = ANA
             .replace("America/Lima", "Mars/Olympus")
@@ -469,9 +430,7 @@ mod tests {
             )
             .replace("cita-1042", "cita-4");
         let (rows, errors) = parse(
-            &cal(&format!(
-                "{ANA}{bad_phone}{bad_time}{no_uid}{bad_zone}{all_day}"
-            )),
+            &cal(&format!("{ANA}{bad_phone}{bad_time}{no_uid}{bad_zone}{all_day}")),
             "a.ics",
             LIMA,
         );

@@ -160,9 +160,7 @@ fn reserve_returns_existing_for_the_same_key_and_content() {
     let (_dir, mut store) = temp_store();
     let (cid, contact) = seed(&mut store, "cita-1");
     let n = intention("cita-1", Purpose::Booking, 1, "hola");
-    let first = store
-        .write(|tx| tx.reserve(&n, cid, Some(contact), now()))
-        .unwrap();
+    let first = store.write(|tx| tx.reserve(&n, cid, Some(contact), now())).unwrap();
     let second = store
         .write(|tx| tx.reserve(&n, cid, Some(contact), now() + Duration::hours(1)))
         .unwrap();
@@ -193,11 +191,7 @@ fn reserve_with_other_content_is_a_conflict_naming_key_and_fingerprints() {
         .write(|tx| tx.reserve(&other, cid, Some(contact), now()))
         .unwrap_err();
     match &e {
-        StoreError::Conflict {
-            key,
-            stored,
-            presented,
-        } => {
+        StoreError::Conflict { key, stored, presented } => {
             assert_eq!(key, "cita-1:aviso-reserva:v1");
             assert_eq!(stored, &original.fingerprint());
             assert_eq!(presented, &other.fingerprint());
@@ -231,12 +225,7 @@ fn content_is_frozen_once_an_attempt_exists() {
         .unwrap()
         .id();
     // Before any attempt the row may still be corrected.
-    assert_eq!(
-        store
-            .write(|tx| tx.test_raw_update(id, "body", "hola!"))
-            .unwrap(),
-        1
-    );
+    assert_eq!(store.write(|tx| tx.test_raw_update(id, "body", "hola!")).unwrap(), 1);
     store.write(|tx| tx.test_insert_attempt(id)).unwrap();
     for column in [
         "body",
@@ -247,16 +236,12 @@ fn content_is_frozen_once_an_attempt_exists() {
         "language",
         "key",
     ] {
-        let e = store
-            .write(|tx| tx.test_raw_update(id, column, "changed"))
-            .unwrap_err();
+        let e = store.write(|tx| tx.test_raw_update(id, column, "changed")).unwrap_err();
         assert!(e.to_string().contains("immutable"), "{column}: {e}");
     }
     // State is not content: it still moves.
     assert_eq!(
-        store
-            .write(|tx| tx.test_raw_update(id, "state_reason", "ok"))
-            .unwrap(),
+        store.write(|tx| tx.test_raw_update(id, "state_reason", "ok")).unwrap(),
         1
     );
     assert_eq!(store.read(|tx| tx.intention(id)).unwrap().body, "hola!");
@@ -340,9 +325,7 @@ fn closures_cancel_only_what_their_rule_names() {
             Ok::<_, StoreError>(())
         })
         .unwrap();
-    let closed = store
-        .write(|tx| tx.close_planned(cid, all, &[], 3, now()))
-        .unwrap();
+    let closed = store.write(|tx| tx.close_planned(cid, all, &[], 3, now())).unwrap();
     assert_eq!(closed, [r2_2]);
     let manual = Closure::Reminders {
         reason: CancelReason::ManualContact,
@@ -375,22 +358,8 @@ fn repeated_event_ids_are_recorded_once() {
     let (_dir, mut store) = temp_store();
     let (first, second) = store
         .write(|tx| {
-            let a = tx.record_commitment_event(
-                "evt-1",
-                "cita-1",
-                "appointment.scheduled",
-                "t",
-                "{}",
-                now(),
-            )?;
-            let b = tx.record_commitment_event(
-                "evt-1",
-                "cita-1",
-                "appointment.scheduled",
-                "t",
-                "{}",
-                now(),
-            )?;
+            let a = tx.record_commitment_event("evt-1", "cita-1", "appointment.scheduled", "t", "{}", now())?;
+            let b = tx.record_commitment_event("evt-1", "cita-1", "appointment.scheduled", "t", "{}", now())?;
             Ok::<_, StoreError>((a, b))
         })
         .unwrap();

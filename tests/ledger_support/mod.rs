@@ -7,13 +7,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ledger").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/ledger")
+        .join(name)
 }
 
 /// `unavez --db DB ARGS…` with a clean environment for config and db.
 pub fn unavez(db: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_unavez"));
-    c.env_remove("UNAVEZ_CONFIG").env_remove("UNAVEZ_DB").env("RUST_LOG", "warn").arg("--db").arg(db);
+    c.env_remove("UNAVEZ_CONFIG")
+        .env_remove("UNAVEZ_DB")
+        .env("RUST_LOG", "warn")
+        .arg("--db")
+        .arg(db);
     c
 }
 
