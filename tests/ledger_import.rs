@@ -286,7 +286,7 @@ fn the_shipped_sample_clinic_imports_cleanly() {
     let upcoming = chrono::Utc::now() < "2027-01-10T00:00:00Z".parse::<chrono::DateTime<chrono::Utc>>().unwrap();
     for (name, events) in [
         ("sample-clinic.jsonl", 67),
-        ("sample-agenda.csv", 12),
+        ("sample-agenda.csv", 13),
         ("sample-agenda.ics", 7),
     ] {
         let f = assets.join(name);

@@ -371,3 +371,18 @@ fn ics_sequence_drives_versions_through_import_file() {
         Some(Utc.with_ymd_and_hms(2026, 12, 4, 15, 0, 0).unwrap())
     );
 }
+
+#[test]
+fn a_cancellation_of_an_appointment_we_never_knew_notifies_no_one() {
+    let mut lab = Lab::new();
+    let o = lab.ev(&format!(
+        r#"{{"type":"appointment.cancelled","ref":"cita-9","starts_at":"2026-12-03T09:30:00-05:00",{ANA}}}"#
+    ));
+    assert!(
+        matches!(&o, Outcome::Stored { effect: EventEffect::NoChange, planned, .. } if planned.is_empty()),
+        "{o:?}"
+    );
+    assert!(lab.intents("cita-9").is_empty());
+    let c = lab.store.read(|tx| tx.commitment("cita-9")).unwrap().unwrap();
+    assert_eq!(c.commitment.status, "cancelled");
+}
