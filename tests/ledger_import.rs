@@ -345,3 +345,33 @@ fn a_listing_piped_into_a_reader_that_stops_early_exits_quietly() {
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert!(o.status.success(), "{:?} {}", o.status, stderr(&o));
 }
+
+#[test]
+fn an_event_the_ledger_cannot_apply_refuses_the_file_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let file = dir.path().join("late.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"event_id":"e1","type":"appointment.scheduled","ref":"cita-1","starts_at":"2031-03-10T09:30:00-05:00","contact":{"phone":"+51987654321"}}"#,
+            "\n",
+            r#"{"event_id":"e2","type":"appointment.rescheduled","ref":"cita-404","starts_at":"2031-03-11T09:30:00-05:00"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let o = run(&db, &["import", f]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{f}:2: ref: unknown ref cita-404")), "{err}");
+    assert_eq!(
+        json(&db, &["commitments", "list"]),
+        serde_json::json!([]),
+        "the whole file is refused"
+    );
+    let o = run(&db, &["import", f, "--skip-invalid"]);
+    assert!(!o.status.success());
+    assert_eq!(json(&db, &["commitments", "list"]).as_array().unwrap().len(), 1);
+}

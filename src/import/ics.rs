@@ -468,6 +468,22 @@ mod tests {
     }
 
     #[test]
+    fn bare_newlines_and_folded_lines_are_read() {
+        let folded = ANA.replace(
+            "LOCATION:Sede Miraflores\\, piso 2\r\n",
+            "LOCATION:Sede Mira\r\n flores\\, piso 2\r\n",
+        );
+        assert_ne!(folded, ANA);
+        for text in [cal(&folded), cal(&folded).replace("\r\n", "\n")] {
+            let (rows, errors) = parse(&text, "a.ics", LIMA);
+            assert!(errors.is_empty(), "{errors:?}");
+            assert_eq!(rows[0].line, 4);
+            assert_eq!(rows[0].event.location.as_deref(), Some("Sede Miraflores, piso 2"));
+            assert_eq!(rows[0].event.contact.as_ref().unwrap().phone, "+51987654321");
+        }
+    }
+
+    #[test]
     fn uids_are_sanitized_deterministically() {
         assert_eq!(uid_to_ref("cita-1042"), "cita-1042");
         let r = uid_to_ref("cita 1042@clinica.pe");
