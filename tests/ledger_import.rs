@@ -375,3 +375,36 @@ fn an_event_the_ledger_cannot_apply_refuses_the_file_with_its_line() {
     assert!(!o.status.success());
     assert_eq!(json(&db, &["commitments", "list"]).as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn human_listings_work_and_mask_phones() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("l.db");
+    let f = fixture("agenda.jsonl");
+    assert!(run(&db, &["init"]).status.success());
+    assert!(run(&db, &["import", f.to_str().unwrap()]).status.success());
+    for args in [
+        &["commitments", "list"][..],
+        &["commitments", "show", "cita-2002"],
+        &["intents", "list"],
+        &[
+            "intents",
+            "list",
+            "--state",
+            "planned",
+            "--state",
+            "cancelled",
+            "--day",
+            "2031-03-11",
+        ],
+        &["intents", "show", "cita-2002:aviso-cambio:v2"],
+    ] {
+        let o = run(&db, args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(!out.is_empty(), "{args:?}");
+        assert!(!out.contains("+51987654322"), "{args:?} shows a full phone:\n{out}");
+    }
+    let show = stdout(&run(&db, &["intents", "show", "cita-2002:aviso-cambio:v2"]));
+    assert!(show.contains("history:") && show.contains("reserved"), "{show}");
+}
