@@ -21,7 +21,12 @@ fn webhook_rows(h: &Harness, id: i64) -> Vec<(String, bool, Option<String>)> {
 
 #[test]
 fn meta_shaped_fixtures_parse() {
-    for name in ["status_sent.json", "status_delivered.json", "status_read.json", "status_failed.json"] {
+    for name in [
+        "status_sent.json",
+        "status_delivered.json",
+        "status_read.json",
+        "status_failed.json",
+    ] {
         let n: Notification = serde_json::from_str(&fixture(name)).unwrap();
         assert_eq!(n.object.as_deref(), Some("whatsapp_business_account"));
         let st: CloudStatus = serde_json::from_value(n.entry[0].changes[0].value.statuses[0].clone()).unwrap();
@@ -32,7 +37,11 @@ fn meta_shaped_fixtures_parse() {
     let n: Notification = serde_json::from_str(&fixture("status_failed.json")).unwrap();
     let st: CloudStatus = serde_json::from_value(n.entry[0].changes[0].value.statuses[0].clone()).unwrap();
     assert_eq!(st.report().error_code.as_deref(), Some("131026"));
-    for (name, want) in [("inbound_text.json", "CONFIRMO"), ("inbound_button.json", "SI"), ("inbound_interactive.json", "REPROGRAMAR")] {
+    for (name, want) in [
+        ("inbound_text.json", "CONFIRMO"),
+        ("inbound_button.json", "SI"),
+        ("inbound_interactive.json", "REPROGRAMAR"),
+    ] {
         let n: Notification = serde_json::from_str(&fixture(name)).unwrap();
         let m: InboundMessage = serde_json::from_value(n.entry[0].changes[0].value.messages[0].clone()).unwrap();
         assert_eq!(m.phone(), PHONE);
@@ -53,8 +62,16 @@ async fn the_same_status_ten_times_and_fifty_in_parallel_applies_once() {
     }
     assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Delivered);
     let rows = webhook_rows(&h, id);
-    assert_eq!(rows.iter().filter(|r| r.0 == "webhook:delivered" && r.1).count(), 1, "{rows:?}");
-    assert_eq!(rows.iter().filter(|r| r.0 == "duplicate_webhook").count(), 9, "{rows:?}");
+    assert_eq!(
+        rows.iter().filter(|r| r.0 == "webhook:delivered" && r.1).count(),
+        1,
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.0 == "duplicate_webhook").count(),
+        9,
+        "{rows:?}"
+    );
     assert_eq!(h.counter("duplicate_events_cloud"), 9);
 
     let read = fixture("status_read.json");
@@ -65,7 +82,15 @@ async fn the_same_status_ten_times_and_fifty_in_parallel_applies_once() {
         let body = read.clone();
         let sig = unavez::channel::motor_event::sign(APP_SECRET.as_bytes(), body.as_bytes());
         tasks.push(tokio::spawn(async move {
-            client.post(url).header("X-Hub-Signature-256", sig).body(body).send().await.unwrap().status().as_u16()
+            client
+                .post(url)
+                .header("X-Hub-Signature-256", sig)
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
         }));
     }
     for t in tasks {
@@ -73,15 +98,30 @@ async fn the_same_status_ten_times_and_fifty_in_parallel_applies_once() {
     }
     assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Read);
     let rows = webhook_rows(&h, id);
-    assert_eq!(rows.iter().filter(|r| r.0 == "webhook:read" && r.1).count(), 1, "{rows:?}");
+    assert_eq!(
+        rows.iter().filter(|r| r.0 == "webhook:read" && r.1).count(),
+        1,
+        "{rows:?}"
+    );
     assert_eq!(rows.iter().filter(|r| r.0 == "duplicate_webhook").count(), 9 + 49);
     assert_eq!(h.counter("duplicate_events_cloud"), 9 + 49);
     let mut store = h.store();
     let events = store.read(|tx| tx.channel_events(1000)).unwrap();
     assert_eq!(events.len(), 2, "one stored row per distinct event: {events:?}");
 
-    let metrics = h.client.get(format!("{}/metrics", h.base)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("unavez_duplicates_blocked_total{kind=\"webhook_events\",source=\"cloud\"} 58"), "{metrics}");
+    let metrics = h
+        .client
+        .get(format!("{}/metrics", h.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("unavez_duplicates_blocked_total{kind=\"webhook_events\",source=\"cloud\"} 58"),
+        "{metrics}"
+    );
     assert!(metrics.contains("unavez_intentions{state=\"read\"} 1"), "{metrics}");
     assert!(metrics.contains("unavez_read 1"), "{metrics}");
     h.stop().await;
@@ -115,15 +155,35 @@ async fn out_of_order_statuses_end_by_rank_with_every_signal_in_history() {
     assert_eq!(h.intention(c).state, IntentionState::Delivered);
 
     let sig = |id: i64| webhook_rows(&h, id).into_iter().map(|r| (r.0, r.1)).collect::<Vec<_>>();
-    assert_eq!(sig(ids[0]), [("webhook:delivered".into(), true), ("webhook:sent".into(), false)]);
-    assert_eq!(sig(ids[1]), [("webhook:read".into(), true), ("webhook:delivered".into(), false)]);
-    assert_eq!(sig(ids[2]), [("webhook:delivered".into(), true), ("webhook:failed".into(), false)]);
+    assert_eq!(
+        sig(ids[0]),
+        [("webhook:delivered".into(), true), ("webhook:sent".into(), false)]
+    );
+    assert_eq!(
+        sig(ids[1]),
+        [("webhook:read".into(), true), ("webhook:delivered".into(), false)]
+    );
+    assert_eq!(
+        sig(ids[2]),
+        [("webhook:delivered".into(), true), ("webhook:failed".into(), false)]
+    );
     let failed_note = webhook_rows(&h, ids[2]).pop().unwrap().2.unwrap();
-    assert!(failed_note.contains("failed_after_delivery") && failed_note.contains("131026"), "{failed_note}");
+    assert!(
+        failed_note.contains("failed_after_delivery") && failed_note.contains("131026"),
+        "{failed_note}"
+    );
     let lower_note = webhook_rows(&h, ids[0]).pop().unwrap().2.unwrap();
     assert!(lower_note.contains("lower_rank"), "{lower_note}");
 
-    let metrics = h.client.get(format!("{}/metrics", h.base)).send().await.unwrap().text().await.unwrap();
+    let metrics = h
+        .client
+        .get(format!("{}/metrics", h.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("code=\"131026\"} 1"), "{metrics}");
     h.stop().await;
 }
@@ -139,18 +199,35 @@ async fn bad_signatures_bad_json_and_big_bodies_are_refused_without_effect() {
 
     // Tampered body with the original signature.
     let tampered = body.replace("delivered", "read");
-    let r = h.client.post(&url).header("X-Hub-Signature-256", &good_sig).body(tampered).send().await.unwrap();
+    let r = h
+        .client
+        .post(&url)
+        .header("X-Hub-Signature-256", &good_sig)
+        .body(tampered)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // Wrong secret.
     let wrong = unavez::channel::motor_event::sign(b"otro", body.as_bytes());
-    let r = h.client.post(&url).header("X-Hub-Signature-256", wrong).body(body.clone()).send().await.unwrap();
+    let r = h
+        .client
+        .post(&url)
+        .header("X-Hub-Signature-256", wrong)
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     // No header.
     let r = h.client.post(&url).body(body.clone()).send().await.unwrap();
     assert_eq!(r.status(), 401);
     assert_eq!(h.counter("webhook_rejected:cloud:signature"), 3);
     let mut store = h.store();
-    assert!(store.read(|tx| tx.channel_events(10)).unwrap().is_empty(), "nothing stored");
+    assert!(
+        store.read(|tx| tx.channel_events(10)).unwrap().is_empty(),
+        "nothing stored"
+    );
     assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Accepted);
 
     // Malformed JSON, correctly signed: 400 naming the parse error.
@@ -170,10 +247,7 @@ async fn bad_signatures_bad_json_and_big_bodies_are_refused_without_effect() {
     let r = h.post_cloud(r#"{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"account_update","value":{"x":1}}]}],"new":true}"#).await;
     assert_eq!(r.status(), 200);
     // A bad status object is rejected alone; the good one next to it applies.
-    let batch = body.replace(
-        "\"statuses\": [",
-        "\"statuses\": [ {\"status\": \"sent\"},",
-    );
+    let batch = body.replace("\"statuses\": [", "\"statuses\": [ {\"status\": \"sent\"},");
     let r = h.post_cloud(&batch).await;
     assert_eq!(r.status(), 200);
     let s: BatchSummary = r.json().await.unwrap();
@@ -181,8 +255,19 @@ async fn bad_signatures_bad_json_and_big_bodies_are_refused_without_effect() {
     assert!(s.rejected[0].1.contains("id"), "{s:?}");
     assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Delivered);
 
-    let metrics = h.client.get(format!("{}/metrics", h.base)).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("unavez_webhook_rejected_total{source=\"cloud\",reason=\"signature\"} 3"), "{metrics}");
+    let metrics = h
+        .client
+        .get(format!("{}/metrics", h.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("unavez_webhook_rejected_total{source=\"cloud\",reason=\"signature\"} 3"),
+        "{metrics}"
+    );
     h.stop().await;
 }
 
@@ -195,7 +280,8 @@ async fn statuses_for_unknown_messages_wait_and_apply_when_correlated() {
     h.accept(&k2, None);
 
     // Unknown wamid, no callback data: kept pending, answered 200.
-    let body = status_fixture("status_delivered.json", "wamid.LATE", "").replace(",\n                \"biz_opaque_callback_data\": \"\"", "");
+    let body = status_fixture("status_delivered.json", "wamid.LATE", "")
+        .replace(",\n                \"biz_opaque_callback_data\": \"\"", "");
     assert!(!body.contains("biz_opaque"), "{body}");
     let r = h.post_cloud(&body).await;
     assert_eq!(r.status(), 200);
@@ -221,18 +307,27 @@ async fn statuses_for_unknown_messages_wait_and_apply_when_correlated() {
     let r = h.post_cloud(&status_fixture("status_sent.json", "wamid.K2", &k2)).await;
     assert_eq!(r.status(), 200);
     let row = h.intention(&k2);
-    assert_eq!((row.state, row.provider_message_id.as_deref()), (IntentionState::Sent, Some("wamid.K2")));
+    assert_eq!(
+        (row.state, row.provider_message_id.as_deref()),
+        (IntentionState::Sent, Some("wamid.K2"))
+    );
 
     // A pending status picked up by the periodic sweep of `serve`.
     let k3 = planned[2].key.clone();
     h.accept(&k3, None);
-    let body = status_fixture("status_read.json", "wamid.SWEPT", "x").replace(",\n                \"biz_opaque_callback_data\": \"x\"", "");
+    let body = status_fixture("status_read.json", "wamid.SWEPT", "x")
+        .replace(",\n                \"biz_opaque_callback_data\": \"x\"", "");
     assert_eq!(h.post_cloud(&body).await.status(), 200);
     let id3 = h.intention(&k3).id;
-    store.write(|tx| tx.set_provider_refs(id3, None, Some("wamid.SWEPT"), chrono::Utc::now())).unwrap();
+    store
+        .write(|tx| tx.set_provider_refs(id3, None, Some("wamid.SWEPT"), chrono::Utc::now()))
+        .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while h.intention(&k3).state != IntentionState::Read {
-        assert!(std::time::Instant::now() < deadline, "sweep did not apply the pending status");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sweep did not apply the pending status"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     h.stop().await;
@@ -247,9 +342,21 @@ async fn a_status_resolving_an_uncertain_send_names_its_evidence() {
         .write(|tx| {
             let id = tx.intention_id(FIXTURE_KEY)?.unwrap();
             let now = chrono::Utc::now();
-            let e = Entry { signal: "claim", cause: Cause::Dispatcher, evidence: None, note: None, commitment_version: None };
+            let e = Entry {
+                signal: "claim",
+                cause: Cause::Dispatcher,
+                evidence: None,
+                note: None,
+                commitment_version: None,
+            };
             tx.signal(id, Signal::Claim, &e, now)?;
-            let e = Entry { signal: "timeout", cause: Cause::Dispatcher, evidence: None, note: None, commitment_version: None };
+            let e = Entry {
+                signal: "timeout",
+                cause: Cause::Dispatcher,
+                evidence: None,
+                note: None,
+                commitment_version: None,
+            };
             tx.signal(id, Signal::Unknown, &e, now)?;
             Ok::<_, unavez::store::StoreError>(id)
         })
@@ -261,7 +368,10 @@ async fn a_status_resolving_an_uncertain_send_names_its_evidence() {
     assert_eq!(row.state, IntentionState::Delivered);
     assert_eq!(row.provider_message_id.as_deref(), Some(FIXTURE_WAMID));
     let last = h.history(id).pop().unwrap();
-    assert_eq!(last.evidence.as_deref(), Some(format!("cloud:{FIXTURE_WAMID}:delivered:1750857390").as_str()));
+    assert_eq!(
+        last.evidence.as_deref(),
+        Some(format!("cloud:{FIXTURE_WAMID}:delivered:1750857390").as_str())
+    );
     assert!(last.note.unwrap().contains("resolves uncertain"));
     h.stop().await;
 }
@@ -273,7 +383,11 @@ async fn subscription_verification_and_health() {
     let ok = h
         .client
         .get(&url)
-        .query(&[("hub.mode", "subscribe"), ("hub.verify_token", VERIFY_TOKEN), ("hub.challenge", "1158201444")])
+        .query(&[
+            ("hub.mode", "subscribe"),
+            ("hub.verify_token", VERIFY_TOKEN),
+            ("hub.challenge", "1158201444"),
+        ])
         .send()
         .await
         .unwrap();
@@ -282,7 +396,11 @@ async fn subscription_verification_and_health() {
     let bad = h
         .client
         .get(&url)
-        .query(&[("hub.mode", "subscribe"), ("hub.verify_token", "nope"), ("hub.challenge", "1")])
+        .query(&[
+            ("hub.mode", "subscribe"),
+            ("hub.verify_token", "nope"),
+            ("hub.challenge", "1"),
+        ])
         .send()
         .await
         .unwrap();

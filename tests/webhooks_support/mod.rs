@@ -59,8 +59,19 @@ impl Harness {
         })
         .unwrap();
         let base = format!("http://{}", handle.addr);
-        let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(60)).build().unwrap();
-        Harness { dir, db, base, config, client, stop: Some(tx), handle: Some(handle) }
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap();
+        Harness {
+            dir,
+            db,
+            base,
+            config,
+            client,
+            stop: Some(tx),
+            handle: Some(handle),
+        }
     }
 
     pub async fn stop(mut self) {
@@ -129,7 +140,11 @@ impl Harness {
 
     pub fn ingest(&self, ev: &BookingEvent) -> Outcome {
         let templates = Templates::embedded();
-        let planner = Planner { policy: &self.config.policy, templates: &templates, tz: self.config.tz() };
+        let planner = Planner {
+            policy: &self.config.policy,
+            templates: &templates,
+            tz: self.config.tz(),
+        };
         let mut store = self.store();
         store.write(|tx| ingest(tx, &planner, ev, "test", Utc::now())).unwrap()
     }
@@ -159,9 +174,21 @@ impl Harness {
             .write(|tx| {
                 let id = tx.intention_id(key)?.unwrap();
                 let now = Utc::now();
-                let e = Entry { signal: "claim", cause: Cause::Dispatcher, evidence: None, note: None, commitment_version: None };
+                let e = Entry {
+                    signal: "claim",
+                    cause: Cause::Dispatcher,
+                    evidence: None,
+                    note: None,
+                    commitment_version: None,
+                };
                 tx.signal(id, Signal::Claim, &e, now)?;
-                let e = Entry { signal: "accepted", cause: Cause::Dispatcher, evidence: wamid, note: None, commitment_version: None };
+                let e = Entry {
+                    signal: "accepted",
+                    cause: Cause::Dispatcher,
+                    evidence: wamid,
+                    note: None,
+                    commitment_version: None,
+                };
                 tx.signal(id, Signal::Accepted, &e, now)?;
                 if let Some(w) = wamid {
                     tx.set_provider_refs(id, None, Some(w), now)?;
