@@ -409,3 +409,74 @@ async fn subscription_verification_and_health() {
     assert_eq!(health.status(), 200);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_a_thousand_statuses_is_applied_in_order() {
+    let h = Harness::start().await;
+    let planned = h.schedule("cita-1042", 3);
+    let ids: Vec<i64> = planned
+        .iter()
+        .enumerate()
+        .map(|(i, p)| h.accept(&p.key, Some(&format!("wamid.N{i}"))))
+        .collect();
+    // 1,000 statuses: sent/delivered/read for three known messages, the
+    // rest for unknown ones (kept pending), all in one notification.
+    let mut statuses = Vec::new();
+    for round in 0..333 {
+        for (i, st) in ["sent", "delivered", "read"].iter().enumerate() {
+            let wamid = if round == 0 {
+                format!("wamid.N{i}")
+            } else {
+                format!("wamid.U{round}-{i}")
+            };
+            statuses.push(
+                serde_json::json!({"id": wamid, "status": st, "timestamp": (1_750_000_000 + round).to_string(),
+                                             "recipient_id": "51987654321"}),
+            );
+        }
+    }
+    statuses.push(serde_json::json!({"id": "wamid.N0", "status": "delivered", "timestamp": "1"}));
+    assert_eq!(statuses.len(), 1000);
+    let body = serde_json::json!({"object": "whatsapp_business_account",
+        "entry": [{"id": "1", "changes": [{"field": "messages", "value": {"messaging_product": "whatsapp", "statuses": statuses}}]}]})
+    .to_string();
+    let r = h.post_cloud(&body).await;
+    assert_eq!(r.status(), 200);
+    let s: BatchSummary = r.json().await.unwrap();
+    assert_eq!(
+        (s.received, s.applied, s.pending, s.duplicates),
+        (1000, 4, 996, 0),
+        "{s:?}"
+    );
+    // N0: "sent", then "delivered" at the end of the batch.
+    assert_eq!(h.intention(&planned[0].key).state, IntentionState::Delivered);
+    assert_eq!(h.intention(&planned[1].key).state, IntentionState::Delivered);
+    assert_eq!(h.intention(&planned[2].key).state, IntentionState::Read);
+    let rows = webhook_rows(&h, ids[0]);
+    assert_eq!(
+        rows.iter().map(|r| (r.0.as_str(), r.1)).collect::<Vec<_>>(),
+        [("webhook:sent", true), ("webhook:delivered", true)]
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_message_id_for_one_key_is_flagged() {
+    let h = Harness::start().await;
+    h.schedule("cita-1042", 3);
+    let id = h.accept(FIXTURE_KEY, Some("wamid.FIRST"));
+    assert_eq!(h.post_cloud(&fixture("status_sent.json")).await.status(), 200);
+    let flagged: Vec<_> = h
+        .history(id)
+        .into_iter()
+        .filter(|r| r.signal == "second_message_id")
+        .collect();
+    assert_eq!(flagged.len(), 1);
+    assert!(flagged[0].note.as_deref().unwrap().contains("possible duplicate send"));
+    assert_eq!(
+        h.intention(FIXTURE_KEY).provider_message_id.as_deref(),
+        Some("wamid.FIRST")
+    );
+    assert_eq!(h.counter("second_message_id"), 1);
+    h.stop().await;
+}

@@ -21,6 +21,8 @@ use crate::domain::status::{CloudStatus, Report, motor_report};
 pub const SOURCE_CLOUD: &str = "cloud";
 /// `channel_events.source` of the engine's webhooks.
 pub const SOURCE_MOTOR: &str = "motor";
+/// The periodic sweep retries pending statuses this recent.
+pub const SWEEP_WINDOW_HOURS: i64 = 72;
 
 /// A stored channel event: `(source, event_id, kind, status, intention_id)`.
 pub type ChannelEventRow = (String, String, String, String, Option<i64>);
@@ -174,7 +176,25 @@ impl Tx<'_> {
             && let Some(id) = self.intention_id(k)?
         {
             if let Some(mid) = message_id {
-                self.set_provider_refs(id, None, Some(mid), at)?;
+                let known: Option<String> =
+                    self.conn()
+                        .query_row("SELECT provider_message_id FROM intentions WHERE id = ?1", [id], |r| {
+                            r.get(0)
+                        })?;
+                match known {
+                    // A second message id for one key means a second
+                    // message reached WhatsApp: evidence a person must see.
+                    Some(first) if first != mid => {
+                        let note = format!(
+                            "status for message {mid}, but this intention's message is {first}: possible duplicate send"
+                        );
+                        let evidence = format!("message:{mid}");
+                        self.note(id, &self.webhook_entry("second_message_id", &evidence, Some(&note)), at)?;
+                        self.bump_counter("second_message_id", 1)?;
+                    }
+                    Some(_) => {}
+                    None => self.set_provider_refs(id, None, Some(mid), at)?,
+                }
             }
             return Ok(Some(id));
         }
@@ -305,24 +325,32 @@ impl Tx<'_> {
         Ok(n)
     }
 
-    /// Retries correlation for every pending status event (oldest first,
-    /// up to `limit`): for a periodic sweep by `serve`. Returns how many
-    /// were applied; the rest stay pending.
+    /// Retries correlation for pending status events received in the last
+    /// [`SWEEP_WINDOW_HOURS`] (newest first, up to `limit`, so old strays
+    /// never starve fresh ones), then applies each correlated intention's
+    /// pending events in received order. For a periodic sweep by `serve`.
+    /// Returns how many were applied; the rest stay pending (and are still
+    /// applied by [`Tx::apply_pending_statuses_for`] whenever their message
+    /// id is recorded).
     pub fn sweep_pending_statuses(&self, limit: u32, at: DateTime<Utc>) -> Result<usize> {
+        let cutoff = at - chrono::Duration::hours(SWEEP_WINDOW_HOURS);
         let rows: Vec<PendingRow> = self
             .conn()
             .prepare_cached(
                 "SELECT id, source, message_id, intention_key, payload FROM channel_events
-                 WHERE status = 'pending' ORDER BY id LIMIT ?1",
+                 WHERE status = 'pending' AND received_at >= ?2 ORDER BY id DESC LIMIT ?1",
             )?
-            .query_map([limit], pending_row)?
+            .query_map(params![limit, ms(cutoff)], pending_row)?
             .collect::<rusqlite::Result<_>>()?;
-        let mut n = 0;
+        let mut intentions = std::collections::BTreeSet::new();
         for p in rows {
             if let Some(id) = self.correlate_status(p.message_id.as_deref(), p.intention_key.as_deref(), at)? {
-                self.apply_pending(&p, id, at)?;
-                n += 1;
+                intentions.insert(id);
             }
+        }
+        let mut n = 0;
+        for id in intentions {
+            n += self.apply_pending_statuses_for(id, at)?;
         }
         Ok(n)
     }
