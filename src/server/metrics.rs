@@ -180,3 +180,44 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::state::IntentionState;
+    use crate::store::Histogram;
+
+    #[test]
+    fn exposition_is_well_formed() {
+        let now = Utc::now();
+        let snap = MetricsSnapshot {
+            counters: vec![
+                ("duplicate_keys".into(), 3),
+                ("duplicate_events".into(), 5),
+                ("webhook_rejected:cloud:signature".into(), 2),
+            ],
+            by_state: IntentionState::ALL.iter().map(|s| (*s, 1)).collect(),
+            oldest_uncertain_since: Some(now - chrono::Duration::seconds(90)),
+            latency_to_acceptance: Histogram {
+                cumulative: LATENCY_BUCKETS_MS.iter().map(|_| 2).collect(),
+                count: 3,
+                sum_ms: 4_500,
+            },
+            errors: vec![("recordatorio \"24h\"".into(), "131026".into(), 1)],
+            ..MetricsSnapshot::default()
+        };
+        let text = exposition(&snap, now);
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name, value) = line.rsplit_once(' ').unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+            assert!(name.starts_with("unavez_"), "{line}");
+            assert_eq!(name.matches('{').count(), name.matches('}').count(), "{line}");
+        }
+        assert!(text.contains("unavez_duplicates_blocked_total{kind=\"keys\"} 3"));
+        assert!(text.contains("unavez_oldest_uncertain_age_seconds 90"));
+        assert!(text.contains("unavez_latency_to_acceptance_seconds_bucket{le=\"+Inf\"} 3"));
+        assert!(text.contains("unavez_latency_to_acceptance_seconds_sum 4.5"));
+        assert!(text.contains("template=\"recordatorio \\\"24h\\\"\""));
+        assert!(text.contains("unavez_webhook_rejected_total{source=\"cloud\",reason=\"signature\"} 2"));
+    }
+}

@@ -326,6 +326,19 @@ pub fn spawn(
     Ok(ServerHandle { addr, join })
 }
 
+/// The one-call form for `unavez serve`: secrets from the environment,
+/// bind `[server] listen`, serve until `shutdown`.
+pub async fn start(
+    config: Config,
+    templates: Templates,
+    db: PathBuf,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServerHandle, ServerError> {
+    let listener = bind(&config.server.listen).await?;
+    let state = AppState::from_env(config, templates, db)?;
+    spawn(state, listener, shutdown)
+}
+
 /// Status events that arrived before their message id was known are
 /// retried here, so none waits for a dispatcher that forgot to call
 /// [`crate::store::Tx::apply_pending_statuses_for`].
