@@ -99,7 +99,15 @@ async fn post_message(
         Ok(a) => a,
         Err(r) => return r,
     };
-    let raw_key = headers.get("idempotency-key").map(|v| v.to_str().unwrap_or(""));
+    // Keys may carry UTF-8 (seed 003 counts characters, not bytes).
+    let raw_key = match headers.get("idempotency-key").map(|v| std::str::from_utf8(v.as_bytes())) {
+        None => None,
+        Some(Ok(k)) => Some(k),
+        Some(Err(_)) => {
+            core.bump(|s| s.rejected += 1);
+            return error(StatusCode::UNPROCESSABLE_ENTITY, "clave_invalida", "Idempotency-Key: no es UTF-8 válido");
+        }
+    };
     let key = match validate_key(raw_key) {
         Ok(k) => k,
         Err(e) => {
