@@ -14,6 +14,7 @@
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`channel`] | the async channel trait and its capabilities |
+//! | [`dispatch`] | background dispatcher and reconciler: claims with validity, durable attempts, uncertain outcomes, reprocessing a day |
 //!
 //! The binary (`src/main.rs`) is thin: it parses the command line with
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
@@ -22,6 +23,7 @@
 pub mod channel;
 pub mod cli;
 pub mod config;
+pub mod dispatch;
 pub mod domain;
 pub mod import;
 pub mod ingest;
