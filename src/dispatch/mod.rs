@@ -34,7 +34,7 @@ use crate::domain::validity::Rules;
 use crate::store::{Store, StoreError};
 
 pub use reconcile::{ReconcileReport, reconcile_once};
-pub use worker::{DispatchReport, dispatch_until_idle};
+pub use worker::{DispatchReport, dispatch_once, dispatch_until_idle};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {

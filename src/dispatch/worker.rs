@@ -56,11 +56,28 @@ pub(crate) enum Mode {
     Forever,
     /// Until nothing is due and nothing is in flight (cron, tests).
     UntilIdle,
+    /// One claimed batch and its results.
+    Once,
     /// Only these intentions, until none of them is due (reprocess).
     Ids(Vec<i64>),
 }
 
 type Done = (i64, SendOutcome);
+
+/// Claims one batch, sends it and records the results (plus the same
+/// reconciliation passes as [`dispatch_until_idle`]).
+pub async fn dispatch_once(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+) -> Result<(DispatchReport, super::ReconcileReport)> {
+    let (_tx, rx) = watch::channel(false);
+    let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
+    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::Once).await?;
+    let more = super::reconcile_once(&db, &settings, &channel, None).await?;
+    rec.merge(&more);
+    Ok((report, rec))
+}
 
 /// Dispatches until nothing is due and nothing is in flight; also expires
 /// dead leases first and runs one reconciliation pass at the end, so that a
@@ -86,6 +103,7 @@ pub(crate) async fn dispatch_loop(
     mode: Mode,
 ) -> Result<DispatchReport> {
     let mut report = DispatchReport::default();
+    let mut claimed_once = false;
     let mut inflight: JoinSet<Done> = JoinSet::new();
     // Which attempt each task carries, to record it if the task dies.
     let mut attempts: HashMap<Id, i64> = HashMap::new();
@@ -100,7 +118,8 @@ pub(crate) async fn dispatch_loop(
         let free = settings.concurrency.saturating_sub(inflight.len());
         let mut full_batch = false;
         let mut claimed_any = false;
-        if free > 0 {
+        if free > 0 && !(matches!(mode, Mode::Once) && claimed_once) {
+            claimed_once = true;
             let want = u32::try_from(free).unwrap_or(u32::MAX).min(settings.batch_size);
             match claim(&db, &settings, &channel, &scope, want).await {
                 Ok(decisions) => {
@@ -127,7 +146,7 @@ pub(crate) async fn dispatch_loop(
             }
         }
         if inflight.is_empty() {
-            if claimed_any {
+            if claimed_any && !matches!(mode, Mode::Once) {
                 continue;
             }
             if !matches!(mode, Mode::Forever) {

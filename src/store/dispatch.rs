@@ -637,3 +637,7 @@ impl Tx<'_> {
         )
     }
 }
+
+#[cfg(test)]
+#[path = "dispatch_tests.rs"]
+mod tests;
