@@ -5,7 +5,7 @@
 //!    attempt open becomes `uncertain` (the request may have gone out).
 //! 2. Each uncertain intention is resolved according to what its channel
 //!    can prove ([`Capabilities`]):
-//!    - lookup available → ask where the command is;
+//!    - lookup available and a command id known → ask where the command is;
 //!    - idempotent keys → repeat with the same key and content (the engine
 //!      returns the original command and its state, no second message);
 //!    - an engine-reported *ambiguous* command is never repeated: it waits
@@ -83,7 +83,11 @@ pub(crate) fn decide(caps: Capabilities, item: &UncertainItem, s: &Settings, now
     if caps.idempotent_keys && item.tries >= s.max_reconcile_attempts {
         return Step::Review(format!("{} reconciliation tries without evidence", item.tries));
     }
-    if caps.command_lookup {
+    // Lookup needs the command id from an earlier answer. Without one, an
+    // idempotent channel is asked by repeating the request with the same
+    // key, which is recorded as an attempt because it may be the one that
+    // actually goes out (the first may never have arrived).
+    if caps.command_lookup && item.intention.provider_command_id.is_some() {
         return Step::Lookup;
     }
     if ambiguous {
@@ -434,13 +438,25 @@ mod tests {
     fn strategies_follow_channel_capabilities() {
         let s = Settings::from_config(&Config::default());
         let now = Utc::now();
-        assert_eq!(decide(MOTOR, &item("uncertain", 0, 0, now), &s, now), Step::Lookup);
+        let with_command = |mut i: UncertainItem| {
+            i.intention.provider_command_id = Some("cmd-1".into());
+            i
+        };
+        // A timeout before any answer: no command id, repeat with the key.
+        assert_eq!(decide(MOTOR, &item("uncertain", 0, 0, now), &s, now), Step::Repeat);
+        assert_eq!(
+            decide(MOTOR, &with_command(item("uncertain", 0, 0, now)), &s, now),
+            Step::Lookup
+        );
         assert_eq!(
             decide(MOTOR_NO_LOOKUP, &item("uncertain", 0, 0, now), &s, now),
             Step::Repeat
         );
         // Ambiguous: never repeated; looked up when possible, else waits.
-        assert_eq!(decide(MOTOR, &item("ambiguous", 0, 0, now), &s, now), Step::Lookup);
+        assert_eq!(
+            decide(MOTOR, &with_command(item("ambiguous", 0, 0, now)), &s, now),
+            Step::Lookup
+        );
         assert!(matches!(
             decide(MOTOR_NO_LOOKUP, &item("ambiguous", 0, 0, now), &s, now),
             Step::Wait(_)
@@ -464,6 +480,6 @@ mod tests {
             Step::Review(_)
         ));
         // …but time alone does not send an idempotent timeout to review.
-        assert_eq!(decide(MOTOR, &item("uncertain", 300, 3, now), &s, now), Step::Lookup);
+        assert_eq!(decide(MOTOR, &item("uncertain", 300, 3, now), &s, now), Step::Repeat);
     }
 }
