@@ -356,9 +356,13 @@ impl Tx<'_> {
         channel: &str,
         now: DateTime<Utc>,
     ) -> Result<(i64, i64)> {
+        // The repeat carries the same content as the first attempt, so it
+        // speaks of the same commitment version, whatever the version is now.
         let (n, version): (i64, i64) = self.conn().query_row(
             "UPDATE intentions SET attempt_count = attempt_count + 1, updated_at = ?2 WHERE id = ?1
-             RETURNING attempt_count, (SELECT version FROM commitments c WHERE c.id = intentions.commitment_id)",
+             RETURNING attempt_count, coalesce(
+                 (SELECT a.commitment_version_checked FROM attempts a WHERE a.intention_id = intentions.id
+                  ORDER BY a.n LIMIT 1), commitment_version)",
             params![intention_id, ms(now)],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
@@ -545,8 +549,10 @@ impl Tx<'_> {
                 ..
             } => {
                 if i.state != IntentionState::Dispatching {
-                    // The lease expired meanwhile; the reconciler owns it now.
-                    let note = format!("late retry answer after the lease ended: {detail}");
+                    // Not ours to re-plan: the lease expired meanwhile, or this
+                    // was a reconciliation repeat. It stays where it is and
+                    // the reconciler tries again later.
+                    let note = format!("retry answer while {}: {detail}", i.state);
                     self.note(
                         intention_id,
                         &Entry {
