@@ -107,9 +107,11 @@ pub(crate) async fn dispatch_loop(
     let mut inflight: JoinSet<Done> = JoinSet::new();
     // Which attempt each task carries, to record it if the task dies.
     let mut attempts: HashMap<Id, i64> = HashMap::new();
-    let scope = match &mode {
-        Mode::Ids(ids) => ClaimScope::Ids(ids.clone()),
-        _ => ClaimScope::Due,
+    // Reprocessing walks its list once, a batch at a time: an id is offered
+    // to one claim and then dropped (a retry comes back later, not now).
+    let mut queue: std::collections::VecDeque<i64> = match &mode {
+        Mode::Ids(ids) => ids.iter().copied().collect(),
+        _ => Default::default(),
     };
     loop {
         if *stop.borrow() {
@@ -121,10 +123,14 @@ pub(crate) async fn dispatch_loop(
         if free > 0 && !(matches!(mode, Mode::Once) && claimed_once) {
             claimed_once = true;
             let want = u32::try_from(free).unwrap_or(u32::MAX).min(settings.batch_size);
+            let scope = match &mode {
+                Mode::Ids(_) => ClaimScope::Ids(queue.drain(..queue.len().min(want as usize)).collect()),
+                _ => ClaimScope::Due,
+            };
             match claim(&db, &settings, &channel, &scope, want).await {
                 Ok(decisions) => {
-                    full_batch = decisions.len() as u32 >= want;
-                    claimed_any = !decisions.is_empty();
+                    full_batch = decisions.len() as u32 >= want || (matches!(mode, Mode::Ids(_)) && !queue.is_empty());
+                    claimed_any = !decisions.is_empty() || !queue.is_empty();
                     for d in decisions {
                         match d {
                             ClaimDecision::Claimed(c) => {
