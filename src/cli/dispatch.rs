@@ -52,13 +52,7 @@ pub struct ReprocessArgs {
 /// The channel the configuration names, with its secret read from the
 /// environment variable the configuration names.
 pub fn channel_from_config(cfg: &Config) -> anyhow::Result<Arc<dyn Channel>> {
-    match cfg.channel.kind {
-        ChannelKind::Motor => anyhow::bail!(
-            "channel kind \"motor\" (base_url {}) is not built into this unavez yet",
-            cfg.channel.motor.base_url
-        ),
-        ChannelKind::Cloud => anyhow::bail!("channel kind \"cloud\" is not built into this unavez yet"),
-    }
+    Ok(crate::channel::from_config(&cfg.channel)?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
