@@ -40,9 +40,16 @@ fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_
     std::thread::sleep(Duration::from_millis(1100));
     env.ok(&["dispatch", "--until-idle"]);
     assert_eq!(env.by_key()[key].state, IntentionState::Uncertain);
-    assert_eq!(fake.received().len(), 1, "a Cloud API send must never be repeated automatically");
+    assert_eq!(
+        fake.received().len(),
+        1,
+        "a Cloud API send must never be repeated automatically"
+    );
     let h = env.history(i.id);
-    assert!(h.iter().any(|r| r.signal == "reconcile" && r.note.as_deref().unwrap_or("").contains("never resending")));
+    assert!(
+        h.iter()
+            .any(|r| r.signal == "reconcile" && r.note.as_deref().unwrap_or("").contains("never resending"))
+    );
 
     // A status correlated by the key (biz_opaque_callback_data) resolves it.
     // Applied through the store's signal path, as the webhook receiver does.
@@ -83,7 +90,11 @@ fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_
     let key2 = "cita-71:aviso-reserva:v1";
     let j = env.by_key()[key2].clone();
     assert_eq!(j.state, IntentionState::Review, "{:#?}", env.history(j.id));
-    let sent_to_fake = fake.received().iter().filter(|r| r.body["biz_opaque_callback_data"] == key2).count();
+    let sent_to_fake = fake
+        .received()
+        .iter()
+        .filter(|r| r.body["biz_opaque_callback_data"] == key2)
+        .count();
     assert_eq!(sent_to_fake, 1);
     assert!(wait_until(Duration::from_secs(5), || sent_keys(log.path()).len() == 2));
     assert_no_duplicates(log.path());

@@ -15,7 +15,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self, lo: u64, hi: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         lo + (self.0 >> 33) % (hi - lo + 1)
     }
 }
@@ -75,7 +78,13 @@ fn a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice() {
         let h = env.history(i.id);
         match i.state {
             s if s.has_channel_evidence() => {
-                assert_eq!(sent.get(&i.key), Some(&1), "{} is {s} but went out {:?} times", i.key, sent.get(&i.key));
+                assert_eq!(
+                    sent.get(&i.key),
+                    Some(&1),
+                    "{} is {s} but went out {:?} times",
+                    i.key,
+                    sent.get(&i.key)
+                );
             }
             IntentionState::Cancelled => {
                 // No cancellation lost: a cancelled intention never went out.
@@ -88,7 +97,10 @@ fn a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice() {
         if h.iter().any(|r| r.signal == "lease_expired" && r.applied) {
             lease_recoveries += 1;
             // Resolved from evidence, by the reconciler, never re-planned.
-            assert!(!h.iter().any(|r| r.signal == "release" && r.from_state.as_deref() == Some("uncertain")));
+            assert!(
+                !h.iter()
+                    .any(|r| r.signal == "release" && r.from_state.as_deref() == Some("uncertain"))
+            );
         }
     }
     // Every cancelled appointment: its booking notice was either stopped
@@ -98,8 +110,14 @@ fn a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice() {
         let r = format!("cita-k{n}");
         assert!(keys.contains(format!("{r}:aviso-cancelacion:v2").as_str()), "{r}");
     }
-    assert!(sent.keys().all(|k| keys.contains(k.as_str())), "a message went out for an unknown key");
-    assert!(lease_recoveries > 0, "no kill landed mid-attempt (states when killing stopped: {killed_at:?})");
+    assert!(
+        sent.keys().all(|k| keys.contains(k.as_str())),
+        "a message went out for an unknown key"
+    );
+    assert!(
+        lease_recoveries > 0,
+        "no kill landed mid-attempt (states when killing stopped: {killed_at:?})"
+    );
     eprintln!(
         "crash test: {} intentions, {} lease recoveries, {} cancelled, {:?} elapsed",
         rows.len(),

@@ -36,18 +36,32 @@ fn timeouts_after_processing_are_reconciled_without_duplicates() {
     let mut were_uncertain = 0;
     for i in env.intentions() {
         assert!(i.state.has_channel_evidence(), "{} is {}", i.key, i.state);
-        assert_eq!(sent.get(&i.key), Some(&1), "{} went out {:?} times", i.key, sent.get(&i.key));
+        assert_eq!(
+            sent.get(&i.key),
+            Some(&1),
+            "{} went out {:?} times",
+            i.key,
+            sent.get(&i.key)
+        );
         let h = env.history(i.id);
         if h.iter().any(|r| r.to_state == "uncertain" && r.applied) {
             were_uncertain += 1;
             // Reconciled to the engine's own command for that key.
             let cmd = sim.command_by_key(INSTANCE, &i.key).expect("the engine knows the key");
-            assert_eq!(i.provider_command_id.as_deref(), Some(cmd.command_id.as_str()), "{}", i.key);
+            assert_eq!(
+                i.provider_command_id.as_deref(),
+                Some(cmd.command_id.as_str()),
+                "{}",
+                i.key
+            );
             let resolved = h.iter().rev().find(|r| r.applied).unwrap();
             assert_eq!(resolved.cause, "reconciler", "{}: {resolved:?}", i.key);
         }
     }
-    assert!(were_uncertain > 10, "expected many uncertain outcomes, got {were_uncertain}");
+    assert!(
+        were_uncertain > 10,
+        "expected many uncertain outcomes, got {were_uncertain}"
+    );
     rt.block_on(sim.shutdown());
 }
 

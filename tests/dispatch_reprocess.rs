@@ -48,11 +48,22 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
     // One of them is cancelled before anyone reprocesses.
     env.import("cancel.jsonl", &[cancelled("cita-r15")]);
     let day = env.intentions()[0].day.clone();
-    assert!(env.intentions().iter().all(|i| i.day == day), "test ran across midnight in Lima");
+    assert!(
+        env.intentions().iter().all(|i| i.day == day),
+        "test ran across midnight in Lima"
+    );
 
     let before = snapshot(&env);
     let out = env.ok(&[
-        "reprocess", "--day", &day, "--dry-run", "--operator", "tecnico", "--reason", "caída del motor", "--json",
+        "reprocess",
+        "--day",
+        &day,
+        "--dry-run",
+        "--operator",
+        "tecnico",
+        "--reason",
+        "caída del motor",
+        "--json",
     ]);
     assert_eq!(snapshot(&env), before, "the dry run changed the ledger");
     let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -74,7 +85,14 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
 
     // Text output of the dry run, as an operator reads it.
     let text = env.ok(&[
-        "reprocess", "--day", &day, "--dry-run", "--operator", "tecnico", "--reason", "caída del motor",
+        "reprocess",
+        "--day",
+        &day,
+        "--dry-run",
+        "--operator",
+        "tecnico",
+        "--reason",
+        "caída del motor",
     ]);
     assert!(text.contains("nothing was changed (dry run)"), "{text}");
     assert_eq!(snapshot(&env), before);
@@ -88,7 +106,16 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
     assert_eq!(snapshot(&env), before);
 
     // The real run, every state of the day.
-    let out = env.ok(&["reprocess", "--day", &day, "--operator", "tecnico", "--reason", "caída del motor", "--json"]);
+    let out = env.ok(&[
+        "reprocess",
+        "--day",
+        &day,
+        "--operator",
+        "tecnico",
+        "--reason",
+        "caída del motor",
+        "--json",
+    ]);
     let done: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(done["operator_action_id"].as_i64().is_some());
     let rows = env.by_key();
@@ -116,7 +143,15 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
     assert!(actions[0].scope.as_deref().unwrap().contains(&day));
 
     // Running it again is harmless: everything keeps its evidence.
-    env.ok(&["reprocess", "--day", &day, "--operator", "tecnico", "--reason", "otra vez"]);
+    env.ok(&[
+        "reprocess",
+        "--day",
+        &day,
+        "--operator",
+        "tecnico",
+        "--reason",
+        "otra vez",
+    ]);
     std::thread::sleep(Duration::from_millis(300));
     assert_no_duplicates(log.path());
     assert_eq!(sent_keys(log.path()).len(), 16);

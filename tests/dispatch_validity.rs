@@ -55,7 +55,10 @@ fn reschedule_while_in_flight_records_the_sequence_and_plans_an_update_notice() 
     assert!(wait_until(Duration::from_secs(20), || {
         env.by_key()["cita-60:aviso-reserva:v1"].state == IntentionState::Dispatching
     }));
-    env.import("resched.jsonl", &[rescheduled("cita-60", starts + chrono::Duration::days(1), 2)]);
+    env.import(
+        "resched.jsonl",
+        &[rescheduled("cita-60", starts + chrono::Duration::days(1), 2)],
+    );
     let out = d.0.take().unwrap().wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 

@@ -65,7 +65,9 @@ impl Cfg {
     }
 
     pub fn with_motor_timeout(mut self, ms: u64) -> Cfg {
-        self.channel = self.channel.replace("timeout_ms = 600\n", &format!("timeout_ms = {ms}\n"));
+        self.channel = self
+            .channel
+            .replace("timeout_ms = 600\n", &format!("timeout_ms = {ms}\n"));
         self
     }
 
@@ -267,7 +269,11 @@ impl Proc {
     /// SIGTERM, then wait for a graceful exit; returns stdout.
     pub fn terminate(&mut self) -> String {
         let mut c = self.0.take().unwrap();
-        let st = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status().unwrap();
+        let st = Command::new("kill")
+            .arg("-TERM")
+            .arg(c.id().to_string())
+            .status()
+            .unwrap();
         assert!(st.success());
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
