@@ -43,8 +43,8 @@ fn cancellation_before_send_sends_no_message() {
 fn reschedule_while_in_flight_records_the_sequence_and_plans_an_update_notice() {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
-    // Every send takes 5 s inside the engine: long enough to reschedule.
-    let sim = start_sim(&rt, log.path(), "latency_ms=5000", 7);
+    // The first send takes 8 s inside the engine: long enough to reschedule.
+    let sim = start_sim(&rt, log.path(), "latency_ms=8000", 7);
     let mut cfg = Cfg::motor(&sim.base_url()).with_motor_timeout(20_000);
     cfg.lease_seconds = 60;
     let env = Env::new(&cfg);
@@ -59,6 +59,13 @@ fn reschedule_while_in_flight_records_the_sequence_and_plans_an_update_notice() 
         "resched.jsonl",
         &[rescheduled("cita-60", starts + chrono::Duration::days(1), 2)],
     );
+    assert_eq!(
+        env.by_key()["cita-60:aviso-reserva:v1"].state,
+        IntentionState::Dispatching,
+        "the reschedule must land while the first notice is in flight"
+    );
+    // Later sends (the update notice) go through quickly.
+    sim.set_faults(unavez::sim::FaultSpec::default());
     let out = d.0.take().unwrap().wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
