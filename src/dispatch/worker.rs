@@ -176,7 +176,7 @@ pub(crate) async fn dispatch_loop(
                 while let Some(next) = inflight.try_join_next_with_id() {
                     collect(Some(next), &mut attempts, &mut done, &mut dead);
                 }
-                record(&db, &settings, done, dead, &mut report).await;
+                record(&db, &settings, done, dead, "the send task ended without an answer", &mut report).await;
             }
             _ = tokio::time::sleep(settings.poll), if !full_batch => {}
             _ = stop.changed() => {}
@@ -230,7 +230,14 @@ fn collect(
 
 /// Records finished attempts in one transaction; a task that died (panic,
 /// abort) leaves its intention uncertain, never planned.
-async fn record(db: &Db, settings: &Arc<Settings>, done: Vec<Done>, dead: Vec<i64>, report: &mut DispatchReport) {
+async fn record(
+    db: &Db,
+    settings: &Arc<Settings>,
+    done: Vec<Done>,
+    dead: Vec<i64>,
+    why: &'static str,
+    report: &mut DispatchReport,
+) {
     if done.is_empty() && dead.is_empty() {
         return;
     }
@@ -255,7 +262,7 @@ async fn record(db: &Db, settings: &Arc<Settings>, done: Vec<Done>, dead: Vec<i6
                     )?);
                 }
                 for a in &dead {
-                    tx.abandon_attempt(*a, "the send task ended without an answer", now)?;
+                    tx.abandon_attempt(*a, why, now)?;
                 }
                 Ok::<_, crate::store::StoreError>(out)
             })?)
@@ -300,5 +307,13 @@ async fn drain(
         collect(Some(j), attempts, &mut done, &mut dead);
     }
     dead.extend(attempts.drain().map(|(_, a)| a));
-    record(db, settings, done, dead, report).await;
+    record(
+        db,
+        settings,
+        done,
+        dead,
+        "shutdown while the send was in flight: it may have been processed",
+        report,
+    )
+    .await;
 }
