@@ -6,6 +6,7 @@ mod dispatch_support;
 use std::time::Duration;
 
 use dispatch_support::*;
+use unavez::domain::state::IntentionState;
 use unavez::sim::PauseMode;
 
 /// Test 2: 30% of sends are processed but their response is lost. Zero
@@ -84,7 +85,7 @@ fn simulator_down_for_a_while_loses_and_duplicates_nothing() {
     assert!(wait_until(Duration::from_secs(30), || {
         env.intentions()
             .iter()
-            .any(|i| i.state == unavez::domain::state::IntentionState::Planned && i.attempt_count > 0)
+            .any(|i| i.state == IntentionState::Planned && i.attempt_count > 0)
     }));
     std::thread::sleep(Duration::from_secs(2));
     let during = env.state_counts();
@@ -104,5 +105,78 @@ fn simulator_down_for_a_while_loses_and_duplicates_nothing() {
         assert!(i.state.has_channel_evidence(), "{} is {}", i.key, i.state);
         assert_eq!(sent.get(&i.key), Some(&1), "{}", i.key);
     }
+    rt.block_on(sim.shutdown());
+}
+
+/// An engine-reported ambiguous command is never repeated: the reconciler
+/// reads the command (its id came with the ambiguous answer) until the
+/// engine resolves it, and the final state matches the engine's.
+#[test]
+fn ambiguous_commands_are_read_until_resolved_never_repeated() {
+    let rt = runtime();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut timing = unavez::sim::SimTiming::default();
+    timing.resolve_ms = 4000;
+    let opts = unavez::sim::SimOptions {
+        log: Some(log.path().to_path_buf()),
+        faults: unavez::sim::FaultSpec::parse("timeout_after=0.5,ambiguous=1.0,hold_ms=1000").unwrap(),
+        seed: 11,
+        timing,
+        ..Default::default()
+    };
+    let sim = rt.block_on(unavez::sim::spawn(opts)).unwrap();
+    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    let events: Vec<String> = (0..40).map(|n| scheduled(&format!("cita-a{n}"), n)).collect();
+    env.import("agenda.jsonl", &events);
+
+    let mut serve = env.spawn(&["serve"]);
+    assert!(
+        wait_until(Duration::from_secs(60), || env.settled()),
+        "not settled: {:?}",
+        env.state_counts()
+    );
+    serve.terminate();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_no_duplicates(log.path());
+    let sent = sent_counts(log.path());
+    let mut ambiguous = 0;
+    for i in env.intentions() {
+        let attempts = env.store().read(|tx| tx.attempts(i.id)).unwrap();
+        let Some(pos) = attempts.iter().position(|a| a.outcome == "ambiguous") else {
+            continue;
+        };
+        ambiguous += 1;
+        assert_eq!(
+            pos,
+            attempts.len() - 1,
+            "{} was repeated after the engine called it ambiguous",
+            i.key
+        );
+        let h = env.history(i.id);
+        assert!(
+            h.iter().any(|r| r.applied
+                && r.note
+                    .as_deref()
+                    .unwrap_or("")
+                    .starts_with("lookup: the channel reports")),
+            "{} not resolved by reading the command: {h:#?}",
+            i.key
+        );
+        let cmd = sim.command_by_key(INSTANCE, &i.key).unwrap();
+        if cmd.estado == "fallido" {
+            assert_eq!(i.state, IntentionState::Failed, "{}", i.key);
+            assert!(!sent.contains_key(&i.key));
+        } else {
+            assert!(
+                i.state.has_channel_evidence(),
+                "{} is {} but the engine says {}",
+                i.key,
+                i.state,
+                cmd.estado
+            );
+            assert_eq!(sent.get(&i.key), Some(&1));
+        }
+    }
+    assert!(ambiguous > 0, "no repeat landed while a command was ambiguous");
     rt.block_on(sim.shutdown());
 }
