@@ -115,8 +115,10 @@ fn simulator_down_for_a_while_loses_and_duplicates_nothing() {
 fn ambiguous_commands_are_read_until_resolved_never_repeated() {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
-    let mut timing = unavez::sim::SimTiming::default();
-    timing.resolve_ms = 4000;
+    let timing = unavez::sim::SimTiming {
+        resolve_ms: 4000,
+        ..Default::default()
+    };
     let opts = unavez::sim::SimOptions {
         log: Some(log.path().to_path_buf()),
         faults: unavez::sim::FaultSpec::parse("timeout_after=0.5,ambiguous=1.0,hold_ms=1000").unwrap(),
