@@ -16,7 +16,8 @@ fn same_intentions_presented_concurrently_from_two_processes_send_one_message_ea
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "latency_ms=1..10", 1);
-    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    // A long lease: these tests are about claims, not about crash recovery.
+    let env = Env::new(&Cfg::motor(&sim.base_url()).with_lease(30));
     let events: Vec<String> = (0..40).map(|n| scheduled(&format!("cita-c{n}"), n)).collect();
     let file = env.write_events("agenda.jsonl", &events);
     let file = file.to_str().unwrap();
@@ -54,7 +55,7 @@ fn two_dispatcher_processes_on_one_database_never_double_claim() {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "latency_ms=10..30", 6);
-    let mut cfg = Cfg::motor(&sim.base_url());
+    let mut cfg = Cfg::motor(&sim.base_url()).with_lease(30);
     cfg.batch_size = 4;
     cfg.concurrency = 4;
     let env = Env::new(&cfg);

@@ -36,7 +36,8 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "", 8);
-    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    // A long lease: these tests are about claims, not about crash recovery.
+    let env = Env::new(&Cfg::motor(&sim.base_url()).with_lease(30));
     // A morning that went out…
     let first: Vec<String> = (0..10).map(|n| scheduled(&format!("cita-r{n}"), n)).collect();
     env.import("manana.jsonl", &first);

@@ -71,6 +71,11 @@ impl Cfg {
         self
     }
 
+    pub fn with_lease(mut self, seconds: u64) -> Cfg {
+        self.lease_seconds = seconds;
+        self
+    }
+
     fn toml(&self, db: &Path) -> String {
         format!(
             r#"database = "{db}"
