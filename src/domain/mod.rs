@@ -11,3 +11,4 @@ pub mod key;
 pub mod mask;
 pub mod state;
 pub mod status;
+pub mod validity;

@@ -9,14 +9,18 @@
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
+mod dispatch;
 mod inbound;
 mod intents;
 mod ledger;
 mod metrics;
 mod operator;
 mod queries;
+mod uncertain;
 mod webhooks;
 
+pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
+pub use uncertain::UncertainItem;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
