@@ -112,7 +112,32 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings.owner
     );
     let rt = runtime()?;
-    let report = rt.block_on(dispatch::serve(&ctx.db, settings, channel, shutdown_signal()))?;
+    let report = rt.block_on(async {
+        // The webhook server (src/server) runs next to the dispatcher when
+        // any of its secrets is set, and stops after the dispatcher drained.
+        let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+        let server = if crate::server::Secrets::from_env(&ctx.config.server).any() {
+            let stop = async move {
+                let _ = stop_rx.wait_for(|stop| *stop).await;
+            };
+            let s = crate::server::start(ctx.config.clone(), ctx.templates.clone(), ctx.db.clone(), stop).await?;
+            eprintln!("unavez serve: webhook server on http://{}", s.addr);
+            Some(s)
+        } else {
+            let c = &ctx.config.server;
+            eprintln!(
+                "unavez serve: webhook server off (none of {}, {}, {}, {} is set)",
+                c.cloud_app_secret_env, c.cloud_verify_token_env, c.motor_webhook_secret_env, c.ingest_token_env
+            );
+            None
+        };
+        let report = dispatch::serve(&ctx.db, settings, channel, shutdown_signal()).await;
+        let _ = stop_tx.send(true);
+        if let Some(s) = server {
+            s.wait().await?;
+        }
+        anyhow::Ok(report?)
+    })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

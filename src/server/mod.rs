@@ -83,6 +83,17 @@ impl Secrets {
     }
 }
 
+impl Secrets {
+    /// Whether any endpoint can authenticate anything. `serve` runs the
+    /// server only then: with no secret every POST would answer 503.
+    pub fn any(&self) -> bool {
+        self.cloud_app_secret.is_some()
+            || self.cloud_verify_token.is_some()
+            || self.motor_webhook_secret.is_some()
+            || self.ingest_token.is_some()
+    }
+}
+
 // Never print a secret, only whether it is set.
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
