@@ -605,6 +605,11 @@ impl Tx<'_> {
         if current_version != version_checked {
             self.note_version_changed(&i, version_checked, current_version, now)?;
         }
+        // Status webhooks that arrived before this answer (kept pending in
+        // channel_events) apply now, after the acceptance, in received order.
+        if message_id.is_some() || command_id.is_some() {
+            self.apply_pending_statuses_for(intention_id, now)?;
+        }
         Ok(finished)
     }
 
