@@ -136,7 +136,13 @@ fn serve_with_the_simulator_ends_in_the_states_its_log_justifies() {
 
 /// Posts an opt-out reply for `phone(0)` through the real server on the
 /// test's ledger, then dispatches with the real binary.
-fn opt_out_then_dispatch(word: &str, blocks_transactional: bool) -> (Env, std::collections::HashMap<String, usize>) {
+/// `expect_sent`: how many messages must show in the simulator's log (it
+/// writes a line when the message goes out, shortly after accepting it).
+fn opt_out_then_dispatch(
+    word: &str,
+    blocks_transactional: bool,
+    expect_sent: usize,
+) -> (Env, std::collections::HashMap<String, usize>) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = dispatch_support::start_sim(&rt, log.path(), "", 3);
@@ -159,6 +165,11 @@ fn opt_out_then_dispatch(word: &str, blocks_transactional: bool) -> (Env, std::c
         h.stop().await;
     });
     env.ok(&["dispatch", "--until-idle"]);
+    assert!(
+        wait_until(Duration::from_secs(30), || sent_counts(log.path()).len() >= expect_sent),
+        "expected {expect_sent} message(s) out: {:?}",
+        sent_counts(log.path())
+    );
     let counts = sent_counts(log.path());
     rt.block_on(sim.shutdown());
     (env, counts)
@@ -166,7 +177,7 @@ fn opt_out_then_dispatch(word: &str, blocks_transactional: bool) -> (Env, std::c
 
 #[test]
 fn baja_keeps_transactional_messages_by_default() {
-    let (env, counts) = opt_out_then_dispatch("BAJA", false);
+    let (env, counts) = opt_out_then_dispatch("BAJA", false, 2);
     let rows = env.by_key();
     for k in ["cita-a:aviso-reserva:v1", "cita-b:aviso-reserva:v1"] {
         assert_eq!(counts.get(k).copied(), Some(1), "{k} sent: {counts:?}");
@@ -176,7 +187,7 @@ fn baja_keeps_transactional_messages_by_default() {
 
 #[test]
 fn stop_blocks_the_next_transactional_message_when_policy_says_so() {
-    let (env, counts) = opt_out_then_dispatch("STOP", true);
+    let (env, counts) = opt_out_then_dispatch("STOP", true, 1);
     let rows = env.by_key();
     let a = &rows["cita-a:aviso-reserva:v1"];
     assert_eq!(a.state, IntentionState::Cancelled);
