@@ -355,3 +355,35 @@ async fn webhooks_are_signed_and_cover_every_state() {
     sim.shutdown().await;
     server.abort();
 }
+
+#[tokio::test]
+async fn in_process_channel_shares_the_engine_with_http() {
+    let sim = sim_with("").await;
+    let http = motor(&sim, 5_000);
+    let inproc = sim.channel("test-key", INST, None);
+    assert_eq!(inproc.kind(), "motor");
+    let SendOutcome::Accepted { command_id, .. } = inproc.send(&req("ip1")).await else { panic!() };
+    // The HTTP client with the same key sees the same command.
+    let SendOutcome::Accepted { command_id: via_http, .. } = http.send(&req("ip1")).await else { panic!() };
+    assert_eq!(command_id, via_http);
+    let mut other = req("ip1");
+    other.body = "otro".into();
+    assert!(matches!(inproc.send(&other).await, SendOutcome::Conflict { .. }));
+    let LookupOutcome::Found { command_id: found, .. } = inproc.lookup(&req("ip1"), None).await else { panic!() };
+    assert_eq!(found, command_id);
+    assert_eq!(inproc.lookup(&req("ip1"), Some("cmd_nope")).await, LookupOutcome::NotFound);
+    until("sent", || sim.stats().sent == 1).await;
+    assert!(matches!(inproc.cancel(command_id.as_deref().unwrap()).await, CancelOutcome::TooLate { .. }));
+    // Faults apply the same way: a lost answer is uncertain but the message goes out.
+    sim.set_faults(FaultSpec::parse("timeout_after=1.0").unwrap());
+    assert!(matches!(inproc.send(&req("ip2")).await, SendOutcome::Uncertain { .. }));
+    until("second sent", || sim.stats().sent == 2).await;
+    sim.set_faults(FaultSpec::parse("error5xx=1.0").unwrap());
+    assert!(matches!(inproc.send(&req("ip3")).await, SendOutcome::Retry { http_status: Some(503), .. }));
+    sim.set_faults(FaultSpec::none());
+    sim.pause(PauseMode::Unavailable, None);
+    assert!(matches!(inproc.send(&req("ip3")).await, SendOutcome::Retry { .. }));
+    sim.resume();
+    assert_eq!(sim.stats().sent, 2);
+    sim.shutdown().await;
+}
