@@ -118,3 +118,19 @@ fn bad_fault_spec_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--faults") && err.contains("error5xx=2"), "{err}");
 }
+
+#[test]
+fn sigterm_stops_the_sim_cleanly() {
+    let mut sim = start(&[]);
+    let pid = sim.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let start = Instant::now();
+    loop {
+        if let Some(status) = sim.child.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "sim did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
