@@ -605,6 +605,11 @@ impl Tx<'_> {
         if current_version != version_checked {
             self.note_version_changed(&i, version_checked, current_version, now)?;
         }
+        // A status webhook may have arrived before this answer told us the
+        // message id: apply it now, after our own evidence, in received order.
+        if command_id.is_some() || message_id.is_some() {
+            self.apply_pending_statuses_for(intention_id, now)?;
+        }
         Ok(finished)
     }
 
