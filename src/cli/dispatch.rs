@@ -16,6 +16,11 @@ pub struct ServeArgs {
     /// Print the final report as JSON on shutdown.
     #[arg(long)]
     pub json: bool,
+    /// Run only the dispatcher and reconciler, without the HTTP server
+    /// (webhooks, booking ingest, metrics) — e.g. a second dispatcher on
+    /// the same host.
+    #[arg(long)]
+    pub no_server: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -113,30 +118,28 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let rt = runtime()?;
     let report = rt.block_on(async {
-        // The webhook server (src/server) runs next to the dispatcher when
-        // any of its secrets is set, and stops after the dispatcher drained.
-        let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-        let server = if crate::server::Secrets::from_env(&ctx.config.server).any() {
-            let stop = async move {
-                let _ = stop_rx.wait_for(|stop| *stop).await;
-            };
-            let s = crate::server::start(ctx.config.clone(), ctx.templates.clone(), ctx.db.clone(), stop).await?;
-            eprintln!("unavez serve: webhook server on http://{}", s.addr);
-            Some(s)
-        } else {
-            let c = &ctx.config.server;
-            eprintln!(
-                "unavez serve: webhook server off (none of {}, {}, {}, {} is set)",
-                c.cloud_app_secret_env, c.cloud_verify_token_env, c.motor_webhook_secret_env, c.ingest_token_env
-            );
+        // One signal stops everything: the HTTP server, then the services.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let server = if args.no_server {
             None
+        } else {
+            let mut rx = stop_rx.clone();
+            let handle = crate::server::start(ctx.config.clone(), ctx.templates.clone(), ctx.db.clone(), async move {
+                let _ = rx.wait_for(|s| *s).await;
+            })
+            .await
+            .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
+            eprintln!("unavez serve: HTTP server listening on http://{}", handle.addr);
+            Some(handle)
         };
-        let report = dispatch::serve(&ctx.db, settings, channel, shutdown_signal()).await;
+        let services = dispatch::Services::start(&ctx.db, settings, channel)?;
+        shutdown_signal().await;
         let _ = stop_tx.send(true);
-        if let Some(s) = server {
-            s.wait().await?;
+        let report = services.stop().await?;
+        if let Some(h) = server {
+            h.wait().await?;
         }
-        anyhow::Ok(report?)
+        Ok::<_, anyhow::Error>(report)
     })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
