@@ -12,7 +12,8 @@ use std::time::Duration;
 use dispatch_support::{Cfg, Env, INSTANCE, Proc, phone, runtime, scheduled, sent_counts, wait_until};
 use unavez::domain::state::{CancelReason, IntentionState};
 
-const SECRET_ENV: &str = "UNAVEZ_TEST_WEBHOOK_SECRET";
+/// The default `server.motor_webhook_secret_env`, set for the child only.
+const SECRET_ENV: &str = "UNAVEZ_MOTOR_WEBHOOK_SECRET";
 const SECRET: &str = "secreto-del-motor";
 
 fn free_port() -> u16 {
@@ -54,9 +55,7 @@ fn serve_with_the_simulator_ends_in_the_states_its_log_justifies() {
         }))
         .unwrap();
     let mut cfg = Cfg::motor(&sim.base_url());
-    cfg.channel.push_str(&format!(
-        "\n[server]\nlisten = \"127.0.0.1:{port}\"\nmotor_webhook_secret_env = \"{SECRET_ENV}\"\n"
-    ));
+    cfg.server_listen = format!("127.0.0.1:{port}");
     let env = Env::new(&cfg);
     let events: Vec<String> = (0..12).map(|n| scheduled(&format!("cita-w{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
