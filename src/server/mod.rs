@@ -84,8 +84,8 @@ impl Secrets {
 }
 
 impl Secrets {
-    /// Whether any endpoint can authenticate anything. `serve` runs the
-    /// server only then: with no secret every POST would answer 503.
+    /// Whether any endpoint can authenticate anything (with none set, every
+    /// POST answers 503): for start-up diagnostics.
     pub fn any(&self) -> bool {
         self.cloud_app_secret.is_some()
             || self.cloud_verify_token.is_some()
