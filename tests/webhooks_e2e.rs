@@ -170,6 +170,5 @@ async fn simulator_webhooks_duplicated_and_reordered_end_in_justified_states() {
         noted as i64, dups,
         "every blocked duplicate is visible in its intention's history"
     );
-    sim.shutdown().await;
     h.stop().await;
 }
