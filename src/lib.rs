@@ -14,6 +14,10 @@
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`channel`] | the async channel trait and its capabilities |
+//! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact) with reason and responsible |
+//! | [`i18n`] | the console's string table (Spanish default, English) |
+//! | [`demo`] | the demo clinic generator |
+//! | [`tui`] | the ratatui operator console |
 //!
 //! The binary (`src/main.rs`) is thin: it parses the command line with
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
@@ -22,9 +26,13 @@
 pub mod channel;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod domain;
+pub mod i18n;
 pub mod import;
 pub mod ingest;
+pub mod ops;
 pub mod planner;
 pub mod store;
 pub mod templates;
+pub mod tui;

@@ -9,11 +9,13 @@
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
+mod console;
 mod intents;
 mod ledger;
 mod operator;
 mod queries;
 
+pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use intents::Entry;
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
