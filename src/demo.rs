@@ -70,9 +70,6 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
     fn pick<'a>(&mut self, xs: &'a [&'a str]) -> &'a str {
         xs[self.below(xs.len() as u64) as usize]
     }

@@ -5,7 +5,8 @@
 //! key) so that a missing translation is a compile error, not a blank label.
 //! Templates with placeholders use `{name}` and are filled with [`fill`].
 
-use crate::config::Language;
+use crate::config::{Language, Role};
+use crate::ops::{OpKind, Refusal, VerifyOutcome};
 
 /// Every label, hint and message of the console.
 #[derive(Debug)]
@@ -130,6 +131,25 @@ pub struct Strings {
     pub role_front_desk: &'static str,
     pub role_supervisor: &'static str,
     pub role_technician: &'static str,
+    pub done_state: &'static str,
+    pub done_new: &'static str,
+    pub done_closed: &'static str,
+    pub recorded_only: &'static str,
+    pub ref_in_flight: &'static str,
+    pub ref_uncertain: &'static str,
+    pub ref_channel_has_it: &'static str,
+    pub ref_delivered: &'static str,
+    pub ref_closed: &'static str,
+    pub ref_not_sent: &'static str,
+    pub ref_resend_pending: &'static str,
+    pub ref_stale: &'static str,
+    pub ref_commitment_cancelled: &'static str,
+    pub ref_expired: &'static str,
+    pub ref_not_appointment: &'static str,
+    /// `(code, label)` for intention states and row kinds.
+    pub states: &'static [(&'static str, &'static str)],
+    /// `(code, label)` for closure reasons.
+    pub reasons: &'static [(&'static str, &'static str)],
 }
 
 /// Spanish (default).
@@ -247,6 +267,46 @@ pub static ES: Strings = Strings {
     role_front_desk: "recepción",
     role_supervisor: "supervisión",
     role_technician: "técnico",
+    done_state: "{action} {target} → {state}",
+    done_new: "{action} {target} → nueva intención #{id} {key}",
+    done_closed: "{action} {target}: {n} recordatorios pendientes cerrados",
+    recorded_only: "{action} {target}: registrado en la historia; el estado sigue {state} (evidencia más fuerte)",
+    ref_in_flight: "hay un intento en curso; espere su resultado",
+    ref_uncertain: "el resultado es incierto y el cliente podría tenerlo; verifique primero (v)",
+    ref_channel_has_it: "el canal ya tomó el mensaje ({state})",
+    ref_delivered: "ya fue entregado al cliente ({state}); no hay nada que cancelar",
+    ref_closed: "ya está cerrada ({state}{reason})",
+    ref_not_sent: "aún no se envió nada ({state})",
+    ref_resend_pending: "ya hay un reenvío pendiente: {key}",
+    ref_stale: "el compromiso cambió (mensaje de v{planned}, ahora v{current}); su contenido está desactualizado",
+    ref_commitment_cancelled: "el compromiso fue cancelado",
+    ref_expired: "la vigencia del mensaje terminó",
+    ref_not_appointment: "el contacto manual aplica solo a citas",
+    states: &[
+        ("planned", "planificada"),
+        ("dispatching", "despachando"),
+        ("uncertain", "incierta"),
+        ("accepted", "aceptada"),
+        ("sent", "enviada"),
+        ("delivered", "entregada"),
+        ("read", "leída"),
+        ("failed", "fallida"),
+        ("review", "en revisión"),
+        ("cancelled", "cancelada"),
+        ("stuck", "atascada"),
+        ("reschedule", "reprogramar"),
+    ],
+    reasons: &[
+        ("commitment_cancelled", "cita cancelada"),
+        ("superseded", "reprogramación"),
+        ("already_confirmed", "ya confirmada"),
+        ("manual_contact", "contacto manual"),
+        ("opted_out", "baja"),
+        ("expired", "vencida"),
+        ("operator", "operador"),
+        ("withdrawn", "retirada del canal"),
+        ("in_past", "en el pasado"),
+    ],
 };
 
 /// English (`language = "en"`).
@@ -364,7 +424,112 @@ pub static EN: Strings = Strings {
     role_front_desk: "front desk",
     role_supervisor: "supervisor",
     role_technician: "technician",
+    done_state: "{action} {target} → {state}",
+    done_new: "{action} {target} → new intention #{id} {key}",
+    done_closed: "{action} {target}: {n} pending reminders closed",
+    recorded_only: "{action} {target}: recorded in history; the state stays {state} (stronger evidence)",
+    ref_in_flight: "an attempt is in flight; wait for its outcome",
+    ref_uncertain: "the outcome is unknown and the customer may have it; verify first (v)",
+    ref_channel_has_it: "the channel already took the message ({state})",
+    ref_delivered: "already delivered to the customer ({state}); nothing to cancel",
+    ref_closed: "already closed ({state}{reason})",
+    ref_not_sent: "nothing was sent yet ({state})",
+    ref_resend_pending: "a resend is already pending: {key}",
+    ref_stale: "the commitment changed (message for v{planned}, now v{current}); its content is outdated",
+    ref_commitment_cancelled: "the commitment was cancelled",
+    ref_expired: "the message's validity has ended",
+    ref_not_appointment: "manual contact applies to appointments only",
+    states: &[
+        ("planned", "planned"),
+        ("dispatching", "dispatching"),
+        ("uncertain", "uncertain"),
+        ("accepted", "accepted"),
+        ("sent", "sent"),
+        ("delivered", "delivered"),
+        ("read", "read"),
+        ("failed", "failed"),
+        ("review", "review"),
+        ("cancelled", "cancelled"),
+        ("stuck", "stuck"),
+        ("reschedule", "reschedule"),
+    ],
+    reasons: &[
+        ("commitment_cancelled", "appointment cancelled"),
+        ("superseded", "rescheduled"),
+        ("already_confirmed", "already confirmed"),
+        ("manual_contact", "manual contact"),
+        ("opted_out", "opt-out"),
+        ("expired", "expired"),
+        ("operator", "operator"),
+        ("withdrawn", "withdrawn"),
+        ("in_past", "in the past"),
+    ],
 };
+
+impl Strings {
+    /// The label of an intention state (or `stuck` / `reschedule`).
+    pub fn state<'a>(&self, code: &'a str) -> &'a str
+    where
+        'static: 'a,
+    {
+        self.states.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
+    }
+
+    /// The label of a closure reason.
+    pub fn reason<'a>(&self, code: &'a str) -> &'a str
+    where
+        'static: 'a,
+    {
+        self.reasons.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
+    }
+
+    pub fn role(&self, role: Role) -> &'static str {
+        match role {
+            Role::FrontDesk => self.role_front_desk,
+            Role::Supervisor => self.role_supervisor,
+            Role::Technician => self.role_technician,
+        }
+    }
+
+    pub fn op_label(&self, op: OpKind) -> &'static str {
+        match op {
+            OpKind::Cancel => self.act_cancel,
+            OpKind::Verify => self.act_verify,
+            OpKind::AuthorizeResend => self.act_resend,
+            OpKind::ManualContact => self.act_manual_contact,
+            OpKind::Reprocess => self.act_reprocess,
+        }
+    }
+
+    pub fn outcome(&self, o: VerifyOutcome) -> &'static str {
+        match o {
+            VerifyOutcome::Received => self.outcome_received,
+            VerifyOutcome::NotReceived => self.outcome_not_received,
+        }
+    }
+
+    /// Explains a ledger refusal in this language.
+    pub fn refusal(&self, r: &Refusal) -> String {
+        match r {
+            Refusal::InFlight => self.ref_in_flight.into(),
+            Refusal::Uncertain => self.ref_uncertain.into(),
+            Refusal::ChannelHasIt { state } => fill(self.ref_channel_has_it, &[("state", self.state(state.as_str()))]),
+            Refusal::Delivered { state } => fill(self.ref_delivered, &[("state", self.state(state.as_str()))]),
+            Refusal::Closed { state, reason } => {
+                let reason = reason.as_deref().map(|r| format!(": {}", self.reason(r))).unwrap_or_default();
+                fill(self.ref_closed, &[("state", self.state(state.as_str())), ("reason", &reason)])
+            }
+            Refusal::NotSentYet { state } => fill(self.ref_not_sent, &[("state", self.state(state.as_str()))]),
+            Refusal::ResendPending { key } => fill(self.ref_resend_pending, &[("key", key)]),
+            Refusal::StaleVersion { planned, current } => {
+                fill(self.ref_stale, &[("planned", &planned.to_string()), ("current", &current.to_string())])
+            }
+            Refusal::CommitmentCancelled => self.ref_commitment_cancelled.into(),
+            Refusal::Expired => self.ref_expired.into(),
+            Refusal::NotAnAppointment => self.ref_not_appointment.into(),
+        }
+    }
+}
 
 /// The table for a configured language.
 pub fn strings(lang: Language) -> &'static Strings {

@@ -360,3 +360,14 @@ impl Tx<'_> {
             .optional()?)
     }
 }
+
+impl Tx<'_> {
+    /// Planned intentions already due: the dispatcher's queue.
+    pub fn due_queue(&self, now: DateTime<Utc>) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1",
+            [ms(now)],
+            |r| r.get(0),
+        )?)
+    }
+}

@@ -1,0 +1,121 @@
+//! The console's database worker: a plain thread that owns its own
+//! [`Store`] and answers typed [`Request`]s with [`Response`]s over
+//! channels, so the render loop never waits on SQLite (a write lock held by
+//! the dispatcher, a slow page at a million rows).
+//!
+//! [`handle`] is a plain function: tests call it directly and
+//! deterministically, the running console calls it from the thread.
+
+use std::sync::mpsc::{Receiver, Sender};
+use std::thread::JoinHandle;
+
+use chrono::{DateTime, Utc};
+
+use crate::config::{Config, Role};
+use crate::ops::{self, Actor, OpKind, OpReport, VerifyOutcome};
+use crate::planner::Planner;
+use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, Store, UpcomingRow};
+use crate::templates::Templates;
+
+/// An operator action, fully specified and confirmed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PendingOp {
+    Cancel { intention_id: i64 },
+    Verify { intention_id: i64, outcome: VerifyOutcome },
+    Resend { intention_id: i64 },
+    ManualContact { commitment_id: i64, intention_id: Option<i64> },
+}
+
+impl PendingOp {
+    pub fn kind(&self) -> OpKind {
+        match self {
+            PendingOp::Cancel { .. } => OpKind::Cancel,
+            PendingOp::Verify { .. } => OpKind::Verify,
+            PendingOp::Resend { .. } => OpKind::AuthorizeResend,
+            PendingOp::ManualContact { .. } => OpKind::ManualContact,
+        }
+    }
+}
+
+/// What the UI asks of the database.
+#[derive(Debug, Clone)]
+pub enum Request {
+    Attention(AttentionQuery),
+    Upcoming { from: DateTime<Utc>, to: DateTime<Utc>, filter: Option<String>, limit: u32, offset: u32 },
+    Board { day: String },
+    Counter { query: CounterQuery, limit: u32, offset: u32 },
+    Detail { id_or_key: String },
+    Status { now: DateTime<Utc> },
+    Op { op: PendingOp, operator: String, role: Role, reason: String, now: DateTime<Utc> },
+}
+
+/// The worker's answers; errors are already text for the flash line.
+#[derive(Debug, Clone)]
+pub enum Response {
+    Attention(Result<Page<AttentionRow>, String>),
+    Upcoming(Result<Page<UpcomingRow>, String>),
+    Board(Result<Board, String>),
+    Counter(Result<Page<AttentionRow>, String>),
+    Detail(Result<Box<IntentionDetail>, String>),
+    Status { queue: Option<i64> },
+    Op(Result<OpReport, String>),
+}
+
+/// What the worker needs besides the store: the planner's inputs.
+pub struct WorkerCtx {
+    pub config: Config,
+    pub templates: Templates,
+}
+
+/// Answers one request.
+pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
+    let s = |e: crate::store::StoreError| e.to_string();
+    match req {
+        Request::Attention(q) => Response::Attention(store.read(|tx| tx.attention(&q)).map_err(s)),
+        Request::Upcoming { from, to, filter, limit, offset } => {
+            Response::Upcoming(store.read(|tx| tx.upcoming(from, to, filter.as_deref(), limit, offset)).map_err(s))
+        }
+        Request::Board { day } => Response::Board(store.read(|tx| tx.board(&day)).map_err(s)),
+        Request::Counter { query, limit, offset } => {
+            Response::Counter(store.read(|tx| tx.counter_rows(&query, limit, offset)).map_err(s))
+        }
+        Request::Detail { id_or_key } => {
+            Response::Detail(store.read(|tx| tx.intention_detail(&id_or_key)).map(Box::new).map_err(s))
+        }
+        Request::Status { now } => Response::Status { queue: store.read(|tx| tx.due_queue(now)).ok() },
+        Request::Op { op, operator, role, reason, now } => {
+            let actor = Actor { name: &operator, role };
+            let planner = Planner { policy: &ctx.config.policy, templates: &ctx.templates, tz: ctx.config.tz() };
+            let tz = ctx.config.tz();
+            let r = store.write(|tx| match op {
+                PendingOp::Cancel { intention_id } => ops::cancel(tx, &actor, intention_id, &reason, now),
+                PendingOp::Verify { intention_id, outcome } => {
+                    ops::verify_manual(tx, &actor, intention_id, outcome, &reason, now)
+                }
+                PendingOp::Resend { intention_id } => ops::authorize_resend(tx, &actor, intention_id, &reason, tz, now),
+                PendingOp::ManualContact { commitment_id, intention_id } => {
+                    ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now)
+                }
+            });
+            Response::Op(r.map_err(|e| e.to_string()))
+        }
+    }
+}
+
+/// Starts the worker thread. It stops when the request channel closes.
+pub fn spawn(
+    mut store: Store,
+    ctx: WorkerCtx,
+    rx: Receiver<Request>,
+    tx: Sender<Response>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("unavez-console-db".into())
+        .spawn(move || {
+            while let Ok(req) = rx.recv() {
+                if tx.send(handle(&mut store, &ctx, req)).is_err() {
+                    break;
+                }
+            }
+        })
+}
