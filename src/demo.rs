@@ -90,6 +90,7 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
     let mut rng = Rng::new(opts.seed);
     let at = |t: DateTime<Utc>| t.with_timezone(&tz).fixed_offset();
     let booked_at = at(now - Duration::minutes(30));
+    let changed_at = at(now - Duration::minutes(25));
     let today = now.with_timezone(&tz).date_naive();
     // Slots every 20 minutes, 08:00–18:40, over today and the next two days,
     // at least an hour ahead; spread the appointments evenly over them.
@@ -141,7 +142,7 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
             contact: None,
             service: None,
             location: None,
-            occurred_at: Some(at(now - Duration::minutes(5))),
+            occurred_at: Some(changed_at),
             operator: None,
             note: None,
         };
@@ -171,7 +172,7 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
             }),
             service: None,
             location: None,
-            occurred_at: Some(at(now - Duration::minutes(10))),
+            occurred_at: Some(changed_at),
             operator: None,
             note: None,
         };
@@ -189,7 +190,10 @@ pub fn seed_clinic(store: &mut Store, planner: &Planner<'_>, now: DateTime<Utc>,
     let mut s = SeedSummary::default();
     for ev in clinic_events(now, planner.tz, opts) {
         s.events += 1;
-        let r = store.write(|tx| match ingest(tx, planner, &ev, "demo", now) {
+        // Each event is applied at the moment it happened, as a live feed
+        // would have delivered it.
+        let at = ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(now);
+        let r = store.write(|tx| match ingest(tx, planner, &ev, "demo", at) {
             Err(IngestError::Rejected(_)) => Ok(None),
             Err(source) => Err(DemoError::Ingest { event_id: ev.event_id.clone(), source }),
             Ok(o) => Ok(Some(o)),

@@ -204,6 +204,7 @@ const LISTS: &[Screen] = &[S::Attention, S::Upcoming, S::Counter, S::Board, S::D
 
 /// The one list of commands.
 pub static REGISTRY: &[Command] = &[
+    Command { keys: &[KeySpec::Char('?')], action: Action::Help, label: |t| t.act_help, hint: true, screens: &[] },
     Command { keys: &[KeySpec::Char('c')], action: Action::Op(OpKind::Cancel), label: |t| t.act_cancel, hint: true, screens: ROWS },
     Command { keys: &[KeySpec::Char('v')], action: Action::Op(OpKind::Verify), label: |t| t.act_verify, hint: true, screens: ROWS },
     Command {
@@ -242,11 +243,10 @@ pub static REGISTRY: &[Command] = &[
         screens: &[S::Attention, S::Upcoming],
     },
     Command { keys: &[KeySpec::Char(':')], action: Action::OpenCommand, label: |t| t.act_command, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Char('?')], action: Action::Help, label: |t| t.act_help, hint: true, screens: &[] },
-    Command { keys: &[KeySpec::Esc], action: Action::Back, label: |t| t.act_back, hint: true, screens: &[] },
+    Command { keys: &[KeySpec::Esc], action: Action::Back, label: |t| t.act_back, hint: false, screens: &[] },
     Command { keys: &[KeySpec::Ctrl('r')], action: Action::Refresh, label: |t| t.act_refresh, hint: false, screens: &[] },
     Command { keys: &[KeySpec::Tab], action: Action::NextScreen, label: |t| t.act_next_screen, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::BackTab], action: Action::PrevScreen, label: |t| t.act_next_screen, hint: false, screens: &[] },
+    Command { keys: &[KeySpec::BackTab], action: Action::PrevScreen, label: |t| t.act_prev_screen, hint: false, screens: &[] },
     Command {
         keys: &[KeySpec::Up, KeySpec::Char('k')],
         action: Action::Up,

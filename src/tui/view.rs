@@ -160,7 +160,8 @@ fn draw_attention_like(
     let body = rows.iter().map(|r| {
         let when = r.starts_at.map(|s| local(app, s, "%d/%m %H:%M")).unwrap_or_else(|| t.detail_none.into());
         let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
-        let purpose = if r.kind == RowKind::RescheduleRequest { t.reschedule_request.to_string() } else { r.purpose.clone() };
+        let purpose =
+            if r.kind == RowKind::RescheduleRequest { t.reschedule_request.to_string() } else { short_purpose(&r.purpose) };
         let evidence = match (&r.last_event, r.evidence_count) {
             (_, 0) if r.kind == RowKind::Intention => format!("0 · {}", r.last_event.as_deref().unwrap_or(t.no_evidence)),
             (Some(e), n) => format!("{n} · {e}"),
@@ -176,22 +177,30 @@ fn draw_attention_like(
             Cell::from(evidence),
         ])
     });
+    // Fixed columns keep their width (a masked phone must show its last
+    // digits even at 80 columns); the evidence column takes what is left.
+    let purpose_width = if area.width < 96 { 11 } else { 14 };
     let widths = [
-        Constraint::Length(9),
+        Constraint::Length(10),
         Constraint::Length(11),
         Constraint::Length(15),
-        Constraint::Length(17),
+        Constraint::Length(purpose_width),
         Constraint::Length(11),
         Constraint::Length(6),
-        Constraint::Min(10),
+        Constraint::Fill(1),
     ];
     let table = Table::new(body, widths).header(header).block(block).row_highlight_style(SELECTED).column_spacing(1);
     let mut state = TableState::default().with_selected(Some(selected));
     f.render_stateful_widget(table, area, &mut state);
 }
 
+/// `aviso-reserva` → `reserva`, `recordatorio-24h` → `24h`: the column
+/// header already says these are messages.
 fn short_purpose(p: &str) -> String {
-    p.strip_prefix("recordatorio-").or_else(|| p.strip_prefix("aviso-")).unwrap_or(p).to_string()
+    match p.strip_prefix("recordatorio-") {
+        Some(offset) => format!("record. {offset}"),
+        None => p.strip_prefix("aviso-").unwrap_or(p).to_string(),
+    }
 }
 
 /// Whether the desk should call: soon, nothing delivered or read for the
@@ -248,7 +257,11 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             .notifications
             .iter()
             .filter(|n| n.version == u.version || n.is_resend || u.kind == "order")
-            .map(|n| format!("{}{}:{}", if n.is_resend { "↻" } else { "" }, short_purpose(&n.purpose), t.state(&n.state)))
+            .map(|n| {
+                let p = short_purpose(&n.purpose);
+                let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
+                format!("{}{p}:{}", if n.is_resend { "↻" } else { "" }, t.state(&n.state))
+            })
             .collect::<Vec<_>>()
             .join(" ");
         let style = if call { Style::new().fg(Color::Yellow) } else { Style::new() };
@@ -260,7 +273,8 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             Cell::from(notes),
         ])
     });
-    let widths = [Constraint::Length(11), Constraint::Length(11), Constraint::Length(15), Constraint::Length(20), Constraint::Min(10)];
+    let widths =
+        [Constraint::Length(11), Constraint::Length(10), Constraint::Length(15), Constraint::Length(20), Constraint::Fill(1)];
     let table = Table::new(rows, widths).header(header).block(block).row_highlight_style(SELECTED);
     let mut state = TableState::default().with_selected(Some(r.selected));
     f.render_stateful_widget(table, area, &mut state);
