@@ -31,7 +31,10 @@ pub struct DemoOptions {
 
 impl Default for DemoOptions {
     fn default() -> Self {
-        DemoOptions { appointments: 300, seed: 42 }
+        DemoOptions {
+            appointments: 300,
+            seed: 42,
+        }
     }
 }
 
@@ -79,9 +82,16 @@ const FIRST: &[&str] = &[
     "Ana", "Luis", "María", "José", "Rosa", "Carlos", "Lucía", "Jorge", "Carmen", "Miguel", "Sofía", "Pedro", "Elena",
     "Diego", "Valeria", "Raúl",
 ];
-const LAST: &[&str] =
-    &["Quispe", "Flores", "Rojas", "Huamán", "Torres", "Vargas", "Castillo", "Mendoza", "Chávez", "Ramos", "Salazar"];
-const SERVICES: &[&str] = &["Odontología", "Medicina general", "Pediatría", "Dermatología", "Oftalmología"];
+const LAST: &[&str] = &[
+    "Quispe", "Flores", "Rojas", "Huamán", "Torres", "Vargas", "Castillo", "Mendoza", "Chávez", "Ramos", "Salazar",
+];
+const SERVICES: &[&str] = &[
+    "Odontología",
+    "Medicina general",
+    "Pediatría",
+    "Dermatología",
+    "Oftalmología",
+];
 const SITES: &[&str] = &["Sede Miraflores", "Sede San Isidro"];
 
 /// The clinic's booking events, in the order a booking system would send
@@ -98,8 +108,12 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
     for d in 0..3 {
         let date = today + Duration::days(d);
         for i in 0..33 {
-            let Some(time) = NaiveTime::from_hms_opt(8, 0, 0).map(|t| t + Duration::minutes(20 * i)) else { continue };
-            let Some(local) = tz.from_local_datetime(&date.and_time(time)).single() else { continue };
+            let Some(time) = NaiveTime::from_hms_opt(8, 0, 0).map(|t| t + Duration::minutes(20 * i)) else {
+                continue;
+            };
+            let Some(local) = tz.from_local_datetime(&date.and_time(time)).single() else {
+                continue;
+            };
             let utc = local.with_timezone(&Utc);
             if utc > now + Duration::hours(1) {
                 slots.push(utc);
@@ -126,7 +140,11 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
             reference: reference.clone(),
             starts_at: Some(at(starts)),
             version: Some(1),
-            contact: Some(EventContact { phone, name: Some(name), language: Some("es".into()) }),
+            contact: Some(EventContact {
+                phone,
+                name: Some(name),
+                language: Some("es".into()),
+            }),
             service: Some(rng.pick(SERVICES).into()),
             location: Some(rng.pick(SITES).into()),
             occurred_at: Some(booked_at),
@@ -186,7 +204,12 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
 
 /// Generates the clinic and applies it, one transaction per event (as a
 /// booking feed would), so a rejected event never blocks the others.
-pub fn seed_clinic(store: &mut Store, planner: &Planner<'_>, now: DateTime<Utc>, opts: DemoOptions) -> Result<SeedSummary, DemoError> {
+pub fn seed_clinic(
+    store: &mut Store,
+    planner: &Planner<'_>,
+    now: DateTime<Utc>,
+    opts: DemoOptions,
+) -> Result<SeedSummary, DemoError> {
     let mut s = SeedSummary::default();
     for ev in clinic_events(now, planner.tz, opts) {
         s.events += 1;
@@ -195,7 +218,10 @@ pub fn seed_clinic(store: &mut Store, planner: &Planner<'_>, now: DateTime<Utc>,
         let at = ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(now);
         let r = store.write(|tx| match ingest(tx, planner, &ev, "demo", at) {
             Err(IngestError::Rejected(_)) => Ok(None),
-            Err(source) => Err(DemoError::Ingest { event_id: ev.event_id.clone(), source }),
+            Err(source) => Err(DemoError::Ingest {
+                event_id: ev.event_id.clone(),
+                source,
+            }),
             Ok(o) => Ok(Some(o)),
         })?;
         match r {
@@ -216,16 +242,49 @@ pub fn seed_clinic(store: &mut Store, planner: &Planner<'_>, now: DateTime<Utc>,
 /// fixture; the real demo uses the dispatcher and the engine simulator.
 pub fn showcase_outcomes(store: &mut Store, now: DateTime<Utc>) -> Result<usize, StoreError> {
     let due = store.read(|tx| {
-        tx.list_intentions(&IntentFilter { states: vec![IntentionState::Planned], limit: 400, ..Default::default() })
+        tx.list_intentions(&IntentFilter {
+            states: vec![IntentionState::Planned],
+            limit: 400,
+            ..Default::default()
+        })
     })?;
-    let notices: Vec<_> = due.into_iter().filter(|i| i.purpose == "aviso-reserva" && i.due_at <= now).collect();
+    let notices: Vec<_> = due
+        .into_iter()
+        .filter(|i| i.purpose == "aviso-reserva" && i.due_at <= now)
+        .collect();
     let plan: &[(&[Signal], Cause, &str)] = &[
-        (&[Signal::Claim, Signal::Accepted, Signal::Sent, Signal::Delivered, Signal::Read], Cause::Webhook, "read"),
-        (&[Signal::Claim, Signal::Accepted, Signal::Sent, Signal::Delivered], Cause::Webhook, "delivered"),
-        (&[Signal::Claim, Signal::Accepted, Signal::Sent, Signal::Delivered], Cause::Webhook, "delivered"),
-        (&[Signal::Claim, Signal::Unknown], Cause::Dispatcher, "timeout after sending"),
+        (
+            &[
+                Signal::Claim,
+                Signal::Accepted,
+                Signal::Sent,
+                Signal::Delivered,
+                Signal::Read,
+            ],
+            Cause::Webhook,
+            "read",
+        ),
+        (
+            &[Signal::Claim, Signal::Accepted, Signal::Sent, Signal::Delivered],
+            Cause::Webhook,
+            "delivered",
+        ),
+        (
+            &[Signal::Claim, Signal::Accepted, Signal::Sent, Signal::Delivered],
+            Cause::Webhook,
+            "delivered",
+        ),
+        (
+            &[Signal::Claim, Signal::Unknown],
+            Cause::Dispatcher,
+            "timeout after sending",
+        ),
         (&[Signal::Claim, Signal::Accepted], Cause::Dispatcher, "accepted"),
-        (&[Signal::Claim, Signal::NeedsReview], Cause::Reconciler, "reconciliation exhausted"),
+        (
+            &[Signal::Claim, Signal::NeedsReview],
+            Cause::Reconciler,
+            "reconciliation exhausted",
+        ),
         (&[Signal::Claim, Signal::Failed], Cause::Dispatcher, "invalid number"),
     ];
     let mut moved = 0;

@@ -475,7 +475,11 @@ impl Strings {
     where
         'static: 'a,
     {
-        self.states.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
+        self.states
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, l)| *l)
+            .unwrap_or(code)
     }
 
     /// The label of a closure reason.
@@ -483,7 +487,11 @@ impl Strings {
     where
         'static: 'a,
     {
-        self.reasons.iter().find(|(c, _)| *c == code).map(|(_, l)| *l).unwrap_or(code)
+        self.reasons
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, l)| *l)
+            .unwrap_or(code)
     }
 
     pub fn role(&self, role: Role) -> &'static str {
@@ -519,14 +527,21 @@ impl Strings {
             Refusal::ChannelHasIt { state } => fill(self.ref_channel_has_it, &[("state", self.state(state.as_str()))]),
             Refusal::Delivered { state } => fill(self.ref_delivered, &[("state", self.state(state.as_str()))]),
             Refusal::Closed { state, reason } => {
-                let reason = reason.as_deref().map(|r| format!(": {}", self.reason(r))).unwrap_or_default();
-                fill(self.ref_closed, &[("state", self.state(state.as_str())), ("reason", &reason)])
+                let reason = reason
+                    .as_deref()
+                    .map(|r| format!(": {}", self.reason(r)))
+                    .unwrap_or_default();
+                fill(
+                    self.ref_closed,
+                    &[("state", self.state(state.as_str())), ("reason", &reason)],
+                )
             }
             Refusal::NotSentYet { state } => fill(self.ref_not_sent, &[("state", self.state(state.as_str()))]),
             Refusal::ResendPending { key } => fill(self.ref_resend_pending, &[("key", key)]),
-            Refusal::StaleVersion { planned, current } => {
-                fill(self.ref_stale, &[("planned", &planned.to_string()), ("current", &current.to_string())])
-            }
+            Refusal::StaleVersion { planned, current } => fill(
+                self.ref_stale,
+                &[("planned", &planned.to_string()), ("current", &current.to_string())],
+            ),
             Refusal::CommitmentCancelled => self.ref_commitment_cancelled.into(),
             Refusal::Expired => self.ref_expired.into(),
             Refusal::NotAnAppointment => self.ref_not_appointment.into(),

@@ -34,7 +34,13 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 5] = [Self::Cancel, Self::Verify, Self::AuthorizeResend, Self::ManualContact, Self::Reprocess];
+    pub const ALL: [OpKind; 5] = [
+        Self::Cancel,
+        Self::Verify,
+        Self::AuthorizeResend,
+        Self::ManualContact,
+        Self::Reprocess,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -88,7 +94,10 @@ pub enum Refusal {
     /// The customer already has it.
     Delivered { state: IntentionState },
     /// Closed already (failed or cancelled).
-    Closed { state: IntentionState, reason: Option<String> },
+    Closed {
+        state: IntentionState,
+        reason: Option<String>,
+    },
     /// Nothing left yet: there is nothing to verify or resend.
     NotSentYet { state: IntentionState },
     /// A resend of this intention is still pending.
@@ -118,7 +127,10 @@ impl std::fmt::Display for Refusal {
             Refusal::NotSentYet { state } => write!(f, "nothing was sent yet ({state})"),
             Refusal::ResendPending { key } => write!(f, "a resend is already pending: {key}"),
             Refusal::StaleVersion { planned, current } => {
-                write!(f, "the commitment changed (message for v{planned}, now v{current}); its content is outdated")
+                write!(
+                    f,
+                    "the commitment changed (message for v{planned}, now v{current}); its content is outdated"
+                )
             }
             Refusal::CommitmentCancelled => write!(f, "the commitment was cancelled"),
             Refusal::Expired => write!(f, "the message's validity has ended"),
@@ -132,10 +144,16 @@ impl std::fmt::Display for Refusal {
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum OpOutcome {
     /// The state moved (or the new intention exists).
-    Done { state: Option<IntentionState>, new_intention: Option<(i64, String)>, closed: usize },
+    Done {
+        state: Option<IntentionState>,
+        new_intention: Option<(i64, String)>,
+        closed: usize,
+    },
     /// Kept in history; the state did not change (weaker or repeated
     /// evidence).
-    Recorded { state: IntentionState },
+    Recorded {
+        state: IntentionState,
+    },
     Refused(Refusal),
 }
 
@@ -176,7 +194,10 @@ pub enum OpsError {
 
 fn check(actor: &Actor<'_>, op: OpKind, reason: &str) -> Result<(), OpsError> {
     if !allowed(actor.role, op) {
-        return Err(OpsError::NotAllowed { role: actor.role.as_str(), op: op.as_str() });
+        return Err(OpsError::NotAllowed {
+            role: actor.role.as_str(),
+            op: op.as_str(),
+        });
     }
     if reason.trim().is_empty() {
         return Err(OpsError::ReasonRequired(op.as_str()));
@@ -205,11 +226,18 @@ fn finish(
     let detail = match &outcome {
         OpOutcome::Refused(r) => Some(r.to_string()),
         OpOutcome::Recorded { state } => Some(format!("recorded only; state stays {state}")),
-        OpOutcome::Done { new_intention: Some((id, key)), .. } => Some(format!("new intention #{id} {key}")),
-        OpOutcome::Done { state: Some(s), closed, .. } => Some(format!("state {s}; {closed} closed")),
+        OpOutcome::Done {
+            new_intention: Some((id, key)),
+            ..
+        } => Some(format!("new intention #{id} {key}")),
+        OpOutcome::Done {
+            state: Some(s), closed, ..
+        } => Some(format!("state {s}; {closed} closed")),
         OpOutcome::Done { closed, .. } => Some(format!("{closed} planned reminders closed")),
     };
-    let scope = row.map(|r| format!("intention #{} {}", r.id, r.key)).unwrap_or_else(|| format!("commitment {}", commitment.1));
+    let scope = row
+        .map(|r| format!("intention #{} {}", r.id, r.key))
+        .unwrap_or_else(|| format!("commitment {}", commitment.1));
     let action_id = tx.record_operator_action(
         &OperatorAction {
             operator: actor.name,
@@ -225,7 +253,12 @@ fn finish(
         now,
     )?;
     if note_history && let Some(r) = row {
-        let note = format!("{} — {}: {}", note_text(actor, reason), outcome.result(), detail.as_deref().unwrap_or(""));
+        let note = format!(
+            "{} — {}: {}",
+            note_text(actor, reason),
+            outcome.result(),
+            detail.as_deref().unwrap_or("")
+        );
         tx.note(
             r.id,
             &Entry {
@@ -256,14 +289,21 @@ fn cancel_refusal(row: &IntentionRow) -> Refusal {
         S::Uncertain => Refusal::Uncertain,
         S::Accepted | S::Sent => Refusal::ChannelHasIt { state: row.state },
         S::Delivered | S::Read => Refusal::Delivered { state: row.state },
-        S::Planned | S::Review | S::Failed | S::Cancelled => {
-            Refusal::Closed { state: row.state, reason: row.state_reason.clone() }
-        }
+        S::Planned | S::Review | S::Failed | S::Cancelled => Refusal::Closed {
+            state: row.state,
+            reason: row.state_reason.clone(),
+        },
     }
 }
 
 /// Cancels an intention that has not left (planned, or in review).
-pub fn cancel(tx: &Tx<'_>, actor: &Actor<'_>, intention_id: i64, reason: &str, now: DateTime<Utc>) -> Result<OpReport, OpsError> {
+pub fn cancel(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    intention_id: i64,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
     check(actor, OpKind::Cancel, reason)?;
     let row = tx.intention(intention_id)?;
     let note = note_text(actor, reason);
@@ -281,12 +321,26 @@ pub fn cancel(tx: &Tx<'_>, actor: &Actor<'_>, intention_id: i64, reason: &str, n
                 },
                 now,
             )?;
-            OpOutcome::Done { state: Some(to), new_intention: None, closed: 0 }
+            OpOutcome::Done {
+                state: Some(to),
+                new_intention: None,
+                closed: 0,
+            }
         }
         Transition::Record(_) | Transition::Refuse => OpOutcome::Refused(cancel_refusal(&row)),
     };
     let note_history = matches!(outcome, OpOutcome::Refused(_));
-    finish(tx, actor, OpKind::Cancel, Some(&row), (row.commitment_id, &row.commitment_ref), reason, outcome, note_history, now)
+    finish(
+        tx,
+        actor,
+        OpKind::Cancel,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        outcome,
+        note_history,
+        now,
+    )
 }
 
 /// Records manual evidence (a phone call with its outcome): received is
@@ -303,9 +357,10 @@ pub fn verify_manual(
     let row = tx.intention(intention_id)?;
     let result = match row.state {
         IntentionState::Planned => OpOutcome::Refused(Refusal::NotSentYet { state: row.state }),
-        IntentionState::Cancelled => {
-            OpOutcome::Refused(Refusal::Closed { state: row.state, reason: row.state_reason.clone() })
-        }
+        IntentionState::Cancelled => OpOutcome::Refused(Refusal::Closed {
+            state: row.state,
+            reason: row.state_reason.clone(),
+        }),
         _ => {
             let (signal, evidence) = match outcome {
                 VerifyOutcome::Received => (Signal::Delivered, "manual:received"),
@@ -325,14 +380,31 @@ pub fn verify_manual(
                 now,
             )?;
             match r.transition {
-                Transition::Move(to) => OpOutcome::Done { state: Some(to), new_intention: None, closed: 0 },
+                Transition::Move(to) => OpOutcome::Done {
+                    state: Some(to),
+                    new_intention: None,
+                    closed: 0,
+                },
                 Transition::Record(_) => OpOutcome::Recorded { state: r.from },
-                Transition::Refuse => OpOutcome::Refused(Refusal::Closed { state: r.from, reason: row.state_reason.clone() }),
+                Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
+                    state: r.from,
+                    reason: row.state_reason.clone(),
+                }),
             }
         }
     };
     let note_history = matches!(result, OpOutcome::Refused(_));
-    finish(tx, actor, OpKind::Verify, Some(&row), (row.commitment_id, &row.commitment_ref), reason, result, note_history, now)
+    finish(
+        tx,
+        actor,
+        OpKind::Verify,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        result,
+        note_history,
+        now,
+    )
 }
 
 /// Supervisors only: a NEW intention related to the original, same
@@ -352,11 +424,14 @@ pub fn authorize_resend(
         IntentionState::Planned => Some(Refusal::NotSentYet { state: row.state }),
         IntentionState::Dispatching => Some(Refusal::InFlight),
         _ if commitment.commitment.is_cancelled() => Some(Refusal::CommitmentCancelled),
-        _ if commitment.commitment.version != row.commitment_version => {
-            Some(Refusal::StaleVersion { planned: row.commitment_version, current: commitment.commitment.version })
-        }
+        _ if commitment.commitment.version != row.commitment_version => Some(Refusal::StaleVersion {
+            planned: row.commitment_version,
+            current: commitment.commitment.version,
+        }),
         _ if row.expires_at.is_some_and(|e| e <= now) => Some(Refusal::Expired),
-        _ => tx.pending_resend(row.id)?.map(|(_, key)| Refusal::ResendPending { key }),
+        _ => tx
+            .pending_resend(row.id)?
+            .map(|(_, key)| Refusal::ResendPending { key }),
     };
     if let Some(r) = refusal {
         return finish(
@@ -401,9 +476,22 @@ pub fn authorize_resend(
         key,
     };
     let id = tx.reserve(&new, row.commitment_id, commitment.contact_id, now)?.id();
-    let outcome =
-        OpOutcome::Done { state: Some(IntentionState::Planned), new_intention: Some((id, new.key.to_string())), closed: 0 };
-    finish(tx, actor, OpKind::AuthorizeResend, Some(&row), (row.commitment_id, &row.commitment_ref), reason, outcome, true, now)
+    let outcome = OpOutcome::Done {
+        state: Some(IntentionState::Planned),
+        new_intention: Some((id, new.key.to_string())),
+        closed: 0,
+    };
+    finish(
+        tx,
+        actor,
+        OpKind::AuthorizeResend,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        outcome,
+        true,
+        now,
+    )
 }
 
 /// Marks the commitment as contacted by staff, through the same ingest path
@@ -433,12 +521,27 @@ pub fn manual_contact(
         None
     };
     if let Some(r) = refusal {
-        return finish(tx, actor, OpKind::ManualContact, row.as_ref(), (c.id, &c.commitment.reference), reason, OpOutcome::Refused(r), true, now);
+        return finish(
+            tx,
+            actor,
+            OpKind::ManualContact,
+            row.as_ref(),
+            (c.id, &c.commitment.reference),
+            reason,
+            OpOutcome::Refused(r),
+            true,
+            now,
+        );
     }
     let ev = BookingEvent {
         // Operator actions are not replays of a booking feed: the event id
         // names who and when, so two contacts are two facts.
-        event_id: format!("operator:manual_contact:{}:{}:{}", c.commitment.reference, actor.name, now.timestamp_millis()),
+        event_id: format!(
+            "operator:manual_contact:{}:{}:{}",
+            c.commitment.reference,
+            actor.name,
+            now.timestamp_millis()
+        ),
         kind: EventType::AppointmentManualContact,
         reference: c.commitment.reference.clone(),
         starts_at: None,
@@ -454,6 +557,20 @@ pub fn manual_contact(
         Outcome::Stored { closed, .. } => closed,
         Outcome::Duplicate { .. } => 0,
     };
-    let outcome = OpOutcome::Done { state: None, new_intention: None, closed };
-    finish(tx, actor, OpKind::ManualContact, row.as_ref(), (c.id, &c.commitment.reference), reason, outcome, true, now)
+    let outcome = OpOutcome::Done {
+        state: None,
+        new_intention: None,
+        closed,
+    };
+    finish(
+        tx,
+        actor,
+        OpKind::ManualContact,
+        row.as_ref(),
+        (c.id, &c.commitment.reference),
+        reason,
+        outcome,
+        true,
+        now,
+    )
 }

@@ -14,7 +14,13 @@ use tui_support::{Fixture, clinic, now};
 
 fn first_in(fx: &mut Fixture, state: IntentionState) -> i64 {
     fx.store
-        .read(|tx| tx.list_intentions(&IntentFilter { states: vec![state], limit: 1, ..Default::default() }))
+        .read(|tx| {
+            tx.list_intentions(&IntentFilter {
+                states: vec![state],
+                limit: 1,
+                ..Default::default()
+            })
+        })
         .unwrap()[0]
         .id
 }
@@ -68,7 +74,10 @@ fn cancel_needs_a_reason_then_a_confirmation_and_leaves_both_traces() {
 
     fill_form(&mut fx, &mut app, OpKind::Cancel, "paciente pidió no recibir mensajes");
     let scope = app.confirm.as_ref().unwrap().scope.clone();
-    assert!(scope.contains(&format!("#{id}")) && scope.contains("paciente pidió"), "{scope}");
+    assert!(
+        scope.contains(&format!("#{id}")) && scope.contains("paciente pidió"),
+        "{scope}"
+    );
     // Step two can be declined too.
     fx.act(&mut app, Action::Abort);
     assert_eq!(state_of(&mut fx, id), IntentionState::Review);
@@ -79,8 +88,14 @@ fn cancel_needs_a_reason_then_a_confirmation_and_leaves_both_traces() {
     assert_eq!(state_of(&mut fx, id), IntentionState::Cancelled);
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
     let a = &actions(&mut fx)[0];
-    assert_eq!((a.operator.as_str(), a.role.as_str(), a.action.as_str()), ("recepcion", "front_desk", "cancel"));
-    assert_eq!((a.reason.as_str(), a.result.as_str(), a.intention_id), ("paciente pidió no recibir mensajes", "done", Some(id)));
+    assert_eq!(
+        (a.operator.as_str(), a.role.as_str(), a.action.as_str()),
+        ("recepcion", "front_desk", "cancel")
+    );
+    assert_eq!(
+        (a.reason.as_str(), a.result.as_str(), a.intention_id),
+        ("paciente pidió no recibir mensajes", "done", Some(id))
+    );
     let history = fx.store.read(|tx| tx.history(id)).unwrap();
     let last = history.last().unwrap();
     assert_eq!((last.to_state.as_str(), last.cause.as_str()), ("cancelled", "operator"));
@@ -133,7 +148,10 @@ fn verify_by_phone_call_received_and_not_received() {
     assert_eq!(state_of(&mut fx, id), IntentionState::Delivered);
     let h = fx.store.read(|tx| tx.history(id)).unwrap();
     let last = h.last().unwrap();
-    assert_eq!((last.signal.as_str(), last.cause.as_str(), last.evidence.as_deref()), ("delivered", "operator", Some("manual:received")));
+    assert_eq!(
+        (last.signal.as_str(), last.cause.as_str(), last.evidence.as_deref()),
+        ("delivered", "operator", Some("manual:received"))
+    );
 
     // "Not received" after a delivery is kept in history and changes nothing.
     fx.act(&mut app, Action::Op(OpKind::Verify));
@@ -163,15 +181,26 @@ fn a_supervisor_authorizes_a_resend_as_a_new_related_intention() {
     let original = fx.store.read(|tx| tx.intention(id)).unwrap();
     let mut app = fx.app("supervisora", Role::Supervisor);
     open_detail(&mut fx, &mut app, id);
-    fill_form(&mut fx, &mut app, OpKind::AuthorizeResend, "paciente dio número nuevo por teléfono");
+    fill_form(
+        &mut fx,
+        &mut app,
+        OpKind::AuthorizeResend,
+        "paciente dio número nuevo por teléfono",
+    );
     fx.act(&mut app, Action::Confirm);
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
     let key = format!("{}:reenvio:1", original.key);
     let new = fx.store.read(|tx| tx.find_intention(&key)).unwrap();
     assert_eq!(new.related_id, Some(id));
     assert_eq!(new.state, IntentionState::Planned);
-    assert_eq!((new.body.as_str(), new.recipient.as_str()), (original.body.as_str(), original.recipient.as_str()));
-    assert_eq!((new.created_by.as_str(), new.authorized_by.as_deref()), ("supervisora", Some("supervisora")));
+    assert_eq!(
+        (new.body.as_str(), new.recipient.as_str()),
+        (original.body.as_str(), original.recipient.as_str())
+    );
+    assert_eq!(
+        (new.created_by.as_str(), new.authorized_by.as_deref()),
+        ("supervisora", Some("supervisora"))
+    );
     assert!(new.reason.as_deref().unwrap().contains("número nuevo"));
     assert_eq!(actions(&mut fx)[0].action, "authorize_resend");
 
@@ -179,15 +208,34 @@ fn a_supervisor_authorizes_a_resend_as_a_new_related_intention() {
     fill_form(&mut fx, &mut app, OpKind::AuthorizeResend, "otra vez");
     fx.act(&mut app, Action::Confirm);
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
-    assert!(fx.store.read(|tx| tx.find_intention(&format!("{}:reenvio:2", original.key))).is_err());
+    assert!(
+        fx.store
+            .read(|tx| tx.find_intention(&format!("{}:reenvio:2", original.key)))
+            .is_err()
+    );
 
     // A planned message cannot be "resent": it never left.
     let planned = first_in(&mut fx, IntentionState::Planned);
     let r = fx
         .store
-        .write(|tx| ops::authorize_resend(tx, &Actor { name: "supervisora", role: Role::Supervisor }, planned, "x", chrono_tz::America::Lima, now()))
+        .write(|tx| {
+            ops::authorize_resend(
+                tx,
+                &Actor {
+                    name: "supervisora",
+                    role: Role::Supervisor,
+                },
+                planned,
+                "x",
+                chrono_tz::America::Lima,
+                now(),
+            )
+        })
         .unwrap();
-    assert!(matches!(r.outcome, ops::OpOutcome::Refused(ops::Refusal::NotSentYet { .. })));
+    assert!(matches!(
+        r.outcome,
+        ops::OpOutcome::Refused(ops::Refusal::NotSentYet { .. })
+    ));
 }
 
 #[test]
@@ -201,7 +249,19 @@ fn front_desk_is_refused_the_resend_by_the_console_and_by_the_library() {
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
     let e = fx
         .store
-        .write(|tx| ops::authorize_resend(tx, &Actor { name: "recepcion", role: Role::FrontDesk }, id, "x", chrono_tz::America::Lima, now()))
+        .write(|tx| {
+            ops::authorize_resend(
+                tx,
+                &Actor {
+                    name: "recepcion",
+                    role: Role::FrontDesk,
+                },
+                id,
+                "x",
+                chrono_tz::America::Lima,
+                now(),
+            )
+        })
         .unwrap_err();
     assert!(matches!(e, OpsError::NotAllowed { .. }));
     assert_eq!(fx.store.read(|tx| tx.resend_count(id)).unwrap(), 0);
@@ -217,7 +277,12 @@ fn manual_contact_closes_the_pending_reminders_of_the_appointment() {
         .upcoming
         .rows
         .iter()
-        .position(|u| u.status == "scheduled" && u.notifications.iter().any(|n| n.state == "planned" && n.purpose.starts_with("recordatorio")))
+        .position(|u| {
+            u.status == "scheduled"
+                && u.notifications
+                    .iter()
+                    .any(|n| n.state == "planned" && n.purpose.starts_with("recordatorio"))
+        })
         .unwrap();
     for _ in 0..idx {
         fx.act(&mut app, Action::Down);
@@ -228,7 +293,12 @@ fn manual_contact_closes_the_pending_reminders_of_the_appointment() {
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
     let rows = fx
         .store
-        .read(|tx| tx.list_intentions(&IntentFilter { commitment_ref: Some(reference.clone()), ..Default::default() }))
+        .read(|tx| {
+            tx.list_intentions(&IntentFilter {
+                commitment_ref: Some(reference.clone()),
+                ..Default::default()
+            })
+        })
         .unwrap();
     let reminders: Vec<_> = rows.iter().filter(|r| r.purpose.starts_with("recordatorio")).collect();
     assert!(!reminders.is_empty());

@@ -35,8 +35,11 @@ fn screen(bytes: &[u8], rows: usize, cols: usize) -> Vec<String> {
                         }
                         params.push(x);
                     }
-                    let nums: Vec<usize> =
-                        params.trim_start_matches('?').split(';').map(|p| p.parse().unwrap_or(0)).collect();
+                    let nums: Vec<usize> = params
+                        .trim_start_matches('?')
+                        .split(';')
+                        .map(|p| p.parse().unwrap_or(0))
+                        .collect();
                     match fin {
                         'H' | 'f' => {
                             r = nums.first().copied().unwrap_or(1).max(1) - 1;
@@ -85,9 +88,23 @@ struct Console {
 
 impl Console {
     fn start(db: &Path, dir: &Path, operator: &str) -> Console {
-        let pair = native_pty_system().openpty(PtySize { rows: 30, cols: 100, pixel_width: 0, pixel_height: 0 }).unwrap();
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 30,
+                cols: 100,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_unavez"));
-        cmd.args(["--db", db.to_str().unwrap(), "tui", "--operator", operator, "--no-dispatch"]);
+        cmd.args([
+            "--db",
+            db.to_str().unwrap(),
+            "tui",
+            "--operator",
+            operator,
+            "--no-dispatch",
+        ]);
         cmd.env("TERM", "xterm-256color");
         cmd.cwd(dir);
         let child = pair.slave.spawn_command(cmd).unwrap();
@@ -161,7 +178,13 @@ fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 fn ids_in(db: &Path, state: IntentionState) -> Vec<(i64, String)> {
     let mut store = Store::open(db).unwrap();
     store
-        .read(|tx| tx.list_intentions(&IntentFilter { states: vec![state], limit: 10, ..Default::default() }))
+        .read(|tx| {
+            tx.list_intentions(&IntentFilter {
+                states: vec![state],
+                limit: 10,
+                ..Default::default()
+            })
+        })
         .unwrap()
         .into_iter()
         .map(|r| (r.id, r.key))
@@ -208,16 +231,27 @@ fn cancel_and_resend_from_the_console_with_reason_and_responsible() {
     assert_eq!(resend.authorized_by.as_deref(), Some("supervisora"));
     let output = console.quit();
     // The terminal was given back: the alternate screen was left.
-    assert!(String::from_utf8_lossy(&output).contains("\x1b[?1049l"), "alternate screen not left");
+    assert!(
+        String::from_utf8_lossy(&output).contains("\x1b[?1049l"),
+        "alternate screen not left"
+    );
 
     let actions = store.read(|tx| tx.operator_actions(10)).unwrap();
     let cancel = actions.iter().find(|a| a.action == "cancel").expect("cancel recorded");
     assert_eq!(
-        (cancel.operator.as_str(), cancel.role.as_str(), cancel.reason.as_str(), cancel.result.as_str()),
+        (
+            cancel.operator.as_str(),
+            cancel.role.as_str(),
+            cancel.reason.as_str(),
+            cancel.result.as_str()
+        ),
         ("supervisora", "supervisor", "paciente pidió anular el aviso", "done")
     );
     assert_eq!(cancel.intention_id, Some(review_id));
-    let auth = actions.iter().find(|a| a.action == "authorize_resend").expect("resend recorded");
+    let auth = actions
+        .iter()
+        .find(|a| a.action == "authorize_resend")
+        .expect("resend recorded");
     assert_eq!(
         (auth.operator.as_str(), auth.reason.as_str(), auth.result.as_str()),
         ("supervisora", "la paciente confirmó su número por teléfono", "done")
@@ -243,7 +277,13 @@ fn cancel_and_resend_from_the_console_with_reason_and_responsible() {
 fn an_unknown_operator_is_refused_before_the_screen_changes() {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_unavez"))
-        .args(["--db", dir.path().join("x.db").to_str().unwrap(), "tui", "--operator", "nadie"])
+        .args([
+            "--db",
+            dir.path().join("x.db").to_str().unwrap(),
+            "tui",
+            "--operator",
+            "nadie",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -42,7 +42,11 @@ pub struct DemoArgs {
 pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
     let Some(op) = ctx.config.operator(&a.operator) else {
         let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
-        bail!("unknown operator {:?}: add it as [[operator]] in the config (known: {})", a.operator, known.join(", "));
+        bail!(
+            "unknown operator {:?}: add it as [[operator]] in the config (known: {})",
+            a.operator,
+            known.join(", ")
+        );
     };
     // Open once here so a bad path or a too-new schema is reported before
     // the terminal switches to the alternate screen.
@@ -62,11 +66,18 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
 /// The demo database: `--db` if given, else `unavez-demo.db`. Only files
 /// that look like demo databases are replaced, never a real ledger.
 fn demo_db(ctx: &Ctx, explicit: bool) -> anyhow::Result<PathBuf> {
-    let path = if explicit { ctx.db.clone() } else { PathBuf::from("unavez-demo.db") };
+    let path = if explicit {
+        ctx.db.clone()
+    } else {
+        PathBuf::from("unavez-demo.db")
+    };
     if path.exists() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if !name.contains("demo") {
-            bail!("{} exists and is not a demo database; pass --db with a new file (its name must contain \"demo\")", path.display());
+            bail!(
+                "{} exists and is not a demo database; pass --db with a new file (its name must contain \"demo\")",
+                path.display()
+            );
         }
         for suffix in ["", "-wal", "-shm"] {
             let p = PathBuf::from(format!("{}{suffix}", path.display()));
@@ -83,7 +94,15 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
     let db = demo_db(ctx, explicit)?;
     let mut store = Store::open(&db).with_context(|| format!("creating demo database {}", db.display()))?;
     let now = Utc::now();
-    let seeded = demo::seed_clinic(&mut store, &ctx.planner(), now, DemoOptions { appointments: a.appointments, seed: 42 })?;
+    let seeded = demo::seed_clinic(
+        &mut store,
+        &ctx.planner(),
+        now,
+        DemoOptions {
+            appointments: a.appointments,
+            seed: 42,
+        },
+    )?;
     // No embedded dispatcher in this build yet: give the due notices the
     // outcomes a working day produces, marked as demo fixtures in history.
     let shown = demo::showcase_outcomes(&mut store, now)?;

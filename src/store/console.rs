@@ -142,7 +142,11 @@ const EVIDENCE_SIGNALS: &str = "('accepted','sent','delivered','read','failed')"
 fn attention_row(r: &Row<'_>) -> rusqlite::Result<AttentionRow> {
     let kind: String = r.get(0)?;
     Ok(AttentionRow {
-        kind: if kind == "reschedule" { RowKind::RescheduleRequest } else { RowKind::Intention },
+        kind: if kind == "reschedule" {
+            RowKind::RescheduleRequest
+        } else {
+            RowKind::Intention
+        },
         intention_id: r.get(1)?,
         key: r.get(2)?,
         commitment_id: r.get(3)?,
@@ -179,7 +183,11 @@ impl Tx<'_> {
         let now = ms(q.now);
         let failed_since = ms(q.now - q.failed_window);
         let (win_lo, win_hi) = (ms(q.now - q.reschedule_window), ms(q.now + q.reschedule_window));
-        let like = q.filter.as_deref().filter(|f| !f.trim().is_empty()).map(|f| format!("%{}%", f.trim()));
+        let like = q
+            .filter
+            .as_deref()
+            .filter(|f| !f.trim().is_empty())
+            .map(|f| format!("%{}%", f.trim()));
         // ?5 is NULL when there is no filter; the OR short-circuits.
         let set = format!(
             "{sel} WHERE (i.state IN ('uncertain', 'review')
@@ -205,20 +213,36 @@ impl Tx<'_> {
         let rows = self
             .conn()
             .prepare_cached(&page_sql)?
-            .query_map(params![now, failed_since, win_lo, win_hi, like, limit, q.offset], attention_row)?
+            .query_map(
+                params![now, failed_since, win_lo, win_hi, like, limit, q.offset],
+                attention_row,
+            )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let total: i64 = self.conn().query_row(
             &format!("SELECT count(*) FROM ({set})"),
             params![now, failed_since, win_lo, win_hi, like],
             |r| r.get(0),
         )?;
-        Ok(Page { rows, total, offset: q.offset })
+        Ok(Page {
+            rows,
+            total,
+            offset: q.offset,
+        })
     }
 
     /// Appointments (and orders) starting in `[from, to)`, ordered by time,
     /// each with the status of its notifications.
-    pub fn upcoming(&self, from: DateTime<Utc>, to: DateTime<Utc>, filter: Option<&str>, limit: u32, offset: u32) -> Result<Page<UpcomingRow>> {
-        let like = filter.filter(|f| !f.trim().is_empty()).map(|f| format!("%{}%", f.trim()));
+    pub fn upcoming(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        filter: Option<&str>,
+        limit: u32,
+        offset: u32,
+    ) -> Result<Page<UpcomingRow>> {
+        let like = filter
+            .filter(|f| !f.trim().is_empty())
+            .map(|f| format!("%{}%", f.trim()));
         let limit = if limit == 0 { 50 } else { limit };
         let mut stmt = self.conn().prepare_cached(
             "SELECT c.id, c.ref, c.kind, c.status, c.version, c.starts_at, k.phone, c.confirmed_at,
@@ -314,10 +338,20 @@ impl Tx<'_> {
 
     /// The intentions behind a Tablero counter, in the attention shape.
     pub fn counter_rows(&self, q: &CounterQuery, limit: u32, offset: u32) -> Result<Page<AttentionRow>> {
-        let states = if q.states.is_empty() { vec!["cancelled".to_string()] } else { q.states.clone() };
-        let placeholders = (0..states.len()).map(|i| format!("?{}", i + 5)).collect::<Vec<_>>().join(",");
+        let states = if q.states.is_empty() {
+            vec!["cancelled".to_string()]
+        } else {
+            q.states.clone()
+        };
+        let placeholders = (0..states.len())
+            .map(|i| format!("?{}", i + 5))
+            .collect::<Vec<_>>()
+            .join(",");
         let cond = format!("i.day = ?1 AND i.state IN ({placeholders}) AND (?2 IS NULL OR i.state_reason = ?2)");
-        let sql = format!("{} WHERE {cond} ORDER BY i.due_at, i.id LIMIT ?3 OFFSET ?4", intention_select());
+        let sql = format!(
+            "{} WHERE {cond} ORDER BY i.due_at, i.id LIMIT ?3 OFFSET ?4",
+            intention_select()
+        );
         let mut args: Vec<rusqlite::types::Value> = vec![
             q.day.clone().into(),
             q.reason.clone().map(Into::into).unwrap_or(rusqlite::types::Value::Null),
@@ -332,17 +366,26 @@ impl Tx<'_> {
             .collect::<rusqlite::Result<_>>()?;
         let count_sql = format!(
             "SELECT count(*) FROM intentions i WHERE {}",
-            cond.replace("?5", "?3").replace("?6", "?4").replace("?7", "?5").replace("?8", "?6")
+            cond.replace("?5", "?3")
+                .replace("?6", "?4")
+                .replace("?7", "?5")
+                .replace("?8", "?6")
         );
         let mut cargs: Vec<rusqlite::types::Value> = args[..2].to_vec();
         cargs.extend(states.iter().cloned().map(Into::into));
-        let total: i64 = self.conn().query_row(&count_sql, rusqlite::params_from_iter(cargs.iter()), |r| r.get(0))?;
+        let total: i64 = self
+            .conn()
+            .query_row(&count_sql, rusqlite::params_from_iter(cargs.iter()), |r| r.get(0))?;
         Ok(Page { rows, total, offset })
     }
 
     /// How many resends of an intention exist (to number the next one).
     pub fn resend_count(&self, intention_id: i64) -> Result<i64> {
-        Ok(self.conn().query_row("SELECT count(*) FROM intentions WHERE related_id = ?1", [intention_id], |r| r.get(0))?)
+        Ok(self.conn().query_row(
+            "SELECT count(*) FROM intentions WHERE related_id = ?1",
+            [intention_id],
+            |r| r.get(0),
+        )?)
     }
 
     /// A resend of `intention_id` that has not left yet (planned or in

@@ -28,7 +28,14 @@ pub struct Rows<T> {
 
 impl<T> Default for Rows<T> {
     fn default() -> Self {
-        Rows { rows: Vec::new(), total: 0, offset: 0, selected: 0, loading: false, loaded: false }
+        Rows {
+            rows: Vec::new(),
+            total: 0,
+            offset: 0,
+            selected: 0,
+            loading: false,
+            loaded: false,
+        }
     }
 }
 
@@ -221,19 +228,29 @@ impl App {
                     offset: self.upcoming.offset,
                 }]
             }
-            Screen::Board => vec![Request::Board { day: self.day.format("%Y-%m-%d").to_string() }],
+            Screen::Board => vec![Request::Board {
+                day: self.day.format("%Y-%m-%d").to_string(),
+            }],
             Screen::Counter => match &self.counter_query {
                 Some(q) => {
                     self.counter.loading = true;
-                    vec![Request::Counter { query: q.clone(), limit: self.page_size, offset: self.counter.offset }]
+                    vec![Request::Counter {
+                        query: q.clone(),
+                        limit: self.page_size,
+                        offset: self.counter.offset,
+                    }]
                 }
                 None => vec![],
             },
             Screen::Detail => match self.detail.as_ref().map(|d| d.intention.id) {
-                Some(id) => vec![Request::Detail { id_or_key: id.to_string() }],
+                Some(id) => vec![Request::Detail {
+                    id_or_key: id.to_string(),
+                }],
                 None => vec![],
             },
-            Screen::Reprocess => vec![Request::Board { day: self.day.format("%Y-%m-%d").to_string() }],
+            Screen::Reprocess => vec![Request::Board {
+                day: self.day.format("%Y-%m-%d").to_string(),
+            }],
         }
     }
 
@@ -248,7 +265,11 @@ impl App {
             Screen::Detail => self.detail_loading,
             _ => false,
         };
-        if busy || self.mode != Mode::Normal { vec![Request::Status { now }] } else { self.load() }
+        if busy || self.mode != Mode::Normal {
+            vec![Request::Status { now }]
+        } else {
+            self.load()
+        }
     }
 
     fn flash(&mut self, kind: FlashKind, text: String) {
@@ -259,7 +280,10 @@ impl App {
         if screen == self.screen {
             return self.load_screen(screen);
         }
-        if matches!(screen, Screen::Attention | Screen::Upcoming | Screen::Board | Screen::Reprocess) {
+        if matches!(
+            screen,
+            Screen::Attention | Screen::Upcoming | Screen::Board | Screen::Reprocess
+        ) {
             self.back.clear();
             self.filter.clear();
         } else {
@@ -311,7 +335,11 @@ impl App {
         let Some(b) = &self.board else { return Vec::new() };
         let t = self.t;
         let count = |states: &[&str]| -> i64 {
-            b.by_state.iter().filter(|(s, _)| states.contains(&s.as_str())).map(|(_, n)| n).sum()
+            b.by_state
+                .iter()
+                .filter(|(s, _)| states.contains(&s.as_str()))
+                .map(|(_, n)| n)
+                .sum()
         };
         let q = |states: &[&str], reason: Option<&str>| {
             Some(CounterQuery {
@@ -330,7 +358,11 @@ impl App {
             (t.board_delivered, &["delivered"][..]),
             (t.board_read, &["read"][..]),
         ] {
-            items.push(BoardItem { label: label.to_string(), value: count(states).to_string(), query: q(states, None) });
+            items.push(BoardItem {
+                label: label.to_string(),
+                value: count(states).to_string(),
+                query: q(states, None),
+            });
         }
         for (reason, n) in &b.closures {
             items.push(BoardItem {
@@ -339,14 +371,30 @@ impl App {
                 query: q(&["cancelled"], Some(reason)),
             });
         }
-        items.push(BoardItem { label: t.board_dup_keys.into(), value: b.duplicate_keys.to_string(), query: None });
-        items.push(BoardItem { label: t.board_dup_events.into(), value: b.duplicate_events.to_string(), query: None });
-        items.push(BoardItem { label: t.board_opt_outs.into(), value: b.opt_outs.to_string(), query: None });
+        items.push(BoardItem {
+            label: t.board_dup_keys.into(),
+            value: b.duplicate_keys.to_string(),
+            query: None,
+        });
+        items.push(BoardItem {
+            label: t.board_dup_events.into(),
+            value: b.duplicate_events.to_string(),
+            query: None,
+        });
+        items.push(BoardItem {
+            label: t.board_opt_outs.into(),
+            value: b.opt_outs.to_string(),
+            query: None,
+        });
         let latency = match b.latency_ms_median {
             Some(ms) => format!("{:.1} s (n={})", ms as f64 / 1000.0, b.latency_samples),
             None => t.detail_none.to_string(),
         };
-        items.push(BoardItem { label: t.board_latency.into(), value: latency, query: None });
+        items.push(BoardItem {
+            label: t.board_latency.into(),
+            value: latency,
+            query: None,
+        });
         items
     }
 
@@ -393,23 +441,52 @@ impl App {
                 let tabs = Screen::tabs(self.role());
                 let i = tabs.iter().position(|s| *s == self.screen).unwrap_or(0);
                 let n = tabs.len();
-                let next = if a == Action::NextScreen { (i + 1) % n } else { (i + n - 1) % n };
+                let next = if a == Action::NextScreen {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
                 self.goto(tabs[next])
             }
             Action::Goto(s) => self.goto(s),
             Action::Up | Action::Down => {
                 let up = a == Action::Up;
                 match self.screen {
-                    Screen::Attention => if up { self.attention.up() } else { self.attention.down() },
-                    Screen::Upcoming => if up { self.upcoming.up() } else { self.upcoming.down() },
-                    Screen::Counter => if up { self.counter.up() } else { self.counter.down() },
+                    Screen::Attention => {
+                        if up {
+                            self.attention.up()
+                        } else {
+                            self.attention.down()
+                        }
+                    }
+                    Screen::Upcoming => {
+                        if up {
+                            self.upcoming.up()
+                        } else {
+                            self.upcoming.down()
+                        }
+                    }
+                    Screen::Counter => {
+                        if up {
+                            self.counter.up()
+                        } else {
+                            self.counter.down()
+                        }
+                    }
                     Screen::Board => {
                         let n = self.board_items().len();
-                        self.board_selected =
-                            if up { self.board_selected.saturating_sub(1) } else { (self.board_selected + 1).min(n.saturating_sub(1)) };
+                        self.board_selected = if up {
+                            self.board_selected.saturating_sub(1)
+                        } else {
+                            (self.board_selected + 1).min(n.saturating_sub(1))
+                        };
                     }
                     Screen::Detail => {
-                        self.detail_scroll = if up { self.detail_scroll.saturating_sub(1) } else { self.detail_scroll + 1 }
+                        self.detail_scroll = if up {
+                            self.detail_scroll.saturating_sub(1)
+                        } else {
+                            self.detail_scroll + 1
+                        }
                     }
                     Screen::Reprocess => {}
                 }
@@ -425,7 +502,10 @@ impl App {
             Action::Op(op) => self.open_form(op),
             Action::Refused(op) => {
                 let role = self.t.role(self.role());
-                let msg = fill(self.t.flash_role_refused, &[("role", role), ("action", self.t.op_label(op))]);
+                let msg = fill(
+                    self.t.flash_role_refused,
+                    &[("role", role), ("action", self.t.op_label(op))],
+                );
                 self.flash(FlashKind::Refused, msg);
                 vec![]
             }
@@ -511,7 +591,11 @@ impl App {
             }
             Screen::Upcoming => {
                 // The latest notification is the one the desk asks about.
-                let id = self.upcoming.current().and_then(|u| u.notifications.last()).map(|n| n.intention_id);
+                let id = self
+                    .upcoming
+                    .current()
+                    .and_then(|u| u.notifications.last())
+                    .map(|n| n.intention_id);
                 match id {
                     Some(id) => self.open_detail(id.to_string()),
                     None => {
@@ -557,7 +641,13 @@ impl App {
                 return vec![];
             }
         };
-        self.form = Some(Form { op, target, reason: String::new(), outcome: 0, error: None });
+        self.form = Some(Form {
+            op,
+            target,
+            reason: String::new(),
+            outcome: 0,
+            error: None,
+        });
         self.mode = Mode::Form;
         vec![]
     }
@@ -669,10 +759,19 @@ impl App {
         let iid = target.intention_id.unwrap_or_default();
         let (op, scope) = match f.op {
             OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
-            OpKind::Verify => (PendingOp::Verify { intention_id: iid, outcome }, fill(t.scope_verify, &vals)),
+            OpKind::Verify => (
+                PendingOp::Verify {
+                    intention_id: iid,
+                    outcome,
+                },
+                fill(t.scope_verify, &vals),
+            ),
             OpKind::AuthorizeResend => (PendingOp::Resend { intention_id: iid }, fill(t.scope_resend, &vals)),
             OpKind::ManualContact | OpKind::Reprocess => (
-                PendingOp::ManualContact { commitment_id: target.commitment_id, intention_id: target.intention_id },
+                PendingOp::ManualContact {
+                    commitment_id: target.commitment_id,
+                    intention_id: target.intention_id,
+                },
                 fill(t.scope_manual_contact, &vals),
             ),
         };
@@ -690,7 +789,13 @@ impl App {
                     return vec![];
                 }
                 self.ops_in_flight += 1;
-                vec![Request::Op { op: c.op, operator: self.operator.clone(), role: self.role(), reason: c.reason, now: self.now }]
+                vec![Request::Op {
+                    op: c.op,
+                    operator: self.operator.clone(),
+                    role: self.role(),
+                    reason: c.reason,
+                    now: self.now,
+                }]
             }
             Action::Abort => {
                 self.confirm = None;
@@ -752,21 +857,45 @@ impl App {
         };
         let action = t.op_label(r.op);
         let (kind, text) = match &r.outcome {
-            OpOutcome::Done { new_intention: Some((id, key)), .. } => {
-                let what = fill(t.done_new, &[("action", action), ("target", &target), ("id", &id.to_string()), ("key", key)]);
+            OpOutcome::Done {
+                new_intention: Some((id, key)),
+                ..
+            } => {
+                let what = fill(
+                    t.done_new,
+                    &[
+                        ("action", action),
+                        ("target", &target),
+                        ("id", &id.to_string()),
+                        ("key", key),
+                    ],
+                );
                 (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
             }
             OpOutcome::Done { state: Some(s), .. } => {
-                let what = fill(t.done_state, &[("action", action), ("target", &target), ("state", t.state(s.as_str()))]);
+                let what = fill(
+                    t.done_state,
+                    &[("action", action), ("target", &target), ("state", t.state(s.as_str()))],
+                );
                 (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
             }
             OpOutcome::Done { closed, .. } => {
-                let what = fill(t.done_closed, &[("action", action), ("target", &target), ("n", &closed.to_string())]);
+                let what = fill(
+                    t.done_closed,
+                    &[("action", action), ("target", &target), ("n", &closed.to_string())],
+                );
                 (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
             }
             OpOutcome::Recorded { state } => (
                 FlashKind::Info,
-                fill(t.recorded_only, &[("action", action), ("target", &target), ("state", t.state(state.as_str()))]),
+                fill(
+                    t.recorded_only,
+                    &[
+                        ("action", action),
+                        ("target", &target),
+                        ("state", t.state(state.as_str())),
+                    ],
+                ),
             ),
             OpOutcome::Refused(why) => (FlashKind::Refused, fill(t.flash_refused, &[("why", &t.refusal(why))])),
         };

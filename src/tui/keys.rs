@@ -204,9 +204,27 @@ const LISTS: &[Screen] = &[S::Attention, S::Upcoming, S::Counter, S::Board, S::D
 
 /// The one list of commands.
 pub static REGISTRY: &[Command] = &[
-    Command { keys: &[KeySpec::Char('?')], action: Action::Help, label: |t| t.act_help, hint: true, screens: &[] },
-    Command { keys: &[KeySpec::Char('c')], action: Action::Op(OpKind::Cancel), label: |t| t.act_cancel, hint: true, screens: ROWS },
-    Command { keys: &[KeySpec::Char('v')], action: Action::Op(OpKind::Verify), label: |t| t.act_verify, hint: true, screens: ROWS },
+    Command {
+        keys: &[KeySpec::Char('?')],
+        action: Action::Help,
+        label: |t| t.act_help,
+        hint: true,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('c')],
+        action: Action::Op(OpKind::Cancel),
+        label: |t| t.act_cancel,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        keys: &[KeySpec::Char('v')],
+        action: Action::Op(OpKind::Verify),
+        label: |t| t.act_verify,
+        hint: true,
+        screens: ROWS,
+    },
     Command {
         keys: &[KeySpec::Char('a')],
         action: Action::Op(OpKind::AuthorizeResend),
@@ -242,11 +260,41 @@ pub static REGISTRY: &[Command] = &[
         hint: true,
         screens: &[S::Attention, S::Upcoming],
     },
-    Command { keys: &[KeySpec::Char(':')], action: Action::OpenCommand, label: |t| t.act_command, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Esc], action: Action::Back, label: |t| t.act_back, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Ctrl('r')], action: Action::Refresh, label: |t| t.act_refresh, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Tab], action: Action::NextScreen, label: |t| t.act_next_screen, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::BackTab], action: Action::PrevScreen, label: |t| t.act_prev_screen, hint: false, screens: &[] },
+    Command {
+        keys: &[KeySpec::Char(':')],
+        action: Action::OpenCommand,
+        label: |t| t.act_command,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Esc],
+        action: Action::Back,
+        label: |t| t.act_back,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Ctrl('r')],
+        action: Action::Refresh,
+        label: |t| t.act_refresh,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Tab],
+        action: Action::NextScreen,
+        label: |t| t.act_next_screen,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::BackTab],
+        action: Action::PrevScreen,
+        label: |t| t.act_prev_screen,
+        hint: false,
+        screens: &[],
+    },
     Command {
         keys: &[KeySpec::Up, KeySpec::Char('k')],
         action: Action::Up,
@@ -254,9 +302,27 @@ pub static REGISTRY: &[Command] = &[
         hint: false,
         screens: LISTS,
     },
-    Command { keys: &[KeySpec::Down, KeySpec::Char('j')], action: Action::Down, label: |t| t.act_move, hint: false, screens: LISTS },
-    Command { keys: &[KeySpec::PageUp], action: Action::PageUp, label: |t| t.act_page, hint: false, screens: LISTS },
-    Command { keys: &[KeySpec::PageDown], action: Action::PageDown, label: |t| t.act_page, hint: false, screens: LISTS },
+    Command {
+        keys: &[KeySpec::Down, KeySpec::Char('j')],
+        action: Action::Down,
+        label: |t| t.act_move,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::PageUp],
+        action: Action::PageUp,
+        label: |t| t.act_page,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::PageDown],
+        action: Action::PageDown,
+        label: |t| t.act_page,
+        hint: false,
+        screens: LISTS,
+    },
     Command {
         keys: &[KeySpec::Left],
         action: Action::DayPrev,
@@ -278,16 +344,48 @@ pub static REGISTRY: &[Command] = &[
         hint: false,
         screens: &[S::Reprocess],
     },
-    Command { keys: &[KeySpec::Char('1')], action: Action::Goto(S::Attention), label: |t| t.screen_attention, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Char('2')], action: Action::Goto(S::Upcoming), label: |t| t.screen_upcoming, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Char('3')], action: Action::Goto(S::Board), label: |t| t.screen_board, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Char('4')], action: Action::Goto(S::Reprocess), label: |t| t.screen_reprocess, hint: false, screens: &[] },
-    Command { keys: &[KeySpec::Char('q')], action: Action::Quit, label: |t| t.act_quit, hint: true, screens: &[] },
+    Command {
+        keys: &[KeySpec::Char('1')],
+        action: Action::Goto(S::Attention),
+        label: |t| t.screen_attention,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('2')],
+        action: Action::Goto(S::Upcoming),
+        label: |t| t.screen_upcoming,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('3')],
+        action: Action::Goto(S::Board),
+        label: |t| t.screen_board,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('4')],
+        action: Action::Goto(S::Reprocess),
+        label: |t| t.screen_reprocess,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('q')],
+        action: Action::Quit,
+        label: |t| t.act_quit,
+        hint: true,
+        screens: &[],
+    },
 ];
 
 /// The commands shown for a screen and operator (footer hints and help).
 pub fn visible(screen: Screen, access: Access) -> impl Iterator<Item = &'static Command> {
-    REGISTRY.iter().filter(move |c| c.on(screen) && c.permitted(access) && goto_permitted(c.action, access.role))
+    REGISTRY
+        .iter()
+        .filter(move |c| c.on(screen) && c.permitted(access) && goto_permitted(c.action, access.role))
 }
 
 fn goto_permitted(a: Action, role: Role) -> bool {
@@ -323,7 +421,9 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             _ => Some(Action::Back),
         },
         Mode::Normal => {
-            let cmd = REGISTRY.iter().find(|c| c.on(screen) && c.keys.iter().any(|k| k.matches(key)))?;
+            let cmd = REGISTRY
+                .iter()
+                .find(|c| c.on(screen) && c.keys.iter().any(|k| k.matches(key)))?;
             if !goto_permitted(cmd.action, access.role) {
                 return None;
             }

@@ -50,8 +50,25 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     let (resp_tx, resp_rx) = mpsc::channel();
     let tz = opts.config.tz();
     let t = crate::i18n::strings(opts.config.language);
-    let worker = worker::spawn(store, WorkerCtx { config: opts.config, templates: opts.templates }, req_rx, resp_tx)?;
-    let mut app = App::new(t, &opts.operator, Access { role: opts.role, read_only: opts.read_only }, tz, Utc::now());
+    let worker = worker::spawn(
+        store,
+        WorkerCtx {
+            config: opts.config,
+            templates: opts.templates,
+        },
+        req_rx,
+        resp_tx,
+    )?;
+    let mut app = App::new(
+        t,
+        &opts.operator,
+        Access {
+            role: opts.role,
+            read_only: opts.read_only,
+        },
+        tz,
+        Utc::now(),
+    );
     let mut terminal = ratatui::try_init()?;
     let result = (|| -> Result<(), ConsoleError> {
         let send = |reqs: Vec<Request>| -> Result<(), ConsoleError> {

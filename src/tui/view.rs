@@ -32,8 +32,26 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
     draw_header(f, app, header);
     draw_tabs(f, app, tabs);
     match app.screen {
-        Screen::Attention => draw_attention_like(f, app, body, &app.attention.rows, app.attention.selected, app.attention.total, app.attention.offset, app.attention.loaded),
-        Screen::Counter => draw_attention_like(f, app, body, &app.counter.rows, app.counter.selected, app.counter.total, app.counter.offset, app.counter.loaded),
+        Screen::Attention => draw_attention_like(
+            f,
+            app,
+            body,
+            &app.attention.rows,
+            app.attention.selected,
+            app.attention.total,
+            app.attention.offset,
+            app.attention.loaded,
+        ),
+        Screen::Counter => draw_attention_like(
+            f,
+            app,
+            body,
+            &app.counter.rows,
+            app.counter.selected,
+            app.counter.total,
+            app.counter.offset,
+            app.counter.loaded,
+        ),
         Screen::Upcoming => draw_upcoming(f, app, body),
         Screen::Board => draw_board(f, app, body),
         Screen::Detail => draw_detail(f, app, body),
@@ -70,11 +88,20 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     }
     right.push_str(&format!(" · {}", local(app, app.now, "%d/%m %H:%M")));
     let mut left = vec![
-        Span::styled(format!(" {} ", t.app_title), Style::new().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD)),
+        Span::styled(
+            format!(" {} ", t.app_title),
+            Style::new()
+                .fg(Color::Black)
+                .bg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+        ),
         Span::raw(format!(" {} ({})", app.operator, t.role(app.role()))),
     ];
     if app.access.read_only {
-        left.push(Span::styled(format!(" [{}]", t.read_only), Style::new().fg(Color::Yellow)));
+        left.push(Span::styled(
+            format!(" [{}]", t.read_only),
+            Style::new().fg(Color::Yellow),
+        ));
     }
     let left_len: usize = left.iter().map(|s| s.content.chars().count()).sum();
     let room = (area.width as usize).saturating_sub(left_len + 1);
@@ -103,7 +130,10 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     spans.push(Span::raw(" │ "));
     spans.push(Span::styled(app.breadcrumbs(), HEAD));
     if !app.filter.is_empty() {
-        spans.push(Span::styled(format!("  [{}: {}]", t.filter, app.filter), Style::new().fg(Color::Yellow)));
+        spans.push(Span::styled(
+            format!("  [{}: {}]", t.filter, app.filter),
+            Style::new().fg(Color::Yellow),
+        ));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -142,28 +172,51 @@ fn draw_attention_like(
         app.counter_query
             .as_ref()
             .map(|q| {
-                let what = q.reason.as_deref().map(|r| t.reason(r)).unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
+                let what = q
+                    .reason
+                    .as_deref()
+                    .map(|r| t.reason(r))
+                    .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
                 format!(" {} {} · {} ", t.board_day, q.day, what)
             })
             .unwrap_or_default()
     } else {
         format!(" {} ", t.screen_attention)
     };
-    let block = Block::default().borders(Borders::ALL).title(title).title_bottom(page_info(app, offset, rows.len(), total));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_bottom(page_info(app, offset, rows.len(), total));
     if rows.is_empty() {
         let msg = if loaded { t.empty_list } else { t.loading };
         f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
         return;
     }
-    let header = Row::new([t.col_commitment, t.col_time, t.col_customer, t.col_purpose, t.col_state, t.col_age, t.col_evidence])
-        .style(HEAD);
+    let header = Row::new([
+        t.col_commitment,
+        t.col_time,
+        t.col_customer,
+        t.col_purpose,
+        t.col_state,
+        t.col_age,
+        t.col_evidence,
+    ])
+    .style(HEAD);
     let body = rows.iter().map(|r| {
-        let when = r.starts_at.map(|s| local(app, s, "%d/%m %H:%M")).unwrap_or_else(|| t.detail_none.into());
+        let when = r
+            .starts_at
+            .map(|s| local(app, s, "%d/%m %H:%M"))
+            .unwrap_or_else(|| t.detail_none.into());
         let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
-        let purpose =
-            if r.kind == RowKind::RescheduleRequest { t.reschedule_request.to_string() } else { short_purpose(&r.purpose) };
+        let purpose = if r.kind == RowKind::RescheduleRequest {
+            t.reschedule_request.to_string()
+        } else {
+            short_purpose(&r.purpose)
+        };
         let evidence = match (&r.last_event, r.evidence_count) {
-            (_, 0) if r.kind == RowKind::Intention => format!("0 · {}", r.last_event.as_deref().unwrap_or(t.no_evidence)),
+            (_, 0) if r.kind == RowKind::Intention => {
+                format!("0 · {}", r.last_event.as_deref().unwrap_or(t.no_evidence))
+            }
             (Some(e), n) => format!("{n} · {e}"),
             (None, _) => String::new(),
         };
@@ -189,7 +242,11 @@ fn draw_attention_like(
         Constraint::Length(6),
         Constraint::Fill(1),
     ];
-    let table = Table::new(body, widths).header(header).block(block).row_highlight_style(SELECTED).column_spacing(1);
+    let table = Table::new(body, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(SELECTED)
+        .column_spacing(1);
     let mut state = TableState::default().with_selected(Some(selected));
     f.render_stateful_widget(table, area, &mut state);
 }
@@ -231,9 +288,19 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
         return;
     }
-    let header = Row::new([t.col_time, t.col_commitment, t.col_customer, t.col_status, t.col_notifications]).style(HEAD);
+    let header = Row::new([
+        t.col_time,
+        t.col_commitment,
+        t.col_customer,
+        t.col_status,
+        t.col_notifications,
+    ])
+    .style(HEAD);
     let rows = r.rows.iter().map(|u| {
-        let when = u.starts_at.map(|s| local(app, s, "%d/%m %H:%M")).unwrap_or_else(|| t.detail_none.into());
+        let when = u
+            .starts_at
+            .map(|s| local(app, s, "%d/%m %H:%M"))
+            .unwrap_or_else(|| t.detail_none.into());
         let status = if u.status == "cancelled" {
             t.cancelled_appt
         } else if u.manual_contact_at.is_some() {
@@ -245,7 +312,11 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         } else {
             ""
         };
-        let mut status = if u.kind == "order" { u.status.clone() } else { status.to_string() };
+        let mut status = if u.kind == "order" {
+            u.status.clone()
+        } else {
+            status.to_string()
+        };
         let call = needs_call(app, u);
         if call {
             status = format!("{status} · {}", t.needs_call);
@@ -264,7 +335,11 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             })
             .collect::<Vec<_>>()
             .join(" ");
-        let style = if call { Style::new().fg(Color::Yellow) } else { Style::new() };
+        let style = if call {
+            Style::new().fg(Color::Yellow)
+        } else {
+            Style::new()
+        };
         Row::new([
             Cell::from(when),
             Cell::from(u.commitment_ref.clone()),
@@ -273,9 +348,17 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             Cell::from(notes),
         ])
     });
-    let widths =
-        [Constraint::Length(11), Constraint::Length(10), Constraint::Length(15), Constraint::Length(20), Constraint::Fill(1)];
-    let table = Table::new(rows, widths).header(header).block(block).row_highlight_style(SELECTED);
+    let widths = [
+        Constraint::Length(11),
+        Constraint::Length(10),
+        Constraint::Length(15),
+        Constraint::Length(20),
+        Constraint::Fill(1),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(SELECTED);
     let mut state = TableState::default().with_selected(Some(r.selected));
     f.render_stateful_widget(table, area, &mut state);
 }
@@ -283,7 +366,10 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
 fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
     let title = format!(" {} · {} {} ", t.screen_board, t.board_day, app.day.format("%Y-%m-%d"));
-    let block = Block::default().borders(Borders::ALL).title(title).title_bottom(format!(" {} ", t.board_hint));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_bottom(format!(" {} ", t.board_hint));
     let items = app.board_items();
     if items.is_empty() {
         f.render_widget(Paragraph::new(t.loading).style(DIM).block(block), area);
@@ -304,7 +390,9 @@ fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
 
 fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
-    let block = Block::default().borders(Borders::ALL).title(format!(" {} ", t.screen_detail));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.screen_detail));
     let Some(d) = &app.detail else {
         f.render_widget(Paragraph::new(t.loading).style(DIM).block(block), area);
         return;
@@ -315,7 +403,10 @@ fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
     let state_line = format!(
         "{}{}",
         t.state(i.state.as_str()),
-        i.state_reason.as_deref().map(|r| format!(" ({})", t.reason(r))).unwrap_or_default()
+        i.state_reason
+            .as_deref()
+            .map(|r| format!(" ({})", t.reason(r)))
+            .unwrap_or_default()
     );
     lines.push(Line::from(vec![
         Span::styled(format!("#{} {}", i.id, i.key), HEAD),
@@ -343,7 +434,10 @@ fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         )));
     }
     lines.push(Line::styled(t.detail_content, HEAD));
-    lines.push(Line::from(format!("  {}: {} [{}] {:?}", t.detail_template, i.template, i.language, i.parameters)));
+    lines.push(Line::from(format!(
+        "  {}: {} [{}] {:?}",
+        t.detail_template, i.template, i.language, i.parameters
+    )));
     lines.push(Line::from(format!("  {}: {}", t.detail_text, i.body)));
     lines.push(Line::styled(t.detail_history, HEAD));
     for h in &d.history {
@@ -387,15 +481,26 @@ fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         lines.push(Line::from(format!("  {}", t.detail_none)));
     }
     for r in &d.related {
-        lines.push(Line::from(format!("  #{} {} {} ({})", r.id, r.key, t.state(&r.state), r.relation)));
+        lines.push(Line::from(format!(
+            "  #{} {} {} ({})",
+            r.id,
+            r.key,
+            t.state(&r.state),
+            r.relation
+        )));
     }
-    let p = Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).scroll((app.detail_scroll, 0));
+    let p = Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .scroll((app.detail_scroll, 0));
     f.render_widget(p, area);
 }
 
 fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
-    let block = Block::default().borders(Borders::ALL).title(format!(" {} ", t.screen_reprocess));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.screen_reprocess));
     let mut lines = vec![
         Line::from(format!("{}: {}", t.reprocess_day, app.day.format("%Y-%m-%d"))),
         Line::from(""),
@@ -435,7 +540,10 @@ fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
 fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
     let mut spans = Vec::new();
     for c in visible(app.screen, app.access).filter(|c| c.hint) {
-        spans.push(Span::styled(format!("{} ", c.key_label()), Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)));
+        spans.push(Span::styled(
+            format!("{} ", c.key_label()),
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        ));
         spans.push(Span::styled(format!("{}  ", (c.label)(app.t)), DIM));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -444,7 +552,12 @@ fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
 fn popup(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width.saturating_sub(2)).max(10);
     let h = height.min(area.height.saturating_sub(2)).max(3);
-    Rect { x: area.x + (area.width.saturating_sub(w)) / 2, y: area.y + (area.height.saturating_sub(h)) / 2, width: w, height: h }
+    Rect {
+        x: area.x + (area.width.saturating_sub(w)) / 2,
+        y: area.y + (area.height.saturating_sub(h)) / 2,
+        width: w,
+        height: h,
+    }
 }
 
 fn draw_form(f: &mut Frame<'_>, app: &App) {
@@ -461,13 +574,24 @@ fn draw_form(f: &mut Frame<'_>, app: &App) {
     };
     let mut lines = vec![
         Line::from(target),
-        Line::from(format!("{}: {} ({})", t.form_responsible, app.operator, t.role(app.role()))),
+        Line::from(format!(
+            "{}: {} ({})",
+            t.form_responsible,
+            app.operator,
+            t.role(app.role())
+        )),
     ];
     if form.op == OpKind::Verify {
         let options = VERIFY_OUTCOMES
             .iter()
             .enumerate()
-            .map(|(i, o)| if i == form.outcome { format!("[{}]", t.outcome(*o)) } else { format!(" {} ", t.outcome(*o)) })
+            .map(|(i, o)| {
+                if i == form.outcome {
+                    format!("[{}]", t.outcome(*o))
+                } else {
+                    format!(" {} ", t.outcome(*o))
+                }
+            })
             .collect::<Vec<_>>()
             .join(" ");
         lines.push(Line::from(format!("{}: {options}", t.form_outcome)));
@@ -477,7 +601,9 @@ fn draw_form(f: &mut Frame<'_>, app: &App) {
         lines.push(Line::styled(e, Style::new().fg(Color::Red)));
     }
     lines.push(Line::styled(t.form_submit_hint, DIM));
-    let block = Block::default().borders(Borders::ALL).title(format!(" {} ", t.op_label(form.op)));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.op_label(form.op)));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
@@ -486,8 +612,15 @@ fn draw_confirm(f: &mut Frame<'_>, app: &App) {
     let t = app.t;
     let area = popup(f.area(), 76, 8);
     f.render_widget(Clear, area);
-    let lines = vec![Line::from(c.scope.clone()), Line::from(""), Line::styled(t.confirm_hint, HEAD)];
-    let block = Block::default().borders(Borders::ALL).title(format!(" {} ", t.confirm_title)).border_style(Style::new().fg(Color::Yellow));
+    let lines = vec![
+        Line::from(c.scope.clone()),
+        Line::from(""),
+        Line::styled(t.confirm_hint, HEAD),
+    ];
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.confirm_title))
+        .border_style(Style::new().fg(Color::Yellow));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
@@ -507,6 +640,8 @@ fn draw_help(f: &mut Frame<'_>, app: &App) {
         .collect();
     lines.push(Line::from(""));
     lines.push(Line::styled(t.help_roles, DIM));
-    let block = Block::default().borders(Borders::ALL).title(format!(" {} · {} ", t.help_title, app.screen.title(t)));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} · {} ", t.help_title, app.screen.title(t)));
     f.render_widget(Paragraph::new(lines).block(block), area);
 }

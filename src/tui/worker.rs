@@ -20,10 +20,20 @@ use crate::templates::Templates;
 /// An operator action, fully specified and confirmed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PendingOp {
-    Cancel { intention_id: i64 },
-    Verify { intention_id: i64, outcome: VerifyOutcome },
-    Resend { intention_id: i64 },
-    ManualContact { commitment_id: i64, intention_id: Option<i64> },
+    Cancel {
+        intention_id: i64,
+    },
+    Verify {
+        intention_id: i64,
+        outcome: VerifyOutcome,
+    },
+    Resend {
+        intention_id: i64,
+    },
+    ManualContact {
+        commitment_id: i64,
+        intention_id: Option<i64>,
+    },
 }
 
 impl PendingOp {
@@ -41,12 +51,34 @@ impl PendingOp {
 #[derive(Debug, Clone)]
 pub enum Request {
     Attention(AttentionQuery),
-    Upcoming { from: DateTime<Utc>, to: DateTime<Utc>, filter: Option<String>, limit: u32, offset: u32 },
-    Board { day: String },
-    Counter { query: CounterQuery, limit: u32, offset: u32 },
-    Detail { id_or_key: String },
-    Status { now: DateTime<Utc> },
-    Op { op: PendingOp, operator: String, role: Role, reason: String, now: DateTime<Utc> },
+    Upcoming {
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        filter: Option<String>,
+        limit: u32,
+        offset: u32,
+    },
+    Board {
+        day: String,
+    },
+    Counter {
+        query: CounterQuery,
+        limit: u32,
+        offset: u32,
+    },
+    Detail {
+        id_or_key: String,
+    },
+    Status {
+        now: DateTime<Utc>,
+    },
+    Op {
+        op: PendingOp,
+        operator: String,
+        role: Role,
+        reason: String,
+        now: DateTime<Utc>,
+    },
 }
 
 /// The worker's answers; errors are already text for the flash line.
@@ -72,20 +104,43 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
     let s = |e: crate::store::StoreError| e.to_string();
     match req {
         Request::Attention(q) => Response::Attention(store.read(|tx| tx.attention(&q)).map_err(s)),
-        Request::Upcoming { from, to, filter, limit, offset } => {
-            Response::Upcoming(store.read(|tx| tx.upcoming(from, to, filter.as_deref(), limit, offset)).map_err(s))
-        }
+        Request::Upcoming {
+            from,
+            to,
+            filter,
+            limit,
+            offset,
+        } => Response::Upcoming(
+            store
+                .read(|tx| tx.upcoming(from, to, filter.as_deref(), limit, offset))
+                .map_err(s),
+        ),
         Request::Board { day } => Response::Board(store.read(|tx| tx.board(&day)).map_err(s)),
         Request::Counter { query, limit, offset } => {
             Response::Counter(store.read(|tx| tx.counter_rows(&query, limit, offset)).map_err(s))
         }
-        Request::Detail { id_or_key } => {
-            Response::Detail(store.read(|tx| tx.intention_detail(&id_or_key)).map(Box::new).map_err(s))
-        }
-        Request::Status { now } => Response::Status { queue: store.read(|tx| tx.due_queue(now)).ok() },
-        Request::Op { op, operator, role, reason, now } => {
+        Request::Detail { id_or_key } => Response::Detail(
+            store
+                .read(|tx| tx.intention_detail(&id_or_key))
+                .map(Box::new)
+                .map_err(s),
+        ),
+        Request::Status { now } => Response::Status {
+            queue: store.read(|tx| tx.due_queue(now)).ok(),
+        },
+        Request::Op {
+            op,
+            operator,
+            role,
+            reason,
+            now,
+        } => {
             let actor = Actor { name: &operator, role };
-            let planner = Planner { policy: &ctx.config.policy, templates: &ctx.templates, tz: ctx.config.tz() };
+            let planner = Planner {
+                policy: &ctx.config.policy,
+                templates: &ctx.templates,
+                tz: ctx.config.tz(),
+            };
             let tz = ctx.config.tz();
             let r = store.write(|tx| match op {
                 PendingOp::Cancel { intention_id } => ops::cancel(tx, &actor, intention_id, &reason, now),
@@ -93,9 +148,10 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                     ops::verify_manual(tx, &actor, intention_id, outcome, &reason, now)
                 }
                 PendingOp::Resend { intention_id } => ops::authorize_resend(tx, &actor, intention_id, &reason, tz, now),
-                PendingOp::ManualContact { commitment_id, intention_id } => {
-                    ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now)
-                }
+                PendingOp::ManualContact {
+                    commitment_id,
+                    intention_id,
+                } => ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now),
             });
             Response::Op(r.map_err(|e| e.to_string()))
         }

@@ -36,16 +36,31 @@ pub fn clinic(appointments: usize) -> Fixture {
     let config = Config::default();
     let templates = Templates::embedded();
     {
-        let planner = Planner { policy: &config.policy, templates: &templates, tz: config.tz() };
+        let planner = Planner {
+            policy: &config.policy,
+            templates: &templates,
+            tz: config.tz(),
+        };
         demo::seed_clinic(&mut store, &planner, now(), DemoOptions { appointments, seed: 7 }).unwrap();
     }
     demo::showcase_outcomes(&mut store, now()).unwrap();
-    Fixture { dir, db, store, ctx: WorkerCtx { config, templates } }
+    Fixture {
+        dir,
+        db,
+        store,
+        ctx: WorkerCtx { config, templates },
+    }
 }
 
 impl Fixture {
     pub fn app(&self, operator: &str, role: Role) -> App {
-        App::new(unavez::i18n::strings(self.ctx.config.language), operator, Access { role, read_only: false }, self.ctx.config.tz(), now())
+        App::new(
+            unavez::i18n::strings(self.ctx.config.language),
+            operator,
+            Access { role, read_only: false },
+            self.ctx.config.tz(),
+            now(),
+        )
     }
 
     /// Runs requests (and the requests their answers call for) to the end.
