@@ -139,6 +139,11 @@ pub struct CounterQuery {
 
 const EVIDENCE_SIGNALS: &str = "('accepted','sent','delivered','read','failed')";
 
+/// The latest history row of intention `i`, as `signal (cause): note`.
+const LAST_EVENT: &str =
+    "(SELECT h.signal || ' (' || h.cause || ')' || coalesce(': ' || coalesce(h.evidence, h.note), '')
+        FROM intention_history h WHERE h.intention_id = i.id ORDER BY h.id DESC LIMIT 1)";
+
 fn attention_row(r: &Row<'_>) -> rusqlite::Result<AttentionRow> {
     let kind: String = r.get(0)?;
     Ok(AttentionRow {
@@ -162,16 +167,15 @@ fn attention_row(r: &Row<'_>) -> rusqlite::Result<AttentionRow> {
     })
 }
 
-/// Columns of an intention row in the attention shape; `?1` is now.
-fn intention_select() -> String {
+/// Display columns of intention `i` (joined with commitment `c`) in the
+/// attention shape. Only ever computed for one page of rows.
+fn intention_cols() -> String {
     format!(
-        "SELECT 'intention', i.id AS iid, i.key, c.id, c.ref, c.starts_at AS starts, i.recipient, i.purpose,
+        "'intention', i.id, i.key, c.id, c.ref, c.starts_at, i.recipient, i.purpose,
             CASE WHEN i.state = 'dispatching' THEN 'stuck' ELSE i.state END, i.state_reason, i.state_changed_at,
             (SELECT count(*) FROM intention_history h WHERE h.intention_id = i.id
-                AND (h.evidence IS NOT NULL OR h.signal IN {EVIDENCE_SIGNALS})) AS ev,
-            (SELECT h.signal || ' (' || h.cause || ')' || coalesce(': ' || coalesce(h.evidence, h.note), '')
-                FROM intention_history h WHERE h.intention_id = i.id ORDER BY h.id DESC LIMIT 1)
-         FROM intentions i JOIN commitments c ON c.id = i.commitment_id"
+                AND (h.evidence IS NOT NULL OR h.signal IN {EVIDENCE_SIGNALS})),
+            {LAST_EVENT}"
     )
 }
 
@@ -188,26 +192,37 @@ impl Tx<'_> {
             .as_deref()
             .filter(|f| !f.trim().is_empty())
             .map(|f| format!("%{}%", f.trim()));
+        // Two phases so the cost does not grow with the attention set: the
+        // ordering keys (with the evidence count) for the whole set, then the
+        // display columns and the last event for one page only.
         // ?5 is NULL when there is no filter; the OR short-circuits.
-        let set = format!(
-            "{sel} WHERE (i.state IN ('uncertain', 'review')
+        let cond = "(i.state IN ('uncertain', 'review')
                     OR (i.state = 'failed' AND i.due_at >= ?2)
                     OR (i.state = 'dispatching' AND i.lease_until < ?1))
-                AND (?5 IS NULL OR c.ref LIKE ?5 OR i.key LIKE ?5)
+                AND (?5 IS NULL OR c.ref LIKE ?5 OR i.key LIKE ?5)";
+        let resched = "c.starts_at BETWEEN ?3 AND ?4 AND c.reschedule_requested_at IS NOT NULL
+                AND c.status != 'cancelled' AND (?5 IS NULL OR c.ref LIKE ?5)";
+        let keys = format!(
+            "SELECT 'intention' AS kind, i.id AS iid, i.commitment_id AS cid, c.starts_at AS starts,
+                (SELECT count(*) FROM intention_history h WHERE h.intention_id = i.id
+                    AND (h.evidence IS NOT NULL OR h.signal IN {EVIDENCE_SIGNALS})) AS ev
+             FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE {cond}
              UNION ALL
-             SELECT 'reschedule', NULL, NULL, c.id, c.ref, c.starts_at, k.phone, 'reprogramar', 'reschedule', NULL,
-                    c.reschedule_requested_at, 0, NULL
-             FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
-             WHERE c.starts_at BETWEEN ?3 AND ?4 AND c.reschedule_requested_at IS NOT NULL
-                AND c.status != 'cancelled' AND (?5 IS NULL OR c.ref LIKE ?5)",
-            sel = intention_select()
+             SELECT 'reschedule', NULL, c.id, c.starts_at, 0 FROM commitments c WHERE {resched}"
         );
+        let order = "ORDER BY CASE WHEN p.starts IS NULL THEN 2 WHEN p.starts >= ?1 THEN 0 ELSE 1 END,
+                CASE WHEN p.starts >= ?1 THEN p.starts ELSE -p.starts END, p.ev, p.iid";
         let page_sql = format!(
-            "SELECT * FROM ({set}) ORDER BY
-                CASE WHEN starts IS NULL THEN 2 WHEN starts >= ?1 THEN 0 ELSE 1 END,
-                CASE WHEN starts >= ?1 THEN starts ELSE -starts END,
-                ev, iid
-             LIMIT ?6 OFFSET ?7"
+            "SELECT p.kind, i.id, i.key, c.id, c.ref, c.starts_at, coalesce(i.recipient, k.phone),
+                coalesce(i.purpose, 'reprogramar'),
+                CASE WHEN p.kind = 'reschedule' THEN 'reschedule' WHEN i.state = 'dispatching' THEN 'stuck'
+                     ELSE i.state END,
+                i.state_reason, coalesce(i.state_changed_at, c.reschedule_requested_at), p.ev, {LAST_EVENT}
+             FROM (SELECT * FROM ({keys}) p {order} LIMIT ?6 OFFSET ?7) p
+             JOIN commitments c ON c.id = p.cid
+             LEFT JOIN intentions i ON i.id = p.iid
+             LEFT JOIN contacts k ON k.id = c.contact_id
+             {order}"
         );
         let limit = if q.limit == 0 { 50 } else { q.limit };
         let rows = self
@@ -219,7 +234,10 @@ impl Tx<'_> {
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let total: i64 = self.conn().query_row(
-            &format!("SELECT count(*) FROM ({set})"),
+            &format!(
+                "SELECT (SELECT count(*) FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE {cond})
+                      + (SELECT count(*) FROM commitments c WHERE {resched})"
+            ),
             params![now, failed_since, win_lo, win_hi, like],
             |r| r.get(0),
         )?;
@@ -336,46 +354,54 @@ impl Tx<'_> {
         })
     }
 
-    /// The intentions behind a Tablero counter, in the attention shape.
+    /// The intentions behind a Tablero counter, in the attention shape,
+    /// oldest first.
     pub fn counter_rows(&self, q: &CounterQuery, limit: u32, offset: u32) -> Result<Page<AttentionRow>> {
+        use rusqlite::types::Value;
         let states = if q.states.is_empty() {
             vec!["cancelled".to_string()]
         } else {
             q.states.clone()
         };
-        let placeholders = (0..states.len())
-            .map(|i| format!("?{}", i + 5))
-            .collect::<Vec<_>>()
-            .join(",");
-        let cond = format!("i.day = ?1 AND i.state IN ({placeholders}) AND (?2 IS NULL OR i.state_reason = ?2)");
-        let sql = format!(
-            "{} WHERE {cond} ORDER BY i.due_at, i.id LIMIT ?3 OFFSET ?4",
-            intention_select()
-        );
-        let mut args: Vec<rusqlite::types::Value> = vec![
+        let n = states.len();
+        let placeholders = (0..n).map(|i| format!("?{}", i + 3)).collect::<Vec<_>>().join(",");
+        // Without a reason the filter is served by the covering index
+        // `intentions_day_state` alone (no table reads, even for a busy day).
+        let reason_cond = if q.reason.is_some() {
+            "i.state_reason = ?2"
+        } else {
+            "?2 IS NULL"
+        };
+        let cond = format!("i.day = ?1 AND i.state IN ({placeholders}) AND {reason_cond}");
+        let mut args: Vec<Value> = vec![
             q.day.clone().into(),
-            q.reason.clone().map(Into::into).unwrap_or(rusqlite::types::Value::Null),
-            i64::from(if limit == 0 { 50 } else { limit }).into(),
-            i64::from(offset).into(),
+            q.reason.clone().map(Into::into).unwrap_or(Value::Null),
         ];
         args.extend(states.iter().cloned().map(Into::into));
+        let total: i64 = self.conn().query_row(
+            &format!("SELECT count(*) FROM intentions i WHERE {cond}"),
+            rusqlite::params_from_iter(args.iter()),
+            |r| r.get(0),
+        )?;
+        // The page's ids first, in creation order straight from the index
+        // (no per-row work before LIMIT), then the display columns for
+        // those rows only.
+        let sql = format!(
+            "SELECT {cols} FROM (SELECT i.id FROM intentions i WHERE {cond} ORDER BY i.id
+                                 LIMIT ?{l} OFFSET ?{o}) p
+             JOIN intentions i ON i.id = p.id JOIN commitments c ON c.id = i.commitment_id
+             ORDER BY i.id",
+            cols = intention_cols(),
+            l = n + 3,
+            o = n + 4
+        );
+        args.push(i64::from(if limit == 0 { 50 } else { limit }).into());
+        args.push(i64::from(offset).into());
         let rows = self
             .conn()
             .prepare_cached(&sql)?
             .query_map(rusqlite::params_from_iter(args.iter()), attention_row)?
             .collect::<rusqlite::Result<_>>()?;
-        let count_sql = format!(
-            "SELECT count(*) FROM intentions i WHERE {}",
-            cond.replace("?5", "?3")
-                .replace("?6", "?4")
-                .replace("?7", "?5")
-                .replace("?8", "?6")
-        );
-        let mut cargs: Vec<rusqlite::types::Value> = args[..2].to_vec();
-        cargs.extend(states.iter().cloned().map(Into::into));
-        let total: i64 = self
-            .conn()
-            .query_row(&count_sql, rusqlite::params_from_iter(cargs.iter()), |r| r.get(0))?;
         Ok(Page { rows, total, offset })
     }
 
