@@ -13,7 +13,9 @@
 //! | [`store`] | **all SQL**: the SQLite ledger behind a narrow API (so a PostgreSQL store can follow) |
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
-//! | [`channel`] | the async channel trait and its capabilities |
+//! | [`channel`] | the async channel trait and its capabilities; the engine (`motor`) and Cloud API clients |
+//! | [`dispatch`] | background dispatcher and reconciler: claims with validity, durable attempts, uncertain outcomes, reprocessing a day |
+//! | [`sim`] | the seed 003 engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact) with reason and responsible |
 //! | [`i18n`] | the console's string table (Spanish default, English) |
 //! | [`demo`] | the demo clinic generator |
@@ -27,12 +29,14 @@ pub mod channel;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod dispatch;
 pub mod domain;
 pub mod i18n;
 pub mod import;
 pub mod ingest;
 pub mod ops;
 pub mod planner;
+pub mod sim;
 pub mod store;
 pub mod templates;
 pub mod tui;

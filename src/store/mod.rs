@@ -10,12 +10,16 @@
 //! Submodules group the operations by the part of the system that uses them.
 
 mod console;
+mod dispatch;
 mod intents;
 mod ledger;
 mod operator;
 mod queries;
+mod uncertain;
 
 pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
+pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
+pub use uncertain::UncertainItem;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
