@@ -46,6 +46,8 @@ fn screen(bytes: &[u8], rows: usize, cols: usize) -> Vec<String> {
                             c = nums.get(1).copied().unwrap_or(1).max(1) - 1;
                         }
                         'J' if nums.first() == Some(&2) => grid = vec![vec![' '; cols]; rows],
+                        // Entering the alternate screen starts from a blank one.
+                        'h' if params == "?1049" => grid = vec![vec![' '; cols]; rows],
                         'K' => {
                             if let Some(line) = grid.get_mut(r) {
                                 for cell in line.iter_mut().skip(c) {
@@ -88,6 +90,11 @@ struct Console {
 
 impl Console {
     fn start(db: &Path, dir: &Path, operator: &str) -> Console {
+        let db = db.to_str().unwrap();
+        Console::spawn(&["--db", db, "tui", "--operator", operator, "--no-dispatch"], dir)
+    }
+
+    fn spawn(args: &[&str], dir: &Path) -> Console {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: 30,
@@ -97,14 +104,7 @@ impl Console {
             })
             .unwrap();
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_unavez"));
-        cmd.args([
-            "--db",
-            db.to_str().unwrap(),
-            "tui",
-            "--operator",
-            operator,
-            "--no-dispatch",
-        ]);
+        cmd.args(args);
         cmd.env("TERM", "xterm-256color");
         cmd.cwd(dir);
         let child = pair.slave.spawn_command(cmd).unwrap();
@@ -289,4 +289,49 @@ fn an_unknown_operator_is_refused_before_the_screen_changes() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown operator \"nadie\""), "{err}");
+}
+
+#[test]
+fn the_demo_opens_the_console_as_a_supervisor_with_the_dispatcher_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut console = Console::spawn(&["demo", "--appointments", "60"], dir.path());
+    console.wait_for("supervisora (supervisión)");
+    console.wait_for("despachador: en marcha");
+    console.wait_for("cita-10");
+    console.keys("3");
+    console.wait_for("Planificadas");
+    let output = console.quit();
+    let text = String::from_utf8_lossy(&output);
+    assert!(text.contains("STATE"), "no summary after the console closed");
+    assert!(dir.path().join("unavez-demo.db").exists());
+}
+
+#[test]
+fn the_headless_demo_prints_a_summary_by_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_unavez"))
+        .args(["demo", "--headless", "--seconds", "3", "--appointments", "60"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("STATE") && stdout.contains("planned") && stdout.contains("uncertain"),
+        "{stdout}"
+    );
+    let total: i64 = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("STATE"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
+        .sum();
+    assert!(total > 100, "{stdout}");
+    // The dispatcher really ran against the in-process engine.
+    let claimed: i64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("dispatcher: claimed "))
+        .and_then(|l| l.split(',').next()?.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(claimed > 0, "{stdout}");
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use chrono::Utc;
@@ -11,6 +11,7 @@ use super::Ctx;
 use crate::config::Role;
 use crate::demo::{self, DemoOptions};
 use crate::store::Store;
+use crate::tui::background::Background;
 use crate::tui::{ConsoleOptions, run};
 
 #[derive(Debug, clap::Args)]
@@ -37,6 +38,9 @@ pub struct DemoArgs {
     /// Appointments to book in the demo clinic.
     #[arg(long, default_value_t = 300)]
     pub appointments: usize,
+    /// Seed of the clinic and of the simulator's faults.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
 }
 
 pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
@@ -51,7 +55,22 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
     // Open once here so a bad path or a too-new schema is reported before
     // the terminal switches to the alternate screen.
     drop(ctx.open_store()?);
-    run(ConsoleOptions {
+    let (background, error) = if a.no_dispatch || !ctx.config.dispatcher.embedded {
+        (None, None)
+    } else {
+        match Background::start(&ctx.db, &ctx.config) {
+            Ok(b) => (Some(b), None),
+            // The console is still useful without the dispatcher: say why
+            // in the header instead of refusing to open.
+            Err(e) => (None, Some(e.to_string())),
+        }
+    };
+    let running = match (&background, &error) {
+        (Some(_), _) => Some(true),
+        (None, Some(_)) => Some(false),
+        (None, None) => None,
+    };
+    let result = run(ConsoleOptions {
         config: ctx.config.clone(),
         templates: ctx.templates.clone(),
         db: ctx.db.clone(),
@@ -59,7 +78,13 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
         role: op.role,
         read_only: a.read_only,
         refresh: Duration::from_secs(2),
-    })?;
+        dispatcher_running: running,
+        dispatcher_error: error,
+    });
+    if let Some(b) = background {
+        b.stop().context("stopping the embedded dispatcher")?;
+    }
+    result?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -100,42 +125,70 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
         now,
         DemoOptions {
             appointments: a.appointments,
-            seed: 42,
+            seed: a.seed,
         },
     )?;
-    // No embedded dispatcher in this build yet: give the due notices the
-    // outcomes a working day produces, marked as demo fixtures in history.
-    let shown = demo::showcase_outcomes(&mut store, now)?;
     drop(store);
-    if a.headless {
-        eprintln!(
-            "demo clinic at {}: {} events, {} intentions planned, {} closed, {} rejected; {shown} outcomes simulated",
-            db.display(),
-            seeded.events,
-            seeded.planned,
-            seeded.closed,
-            seeded.rejected
+    // The demo runs at any hour: quiet hours would hold every message
+    // until the morning.
+    let mut config = ctx.config.clone();
+    config.policy.quiet_hours = None;
+    let background =
+        Background::start_demo(&db, &mut config, a.seed).context("starting the demo engine and dispatcher")?;
+    eprintln!(
+        "demo clinic at {}: {} booking events ({} rejected at the door), {} intentions planned, {} closed; \
+         engine simulator at {} with faults on",
+        db.display(),
+        seeded.events,
+        seeded.rejected,
+        seeded.planned,
+        seeded.closed,
+        config.channel.motor.base_url
+    );
+    let result = if a.headless {
+        let end = Instant::now() + Duration::from_secs(a.seconds.min(24 * 3600));
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(200).min(end.saturating_duration_since(Instant::now())));
+        }
+        Ok(())
+    } else {
+        let op = config
+            .operators
+            .iter()
+            .find(|o| o.role == Role::Supervisor)
+            .map(|o| o.name.clone())
+            .unwrap_or_else(|| "supervisora".into());
+        run(ConsoleOptions {
+            config: config.clone(),
+            templates: ctx.templates.clone(),
+            db: db.clone(),
+            operator: op,
+            role: Role::Supervisor,
+            read_only: false,
+            refresh: Duration::from_secs(1),
+            dispatcher_running: Some(true),
+            dispatcher_error: None,
+        })
+    };
+    let sim = background.sim_stats();
+    let report = background.stop().context("stopping the demo engine and dispatcher")?;
+    result?;
+    let d = &report.dispatch;
+    let r = &report.reconcile;
+    println!(
+        "dispatcher: claimed {}, accepted {}, failed {}, uncertain {}, retried {}, review {}, cancelled {}, deferred {}",
+        d.claimed, d.accepted, d.failed, d.uncertain, d.retried, d.review, d.cancelled, d.deferred
+    );
+    println!(
+        "reconciler: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}",
+        r.expired_leases, r.resolved, r.waiting, r.review, r.repeats
+    );
+    if let Some(s) = sim {
+        println!(
+            "engine: {} requests, {} commands, {} repeats answered with the stored command, {} messages out",
+            s.requests, s.created, s.repeated, s.sent
         );
-        std::thread::sleep(Duration::from_secs(a.seconds.min(3600)));
-        print_summary(&db)?;
-        return Ok(ExitCode::SUCCESS);
     }
-    let op = ctx
-        .config
-        .operators
-        .iter()
-        .find(|o| o.role == Role::Supervisor)
-        .map(|o| o.name.clone())
-        .unwrap_or_else(|| "supervisora".into());
-    run(ConsoleOptions {
-        config: ctx.config.clone(),
-        templates: ctx.templates.clone(),
-        db: db.clone(),
-        operator: op,
-        role: Role::Supervisor,
-        read_only: false,
-        refresh: Duration::from_secs(1),
-    })?;
     print_summary(&db)?;
     Ok(ExitCode::SUCCESS)
 }

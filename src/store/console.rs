@@ -440,3 +440,23 @@ impl Tx<'_> {
         )?)
     }
 }
+
+impl Tx<'_> {
+    /// The most recent failed, retried, uncertain or conflicting attempt
+    /// that ended at or after `since`, as `code: detail`; only the last few
+    /// hundred attempts are looked at, so this stays cheap on any ledger.
+    pub fn last_attempt_error(&self, since: DateTime<Utc>) -> Result<Option<String>> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT outcome || coalesce(' ' || error_code, '') || coalesce(': ' || error_detail, '')
+                 FROM (SELECT * FROM attempts ORDER BY id DESC LIMIT 500)
+                 WHERE outcome IN ('failed', 'retry', 'uncertain', 'conflict') AND ended_at >= ?1
+                 ORDER BY id DESC LIMIT 1",
+                [ms(since)],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+}

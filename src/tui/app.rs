@@ -825,7 +825,13 @@ impl App {
                 self.detail = Some(d);
                 self.detail_loading = false;
             }
-            Response::Status { queue } => self.dispatcher.queue = queue,
+            Response::Status { queue, last_error } => {
+                self.dispatcher.queue = queue;
+                // A start-up error (channel unavailable) stays until restart.
+                if self.dispatcher.running.is_some() {
+                    self.dispatcher.last_error = last_error;
+                }
+            }
             Response::Attention(Err(e))
             | Response::Upcoming(Err(e))
             | Response::Counter(Err(e))

@@ -5,9 +5,12 @@
 //! - [`app`]: the state and its update function (no I/O);
 //! - [`worker`]: the database thread, typed requests and responses;
 //! - [`view`]: rendering, a pure function of the state;
-//! - [`term`]: the terminal (raw mode, panic hook) and the event loop.
+//! - [`term`]: the terminal (raw mode, panic hook) and the event loop;
+//! - [`background`]: the embedded dispatcher/reconciler (and the demo's
+//!   in-process engine simulator).
 
 pub mod app;
+pub mod background;
 pub mod keys;
 pub mod term;
 pub mod view;

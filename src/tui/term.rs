@@ -31,6 +31,10 @@ pub struct ConsoleOptions {
     pub read_only: bool,
     /// How often visible panels refresh.
     pub refresh: Duration,
+    /// `Some(true)`: the dispatcher runs embedded; `None`: not embedded.
+    pub dispatcher_running: Option<bool>,
+    /// Why the embedded dispatcher could not start, for the header.
+    pub dispatcher_error: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +73,8 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
         tz,
         Utc::now(),
     );
+    app.dispatcher.running = opts.dispatcher_running;
+    app.dispatcher.last_error = opts.dispatcher_error.clone();
     let mut terminal = ratatui::try_init()?;
     let result = (|| -> Result<(), ConsoleError> {
         let send = |reqs: Vec<Request>| -> Result<(), ConsoleError> {

@@ -89,7 +89,10 @@ pub enum Response {
     Board(Result<Board, String>),
     Counter(Result<Page<AttentionRow>, String>),
     Detail(Result<Box<IntentionDetail>, String>),
-    Status { queue: Option<i64> },
+    Status {
+        queue: Option<i64>,
+        last_error: Option<String>,
+    },
     Op(Result<OpReport, String>),
 }
 
@@ -125,9 +128,21 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 .map(Box::new)
                 .map_err(s),
         ),
-        Request::Status { now } => Response::Status {
-            queue: store.read(|tx| tx.due_queue(now)).ok(),
-        },
+        Request::Status { now } => {
+            let since = now - chrono::Duration::minutes(5);
+            let read =
+                store.read(|tx| Ok::<_, crate::store::StoreError>((tx.due_queue(now)?, tx.last_attempt_error(since)?)));
+            match read {
+                Ok((queue, last_error)) => Response::Status {
+                    queue: Some(queue),
+                    last_error,
+                },
+                Err(_) => Response::Status {
+                    queue: None,
+                    last_error: None,
+                },
+            }
+        }
         Request::Op {
             op,
             operator,
