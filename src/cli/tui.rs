@@ -70,7 +70,12 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
         (None, Some(_)) => Some(false),
         (None, None) => None,
     };
+    let channel = match &background {
+        Some(b) => Some(b.channel.clone()),
+        None => crate::channel::from_config(&ctx.config.channel).ok(),
+    };
     let result = run(ConsoleOptions {
+        channel,
         config: ctx.config.clone(),
         templates: ctx.templates.clone(),
         db: ctx.db.clone(),
@@ -159,6 +164,7 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
             .map(|o| o.name.clone())
             .unwrap_or_else(|| "supervisora".into());
         run(ConsoleOptions {
+            channel: Some(background.channel.clone()),
             config: config.clone(),
             templates: ctx.templates.clone(),
             db: db.clone(),

@@ -11,6 +11,8 @@ use chrono_tz::Tz;
 use super::keys::{Access, Action, Mode, Screen};
 use super::worker::{PendingOp, Request, Response};
 use crate::config::Role;
+use crate::dispatch::reprocess;
+use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
 use crate::ops::{OpKind, OpOutcome, OpReport, VerifyOutcome, allowed};
 use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, RowKind, UpcomingRow};
@@ -125,8 +127,21 @@ pub struct BoardItem {
     pub query: Option<CounterQuery>,
 }
 
+/// The Reproceso screen: a day, the states to act on, the dry run.
+#[derive(Debug, Clone, Default)]
+pub struct ReprocessView {
+    /// Index into `IntentionState::ALL`.
+    pub cursor: usize,
+    pub states: Vec<IntentionState>,
+    pub plan: Option<Vec<reprocess::Item>>,
+    /// After a real run: the report (items carry their resulting state).
+    pub done: Option<Box<reprocess::Report>>,
+    pub error: Option<String>,
+}
+
 /// The whole console state.
 pub struct App {
+    pub reprocess: ReprocessView,
     pub t: &'static Strings,
     pub operator: String,
     pub access: Access,
@@ -161,6 +176,10 @@ pub struct App {
 impl App {
     pub fn new(t: &'static Strings, operator: &str, access: Access, tz: Tz, now: DateTime<Utc>) -> App {
         App {
+            reprocess: ReprocessView {
+                states: vec![IntentionState::Planned, IntentionState::Uncertain],
+                ..ReprocessView::default()
+            },
             t,
             operator: operator.to_string(),
             access,
@@ -248,8 +267,9 @@ impl App {
                 }],
                 None => vec![],
             },
-            Screen::Reprocess => vec![Request::Board {
+            Screen::Reprocess => vec![Request::ReprocessPlan {
                 day: self.day.format("%Y-%m-%d").to_string(),
+                states: self.reprocess.states.clone(),
             }],
         }
     }
@@ -488,7 +508,11 @@ impl App {
                             self.detail_scroll + 1
                         }
                     }
-                    Screen::Reprocess => {}
+                    Screen::Reprocess => {
+                        let n = IntentionState::ALL.len();
+                        let c = self.reprocess.cursor;
+                        self.reprocess.cursor = if up { c.saturating_sub(1) } else { (c + 1).min(n - 1) };
+                    }
                 }
                 vec![]
             }
@@ -498,7 +522,17 @@ impl App {
                 self.day += Duration::days(if a == Action::DayNext { 1 } else { -1 });
                 self.load_screen(self.screen)
             }
-            Action::ToggleState => vec![],
+            Action::ToggleState => {
+                let st = IntentionState::ALL[self.reprocess.cursor.min(IntentionState::ALL.len() - 1)];
+                match self.reprocess.states.iter().position(|s| *s == st) {
+                    Some(i) => {
+                        self.reprocess.states.remove(i);
+                    }
+                    None => self.reprocess.states.push(st),
+                }
+                self.reprocess.states.sort();
+                self.load_screen(Screen::Reprocess)
+            }
             Action::Op(op) => self.open_form(op),
             Action::Refused(op) => {
                 let role = self.t.role(self.role());
@@ -631,7 +665,31 @@ impl App {
 
     fn open_form(&mut self, op: OpKind) -> Vec<Request> {
         if op == OpKind::Reprocess {
-            self.flash(FlashKind::Info, self.t.reprocess_unavailable.into());
+            if self.reprocess.plan.is_none() {
+                let why = self
+                    .reprocess
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| self.t.reprocess_unavailable.into());
+                self.flash(FlashKind::Refused, why);
+                return vec![];
+            }
+            let day = self.day.format("%Y-%m-%d").to_string();
+            let target = Target {
+                intention_id: None,
+                key: None,
+                state: None,
+                commitment_id: 0,
+                commitment_ref: day,
+            };
+            self.form = Some(Form {
+                op,
+                target,
+                reason: String::new(),
+                outcome: 0,
+                error: None,
+            });
+            self.mode = Mode::Form;
             return vec![];
         }
         let target = match self.target() {
@@ -767,13 +825,40 @@ impl App {
                 fill(t.scope_verify, &vals),
             ),
             OpKind::AuthorizeResend => (PendingOp::Resend { intention_id: iid }, fill(t.scope_resend, &vals)),
-            OpKind::ManualContact | OpKind::Reprocess => (
+            OpKind::ManualContact => (
                 PendingOp::ManualContact {
                     commitment_id: target.commitment_id,
                     intention_id: target.intention_id,
                 },
                 fill(t.scope_manual_contact, &vals),
             ),
+            OpKind::Reprocess => {
+                let states = self
+                    .reprocess
+                    .states
+                    .iter()
+                    .map(|s| t.state(s.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let count = self.reprocess.plan.as_ref().map(|p| p.len()).unwrap_or(0).to_string();
+                let plan = summary_text(self.reprocess.plan.as_deref().unwrap_or(&[]));
+                let scope = fill(
+                    t.scope_reprocess,
+                    &[
+                        ("day", target.commitment_ref.as_str()),
+                        ("states", states.as_str()),
+                        ("count", count.as_str()),
+                        ("reason", reason.as_str()),
+                    ],
+                );
+                (
+                    PendingOp::Reprocess {
+                        day: target.commitment_ref.clone(),
+                        states: self.reprocess.states.clone(),
+                    },
+                    format!("{scope} — {plan}"),
+                )
+            }
         };
         Confirmation { op, reason, scope }
     }
@@ -789,6 +874,15 @@ impl App {
                     return vec![];
                 }
                 self.ops_in_flight += 1;
+                if let PendingOp::Reprocess { day, states } = c.op {
+                    return vec![Request::Reprocess {
+                        day,
+                        states,
+                        operator: self.operator.clone(),
+                        role: self.role(),
+                        reason: c.reason,
+                    }];
+                }
                 vec![Request::Op {
                     op: c.op,
                     operator: self.operator.clone(),
@@ -814,6 +908,35 @@ impl App {
     /// Applies one answer of the worker.
     pub fn on_response(&mut self, r: Response) -> Vec<Request> {
         match r {
+            Response::ReprocessPlan(Ok(items)) => {
+                self.reprocess.plan = Some(items);
+                self.reprocess.error = None;
+            }
+            Response::ReprocessPlan(Err(e)) => {
+                self.reprocess.plan = None;
+                self.reprocess.error = Some(if e.is_empty() {
+                    self.t.reprocess_unavailable.to_string()
+                } else {
+                    e
+                });
+            }
+            Response::Reprocessed(r) => {
+                self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
+                match r {
+                    Ok(report) => {
+                        let what = format!(
+                            "{} {}: {}",
+                            self.t.act_reprocess,
+                            report.day,
+                            summary_text(&report.items)
+                        );
+                        self.flash(FlashKind::Success, fill(self.t.flash_done, &[("what", &what)]));
+                        self.reprocess.done = Some(report);
+                    }
+                    Err(e) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
+                }
+                return self.load();
+            }
             Response::Attention(Ok(p)) => self.attention.set(p),
             Response::Upcoming(Ok(p)) => self.upcoming.set(p),
             Response::Counter(Ok(p)) => self.counter.set(p),
@@ -907,6 +1030,22 @@ impl App {
         };
         self.flash(kind, text);
     }
+}
+
+/// `dispatch 3 · reconcile 2 · keep_evidence 10`, in plan order.
+pub fn summary_text(items: &[reprocess::Item]) -> String {
+    let mut counts: Vec<(reprocess::Action, usize)> = Vec::new();
+    for i in items {
+        match counts.iter_mut().find(|(a, _)| *a == i.action) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((i.action, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(a, n)| format!("{} {n}", a.as_str()))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// Compact age: `45 s`, `12 min`, `3 h`, `2 d`.

@@ -16,10 +16,13 @@ use crossterm::event::{self, Event, KeyEventKind};
 use super::app::App;
 use super::keys::{Access, action_for};
 use super::view;
-use super::worker::{self, Request, WorkerCtx};
+use super::worker::{self, ReprocessCtx, Request, WorkerCtx};
+use crate::channel::Channel;
 use crate::config::{Config, Role};
+use crate::dispatch::Settings;
 use crate::store::{Store, StoreError};
 use crate::templates::Templates;
+use std::sync::Arc;
 
 /// Everything `unavez tui` needs.
 pub struct ConsoleOptions {
@@ -35,6 +38,8 @@ pub struct ConsoleOptions {
     pub dispatcher_running: Option<bool>,
     /// Why the embedded dispatcher could not start, for the header.
     pub dispatcher_error: Option<String>,
+    /// The channel reprocessing sends through (`None`: dry runs only).
+    pub channel: Option<Arc<dyn Channel>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +62,11 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     let worker = worker::spawn(
         store,
         WorkerCtx {
+            reprocess: Some(ReprocessCtx {
+                db: opts.db.clone(),
+                settings: Arc::new(Settings::from_config(&opts.config)),
+                channel: opts.channel.clone(),
+            }),
             config: opts.config,
             templates: opts.templates,
         },

@@ -12,6 +12,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Table
 use super::app::{App, FlashKind, VERIFY_OUTCOMES, age};
 use super::keys::{Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
+use crate::domain::state::IntentionState;
 use crate::ops::OpKind;
 use crate::store::{AttentionRow, RowKind, UpcomingRow};
 
@@ -498,23 +499,62 @@ fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
 
 fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(format!(" {} ", t.screen_reprocess));
+    let v = &app.reprocess;
+    let [left, right] = Layout::horizontal([Constraint::Length(24), Constraint::Fill(1)]).areas(area);
     let mut lines = vec![
         Line::from(format!("{}: {}", t.reprocess_day, app.day.format("%Y-%m-%d"))),
         Line::from(""),
     ];
-    if let Some(b) = &app.board {
-        lines.push(Line::styled(format!("{} ({})", t.reprocess_states, t.col_count), HEAD));
-        for (s, n) in &b.by_state {
-            lines.push(Line::from(format!("  {:<14} {n}", t.state(s))));
-        }
+    lines.push(Line::styled(t.reprocess_states, HEAD));
+    for (i, s) in IntentionState::ALL.iter().enumerate() {
+        let mark = if v.states.contains(s) { "[x]" } else { "[ ]" };
+        let line = Line::from(format!("{mark} {}", t.state(s.as_str())));
+        lines.push(if i == v.cursor { line.style(SELECTED) } else { line });
     }
-    lines.push(Line::from(""));
-    lines.push(Line::styled(t.reprocess_unavailable, Style::new().fg(Color::Yellow)));
-    lines.push(Line::styled(t.reprocess_hint, DIM));
-    f.render_widget(Paragraph::new(lines).block(block), area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.screen_reprocess));
+    f.render_widget(Paragraph::new(lines).block(block), left);
+
+    let (title, items) = match (&v.done, &v.plan) {
+        (Some(done), _) if done.day == app.day.format("%Y-%m-%d").to_string() => (t.screen_reprocess, &done.items),
+        (_, Some(plan)) => (t.reprocess_preview, plan),
+        _ => {
+            let msg = v.error.clone().unwrap_or_else(|| t.reprocess_unavailable.to_string());
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .title_bottom(format!(" {} ", t.reprocess_hint));
+            f.render_widget(
+                Paragraph::new(vec![Line::styled(msg, Style::new().fg(Color::Yellow))]).block(block),
+                right,
+            );
+            return;
+        }
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {title} · {} ", super::app::summary_text(items)))
+        .title_bottom(format!(" {} ", t.reprocess_hint));
+    let header = Row::new([t.col_commitment, t.col_state, t.col_action, t.col_why]).style(HEAD);
+    let rows = items.iter().map(|i| {
+        let state = match i.result {
+            Some(r) => format!("{} → {}", t.state(i.state.as_str()), t.state(r.as_str())),
+            None => t.state(i.state.as_str()).to_string(),
+        };
+        Row::new([
+            Cell::from(i.key.clone()),
+            Cell::from(state),
+            Cell::from(i.action.as_str()),
+            Cell::from(i.why.clone()),
+        ])
+    });
+    let widths = [
+        Constraint::Length(30),
+        Constraint::Length(12),
+        Constraint::Length(15),
+        Constraint::Fill(1),
+    ];
+    f.render_widget(Table::new(rows, widths).header(header).block(block), right);
 }
 
 fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {

@@ -9,9 +9,14 @@
 use std::sync::mpsc::{Receiver, Sender};
 use std::thread::JoinHandle;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
+use crate::channel::Channel;
 use crate::config::{Config, Role};
+use crate::dispatch::{Db, Settings, reprocess};
+use crate::domain::state::IntentionState;
 use crate::ops::{self, Actor, OpKind, OpReport, VerifyOutcome};
 use crate::planner::Planner;
 use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, Store, UpcomingRow};
@@ -34,6 +39,11 @@ pub enum PendingOp {
         commitment_id: i64,
         intention_id: Option<i64>,
     },
+    /// Reprocess one operating day by state (technicians).
+    Reprocess {
+        day: String,
+        states: Vec<IntentionState>,
+    },
 }
 
 impl PendingOp {
@@ -43,6 +53,7 @@ impl PendingOp {
             PendingOp::Verify { .. } => OpKind::Verify,
             PendingOp::Resend { .. } => OpKind::AuthorizeResend,
             PendingOp::ManualContact { .. } => OpKind::ManualContact,
+            PendingOp::Reprocess { .. } => OpKind::Reprocess,
         }
     }
 }
@@ -50,6 +61,19 @@ impl PendingOp {
 /// What the UI asks of the database.
 #[derive(Debug, Clone)]
 pub enum Request {
+    /// Dry run of reprocessing a day (writes nothing).
+    ReprocessPlan {
+        day: String,
+        states: Vec<IntentionState>,
+    },
+    /// The real run, with the dispatcher's and reconciler's own code.
+    Reprocess {
+        day: String,
+        states: Vec<IntentionState>,
+        operator: String,
+        role: Role,
+        reason: String,
+    },
     Attention(AttentionQuery),
     Upcoming {
         from: DateTime<Utc>,
@@ -84,6 +108,8 @@ pub enum Request {
 /// The worker's answers; errors are already text for the flash line.
 #[derive(Debug, Clone)]
 pub enum Response {
+    ReprocessPlan(Result<Vec<reprocess::Item>, String>),
+    Reprocessed(Result<Box<reprocess::Report>, String>),
     Attention(Result<Page<AttentionRow>, String>),
     Upcoming(Result<Page<UpcomingRow>, String>),
     Board(Result<Board, String>),
@@ -100,12 +126,87 @@ pub enum Response {
 pub struct WorkerCtx {
     pub config: Config,
     pub templates: Templates,
+    /// The ledger file and channel for reprocessing (which runs the
+    /// dispatcher's code on its own connection); `None` disables it.
+    pub reprocess: Option<ReprocessCtx>,
+}
+
+/// What reprocessing needs besides the request.
+pub struct ReprocessCtx {
+    pub db: std::path::PathBuf,
+    pub settings: Arc<Settings>,
+    /// `None`: only dry runs (no channel configured or reachable).
+    pub channel: Option<Arc<dyn Channel>>,
+}
+
+fn reprocess_request(
+    ctx: &WorkerCtx,
+    req: reprocess::Request,
+) -> Result<Result<Vec<reprocess::Item>, Box<reprocess::Report>>, String> {
+    // An empty error means "not available": the console says it in the
+    // operator's language.
+    let r = ctx.reprocess.as_ref().ok_or_else(String::new)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let db = Db::open(&r.db).map_err(|e| e.to_string())?;
+        if req.dry_run {
+            return reprocess::plan(&db, &r.settings, &req.day, &req.states)
+                .await
+                .map(Ok)
+                .map_err(|e| e.to_string());
+        }
+        let channel = r
+            .channel
+            .clone()
+            .ok_or_else(|| "no channel configured: only the dry run is possible".to_string())?;
+        reprocess::run(&db, &r.settings, &channel, &req)
+            .await
+            .map(|rep| Err(Box::new(rep)))
+            .map_err(|e| e.to_string())
+    })
 }
 
 /// Answers one request.
 pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
     let s = |e: crate::store::StoreError| e.to_string();
     match req {
+        Request::ReprocessPlan { day, states } => {
+            let req = reprocess::Request {
+                day,
+                states,
+                dry_run: true,
+                operator: String::new(),
+                role: String::new(),
+                reason: String::new(),
+            };
+            Response::ReprocessPlan(reprocess_request(ctx, req).and_then(|r| r.map_err(|_| "unexpected report".into())))
+        }
+        Request::Reprocess {
+            day,
+            states,
+            operator,
+            role,
+            reason,
+        } => {
+            if !ops::allowed(role, OpKind::Reprocess) {
+                return Response::Reprocessed(Err(format!("role {} may not reprocess", role.as_str())));
+            }
+            let req = reprocess::Request {
+                day,
+                states,
+                dry_run: false,
+                operator,
+                role: role.as_str().into(),
+                reason,
+            };
+            Response::Reprocessed(reprocess_request(ctx, req).and_then(|r| match r {
+                Err(report) => Ok(report),
+                Ok(_) => Err("unexpected dry run".into()),
+            }))
+        }
         Request::Attention(q) => Response::Attention(store.read(|tx| tx.attention(&q)).map_err(s)),
         Request::Upcoming {
             from,
@@ -167,6 +268,11 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                     commitment_id,
                     intention_id,
                 } => ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now),
+                // The app sends reprocessing as its own request; never here.
+                PendingOp::Reprocess { .. } => Err(ops::OpsError::NotAllowed {
+                    role: role.as_str(),
+                    op: "reprocess",
+                }),
             });
             Response::Op(r.map_err(|e| e.to_string()))
         }

@@ -48,7 +48,11 @@ pub fn clinic(appointments: usize) -> Fixture {
         dir,
         db,
         store,
-        ctx: WorkerCtx { config, templates },
+        ctx: WorkerCtx {
+            config,
+            templates,
+            reprocess: None,
+        },
     }
 }
 
