@@ -16,6 +16,7 @@
 //! | [`channel`] | the async channel trait and its capabilities; the engine (`motor`) and Cloud API clients |
 //! | [`dispatch`] | background dispatcher and reconciler: claims with validity, durable attempts, uncertain outcomes, reprocessing a day |
 //! | [`sim`] | the seed 003 engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
+//! | [`server`] | the HTTP server of `serve`: webhooks, inbound replies, booking ingest, metrics |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact) with reason and responsible |
 //! | [`i18n`] | the console's string table (Spanish default, English) |
 //! | [`demo`] | the demo clinic generator |
@@ -36,6 +37,7 @@ pub mod import;
 pub mod ingest;
 pub mod ops;
 pub mod planner;
+pub mod server;
 pub mod sim;
 pub mod store;
 pub mod templates;

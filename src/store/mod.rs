@@ -11,11 +11,14 @@
 
 mod console;
 mod dispatch;
+mod inbound;
 mod intents;
 mod ledger;
+mod metrics;
 mod operator;
 mod queries;
 mod uncertain;
+mod webhooks;
 
 pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
 pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
@@ -25,6 +28,9 @@ pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
 pub use operator::{OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, IntentFilter, IntentionDetail};
+pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
+pub use inbound::SignalRow;
+pub use webhooks::{ChannelEventRow, NewChannelEvent, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
