@@ -138,8 +138,8 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
     // until the morning.
     let mut config = ctx.config.clone();
     config.policy.quiet_hours = None;
-    let background =
-        Background::start_demo(&db, &mut config, a.seed).context("starting the demo engine and dispatcher")?;
+    let background = Background::start_demo(&db, &mut config, &ctx.templates, a.seed)
+        .context("starting the demo engine and dispatcher")?;
     eprintln!(
         "demo clinic at {}: {} booking events ({} rejected at the door), {} intentions planned, {} closed; \
          engine simulator at {} with faults on",

@@ -1,6 +1,7 @@
 //! The background services the console embeds: the dispatcher and the
 //! reconciler of [`crate::dispatch`] (the same code as `unavez serve`), and
-//! for `unavez demo` the engine simulator of [`crate::sim`] in-process.
+//! for `unavez demo` the engine simulator of [`crate::sim`] and the webhook
+//! server of [`crate::server`], in-process.
 //!
 //! They run on their own tokio runtime; the console's render loop stays a
 //! plain thread and only reads their effects from the ledger.
@@ -12,7 +13,9 @@ use crate::channel::Channel;
 use crate::channel::motor::MotorChannel;
 use crate::config::Config;
 use crate::dispatch::{DispatchError, ServiceReport, Services, Settings};
-use crate::sim::{self, FaultSpec, SimHandle, SimOptions, SimStats};
+use crate::server::{self, ServerHandle};
+use crate::sim::{self, DEV_WEBHOOK_SECRET, FaultSpec, SimHandle, SimOptions, SimStats};
+use crate::templates::Templates;
 
 /// Faults of the demo engine: timeouts after processing, 5xx, resets,
 /// ambiguous commands and reordered, duplicated webhooks.
@@ -37,6 +40,8 @@ pub struct Background {
     rt: tokio::runtime::Runtime,
     services: Option<Services>,
     sim: Option<SimHandle>,
+    /// The demo's webhook server and the switch that stops it.
+    server: Option<(ServerHandle, tokio::sync::watch::Sender<bool>)>,
     pub channel: Arc<dyn Channel>,
     pub settings: Settings,
 }
@@ -65,6 +70,7 @@ impl Background {
             rt,
             services: Some(services),
             sim: None,
+            server: None,
             channel,
             settings,
         })
@@ -73,13 +79,38 @@ impl Background {
     /// The demo: an in-process engine simulator with faults on, and the
     /// dispatcher and reconciler sending to it. `config`'s engine section
     /// is pointed at the simulator.
-    pub fn start_demo(db: &Path, config: &mut Config, seed: u64) -> Result<Background, BackgroundError> {
+    pub fn start_demo(
+        db: &Path,
+        config: &mut Config,
+        templates: &Templates,
+        seed: u64,
+    ) -> Result<Background, BackgroundError> {
         let rt = runtime()?;
+        // The webhook server first: the simulator posts its signed status
+        // events (duplicated and reordered by the faults) to it.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let server = rt
+            .block_on(async {
+                let listener = server::bind("127.0.0.1:0").await?;
+                let secrets = server::Secrets {
+                    motor_webhook_secret: Some(DEV_WEBHOOK_SECRET.into()),
+                    ..Default::default()
+                };
+                let state = server::AppState::new(config.clone(), templates.clone(), db.to_path_buf(), secrets)?;
+                let mut rx = stop_rx;
+                server::spawn(state, listener, async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                })
+            })
+            .map_err(|e| BackgroundError::Sim(format!("webhook server: {e}")))?;
         let faults = FaultSpec::parse(DEMO_FAULTS).map_err(|e| BackgroundError::Sim(e.to_string()))?;
+        let webhook = format!("http://{}/webhooks/motor", server.addr);
         let sim = rt
             .block_on(sim::spawn(SimOptions {
                 seed,
                 faults,
+                webhook: Some(webhook),
+                webhook_secret: DEV_WEBHOOK_SECRET.as_bytes().to_vec(),
                 ..SimOptions::default()
             }))
             .map_err(|e| BackgroundError::Sim(e.to_string()))?;
@@ -101,6 +132,7 @@ impl Background {
             rt,
             services: Some(services),
             sim: Some(sim),
+            server: Some((server, stop_tx)),
             channel,
             settings,
         })
@@ -119,6 +151,10 @@ impl Background {
         };
         if let Some(sim) = self.sim.take() {
             self.rt.block_on(sim.shutdown());
+        }
+        if let Some((server, stop)) = self.server.take() {
+            let _ = stop.send(true);
+            let _ = self.rt.block_on(server.wait());
         }
         Ok(report)
     }
