@@ -148,6 +148,10 @@ pub struct Strings {
     pub ref_commitment_cancelled: &'static str,
     pub ref_expired: &'static str,
     pub ref_not_appointment: &'static str,
+    pub ref_no_lookup: &'static str,
+    pub ref_channel_unsure: &'static str,
+    pub ref_channel_no_record: &'static str,
+    pub ref_channel_unavailable: &'static str,
     /// `(code, label)` for intention states and row kinds.
     pub states: &'static [(&'static str, &'static str)],
     /// `(code, label)` for closure reasons.
@@ -286,6 +290,10 @@ pub static ES: Strings = Strings {
     ref_commitment_cancelled: "el compromiso fue cancelado",
     ref_expired: "la vigencia del mensaje terminó",
     ref_not_appointment: "el contacto manual aplica solo a citas",
+    ref_no_lookup: "este canal no permite consultar el mensaje; su webhook de estado lo resolverá",
+    ref_channel_unsure: "el canal tampoco lo sabe aún (ambiguo); lo informará",
+    ref_channel_no_record: "el canal no tiene registro del mensaje: nunca llegó",
+    ref_channel_unavailable: "no se pudo consultar al canal: {detail}",
     states: &[
         ("planned", "planificada"),
         ("dispatching", "despachando"),
@@ -445,6 +453,10 @@ pub static EN: Strings = Strings {
     ref_commitment_cancelled: "the commitment was cancelled",
     ref_expired: "the message's validity has ended",
     ref_not_appointment: "manual contact applies to appointments only",
+    ref_no_lookup: "this channel cannot be asked about a message; its status webhook will settle it",
+    ref_channel_unsure: "the channel does not know yet either (ambiguous); it will report",
+    ref_channel_no_record: "the channel has no record of the message: it never arrived",
+    ref_channel_unavailable: "the channel could not be asked: {detail}",
     states: &[
         ("planned", "planned"),
         ("dispatching", "dispatching"),
@@ -548,6 +560,10 @@ impl Strings {
             Refusal::CommitmentCancelled => self.ref_commitment_cancelled.into(),
             Refusal::Expired => self.ref_expired.into(),
             Refusal::NotAnAppointment => self.ref_not_appointment.into(),
+            Refusal::NoLookup => self.ref_no_lookup.into(),
+            Refusal::ChannelUnsure => self.ref_channel_unsure.into(),
+            Refusal::ChannelNoRecord => self.ref_channel_no_record.into(),
+            Refusal::ChannelUnavailable { detail } => fill(self.ref_channel_unavailable, &[("detail", detail)]),
         }
     }
 }

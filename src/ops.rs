@@ -13,7 +13,9 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
+use crate::channel::LookupOutcome;
 use crate::config::Role;
+use crate::dispatch::request::evidence_for;
 use crate::domain::event::{BookingEvent, EventType};
 use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::{IntentionKey, KeyError};
@@ -111,6 +113,15 @@ pub enum Refusal {
     Expired,
     /// Manual contact applies to appointments only.
     NotAnAppointment,
+    /// The channel cannot be asked about a message (Cloud API): its status
+    /// webhook will settle it.
+    NoLookup,
+    /// The channel itself does not know yet (engine "ambiguous").
+    ChannelUnsure,
+    /// The channel has no record of the message: it never arrived.
+    ChannelNoRecord,
+    /// The channel could not be asked right now.
+    ChannelUnavailable { detail: String },
 }
 
 impl std::fmt::Display for Refusal {
@@ -135,6 +146,10 @@ impl std::fmt::Display for Refusal {
             Refusal::CommitmentCancelled => write!(f, "the commitment was cancelled"),
             Refusal::Expired => write!(f, "the message's validity has ended"),
             Refusal::NotAnAppointment => write!(f, "manual contact applies to appointments only"),
+            Refusal::NoLookup => write!(f, "the channel cannot be asked; its status webhook will settle it"),
+            Refusal::ChannelUnsure => write!(f, "the channel itself does not know yet (ambiguous); it will report"),
+            Refusal::ChannelNoRecord => write!(f, "the channel has no record of the message: it never arrived"),
+            Refusal::ChannelUnavailable { detail } => write!(f, "the channel could not be asked: {detail}"),
         }
     }
 }
@@ -571,6 +586,71 @@ pub fn manual_contact(
         reason,
         outcome,
         true,
+        now,
+    )
+}
+
+/// Verification through the channel: the answer of a lookup made by the
+/// caller (outside any transaction) is recorded as evidence with cause
+/// `operator`. What the channel cannot prove is a refusal, explained.
+pub fn verify_with_channel(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    intention_id: i64,
+    lookup: Option<&LookupOutcome>,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    check(actor, OpKind::Verify, reason)?;
+    let row = tx.intention(intention_id)?;
+    let outcome = match lookup {
+        None => OpOutcome::Refused(Refusal::NoLookup),
+        Some(LookupOutcome::NotFound) => OpOutcome::Refused(Refusal::ChannelNoRecord),
+        Some(LookupOutcome::Unavailable { detail }) => {
+            OpOutcome::Refused(Refusal::ChannelUnavailable { detail: detail.clone() })
+        }
+        Some(LookupOutcome::Found { command_id, state, .. }) => match evidence_for(*state) {
+            None => OpOutcome::Refused(Refusal::ChannelUnsure),
+            Some(signal) => {
+                let evidence = format!("channel_lookup:{}", command_id.as_deref().unwrap_or("-"));
+                let note = note_text(actor, reason);
+                let r = tx.signal(
+                    row.id,
+                    signal,
+                    &Entry {
+                        signal: signal.name(),
+                        cause: Cause::Operator,
+                        evidence: Some(&evidence),
+                        note: Some(&note),
+                        commitment_version: Some(row.commitment_version),
+                    },
+                    now,
+                )?;
+                match r.transition {
+                    Transition::Move(to) => OpOutcome::Done {
+                        state: Some(to),
+                        new_intention: None,
+                        closed: 0,
+                    },
+                    Transition::Record(_) => OpOutcome::Recorded { state: r.from },
+                    Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
+                        state: r.from,
+                        reason: row.state_reason.clone(),
+                    }),
+                }
+            }
+        },
+    };
+    let note_history = matches!(outcome, OpOutcome::Refused(_));
+    finish(
+        tx,
+        actor,
+        OpKind::Verify,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        outcome,
+        note_history,
         now,
     )
 }

@@ -80,13 +80,21 @@ pub struct Form {
     pub op: OpKind,
     pub target: Target,
     pub reason: String,
-    /// Verify only: index into [`VERIFY_OUTCOMES`].
+    /// Verify only: index into [`App::verify_choices`].
     pub outcome: usize,
     pub error: Option<&'static str>,
 }
 
 /// Manual verification outcomes offered by the form.
 pub const VERIFY_OUTCOMES: [VerifyOutcome; 2] = [VerifyOutcome::Received, VerifyOutcome::NotReceived];
+
+/// What a verification records: a person's evidence, or the channel's
+/// answer to a lookup made now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyChoice {
+    Manual(VerifyOutcome),
+    Channel,
+}
 
 /// The second step: exactly what will happen, waiting for `s`.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,6 +149,8 @@ pub struct ReprocessView {
 
 /// The whole console state.
 pub struct App {
+    /// A channel is configured: verification can ask it.
+    pub channel_verify: bool,
     pub reprocess: ReprocessView,
     pub t: &'static Strings,
     pub operator: String,
@@ -176,6 +186,7 @@ pub struct App {
 impl App {
     pub fn new(t: &'static Strings, operator: &str, access: Access, tz: Tz, now: DateTime<Utc>) -> App {
         App {
+            channel_verify: false,
             reprocess: ReprocessView {
                 states: vec![IntentionState::Planned, IntentionState::Uncertain],
                 ..ReprocessView::default()
@@ -213,6 +224,23 @@ impl App {
 
     pub fn role(&self) -> Role {
         self.access.role
+    }
+
+    /// The verification outcomes the form offers (the channel lookup only
+    /// when a channel is configured).
+    pub fn verify_choices(&self) -> Vec<VerifyChoice> {
+        let mut v: Vec<VerifyChoice> = VERIFY_OUTCOMES.iter().map(|o| VerifyChoice::Manual(*o)).collect();
+        if self.channel_verify {
+            v.push(VerifyChoice::Channel);
+        }
+        v
+    }
+
+    pub fn choice_label(&self, c: VerifyChoice) -> &'static str {
+        match c {
+            VerifyChoice::Manual(o) => self.t.outcome(o),
+            VerifyChoice::Channel => self.t.outcome_channel,
+        }
     }
 
     /// The requests that (re)load the current screen, plus the status line.
@@ -774,7 +802,9 @@ impl App {
             Action::Backspace => {
                 form.reason.pop();
             }
-            Action::NextField if form.op == OpKind::Verify => form.outcome = (form.outcome + 1) % VERIFY_OUTCOMES.len(),
+            Action::NextField if form.op == OpKind::Verify => {
+                form.outcome = (form.outcome + 1) % if self.channel_verify { 3 } else { 2 }
+            }
             Action::Abort => {
                 self.form = None;
                 self.mode = Mode::Normal;
@@ -804,7 +834,9 @@ impl App {
         let key = target.key.clone().unwrap_or_default();
         let state = target.state.as_deref().map(|s| t.state(s)).unwrap_or("");
         let reason = f.reason.trim().to_string();
-        let outcome = VERIFY_OUTCOMES[f.outcome % VERIFY_OUTCOMES.len()];
+        let choices = self.verify_choices();
+        let choice = choices[f.outcome % choices.len()];
+        let outcome_label = self.choice_label(choice);
         let vals = [
             ("id", id.as_str()),
             ("key", key.as_str()),
@@ -812,15 +844,18 @@ impl App {
             ("reason", reason.as_str()),
             ("operator", self.operator.as_str()),
             ("commitment", target.commitment_ref.as_str()),
-            ("outcome", t.outcome(outcome)),
+            ("outcome", outcome_label),
         ];
         let iid = target.intention_id.unwrap_or_default();
         let (op, scope) = match f.op {
             OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
             OpKind::Verify => (
-                PendingOp::Verify {
-                    intention_id: iid,
-                    outcome,
+                match choice {
+                    VerifyChoice::Manual(outcome) => PendingOp::Verify {
+                        intention_id: iid,
+                        outcome,
+                    },
+                    VerifyChoice::Channel => PendingOp::VerifyChannel { intention_id: iid },
                 },
                 fill(t.scope_verify, &vals),
             ),

@@ -59,6 +59,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     let (resp_tx, resp_rx) = mpsc::channel();
     let tz = opts.config.tz();
     let t = crate::i18n::strings(opts.config.language);
+    let channel_configured = opts.channel.is_some();
     let worker = worker::spawn(
         store,
         WorkerCtx {
@@ -84,6 +85,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
         Utc::now(),
     );
     app.dispatcher.running = opts.dispatcher_running;
+    app.channel_verify = channel_configured;
     app.dispatcher.last_error = opts.dispatcher_error.clone();
     let mut terminal = ratatui::try_init()?;
     let result = (|| -> Result<(), ConsoleError> {

@@ -9,7 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
 
-use super::app::{App, FlashKind, VERIFY_OUTCOMES, age};
+use super::app::{App, FlashKind, age};
 use super::keys::{Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
@@ -622,14 +622,15 @@ fn draw_form(f: &mut Frame<'_>, app: &App) {
         )),
     ];
     if form.op == OpKind::Verify {
-        let options = VERIFY_OUTCOMES
-            .iter()
+        let options = app
+            .verify_choices()
+            .into_iter()
             .enumerate()
-            .map(|(i, o)| {
+            .map(|(i, c)| {
                 if i == form.outcome {
-                    format!("[{}]", t.outcome(*o))
+                    format!("[{}]", app.choice_label(c))
                 } else {
-                    format!(" {} ", t.outcome(*o))
+                    format!(" {} ", app.choice_label(c))
                 }
             })
             .collect::<Vec<_>>()

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::channel::Channel;
+use crate::channel::{Channel, LookupOutcome};
 use crate::config::{Config, Role};
 use crate::dispatch::{Db, Settings, reprocess};
 use crate::domain::state::IntentionState;
@@ -44,6 +44,10 @@ pub enum PendingOp {
         day: String,
         states: Vec<IntentionState>,
     },
+    /// Verify by asking the channel now.
+    VerifyChannel {
+        intention_id: i64,
+    },
 }
 
 impl PendingOp {
@@ -54,6 +58,7 @@ impl PendingOp {
             PendingOp::Resend { .. } => OpKind::AuthorizeResend,
             PendingOp::ManualContact { .. } => OpKind::ManualContact,
             PendingOp::Reprocess { .. } => OpKind::Reprocess,
+            PendingOp::VerifyChannel { .. } => OpKind::Verify,
         }
     }
 }
@@ -258,6 +263,15 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 tz: ctx.config.tz(),
             };
             let tz = ctx.config.tz();
+            // A verification through the channel asks it first, outside any
+            // transaction (a slow channel must not hold the write lock).
+            let lookup = match &op {
+                PendingOp::VerifyChannel { intention_id } => match channel_lookup(store, ctx, *intention_id, now) {
+                    Ok(l) => l,
+                    Err(e) => return Response::Op(Err(e)),
+                },
+                _ => None,
+            };
             let r = store.write(|tx| match op {
                 PendingOp::Cancel { intention_id } => ops::cancel(tx, &actor, intention_id, &reason, now),
                 PendingOp::Verify { intention_id, outcome } => {
@@ -268,6 +282,9 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                     commitment_id,
                     intention_id,
                 } => ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now),
+                PendingOp::VerifyChannel { intention_id } => {
+                    ops::verify_with_channel(tx, &actor, intention_id, lookup.as_ref(), &reason, now)
+                }
                 // The app sends reprocessing as its own request; never here.
                 PendingOp::Reprocess { .. } => Err(ops::OpsError::NotAllowed {
                     role: role.as_str(),
@@ -277,6 +294,33 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             Response::Op(r.map_err(|e| e.to_string()))
         }
     }
+}
+
+/// Asks the channel where the intention's command is. `None` when the
+/// channel cannot be asked (no lookup capability).
+fn channel_lookup(
+    store: &mut Store,
+    ctx: &WorkerCtx,
+    intention_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<LookupOutcome>, String> {
+    let channel = ctx
+        .reprocess
+        .as_ref()
+        .and_then(|r| r.channel.clone())
+        .ok_or_else(|| "no channel configured".to_string())?;
+    if !channel.capabilities().command_lookup {
+        return Ok(None);
+    }
+    let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
+    let req = crate::dispatch::request::send_request(&row, None, now);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(Some(
+        rt.block_on(channel.lookup(&req, row.provider_command_id.as_deref())),
+    ))
 }
 
 /// Starts the worker thread. It stops when the request channel closes.
