@@ -323,3 +323,65 @@ fn read_only_and_role_refusals_never_reach_the_database() {
     assert!(reqs.is_empty());
     assert!(actions(&mut fx).is_empty());
 }
+
+#[test]
+fn a_reschedule_request_is_an_attention_row_for_a_call_not_for_message_actions() {
+    let mut fx = clinic(40);
+    let mut app = fx.app("recepcion", Role::FrontDesk);
+    let reqs = app.load();
+    fx.run(&mut app, reqs);
+    let idx = app
+        .attention
+        .rows
+        .iter()
+        .position(|r| r.kind == unavez::store::RowKind::RescheduleRequest)
+        .expect("the reschedule request is listed");
+    assert_eq!(app.attention.rows[idx].commitment_ref, "cita-1012");
+    for _ in 0..idx {
+        fx.act(&mut app, Action::Down);
+    }
+    // No intention under the cursor: cancel asks for a row with one.
+    fx.act(&mut app, Action::Op(OpKind::Cancel));
+    assert_eq!(app.mode, Mode::Normal);
+    // Manual contact applies to the appointment.
+    fill_form(&mut fx, &mut app, OpKind::ManualContact, "la llamé y reprogramamos");
+    fx.act(&mut app, Action::Confirm);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
+}
+
+#[test]
+fn filter_page_and_back() {
+    let mut fx = clinic(60);
+    let mut app = fx.app("recepcion", Role::FrontDesk);
+    app.page_size = 5;
+    let reqs = app.load();
+    fx.run(&mut app, reqs);
+    let total = app.attention.total;
+    assert!(total > 5);
+    fx.act(&mut app, Action::PageDown);
+    assert_eq!(app.attention.offset, 5);
+    fx.act(&mut app, Action::PageUp);
+    assert_eq!(app.attention.offset, 0);
+    fx.act(&mut app, Action::PageUp);
+    assert_eq!(app.attention.offset, 0);
+
+    fx.act(&mut app, Action::OpenFilter);
+    assert_eq!(app.mode, Mode::Filter);
+    fx.type_text(&mut app, "cita-1004");
+    fx.act(&mut app, Action::Submit);
+    assert_eq!(app.filter, "cita-1004");
+    assert!(app.attention.total >= 1 && app.attention.rows.iter().all(|r| r.commitment_ref == "cita-1004"));
+    // esc clears the filter first, then goes back.
+    fx.act(&mut app, Action::Back);
+    assert!(app.filter.is_empty());
+    assert_eq!(app.attention.total, total);
+
+    fx.act(&mut app, Action::OpenCommand);
+    fx.type_text(&mut app, "volar");
+    fx.act(&mut app, Action::Submit);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
+    fx.act(&mut app, Action::OpenCommand);
+    fx.type_text(&mut app, "q");
+    fx.act(&mut app, Action::Submit);
+    assert!(app.quit);
+}

@@ -44,6 +44,18 @@ pub fn clinic(appointments: usize) -> Fixture {
         demo::seed_clinic(&mut store, &planner, now(), DemoOptions { appointments, seed: 7 }).unwrap();
     }
     demo::showcase_outcomes(&mut store, now()).unwrap();
+    // A customer replied REPROGRAMAR: the request lands in Atención.
+    store
+        .write(|tx| match tx.commitment("cita-1012")? {
+            Some(c) => tx.request_reschedule(
+                c.id,
+                "REPROGRAMAR",
+                "fixture-inbound-1",
+                now() - chrono::Duration::minutes(10),
+            ),
+            None => Ok(()),
+        })
+        .unwrap();
     Fixture {
         dir,
         db,

@@ -362,7 +362,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         Constraint::Length(11),
         Constraint::Length(10),
         Constraint::Length(15),
-        Constraint::Length(20),
+        Constraint::Length(22),
         Constraint::Fill(1),
     ];
     let table = Table::new(rows, widths)
