@@ -385,3 +385,17 @@ fn filter_page_and_back() {
     fx.act(&mut app, Action::Submit);
     assert!(app.quit);
 }
+
+#[test]
+fn a_dispatcher_that_could_not_start_keeps_its_reason_in_the_header() {
+    let mut fx = clinic(10);
+    let mut app = fx.app("recepcion", Role::FrontDesk);
+    app.dispatcher.running = Some(false);
+    app.dispatcher.last_error = Some("channel: UNAVEZ_MOTOR_API_KEY is not set".into());
+    let reqs = app.load();
+    fx.run(&mut app, reqs);
+    assert_eq!(app.dispatcher.last_error.as_deref(), Some("channel: UNAVEZ_MOTOR_API_KEY is not set"));
+    assert!(app.dispatcher.queue.is_some());
+    let screen = tui_support::render(&app, 100, 30);
+    assert!(screen.contains("despachador: detenido"), "{screen}");
+}

@@ -252,7 +252,7 @@ impl App {
             Response::Status { queue, last_error } => {
                 self.dispatcher.queue = queue;
                 // A start-up error (channel unavailable) stays until restart.
-                if self.dispatcher.running.is_some() {
+                if self.dispatcher.running == Some(true) {
                     self.dispatcher.last_error = last_error;
                 }
             }
