@@ -9,6 +9,7 @@
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
+mod console;
 mod dispatch;
 mod inbound;
 mod intents;
@@ -19,6 +20,7 @@ mod queries;
 mod uncertain;
 mod webhooks;
 
+pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
 pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
 pub use uncertain::UncertainItem;
 pub use intents::Entry;
