@@ -309,6 +309,14 @@ impl App {
         } else {
             OpKind::PauseDispatch
         };
+        // The key is already hidden and refused for these; this guards
+        // callers that build the action directly.
+        if self.access.read_only {
+            return self.on_action(Action::ReadOnly);
+        }
+        if !allowed(self.role(), op) {
+            return self.on_action(Action::Refused(op));
+        }
         let target = Target {
             intention_id: None,
             key: None,
