@@ -45,7 +45,9 @@ fn a_paused_dispatcher_claims_nothing_until_resumed_and_then_notifies() {
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(sim.stats().requests, 0);
     assert!(
-        env.intentions().iter().all(|i| i.attempt_count == 0 && i.state == IntentionState::Planned),
+        env.intentions()
+            .iter()
+            .all(|i| i.attempt_count == 0 && i.state == IntentionState::Planned),
         "{:?}",
         env.state_counts()
     );
@@ -106,9 +108,17 @@ fn pausing_mid_run_lets_the_send_in_flight_finish_and_takes_no_more() {
     // The send in flight is answered and recorded, not abandoned.
     assert!(wait_until(Duration::from_secs(20), || dispatching() == 0));
     let rows = env.intentions();
-    assert!(rows.iter().all(|i| i.state != IntentionState::Uncertain), "{:?}", env.state_counts());
+    assert!(
+        rows.iter().all(|i| i.state != IntentionState::Uncertain),
+        "{:?}",
+        env.state_counts()
+    );
     let sent = rows.iter().filter(|i| i.attempt_count > 0).count();
-    assert!(rows.iter().any(|i| i.state == IntentionState::Planned), "{:?}", env.state_counts());
+    assert!(
+        rows.iter().any(|i| i.state == IntentionState::Planned),
+        "{:?}",
+        env.state_counts()
+    );
     std::thread::sleep(Duration::from_millis(1500));
     let after = env.intentions().iter().filter(|i| i.attempt_count > 0).count();
     assert_eq!(after, sent, "no claims while paused: {:?}", env.state_counts());

@@ -73,7 +73,15 @@ pub async fn dispatch_once(
 ) -> Result<(DispatchReport, super::ReconcileReport)> {
     let (_tx, rx) = watch::channel(false);
     let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
-    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::Once, Control::new()).await?;
+    let report = dispatch_loop(
+        db.clone(),
+        settings.clone(),
+        channel.clone(),
+        rx,
+        Mode::Once,
+        Control::new(),
+    )
+    .await?;
     let more = super::reconcile_once(&db, &settings, &channel, None).await?;
     rec.merge(&more);
     Ok((report, rec))
@@ -89,7 +97,15 @@ pub async fn dispatch_until_idle(
 ) -> Result<(DispatchReport, super::ReconcileReport)> {
     let (_tx, rx) = watch::channel(false);
     let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
-    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::UntilIdle, Control::new()).await?;
+    let report = dispatch_loop(
+        db.clone(),
+        settings.clone(),
+        channel.clone(),
+        rx,
+        Mode::UntilIdle,
+        Control::new(),
+    )
+    .await?;
     let more = super::reconcile_once(&db, &settings, &channel, None).await?;
     rec.merge(&more);
     Ok((report, rec))

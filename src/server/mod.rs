@@ -323,8 +323,8 @@ pub fn spawn(
     spawn_notifying(state, listener, shutdown, None)
 }
 
-/// [`spawn`], bumping `activity` after every successful request (an
-/// embedding console refreshes on it instead of waiting for its tick).
+/// [`spawn`], bumping `activity` after every accepted POST (an embedding
+/// console refreshes on it instead of waiting for its tick).
 pub fn spawn_notifying(
     state: AppState,
     listener: TcpListener,
@@ -340,12 +340,21 @@ pub fn spawn_notifying(
     tokio::spawn(sweep_loop(state.clone(), stop_rx.clone()));
     let mut app = router(state);
     if let Some(activity) = activity {
-        app = app.layer(axum::middleware::map_response(move |res: axum::response::Response| {
-            if res.status().is_success() {
-                activity.bump();
-            }
-            std::future::ready(res)
-        }));
+        // Only accepted POSTs write to the ledger; scrapes and health
+        // checks must not wake the console.
+        app = app.layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let activity = activity.clone();
+                async move {
+                    let post = req.method() == axum::http::Method::POST;
+                    let res = next.run(req).await;
+                    if post && res.status().is_success() {
+                        activity.bump();
+                    }
+                    res
+                }
+            },
+        ));
     }
     let mut rx = stop_rx;
     let join = tokio::spawn(async move {

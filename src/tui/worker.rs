@@ -281,7 +281,14 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             };
             let tz = ctx.config.tz();
             if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
-                return Response::Op(switch_dispatch(store, ctx, &actor, op == PendingOp::PauseDispatch, &reason, now));
+                return Response::Op(switch_dispatch(
+                    store,
+                    ctx,
+                    &actor,
+                    op == PendingOp::PauseDispatch,
+                    &reason,
+                    now,
+                ));
             }
             // A verification through the channel asks it first, outside any
             // transaction (a slow channel must not hold the write lock).
