@@ -14,9 +14,17 @@ pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: {message}")]
-    Parse { path: PathBuf, line: usize, message: String },
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     #[error("{path}: {field}: {message}")]
-    Invalid { path: PathBuf, field: String, message: String },
+    Invalid {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
     #[error("environment variable {var} (named by {field}) is not set")]
     MissingSecret { var: String, field: String },
 }
@@ -62,9 +70,18 @@ impl Default for Config {
             server: ServerConfig::default(),
             inbound: InboundConfig::default(),
             operators: vec![
-                Operator { name: "recepcion".into(), role: Role::FrontDesk },
-                Operator { name: "supervisora".into(), role: Role::Supervisor },
-                Operator { name: "tecnico".into(), role: Role::Technician },
+                Operator {
+                    name: "recepcion".into(),
+                    role: Role::FrontDesk,
+                },
+                Operator {
+                    name: "supervisora".into(),
+                    role: Role::Supervisor,
+                },
+                Operator {
+                    name: "tecnico".into(),
+                    role: Role::Technician,
+                },
             ],
         }
     }
@@ -116,7 +133,10 @@ impl Default for Policy {
             cancellation_notice: true,
             horizon_hours: 72,
             daily_cap_per_recipient: 8,
-            quiet_hours: Some(QuietHours { start: "21:00".into(), end: "07:00".into() }),
+            quiet_hours: Some(QuietHours {
+                start: "21:00".into(),
+                end: "07:00".into(),
+            }),
             max_attempts: 6,
             backoff_seconds: vec![2, 10, 30, 120, 600],
             lease_seconds: 60,
@@ -167,7 +187,11 @@ pub struct ChannelConfig {
 
 impl Default for ChannelConfig {
     fn default() -> Self {
-        ChannelConfig { kind: ChannelKind::Motor, motor: MotorConfig::default(), cloud: CloudConfig::default() }
+        ChannelConfig {
+            kind: ChannelKind::Motor,
+            motor: MotorConfig::default(),
+            cloud: CloudConfig::default(),
+        }
     }
 }
 
@@ -240,7 +264,13 @@ pub struct DispatcherConfig {
 
 impl Default for DispatcherConfig {
     fn default() -> Self {
-        DispatcherConfig { embedded: true, batch_size: 64, concurrency: 16, poll_ms: 500, shutdown_grace_ms: 5_000 }
+        DispatcherConfig {
+            embedded: true,
+            batch_size: 64,
+            concurrency: 16,
+            poll_ms: 500,
+            shutdown_grace_ms: 5_000,
+        }
     }
 }
 
@@ -320,15 +350,24 @@ pub struct Operator {
 impl Config {
     /// Reads and validates a config file; errors name the file and line.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::parse(&text, path)
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let cfg: Config = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(0);
-            ConfigError::Parse { path: path.to_path_buf(), line, message: e.message().to_string() }
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+                .unwrap_or(0);
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                line,
+                message: e.message().to_string(),
+            }
         })?;
         cfg.validate(path)?;
         Ok(cfg)
@@ -346,7 +385,10 @@ impl Config {
         if let Some(q) = &self.policy.quiet_hours
             && q.minutes().is_none()
         {
-            return Err(invalid("policy.quiet_hours", format!("expected HH:MM, got {:?} – {:?}", q.start, q.end)));
+            return Err(invalid(
+                "policy.quiet_hours",
+                format!("expected HH:MM, got {:?} – {:?}", q.start, q.end),
+            ));
         }
         if self.policy.max_attempts == 0 {
             return Err(invalid("policy.max_attempts", "must be at least 1".into()));
@@ -355,7 +397,10 @@ impl Config {
             return Err(invalid("policy.backoff_seconds", "needs at least one value".into()));
         }
         if self.dispatcher.concurrency == 0 || self.dispatcher.batch_size == 0 {
-            return Err(invalid("dispatcher", "concurrency and batch_size must be at least 1".into()));
+            return Err(invalid(
+                "dispatcher",
+                "concurrency and batch_size must be at least 1".into(),
+            ));
         }
         Ok(())
     }
@@ -375,7 +420,10 @@ pub fn secret_from_env(var: &str, field: &str) -> Result<String, ConfigError> {
     std::env::var(var)
         .ok()
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| ConfigError::MissingSecret { var: var.to_string(), field: field.to_string() })
+        .ok_or_else(|| ConfigError::MissingSecret {
+            var: var.to_string(),
+            field: field.to_string(),
+        })
 }
 
 #[cfg(test)]
@@ -392,13 +440,19 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_field() {
-        let e = Config::parse("timezone = \"America/Lima\"\n[policy]\nmax_attempts = \"x\"\n", Path::new("c.toml"))
-            .unwrap_err();
+        let e = Config::parse(
+            "timezone = \"America/Lima\"\n[policy]\nmax_attempts = \"x\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("c.toml:3:"), "{e}");
         let e = Config::parse("timezone = \"Mars/Olympus\"\n", Path::new("c.toml")).unwrap_err();
         assert!(e.to_string().contains("timezone"), "{e}");
-        let e = Config::parse("[policy]\nquiet_hours = { start = \"25:00\", end = \"07:00\" }\n", Path::new("c.toml"))
-            .unwrap_err();
+        let e = Config::parse(
+            "[policy]\nquiet_hours = { start = \"25:00\", end = \"07:00\" }\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("quiet_hours"), "{e}");
         let e = Config::parse("colour = 1\n", Path::new("c.toml")).unwrap_err();
         assert!(e.to_string().contains("colour"), "{e}");

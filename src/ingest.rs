@@ -47,9 +47,12 @@ pub fn ingest(
     now: DateTime<Utc>,
 ) -> Result<Outcome, IngestError> {
     let payload = serde_json::to_string(ev).map_err(|e| IngestError::Rejected(e.to_string()))?;
-    let Some(log_id) = tx.record_commitment_event(&ev.event_id, &ev.reference, ev.kind.as_str(), source, &payload, now)?
+    let Some(log_id) =
+        tx.record_commitment_event(&ev.event_id, &ev.reference, ev.kind.as_str(), source, &payload, now)?
     else {
-        return Ok(Outcome::Duplicate { event_id: ev.event_id.clone() });
+        return Ok(Outcome::Duplicate {
+            event_id: ev.event_id.clone(),
+        });
     };
     let current = tx.commitment(&ev.reference)?;
     let before = current.as_ref().map(|c| c.commitment.version);
@@ -64,7 +67,10 @@ pub fn ingest(
                 planned: vec![],
                 already_present: 0,
                 closed: 0,
-                notes: vec![format!("version {:?} is older than the stored {current_version}: recorded only", ev.version)],
+                notes: vec![format!(
+                    "version {:?} is older than the stored {current_version}: recorded only",
+                    ev.version
+                )],
             });
         }
         Effect::Applied { after, kind, .. } => (after, kind),
@@ -74,7 +80,11 @@ pub fn ingest(
         None => None,
     };
     let commitment_id = tx.save_commitment(&after, contact_id, now)?;
-    let effect = if kind == Change::NoChange { EventEffect::NoChange } else { EventEffect::Applied };
+    let effect = if kind == Change::NoChange {
+        EventEffect::NoChange
+    } else {
+        EventEffect::Applied
+    };
     tx.set_event_effect(log_id, effect, before, Some(after.version))?;
 
     let plan = planner.plan(&after, kind, ev, now)?;

@@ -55,16 +55,33 @@ pub struct Planner<'a> {
 impl Planner<'_> {
     /// Plans the messages for `after`, the commitment as it is now, given
     /// the kind of change the event made.
-    pub fn plan(&self, after: &Commitment, change: Change, ev: &BookingEvent, now: DateTime<Utc>) -> Result<Plan, PlanError> {
+    pub fn plan(
+        &self,
+        after: &Commitment,
+        change: Change,
+        ev: &BookingEvent,
+        now: DateTime<Utc>,
+    ) -> Result<Plan, PlanError> {
         let mut plan = Plan::default();
         match change {
             Change::Created | Change::Rescheduled | Change::Moved if after.kind == CommitmentKind::Appointment => {
-                plan.closures.push(Closure::OlderThan { version: after.version, reason: CancelReason::Superseded });
+                plan.closures.push(Closure::OlderThan {
+                    version: after.version,
+                    reason: CancelReason::Superseded,
+                });
                 if !self.fresh(ev, now, &mut plan) || !self.ahead(after, now, &mut plan) {
                     return Ok(plan);
                 }
-                let first = if change == Change::Created { Purpose::Booking } else { Purpose::Update };
-                let wanted = if change == Change::Created { self.policy.booking_notice } else { self.policy.update_notice };
+                let first = if change == Change::Created {
+                    Purpose::Booking
+                } else {
+                    Purpose::Update
+                };
+                let wanted = if change == Change::Created {
+                    self.policy.booking_notice
+                } else {
+                    self.policy.update_notice
+                };
                 if wanted {
                     plan.intentions.push(self.appointment(after, first, now)?);
                 }
@@ -73,21 +90,32 @@ impl Planner<'_> {
                     // A reminder whose moment already passed is covered by the
                     // booking or update notice sent now.
                     if due.is_some_and(|d| d > now) {
-                        plan.intentions.push(self.appointment(after, Purpose::Reminder { minutes }, now)?);
+                        plan.intentions
+                            .push(self.appointment(after, Purpose::Reminder { minutes }, now)?);
                     }
                 }
             }
             Change::Cancelled => {
-                plan.closures.push(Closure::AllPlanned { reason: CancelReason::CommitmentCancelled });
-                if self.policy.cancellation_notice && self.fresh(ev, now, &mut plan) && self.ahead(after, now, &mut plan) {
-                    plan.intentions.push(self.appointment(after, Purpose::Cancellation, now)?);
+                plan.closures.push(Closure::AllPlanned {
+                    reason: CancelReason::CommitmentCancelled,
+                });
+                if self.policy.cancellation_notice
+                    && self.fresh(ev, now, &mut plan)
+                    && self.ahead(after, now, &mut plan)
+                {
+                    plan.intentions
+                        .push(self.appointment(after, Purpose::Cancellation, now)?);
                 }
             }
             Change::Confirmed => {
-                plan.closures.push(Closure::ConfirmReminders { reason: CancelReason::AlreadyConfirmed });
+                plan.closures.push(Closure::ConfirmReminders {
+                    reason: CancelReason::AlreadyConfirmed,
+                });
             }
             Change::ManualContact => {
-                plan.closures.push(Closure::Reminders { reason: CancelReason::ManualContact });
+                plan.closures.push(Closure::Reminders {
+                    reason: CancelReason::ManualContact,
+                });
             }
             Change::Created | Change::OrderState if after.kind == CommitmentKind::Order => {
                 if self.fresh(ev, now, &mut plan) {
@@ -105,7 +133,10 @@ impl Planner<'_> {
         let horizon = Duration::hours(self.policy.horizon_hours.into());
         match ev.occurred_at {
             Some(t) if t.with_timezone(&Utc) < now - horizon => {
-                plan.notes.push(format!("event older than the {} h horizon: no messages", self.policy.horizon_hours));
+                plan.notes.push(format!(
+                    "event older than the {} h horizon: no messages",
+                    self.policy.horizon_hours
+                ));
                 false
             }
             _ => true,
@@ -131,7 +162,10 @@ impl Planner<'_> {
             p => p.slug(),
         };
         let due = match &purpose {
-            Purpose::Reminder { minutes } => c.starts_at.map(|s| s - Duration::minutes((*minutes).into())).unwrap_or(now),
+            Purpose::Reminder { minutes } => c
+                .starts_at
+                .map(|s| s - Duration::minutes((*minutes).into()))
+                .unwrap_or(now),
             _ => now,
         };
         let params = vec![
@@ -142,14 +176,32 @@ impl Planner<'_> {
             c.location.clone().unwrap_or_default(),
         ];
         let key = IntentionKey::for_commitment(&c.reference, &purpose, c.version)?;
-        self.build(c, key, purpose, &template_purpose, params, due, c.starts_at, asks_confirmation)
+        self.build(
+            c,
+            key,
+            purpose,
+            &template_purpose,
+            params,
+            due,
+            c.starts_at,
+            asks_confirmation,
+        )
     }
 
     fn order(&self, c: &Commitment, now: DateTime<Utc>) -> Result<NewIntention, PlanError> {
         let event = c.status.clone();
         let key = IntentionKey::for_order(&c.reference, &event, c.version, &self.policy.order_channel)?;
         let params = vec![c.name.clone().unwrap_or_default(), c.reference.clone()];
-        self.build(c, key, Purpose::Order { event: event.clone() }, &event, params, now, None, false)
+        self.build(
+            c,
+            key,
+            Purpose::Order { event: event.clone() },
+            &event,
+            params,
+            now,
+            None,
+            false,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -213,7 +265,11 @@ mod tests {
     fn run(before: Option<&Commitment>, e: &BookingEvent) -> (Commitment, Plan) {
         let policy = Policy::default();
         let templates = Templates::embedded();
-        let p = Planner { policy: &policy, templates: &templates, tz: chrono_tz::America::Lima };
+        let p = Planner {
+            policy: &policy,
+            templates: &templates,
+            tz: chrono_tz::America::Lima,
+        };
         match apply(before, e, now()) {
             Effect::Applied { after, kind, .. } => {
                 let plan = p.plan(&after, kind, e, now()).unwrap();
@@ -229,10 +285,17 @@ mod tests {
 
     #[test]
     fn scheduling_plans_a_booking_notice_and_two_reminders() {
-        let (_, plan) = run(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#));
+        let (_, plan) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+        );
         assert_eq!(
             keys(&plan),
-            ["cita-1042:aviso-reserva:v1", "cita-1042:recordatorio-24h:v1", "cita-1042:recordatorio-2h:v1"]
+            [
+                "cita-1042:aviso-reserva:v1",
+                "cita-1042:recordatorio-24h:v1",
+                "cita-1042:recordatorio-2h:v1"
+            ]
         );
         let r24 = &plan.intentions[1];
         assert!(r24.asks_confirmation);
@@ -256,40 +319,89 @@ mod tests {
 
     #[test]
     fn reschedule_plans_an_update_notice_and_supersedes_the_old_version() {
-        let (c, _) = run(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#));
-        let (_, plan) = run(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-03T09:30:00-05:00""#));
+        let (c, _) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+        );
+        let (_, plan) = run(
+            Some(&c),
+            &ev("appointment.rescheduled", r#","starts_at":"2026-12-03T09:30:00-05:00""#),
+        );
         assert_eq!(
             keys(&plan),
-            ["cita-1042:aviso-cambio:v2", "cita-1042:recordatorio-24h:v2", "cita-1042:recordatorio-2h:v2"]
+            [
+                "cita-1042:aviso-cambio:v2",
+                "cita-1042:recordatorio-24h:v2",
+                "cita-1042:recordatorio-2h:v2"
+            ]
         );
-        assert_eq!(plan.closures, [Closure::OlderThan { version: 2, reason: CancelReason::Superseded }]);
+        assert_eq!(
+            plan.closures,
+            [Closure::OlderThan {
+                version: 2,
+                reason: CancelReason::Superseded
+            }]
+        );
     }
 
     #[test]
     fn cancellation_closes_planned_ones_and_notifies() {
-        let (c, _) = run(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#));
+        let (c, _) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+        );
         let (_, plan) = run(Some(&c), &ev("appointment.cancelled", ""));
         assert_eq!(keys(&plan), ["cita-1042:aviso-cancelacion:v2"]);
-        assert_eq!(plan.closures, [Closure::AllPlanned { reason: CancelReason::CommitmentCancelled }]);
+        assert_eq!(
+            plan.closures,
+            [Closure::AllPlanned {
+                reason: CancelReason::CommitmentCancelled
+            }]
+        );
     }
 
     #[test]
     fn confirmation_and_manual_contact_only_close() {
-        let (c, _) = run(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#));
+        let (c, _) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+        );
         let (c, plan) = run(Some(&c), &ev("appointment.confirmed", ""));
         assert!(plan.intentions.is_empty());
-        assert_eq!(plan.closures, [Closure::ConfirmReminders { reason: CancelReason::AlreadyConfirmed }]);
-        let (_, plan) = run(Some(&c), &ev("appointment.manual_contact", r#","operator":"recepcion""#));
+        assert_eq!(
+            plan.closures,
+            [Closure::ConfirmReminders {
+                reason: CancelReason::AlreadyConfirmed
+            }]
+        );
+        let (_, plan) = run(
+            Some(&c),
+            &ev("appointment.manual_contact", r#","operator":"recepcion""#),
+        );
         assert!(plan.intentions.is_empty());
-        assert_eq!(plan.closures, [Closure::Reminders { reason: CancelReason::ManualContact }]);
+        assert_eq!(
+            plan.closures,
+            [Closure::Reminders {
+                reason: CancelReason::ManualContact
+            }]
+        );
     }
 
     #[test]
     fn past_reminders_are_skipped_and_past_appointments_plan_nothing() {
         // Booked 3 hours ahead: the 24 h reminder already passed.
-        let (_, plan) = run(None, &ev("appointment.scheduled", r#","starts_at":"2026-11-29T13:00:00-05:00""#));
-        assert_eq!(keys(&plan), ["cita-1042:aviso-reserva:v1", "cita-1042:recordatorio-2h:v1"]);
-        let (_, plan) = run(None, &ev("appointment.scheduled", r#","starts_at":"2026-11-20T09:30:00-05:00""#));
+        let (_, plan) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-11-29T13:00:00-05:00""#),
+        );
+        assert_eq!(
+            keys(&plan),
+            ["cita-1042:aviso-reserva:v1", "cita-1042:recordatorio-2h:v1"]
+        );
+        let (_, plan) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-11-20T09:30:00-05:00""#),
+        );
         assert!(plan.intentions.is_empty());
         assert!(plan.notes[0].contains("past"));
     }
@@ -321,6 +433,9 @@ mod tests {
         assert!(plan.intentions.is_empty());
         let (_, plan) = run(Some(&o), &mk("order.shipped"));
         assert_eq!(keys(&plan), ["pedido-88:enviado:v2:whatsapp"]);
-        assert_eq!(plan.intentions[0].body, "Hola Luis, tu pedido pedido-88 ya está en camino.");
+        assert_eq!(
+            plan.intentions[0].body,
+            "Hola Luis, tu pedido pedido-88 ya está en camino."
+        );
     }
 }

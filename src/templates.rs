@@ -54,7 +54,11 @@ pub enum TemplateError {
     #[error("{path}:{line}: {message}")]
     Parse { path: String, line: usize, message: String },
     #[error("{path}: template {name:?}: {message}")]
-    Invalid { path: String, name: String, message: String },
+    Invalid {
+        path: String,
+        name: String,
+        message: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -76,21 +80,30 @@ impl Templates {
     }
 
     pub fn load(path: &Path) -> Result<Templates, TemplateError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| TemplateError::Read { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| TemplateError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
         Self::parse(&text, &path.display().to_string())
     }
 
     pub fn parse(text: &str, path: &str) -> Result<Templates, TemplateError> {
         let file: File = toml::from_str(text).map_err(|e| TemplateError::Parse {
             path: path.to_string(),
-            line: e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(0),
+            line: e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+                .unwrap_or(0),
             message: e.message().to_string(),
         })?;
         let mut by_purpose = HashMap::new();
         for t in file.template {
             if t.body.trim().is_empty() {
-                return Err(TemplateError::Invalid { path: path.into(), name: t.name, message: "empty body".into() });
+                return Err(TemplateError::Invalid {
+                    path: path.into(),
+                    name: t.name,
+                    message: "empty body".into(),
+                });
             }
             if by_purpose.contains_key(&t.purpose) {
                 return Err(TemplateError::Invalid {
@@ -118,7 +131,10 @@ impl Template {
         while let Some(start) = rest.find("{{") {
             out.push_str(&rest[..start]);
             let after = &rest[start + 2..];
-            match after.find("}}").and_then(|end| after[..end].trim().parse::<usize>().ok().map(|n| (n, end))) {
+            match after
+                .find("}}")
+                .and_then(|end| after[..end].trim().parse::<usize>().ok().map(|n| (n, end)))
+            {
                 Some((n, end)) => {
                     if let Some(p) = n.checked_sub(1).and_then(|i| params.get(i)) {
                         out.push_str(p);
@@ -138,7 +154,17 @@ impl Template {
 
 const DAYS_ES: [&str; 7] = ["lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"];
 const MONTHS_ES: [&str; 12] = [
-    "enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre", "noviembre",
+    "enero",
+    "febrero",
+    "marzo",
+    "abril",
+    "mayo",
+    "junio",
+    "julio",
+    "agosto",
+    "septiembre",
+    "octubre",
+    "noviembre",
     "diciembre",
 ];
 

@@ -9,9 +9,6 @@
 //! The dispatcher only sees [`Channel`], [`SendRequest`] and [`SendOutcome`];
 //! HTTP details stay in the implementations.
 
-
-
-
 pub mod motor_event;
 
 use async_trait_shim::BoxFuture;
@@ -58,13 +55,26 @@ pub struct SendRequest {
 pub enum SendOutcome {
     /// The channel took the request (202, a 429 carrying the stored command,
     /// a wamid). `state` is the channel's own word for where it is now.
-    Accepted { command_id: Option<String>, message_id: Option<String>, state: ChannelState, http_status: Option<u16> },
+    Accepted {
+        command_id: Option<String>,
+        message_id: Option<String>,
+        state: ChannelState,
+        http_status: Option<u16>,
+    },
     /// Definitive failure; do not retry.
-    Failed { code: String, detail: String, http_status: Option<u16> },
+    Failed {
+        code: String,
+        detail: String,
+        http_status: Option<u16>,
+    },
     /// The request never reached processing (connection refused, 5xx before
     /// processing, a rate limit without a stored command): retry later with
     /// the same key.
-    Retry { detail: String, http_status: Option<u16>, retry_after_secs: Option<u64> },
+    Retry {
+        detail: String,
+        http_status: Option<u16>,
+        retry_after_secs: Option<u64>,
+    },
     /// The request may have been processed and we do not know: timeout or
     /// connection lost after sending, or the engine calls it ambiguous.
     Uncertain { detail: String },
@@ -94,7 +104,12 @@ pub enum ChannelState {
 /// Answer to "what happened to this command?".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum LookupOutcome {
-    Found { command_id: Option<String>, message_id: Option<String>, state: ChannelState, detail: Option<String> },
+    Found {
+        command_id: Option<String>,
+        message_id: Option<String>,
+        state: ChannelState,
+        detail: Option<String>,
+    },
     /// The channel has no record of the key: it never arrived.
     NotFound,
     /// Could not ask (down, timeout): try again later.
@@ -106,9 +121,13 @@ pub enum CancelOutcome {
     /// Withdrawn before going out.
     Cancelled,
     /// Too late: it already went out or finished.
-    TooLate { state: ChannelState },
+    TooLate {
+        state: ChannelState,
+    },
     Unsupported,
-    Unavailable { detail: String },
+    Unavailable {
+        detail: String,
+    },
 }
 
 /// A place to hand intentions to. Implementations must be cheap to clone

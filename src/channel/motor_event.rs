@@ -58,9 +58,13 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 
 /// Constant-time check of a `sha256=<hex>` header value.
 pub fn verify(secret: &[u8], body: &[u8], header: &str) -> bool {
-    let Some(hex_sig) = header.trim().strip_prefix("sha256=") else { return false };
+    let Some(hex_sig) = header.trim().strip_prefix("sha256=") else {
+        return false;
+    };
     let Ok(sig) = hex::decode(hex_sig) else { return false };
-    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(secret) else { return false };
+    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(secret) else {
+        return false;
+    };
     mac.update(body);
     mac.verify_slice(&sig).is_ok()
 }

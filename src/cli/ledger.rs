@@ -81,7 +81,11 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
     let opts = ImportOptions {
         skip_invalid: a.skip_invalid,
         rejects_path: a.rejects.clone(),
-        source: a.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        source: a
+            .file
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
     };
     let report = match import_file(&mut store, &ctx.planner(), &a.file, &opts, Utc::now()) {
         Ok(r) => r,
@@ -103,8 +107,10 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
         println!("  already present   {} (duplicate event ids)", report.duplicates);
         println!("  unchanged         {}", report.unchanged);
         println!("  stale (older version) {}", report.stale);
-        println!("  intentions planned {}, already present {}, closed {}",
-            report.intentions_planned, report.intentions_already_present, report.intentions_closed);
+        println!(
+            "  intentions planned {}, already present {}, closed {}",
+            report.intentions_planned, report.intentions_already_present, report.intentions_closed
+        );
         for n in &report.notes {
             println!("  note: {n}");
         }
@@ -115,7 +121,11 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             eprintln!("rejected rows written to {f}");
         }
     }
-    Ok(if report.rejected.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if report.rejected.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
@@ -128,7 +138,10 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}", "REF", "KIND", "STATUS", "V", "STARTS", "PHONE");
+            println!(
+                "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}",
+                "REF", "KIND", "STATUS", "V", "STARTS", "PHONE"
+            );
             for r in rows {
                 let c = &r.commitment;
                 println!(
@@ -137,7 +150,9 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                     c.kind.as_str(),
                     c.status,
                     c.version,
-                    c.starts_at.map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default(),
+                    c.starts_at
+                        .map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string())
+                        .unwrap_or_default(),
                     c.phone.as_deref().map(mask_phone).unwrap_or_default(),
                     if c.confirmed_at.is_some() { "  confirmed" } else { "" },
                 );
@@ -145,9 +160,15 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
         }
         CommitmentsCmd::Show { reference, json } => {
             let (row, events, intents) = store.read(|tx| -> Result<_, crate::store::StoreError> {
-                let row = tx.commitment(&reference)?.ok_or_else(|| crate::store::StoreError::NoCommitment(reference.clone()))?;
+                let row = tx
+                    .commitment(&reference)?
+                    .ok_or_else(|| crate::store::StoreError::NoCommitment(reference.clone()))?;
                 let events = tx.commitment_events(&reference)?;
-                let intents = tx.list_intentions(&IntentFilter { commitment_ref: Some(reference.clone()), limit: 1000, ..Default::default() })?;
+                let intents = tx.list_intentions(&IntentFilter {
+                    commitment_ref: Some(reference.clone()),
+                    limit: 1000,
+                    ..Default::default()
+                })?;
                 Ok((row, events, intents))
             })?;
             if json {
@@ -155,16 +176,35 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|(id, t, e, b, a, at)| serde_json::json!({"event_id": id, "type": t, "effect": e, "version_before": b, "version_after": a, "received_at": at}))
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&serde_json::json!({"commitment": row, "events": events, "intentions": intents}))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({"commitment": row, "events": events, "intentions": intents})
+                    )?
+                );
                 return Ok(ExitCode::SUCCESS);
             }
             let c = &row.commitment;
-            println!("{} ({}) status {} version {}", c.reference, c.kind.as_str(), c.status, c.version);
+            println!(
+                "{} ({}) status {} version {}",
+                c.reference,
+                c.kind.as_str(),
+                c.status,
+                c.version
+            );
             if let Some(s) = c.starts_at {
                 println!("  starts   {}", s.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
             }
-            println!("  contact  {} {}", c.name.as_deref().unwrap_or(""), c.phone.as_deref().map(mask_phone).unwrap_or_default());
-            println!("  service  {}  place {}", c.service.as_deref().unwrap_or("-"), c.location.as_deref().unwrap_or("-"));
+            println!(
+                "  contact  {} {}",
+                c.name.as_deref().unwrap_or(""),
+                c.phone.as_deref().map(mask_phone).unwrap_or_default()
+            );
+            println!(
+                "  service  {}  place {}",
+                c.service.as_deref().unwrap_or("-"),
+                c.location.as_deref().unwrap_or("-")
+            );
             if let Some(t) = c.confirmed_at {
                 println!("  confirmed at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
             }
@@ -173,12 +213,24 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
             }
             println!("events:");
             for (id, t, e, b, a, at) in events {
-                println!("  {} {:<28} {:<9} v{}→v{}  {id}", at.with_timezone(&tz).format("%m-%d %H:%M:%S"), t, e,
-                    b.map(|v| v.to_string()).unwrap_or("-".into()), a.map(|v| v.to_string()).unwrap_or("-".into()));
+                println!(
+                    "  {} {:<28} {:<9} v{}→v{}  {id}",
+                    at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
+                    t,
+                    e,
+                    b.map(|v| v.to_string()).unwrap_or("-".into()),
+                    a.map(|v| v.to_string()).unwrap_or("-".into())
+                );
             }
             println!("intentions:");
             for i in intents {
-                println!("  #{:<6} {:<40} {:<11} {}", i.id, i.key, i.state.as_str(), i.state_reason.unwrap_or_default());
+                println!(
+                    "  #{:<6} {:<40} {:<11} {}",
+                    i.id,
+                    i.key,
+                    i.state.as_str(),
+                    i.state_reason.unwrap_or_default()
+                );
             }
         }
     }
@@ -189,18 +241,34 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
     let mut store = ctx.open_store()?;
     let tz = ctx.config.tz();
     match c {
-        IntentsCmd::List { states, day, reference, limit, offset, json } => {
+        IntentsCmd::List {
+            states,
+            day,
+            reference,
+            limit,
+            offset,
+            json,
+        } => {
             if let Some(d) = &day {
                 chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
                     .map_err(|_| anyhow::anyhow!("--day: expected YYYY-MM-DD, got {d:?}"))?;
             }
-            let f = IntentFilter { states, day, commitment_ref: reference, limit, offset };
+            let f = IntentFilter {
+                states,
+                day,
+                commitment_ref: reference,
+                limit,
+                offset,
+            };
             let rows = store.read(|tx| tx.list_intentions(&f))?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("{:>6} {:<42} {:<11} {:<16} {:<16} REASON", "ID", "KEY", "STATE", "DUE", "TO");
+            println!(
+                "{:>6} {:<42} {:<11} {:<16} {:<16} REASON",
+                "ID", "KEY", "STATE", "DUE", "TO"
+            );
             for r in rows {
                 println!(
                     "{:>6} {:<42} {:<11} {:<16} {:<16} {}",
@@ -221,18 +289,34 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
             }
             let i = &d.intention;
             println!("#{} {}", i.id, i.key);
-            println!("  state      {}{}", i.state, i.state_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default());
+            println!(
+                "  state      {}{}",
+                i.state,
+                i.state_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+            );
             println!("  commitment {} v{}", i.commitment_ref, i.commitment_version);
-            println!("  to         {} ({}, {})", mask_phone(&i.recipient), i.category, i.channel);
+            println!(
+                "  to         {} ({}, {})",
+                mask_phone(&i.recipient),
+                i.category,
+                i.channel
+            );
             println!("  template   {} [{}] {:?}", i.template, i.language, i.parameters);
             println!("  text       {}", i.body);
-            println!("  due        {}", i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+            println!(
+                "  due        {}",
+                i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
+            );
             if let Some(e) = i.expires_at {
                 println!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
             }
             println!("  fingerprint {}", i.fingerprint);
             if let Some(r) = &i.reason {
-                println!("  reason     {r} (by {}, authorized by {})", i.created_by, i.authorized_by.as_deref().unwrap_or("-"));
+                println!(
+                    "  reason     {r} (by {}, authorized by {})",
+                    i.created_by,
+                    i.authorized_by.as_deref().unwrap_or("-")
+                );
             }
             println!("history:");
             for h in &d.history {

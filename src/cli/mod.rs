@@ -20,7 +20,11 @@ use crate::store::Store;
 use crate::templates::Templates;
 
 #[derive(Debug, Parser)]
-#[command(name = "unavez", version, about = "One business intention, at most one WhatsApp message")]
+#[command(
+    name = "unavez",
+    version,
+    about = "One business intention, at most one WhatsApp message"
+)]
 pub struct Cli {
     /// SQLite ledger file (default: `database` from the config, `unavez.db`).
     #[arg(long, global = true, env = "UNAVEZ_DB")]
@@ -86,7 +90,11 @@ impl Ctx {
     }
 
     pub fn planner(&self) -> Planner<'_> {
-        Planner { policy: &self.config.policy, templates: &self.templates, tz: self.config.tz() }
+        Planner {
+            policy: &self.config.policy,
+            templates: &self.templates,
+            tz: self.config.tz(),
+        }
     }
 }
 
@@ -120,5 +128,8 @@ fn init_tracing(interactive: bool) {
     let default = if interactive { "off" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -66,7 +66,11 @@ pub enum Effect {
     Stale { current_version: i64 },
     /// The commitment after the event. `version_changed` says whether
     /// intentions of the previous version stopped being valid.
-    Applied { after: Commitment, version_changed: bool, kind: Change },
+    Applied {
+        after: Commitment,
+        version_changed: bool,
+        kind: Change,
+    },
     /// The event refers to something we do not know and cannot create
     /// (e.g. a reschedule for an unknown appointment).
     Rejected { reason: String },
@@ -90,24 +94,36 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
     if let (Some(cur), Some(v)) = (current, ev.version)
         && v < cur.version
     {
-        return Effect::Stale { current_version: cur.version };
+        return Effect::Stale {
+            current_version: cur.version,
+        };
     }
-    let kind = if ev.kind.is_order() { CommitmentKind::Order } else { CommitmentKind::Appointment };
+    let kind = if ev.kind.is_order() {
+        CommitmentKind::Order
+    } else {
+        CommitmentKind::Appointment
+    };
     if let Some(cur) = current
         && cur.kind != kind
     {
         return Effect::Rejected {
-            reason: format!("ref {} is an {}, not an {}", cur.reference, cur.kind.as_str(), kind.as_str()),
+            reason: format!(
+                "ref {} is an {}, not an {}",
+                cur.reference,
+                cur.kind.as_str(),
+                kind.as_str()
+            ),
         };
     }
     let mut next = match current {
         Some(c) => c.clone(),
         None => {
-            if !matches!(ev.kind, EventType::AppointmentScheduled | EventType::OrderConfirmed)
-                && ev.contact.is_none()
-            {
+            if !matches!(ev.kind, EventType::AppointmentScheduled | EventType::OrderConfirmed) && ev.contact.is_none() {
                 return Effect::Rejected {
-                    reason: format!("unknown ref {} and the event carries no contact to create it", ev.reference),
+                    reason: format!(
+                        "unknown ref {} and the event carries no contact to create it",
+                        ev.reference
+                    ),
                 };
             }
             Commitment {
@@ -214,7 +230,11 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
         None if matters => before + 1,
         None => before.max(1),
     };
-    Effect::Applied { version_changed: next.version != before, after: next, kind: change }
+    Effect::Applied {
+        version_changed: next.version != before,
+        after: next,
+        kind: change,
+    }
 }
 
 #[cfg(test)]
@@ -223,9 +243,8 @@ mod tests {
     use chrono::TimeZone;
 
     fn ev(kind: &str, extra: &str) -> BookingEvent {
-        let text = format!(
-            r#"{{"event_id":"e","type":"{kind}","ref":"cita-1","contact":{{"phone":"+51987654321"}}{extra}}}"#
-        );
+        let text =
+            format!(r#"{{"event_id":"e","type":"{kind}","ref":"cita-1","contact":{{"phone":"+51987654321"}}{extra}}}"#);
         BookingEvent::from_json(&text).unwrap()
     }
 
@@ -235,22 +254,35 @@ mod tests {
 
     fn applied(e: Effect) -> (Commitment, bool, Change) {
         match e {
-            Effect::Applied { after, version_changed, kind } => (after, version_changed, kind),
+            Effect::Applied {
+                after,
+                version_changed,
+                kind,
+            } => (after, version_changed, kind),
             other => panic!("expected applied, got {other:?}"),
         }
     }
 
     #[test]
     fn scheduling_creates_version_one_and_reschedule_raises_it() {
-        let (c, changed, kind) =
-            applied(apply(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#), now()));
+        let (c, changed, kind) = applied(apply(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+            now(),
+        ));
         assert_eq!((c.version, changed, kind), (1, true, Change::Created));
-        let (c2, changed, kind) =
-            applied(apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T09:30:00-05:00""#), now()));
+        let (c2, changed, kind) = applied(apply(
+            Some(&c),
+            &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T09:30:00-05:00""#),
+            now(),
+        ));
         assert_eq!((c2.version, changed, kind), (2, true, Change::Rescheduled));
         // The same time again is no change.
-        let (c3, changed, kind) =
-            applied(apply(Some(&c2), &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T14:30:00Z""#), now()));
+        let (c3, changed, kind) = applied(apply(
+            Some(&c2),
+            &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T14:30:00Z""#),
+            now(),
+        ));
         assert_eq!((c3.version, changed, kind), (2, false, Change::NoChange));
     }
 
@@ -258,10 +290,20 @@ mod tests {
     fn place_and_cancellation_raise_the_version_confirmation_does_not() {
         let (c, ..) = applied(apply(
             None,
-            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00","location":"A""#),
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","location":"A""#,
+            ),
             now(),
         ));
-        let (c, changed, kind) = applied(apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-01T09:30:00-05:00","location":"B""#), now()));
+        let (c, changed, kind) = applied(apply(
+            Some(&c),
+            &ev(
+                "appointment.rescheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","location":"B""#,
+            ),
+            now(),
+        ));
         assert_eq!((c.version, changed, kind), (2, true, Change::Moved));
         let (c, changed, kind) = applied(apply(Some(&c), &ev("appointment.confirmed", ""), now()));
         assert_eq!((c.version, changed, kind), (2, false, Change::Confirmed));
@@ -276,15 +318,28 @@ mod tests {
     fn event_versions_are_authoritative_and_older_ones_are_stale() {
         let (c, ..) = applied(apply(
             None,
-            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00","version":4"#),
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","version":4"#,
+            ),
             now(),
         ));
         assert_eq!(c.version, 4);
-        let e = apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-03T09:30:00-05:00","version":3"#), now());
+        let e = apply(
+            Some(&c),
+            &ev(
+                "appointment.rescheduled",
+                r#","starts_at":"2026-12-03T09:30:00-05:00","version":3"#,
+            ),
+            now(),
+        );
         assert_eq!(e, Effect::Stale { current_version: 4 });
         let (c, changed, _) = applied(apply(
             Some(&c),
-            &ev("appointment.rescheduled", r#","starts_at":"2026-12-03T09:30:00-05:00","version":7"#),
+            &ev(
+                "appointment.rescheduled",
+                r#","starts_at":"2026-12-03T09:30:00-05:00","version":7"#,
+            ),
             now(),
         ));
         assert_eq!((c.version, changed), (7, true));
@@ -292,11 +347,21 @@ mod tests {
 
     #[test]
     fn reschedule_clears_an_old_confirmation() {
-        let (c, ..) = applied(apply(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#), now()));
+        let (c, ..) = applied(apply(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+            now(),
+        ));
         let (c, ..) = applied(apply(Some(&c), &ev("appointment.confirmed", ""), now()));
-        let (c, ..) =
-            applied(apply(Some(&c), &ev("appointment.rescheduled", r#","starts_at":"2026-12-05T09:30:00-05:00""#), now()));
-        assert!(c.confirmed_at.is_none(), "a confirmation of the old time is not one of the new time");
+        let (c, ..) = applied(apply(
+            Some(&c),
+            &ev("appointment.rescheduled", r#","starts_at":"2026-12-05T09:30:00-05:00""#),
+            now(),
+        ));
+        assert!(
+            c.confirmed_at.is_none(),
+            "a confirmation of the old time is not one of the new time"
+        );
     }
 
     #[test]
@@ -312,14 +377,21 @@ mod tests {
         let (o, changed, kind) = applied(apply(Some(&o), &mk("order.updated"), now()));
         assert_eq!((o.version, changed, kind), (1, false, Change::Internal));
         let (o, changed, kind) = applied(apply(Some(&o), &mk("order.shipped"), now()));
-        assert_eq!((o.version, changed, kind, o.status.as_str()), (2, true, Change::OrderState, "enviado"));
+        assert_eq!(
+            (o.version, changed, kind, o.status.as_str()),
+            (2, true, Change::OrderState, "enviado")
+        );
     }
 
     #[test]
     fn unknown_refs_without_contact_are_rejected_and_kinds_do_not_mix() {
         let e = BookingEvent::from_json(r#"{"event_id":"e","type":"appointment.cancelled","ref":"cita-9"}"#).unwrap();
         assert!(matches!(apply(None, &e, now()), Effect::Rejected { .. }));
-        let (c, ..) = applied(apply(None, &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#), now()));
+        let (c, ..) = applied(apply(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+            now(),
+        ));
         let o = BookingEvent::from_json(r#"{"event_id":"e","type":"order.paid","ref":"cita-1"}"#).unwrap();
         assert!(matches!(apply(Some(&c), &o, now()), Effect::Rejected { .. }));
     }

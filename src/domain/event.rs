@@ -157,15 +157,18 @@ impl fmt::Display for FieldError {
 }
 
 fn err(field: &str, reason: impl Into<String>) -> FieldError {
-    FieldError { field: field.to_string(), reason: reason.into() }
+    FieldError {
+        field: field.to_string(),
+        reason: reason.into(),
+    }
 }
 
 /// E.164: `+`, a non-zero country digit, 8 to 15 digits in all.
 pub fn is_e164(phone: &str) -> bool {
-    let Some(digits) = phone.strip_prefix('+') else { return false };
-    (8..=15).contains(&digits.len())
-        && digits.chars().all(|c| c.is_ascii_digit())
-        && !digits.starts_with('0')
+    let Some(digits) = phone.strip_prefix('+') else {
+        return false;
+    };
+    (8..=15).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit()) && !digits.starts_with('0')
 }
 
 impl BookingEvent {
@@ -174,8 +177,7 @@ impl BookingEvent {
     ///
     /// [`validate`]: BookingEvent::validate
     pub fn from_json(text: &str) -> Result<BookingEvent, Vec<FieldError>> {
-        let raw: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| vec![err("json", e.to_string())])?;
+        let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| vec![err("json", e.to_string())])?;
         Self::from_value(raw)
     }
 

@@ -125,7 +125,10 @@ mod tests {
         let c = json!({"expires_at": "2026-10-24T18:00:00+00:00"});
         assert_eq!(fingerprint(&a), fingerprint(&b));
         assert_eq!(fingerprint(&a), fingerprint(&c));
-        assert_ne!(fingerprint(&a), fingerprint(&json!({"expires_at": "2026-10-24T18:00:01Z"})));
+        assert_ne!(
+            fingerprint(&a),
+            fingerprint(&json!({"expires_at": "2026-10-24T18:00:01Z"}))
+        );
     }
 
     #[test]
@@ -143,8 +146,15 @@ mod tests {
     fn template_changes_the_fingerprint() {
         let p = vec!["Ana".to_string()];
         let mk = |t| {
-            ContentRef { recipient: "+51987654321", template: t, language: "es_PE", parameters: &p, body: "x", expires_at: None }
-                .fingerprint()
+            ContentRef {
+                recipient: "+51987654321",
+                template: t,
+                language: "es_PE",
+                parameters: &p,
+                body: "x",
+                expires_at: None,
+            }
+            .fingerprint()
         };
         assert_ne!(mk("a"), mk("b"));
     }

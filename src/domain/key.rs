@@ -184,7 +184,10 @@ mod tests {
         assert_eq!(k.as_str(), "cita-1042:recordatorio-24h:v3");
         let o = IntentionKey::for_order("pedido-88", "enviado", 5, "whatsapp").unwrap();
         assert_eq!(o.as_str(), "pedido-88:enviado:v5:whatsapp");
-        assert_eq!(IntentionKey::resend(&k, 1).unwrap().as_str(), "cita-1042:recordatorio-24h:v3:reenvio:1");
+        assert_eq!(
+            IntentionKey::resend(&k, 1).unwrap().as_str(),
+            "cita-1042:recordatorio-24h:v3:reenvio:1"
+        );
     }
 
     #[test]
@@ -201,7 +204,10 @@ mod tests {
     #[test]
     fn personal_data_is_refused() {
         assert!(matches!(check_ref("987654321"), Err(KeyError::PersonalData(_))));
-        assert!(matches!(check_ref("ana@example.com"), Err(KeyError::BadChars(_)) | Err(KeyError::PersonalData(_))));
+        assert!(matches!(
+            check_ref("ana@example.com"),
+            Err(KeyError::BadChars(_)) | Err(KeyError::PersonalData(_))
+        ));
         assert!(matches!(check_ref("cita 1"), Err(KeyError::BadChars(_))));
         assert!(matches!(check_ref(""), Err(KeyError::EmptyRef)));
         assert!(check_ref("cita-1042").is_ok());
@@ -225,7 +231,9 @@ mod tests {
             Purpose::Cancellation,
             Purpose::Reminder { minutes: 1440 },
             Purpose::Reminder { minutes: 90 },
-            Purpose::Order { event: "enviado".into() },
+            Purpose::Order {
+                event: "enviado".into(),
+            },
         ] {
             assert_eq!(Purpose::from_slug(&p.slug()), p);
         }

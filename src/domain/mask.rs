@@ -8,7 +8,11 @@ pub fn mask_phone(phone: &str) -> String {
         return "•".repeat(digits.len().max(3));
     }
     // Country codes are 1–3 digits; Peru's (51) is the common case here.
-    let cc = if phone.starts_with("+51") || digits.len() > 11 { 2 } else { (digits.len() - 9).clamp(1, 3) };
+    let cc = if phone.starts_with("+51") || digits.len() > 11 {
+        2
+    } else {
+        (digits.len() - 9).clamp(1, 3)
+    };
     let rest = &digits[cc..];
     let first = rest[0];
     let last: String = rest[rest.len() - 3..].iter().collect();

@@ -91,7 +91,9 @@ impl fmt::Display for IntentionState {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown intention state {0:?} (expected one of planned, dispatching, uncertain, accepted, sent, delivered, read, failed, review, cancelled)")]
+#[error(
+    "unknown intention state {0:?} (expected one of planned, dispatching, uncertain, accepted, sent, delivered, read, failed, review, cancelled)"
+)]
 pub struct UnknownState(pub String);
 
 impl FromStr for IntentionState {
@@ -283,16 +285,12 @@ pub fn transition(from: IntentionState, signal: Signal) -> Transition {
         (S::Dispatching, Signal::Unknown) => Move(S::Uncertain),
         // The engine may still call a reconciled command ambiguous.
         (S::Uncertain, Signal::Unknown) => Record(RecordOnly::Repeated),
-        (S::Planned | S::Dispatching | S::Uncertain | S::Accepted, Signal::NeedsReview) => {
-            Move(S::Review)
-        }
+        (S::Planned | S::Dispatching | S::Uncertain | S::Accepted, Signal::NeedsReview) => Move(S::Review),
         (S::Review, Signal::NeedsReview) => Record(RecordOnly::Repeated),
         // Closing without sending is only honest where nothing went out, or
         // where the channel confirmed it withdrew the message.
         (S::Planned | S::Review, Signal::Cancel(_)) => Move(S::Cancelled),
-        (S::Dispatching | S::Uncertain | S::Accepted, Signal::Cancel(CancelReason::Withdrawn)) => {
-            Move(S::Cancelled)
-        }
+        (S::Dispatching | S::Uncertain | S::Accepted, Signal::Cancel(CancelReason::Withdrawn)) => Move(S::Cancelled),
         (S::Cancelled, Signal::Cancel(_)) => Record(RecordOnly::Repeated),
         _ => Refuse,
     }
@@ -355,7 +353,11 @@ mod tests {
             (S::Dispatching, Signal::Unknown) => Move(S::Uncertain),
             (S::Dispatching, Signal::NeedsReview) => Move(S::Review),
             (S::Dispatching, Signal::Cancel(r)) => {
-                if r == CancelReason::Withdrawn { Move(S::Cancelled) } else { Refuse }
+                if r == CancelReason::Withdrawn {
+                    Move(S::Cancelled)
+                } else {
+                    Refuse
+                }
             }
             (S::Dispatching, Signal::Accepted) => Move(S::Accepted),
             (S::Dispatching, Signal::Sent) => Move(S::Sent),
@@ -368,7 +370,11 @@ mod tests {
             (S::Uncertain, Signal::Unknown) => Record(R::Repeated),
             (S::Uncertain, Signal::NeedsReview) => Move(S::Review),
             (S::Uncertain, Signal::Cancel(r)) => {
-                if r == CancelReason::Withdrawn { Move(S::Cancelled) } else { Refuse }
+                if r == CancelReason::Withdrawn {
+                    Move(S::Cancelled)
+                } else {
+                    Refuse
+                }
             }
             (S::Uncertain, Signal::Accepted) => Move(S::Accepted),
             (S::Uncertain, Signal::Sent) => Move(S::Sent),
@@ -381,7 +387,11 @@ mod tests {
             (S::Accepted, Signal::Unknown) => Refuse,
             (S::Accepted, Signal::NeedsReview) => Move(S::Review),
             (S::Accepted, Signal::Cancel(r)) => {
-                if r == CancelReason::Withdrawn { Move(S::Cancelled) } else { Refuse }
+                if r == CancelReason::Withdrawn {
+                    Move(S::Cancelled)
+                } else {
+                    Refuse
+                }
             }
             (S::Accepted, Signal::Accepted) => Record(R::Repeated),
             (S::Accepted, Signal::Sent) => Move(S::Sent),
@@ -432,12 +442,7 @@ mod tests {
         signals.extend(CancelReason::ALL.map(Signal::Cancel));
         for from in S::ALL {
             for sig in &signals {
-                assert_eq!(
-                    transition(from, *sig),
-                    expected(from, *sig),
-                    "{from} + {}",
-                    sig.name()
-                );
+                assert_eq!(transition(from, *sig), expected(from, *sig), "{from} + {}", sig.name());
             }
         }
     }

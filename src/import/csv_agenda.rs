@@ -14,22 +14,44 @@ const COLUMNS: [&str; 7] = ["ref", "starts_at", "phone", "name", "service", "loc
 pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
     let mut rows = Vec::new();
     let mut errors = Vec::new();
-    let mut reader = csv::ReaderBuilder::new().flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
     let headers = match reader.headers() {
         Ok(h) => h.clone(),
         Err(e) => {
-            errors.extend(row_errors(file, 1, "", vec![FieldError { field: "header".into(), reason: e.to_string() }]));
+            errors.extend(row_errors(
+                file,
+                1,
+                "",
+                vec![FieldError {
+                    field: "header".into(),
+                    reason: e.to_string(),
+                }],
+            ));
             return (rows, errors);
         }
     };
-    let index: Vec<Option<usize>> = COLUMNS.iter().map(|c| headers.iter().position(|h| h.eq_ignore_ascii_case(c))).collect();
-    let missing: Vec<&str> = COLUMNS.iter().zip(&index).filter(|(_, i)| i.is_none()).map(|(c, _)| *c).collect();
+    let index: Vec<Option<usize>> = COLUMNS
+        .iter()
+        .map(|c| headers.iter().position(|h| h.eq_ignore_ascii_case(c)))
+        .collect();
+    let missing: Vec<&str> = COLUMNS
+        .iter()
+        .zip(&index)
+        .filter(|(_, i)| i.is_none())
+        .map(|(c, _)| *c)
+        .collect();
     if !missing.is_empty() {
         errors.extend(row_errors(
             file,
             1,
             "",
-            vec![FieldError { field: "header".into(), reason: format!("missing column(s): {}", missing.join(", ")) }],
+            vec![FieldError {
+                field: "header".into(),
+                reason: format!("missing column(s): {}", missing.join(", ")),
+            }],
         ));
         return (rows, errors);
     }
@@ -38,7 +60,15 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
             Ok(r) => r,
             Err(e) => {
                 let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
-                errors.extend(row_errors(file, line, "", vec![FieldError { field: "csv".into(), reason: e.to_string() }]));
+                errors.extend(row_errors(
+                    file,
+                    line,
+                    "",
+                    vec![FieldError {
+                        field: "csv".into(),
+                        reason: e.to_string(),
+                    }],
+                ));
                 continue;
             }
         };
@@ -65,7 +95,13 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
             }
         };
         let digest = Sha256::digest(format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}").as_bytes());
-        let opt = |s: &str| if s.is_empty() { serde_json::Value::Null } else { serde_json::Value::String(s.into()) };
+        let opt = |s: &str| {
+            if s.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::String(s.into())
+            }
+        };
         let obj = serde_json::json!({
             "event_id": format!("csv-{}", &hex::encode(digest)[..24]),
             "type": kind,
@@ -121,7 +157,10 @@ mod tests {
                     cita-2,2026-12-01T10:30:00-05:00,987,Luis,X,Y,scheduled\n\
                     cita-3,2026-12-01T10:30:00-05:00,+51987654322,Luis,X,Y,perdida\n";
         let (_, errors) = parse(text, "a.csv");
-        let shown: Vec<String> = errors.iter().map(|e| format!("{}:{}:{}", e.file, e.line, e.field)).collect();
+        let shown: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}:{}:{}", e.file, e.line, e.field))
+            .collect();
         assert_eq!(shown, ["a.csv:2:starts_at", "a.csv:3:phone", "a.csv:4:status"]);
     }
 

@@ -71,19 +71,35 @@ fn format_rejected(errors: &[RowError]) -> String {
 
 pub(crate) fn row_errors(file: &str, line: usize, raw: &str, errs: Vec<FieldError>) -> Vec<RowError> {
     errs.into_iter()
-        .map(|e| RowError { file: file.to_string(), line, field: e.field, reason: e.reason, raw: raw.to_string() })
+        .map(|e| RowError {
+            file: file.to_string(),
+            line,
+            field: e.field,
+            reason: e.reason,
+            raw: raw.to_string(),
+        })
         .collect()
 }
 
 /// Reads a file into events and per-row errors, by extension.
 pub fn parse_file(path: &Path) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let name = path.display().to_string();
-    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         Some("jsonl") | Some("ndjson") => Ok(parse_jsonl(&text, &name)),
         Some("csv") => Ok(csv_agenda::parse(&text, &name)),
         Some("ics") => Ok(ics::parse(&text, &name)),
-        _ => Err(ImportError::UnsupportedType { path: path.to_path_buf() }),
+        _ => Err(ImportError::UnsupportedType {
+            path: path.to_path_buf(),
+        }),
     }
 }
 
@@ -97,7 +113,11 @@ pub fn parse_jsonl(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
             continue;
         }
         match BookingEvent::from_json(trimmed) {
-            Ok(event) => rows.push(Row { line: i + 1, event, raw: line.to_string() }),
+            Ok(event) => rows.push(Row {
+                line: i + 1,
+                event,
+                raw: line.to_string(),
+            }),
             Err(errs) => errors.extend(row_errors(file, i + 1, line, errs)),
         }
     }
@@ -124,7 +144,15 @@ impl ImportReport {
     fn add(&mut self, o: &Outcome) {
         match o {
             Outcome::Duplicate { .. } => self.duplicates += 1,
-            Outcome::Stored { effect, planned, already_present, closed, notes, reference, .. } => {
+            Outcome::Stored {
+                effect,
+                planned,
+                already_present,
+                closed,
+                notes,
+                reference,
+                ..
+            } => {
                 match effect {
                     EventEffect::Applied => self.stored += 1,
                     EventEffect::Stale => self.stale += 1,
@@ -163,7 +191,11 @@ pub fn import_file(
         return Err(ImportError::Rejected(rejected));
     }
     let file = path.display().to_string();
-    let mut report = ImportReport { file: file.clone(), events: rows.len() + rejected.len(), ..Default::default() };
+    let mut report = ImportReport {
+        file: file.clone(),
+        events: rows.len() + rejected.len(),
+        ..Default::default()
+    };
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
         let mut late = Vec::new();
         for row in &rows {
@@ -178,7 +210,13 @@ pub fn import_file(
                         IngestError::Rejected(_) => "ref",
                         _ => "type",
                     };
-                    late.push(RowError { file: file.clone(), line: row.line, field: field.into(), reason: e.to_string(), raw: row.raw.clone() });
+                    late.push(RowError {
+                        file: file.clone(),
+                        line: row.line,
+                        field: field.into(),
+                        reason: e.to_string(),
+                        raw: row.raw.clone(),
+                    });
                     if !opts.skip_invalid {
                         return Err(ImportError::Rejected(late));
                     }
@@ -189,12 +227,18 @@ pub fn import_file(
     });
     rejected.extend(outcome?);
     if !rejected.is_empty() {
-        let target = opts.rejects_path.clone().unwrap_or_else(|| PathBuf::from(format!("{file}.rejected")));
+        let target = opts
+            .rejects_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("{file}.rejected")));
         let mut text = String::new();
         for e in &rejected {
             text.push_str(&format!("# {e}\n{}\n", e.raw));
         }
-        std::fs::write(&target, text).map_err(|source| ImportError::WriteRejects { path: target.clone(), source })?;
+        std::fs::write(&target, text).map_err(|source| ImportError::WriteRejects {
+            path: target.clone(),
+            source,
+        })?;
         report.rejects_file = Some(target.display().to_string());
     }
     report.rejected = rejected;

@@ -124,9 +124,8 @@ pub(super) const INTENTION_COLS: &str = "i.id, i.key, i.commitment_id, c.ref, i.
 pub(super) fn intention_row(r: &Row<'_>) -> rusqlite::Result<IntentionRow> {
     let params_json: String = r.get(11)?;
     let state: String = r.get(19)?;
-    let corrupt = |i: usize, what: String| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, what.into())
-    };
+    let corrupt =
+        |i: usize, what: String| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, what.into());
     Ok(IntentionRow {
         id: r.get(0)?,
         key: r.get(1)?,
@@ -147,7 +146,9 @@ pub(super) fn intention_row(r: &Row<'_>) -> rusqlite::Result<IntentionRow> {
         due_at: from_ms(r.get(16)?),
         expires_at: r.get::<_, Option<i64>>(17)?.map(from_ms),
         day: r.get(18)?,
-        state: state.parse().map_err(|e: crate::domain::state::UnknownState| corrupt(19, e.to_string()))?,
+        state: state
+            .parse()
+            .map_err(|e: crate::domain::state::UnknownState| corrupt(19, e.to_string()))?,
         state_reason: r.get(20)?,
         state_changed_at: from_ms(r.get(21)?),
         related_id: r.get(22)?,
@@ -192,7 +193,13 @@ impl Tx<'_> {
     /// key. Check and insert are one statement inside the caller's
     /// `BEGIN IMMEDIATE`, and the key is `UNIQUE`, so concurrent presenters
     /// (threads or processes) all end up with the same row.
-    pub fn reserve(&self, n: &NewIntention, commitment_id: i64, contact_id: Option<i64>, at: DateTime<Utc>) -> Result<Reserved> {
+    pub fn reserve(
+        &self,
+        n: &NewIntention,
+        commitment_id: i64,
+        contact_id: Option<i64>,
+        at: DateTime<Utc>,
+    ) -> Result<Reserved> {
         let fingerprint = n.fingerprint();
         let related_id: Option<i64> = match &n.related_key {
             Some(k) => self.intention_id(k.as_str())?,
@@ -248,7 +255,11 @@ impl Tx<'_> {
                 true,
                 &Entry {
                     signal: "reserved",
-                    cause: if n.created_by == "planner" { Cause::Planner } else { Cause::Operator },
+                    cause: if n.created_by == "planner" {
+                        Cause::Planner
+                    } else {
+                        Cause::Operator
+                    },
                     evidence: None,
                     note: n.reason.as_deref(),
                     commitment_version: Some(n.commitment_version),
@@ -263,14 +274,21 @@ impl Tx<'_> {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         if stored != fingerprint {
-            return Err(StoreError::Conflict { key: n.key.to_string(), stored, presented: fingerprint });
+            return Err(StoreError::Conflict {
+                key: n.key.to_string(),
+                stored,
+                presented: fingerprint,
+            });
         }
         self.bump_counter("duplicate_keys", 1)?;
         Ok(Reserved::Existing(id))
     }
 
     pub fn intention_id(&self, key: &str) -> Result<Option<i64>> {
-        Ok(self.conn().query_row("SELECT id FROM intentions WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+        Ok(self
+            .conn()
+            .query_row("SELECT id FROM intentions WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
     }
 
     pub fn intention(&self, id: i64) -> Result<IntentionRow> {
@@ -294,10 +312,11 @@ impl Tx<'_> {
             .optional()?
             .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))?;
         let from: IntentionState =
-            from.parse().map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
-                table: "intentions",
-                detail: e.to_string(),
-            })?;
+            from.parse()
+                .map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
+                    table: "intentions",
+                    detail: e.to_string(),
+                })?;
         let t = transition(from, signal);
         match t {
             Transition::Move(to) => {
@@ -320,7 +339,17 @@ impl Tx<'_> {
                     Some(n) => format!("{}: {n}", why.as_str()),
                     None => why.as_str().to_string(),
                 };
-                self.append_history(id, Some(from), from, false, &Entry { note: Some(&note), ..*entry }, at)?;
+                self.append_history(
+                    id,
+                    Some(from),
+                    from,
+                    false,
+                    &Entry {
+                        note: Some(&note),
+                        ..*entry
+                    },
+                    at,
+                )?;
             }
             Transition::Refuse => {}
         }
@@ -330,7 +359,9 @@ impl Tx<'_> {
     /// Appends a history row without a state change (notes, duplicate
     /// webhooks, version sequences observed in flight).
     pub fn note(&self, id: i64, entry: &Entry<'_>, at: DateTime<Utc>) -> Result<()> {
-        let state: String = self.conn().query_row("SELECT state FROM intentions WHERE id = ?1", [id], |r| r.get(0))?;
+        let state: String = self
+            .conn()
+            .query_row("SELECT state FROM intentions WHERE id = ?1", [id], |r| r.get(0))?;
         let st = state.parse().unwrap_or(IntentionState::Planned);
         self.append_history(id, Some(st), st, false, entry, at)
     }
@@ -365,7 +396,14 @@ impl Tx<'_> {
 
     /// Closes still-planned intentions of a commitment per a planner rule;
     /// `keep` lists keys the same plan reserves. Returns the closed ids.
-    pub fn close_planned(&self, commitment_id: i64, rule: Closure, keep: &[&str], version: i64, at: DateTime<Utc>) -> Result<Vec<i64>> {
+    pub fn close_planned(
+        &self,
+        commitment_id: i64,
+        rule: Closure,
+        keep: &[&str],
+        version: i64,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<i64>> {
         let (cond, reason, older_than) = match rule {
             Closure::OlderThan { version, reason } => ("commitment_version < ?2", reason, version),
             Closure::AllPlanned { reason } => ("?2 = ?2", reason, 0),
@@ -389,7 +427,13 @@ impl Tx<'_> {
             let r = self.signal(
                 id,
                 Signal::Cancel(reason),
-                &Entry { signal: "cancel", cause: Cause::Planner, evidence: None, note: None, commitment_version: Some(version) },
+                &Entry {
+                    signal: "cancel",
+                    cause: Cause::Planner,
+                    evidence: None,
+                    note: None,
+                    commitment_version: Some(version),
+                },
                 at,
             )?;
             if r.moved() {

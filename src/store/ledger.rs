@@ -117,7 +117,13 @@ impl Tx<'_> {
         Ok(id)
     }
 
-    pub fn set_event_effect(&self, id: i64, effect: EventEffect, before: Option<i64>, after: Option<i64>) -> Result<()> {
+    pub fn set_event_effect(
+        &self,
+        id: i64,
+        effect: EventEffect,
+        before: Option<i64>,
+        after: Option<i64>,
+    ) -> Result<()> {
         self.conn().execute(
             "UPDATE commitment_events SET effect = ?2, version_before = ?3, version_after = ?4 WHERE id = ?1",
             params![id, effect.as_str(), before, after],
@@ -153,7 +159,13 @@ impl Tx<'_> {
 
     /// Inserts or updates the contact by phone; the name and language of
     /// the latest event win, consent and opt-outs are never touched here.
-    pub fn upsert_contact(&self, phone: &str, name: Option<&str>, language: Option<&str>, at: DateTime<Utc>) -> Result<i64> {
+    pub fn upsert_contact(
+        &self,
+        phone: &str,
+        name: Option<&str>,
+        language: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<i64> {
         Ok(self.conn().query_row(
             "INSERT INTO contacts(phone, name, language, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
              ON CONFLICT(phone) DO UPDATE SET name = coalesce(excluded.name, name),
@@ -221,19 +233,33 @@ impl Tx<'_> {
             "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
              ORDER BY c.starts_at IS NULL, c.starts_at, c.id LIMIT ?1 OFFSET ?2"
         ))?;
-        let rows = stmt.query_map(params![limit, offset], commitment_row)?.collect::<rusqlite::Result<_>>()?;
+        let rows = stmt
+            .query_map(params![limit, offset], commitment_row)?
+            .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }
 
     /// The commitment's event log, oldest first: `(event_id, type, effect,
     /// version_before, version_after, received_at)`.
-    pub fn commitment_events(&self, reference: &str) -> Result<Vec<(String, String, String, Option<i64>, Option<i64>, DateTime<Utc>)>> {
+    pub fn commitment_events(
+        &self,
+        reference: &str,
+    ) -> Result<Vec<(String, String, String, Option<i64>, Option<i64>, DateTime<Utc>)>> {
         let mut stmt = self.conn().prepare_cached(
             "SELECT event_id, type, effect, version_before, version_after, received_at
              FROM commitment_events WHERE commitment_ref = ?1 ORDER BY id",
         )?;
         let rows = stmt
-            .query_map([reference], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, from_ms(r.get(5)?))))?
+            .query_map([reference], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    from_ms(r.get(5)?),
+                ))
+            })?
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }

@@ -14,8 +14,8 @@ mod ledger;
 mod operator;
 mod queries;
 
-pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use intents::Entry;
+pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
 pub use operator::{OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, IntentFilter, IntentionDetail};
@@ -37,7 +37,11 @@ pub enum StoreError {
     #[error(
         "key {key} is already reserved with other content (stored fingerprint {stored}, presented {presented}); nothing was overwritten"
     )]
-    Conflict { key: String, stored: String, presented: String },
+    Conflict {
+        key: String,
+        stored: String,
+        presented: String,
+    },
     #[error("no intention {0}")]
     NoIntention(String),
     #[error("no commitment {0}")]
@@ -80,9 +84,18 @@ impl Store {
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
-        let mut store = Store { conn, path: path.to_path_buf() };
-        store.configure().map_err(|source| StoreError::Open { path: path.to_path_buf(), source })?;
+        .map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.configure().map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
         store.migrate()?;
         Ok(store)
     }
@@ -101,12 +114,22 @@ impl Store {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let current: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if current > known {
-            return Err(StoreError::TooNew { path: self.path.clone(), found: current, known });
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: current,
+                known,
+            });
         }
         for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-            tx.execute_batch(sql).map_err(|source| StoreError::Migration { version: *version, source })?;
+            tx.execute_batch(sql).map_err(|source| StoreError::Migration {
+                version: *version,
+                source,
+            })?;
             tx.pragma_update(None, "user_version", version)
-                .map_err(|source| StoreError::Migration { version: *version, source })?;
+                .map_err(|source| StoreError::Migration {
+                    version: *version,
+                    source,
+                })?;
         }
         tx.commit()?;
         Ok(())
@@ -178,10 +201,14 @@ impl Tx<'_> {
     where
         E: From<StoreError>,
     {
-        self.conn().execute_batch("SAVEPOINT unavez_sp").map_err(|e| E::from(e.into()))?;
+        self.conn()
+            .execute_batch("SAVEPOINT unavez_sp")
+            .map_err(|e| E::from(e.into()))?;
         match f(self) {
             Ok(v) => {
-                self.conn().execute_batch("RELEASE unavez_sp").map_err(|e| E::from(e.into()))?;
+                self.conn()
+                    .execute_batch("RELEASE unavez_sp")
+                    .map_err(|e| E::from(e.into()))?;
                 Ok(v)
             }
             Err(e) => {

@@ -76,9 +76,8 @@ pub(super) const ATTEMPT_COLS: &str = "id, n, worker, channel, started_at, ended
 impl Tx<'_> {
     /// Intentions by state and/or operating day, ordered by due time.
     pub fn list_intentions(&self, f: &IntentFilter) -> Result<Vec<IntentionRow>> {
-        let mut sql = format!(
-            "SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE 1=1"
-        );
+        let mut sql =
+            format!("SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE 1=1");
         let mut args: Vec<Value> = Vec::new();
         if !f.states.is_empty() {
             sql.push_str(&format!(" AND i.state IN ({})", vec!["?"; f.states.len()].join(",")));
@@ -96,7 +95,9 @@ impl Tx<'_> {
         args.push(Value::Integer(if f.limit == 0 { 1000 } else { f.limit.into() }));
         args.push(Value::Integer(f.offset.into()));
         let mut stmt = self.conn().prepare_cached(&sql)?;
-        let rows = stmt.query_map(params_from_iter(args), intention_row)?.collect::<rusqlite::Result<_>>()?;
+        let rows = stmt
+            .query_map(params_from_iter(args), intention_row)?
+            .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }
 
@@ -137,8 +138,9 @@ impl Tx<'_> {
     }
 
     pub fn attempts(&self, id: i64) -> Result<Vec<AttemptRow>> {
-        let mut stmt =
-            self.conn().prepare_cached(&format!("SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 ORDER BY n"))?;
+        let mut stmt = self.conn().prepare_cached(&format!(
+            "SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 ORDER BY n"
+        ))?;
         let rows = stmt.query_map([id], attempt_row)?.collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }
@@ -147,12 +149,24 @@ impl Tx<'_> {
         let mut out = Vec::new();
         if let Some(parent) = row.related_id {
             let p = self.intention(parent)?;
-            out.push(RelatedRow { id: p.id, key: p.key, state: p.state.to_string(), relation: "resend_of".into() });
+            out.push(RelatedRow {
+                id: p.id,
+                key: p.key,
+                state: p.state.to_string(),
+                relation: "resend_of".into(),
+            });
         }
-        let mut stmt = self.conn().prepare_cached("SELECT id, key, state FROM intentions WHERE related_id = ?1 ORDER BY id")?;
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT id, key, state FROM intentions WHERE related_id = ?1 ORDER BY id")?;
         let children: Vec<RelatedRow> = stmt
             .query_map([row.id], |r| {
-                Ok(RelatedRow { id: r.get(0)?, key: r.get(1)?, state: r.get(2)?, relation: "resent_as".into() })
+                Ok(RelatedRow {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    state: r.get(2)?,
+                    relation: "resent_as".into(),
+                })
             })?
             .collect::<rusqlite::Result<_>>()?;
         out.extend(children);
@@ -162,9 +176,17 @@ impl Tx<'_> {
                AND commitment_version != ?3 AND related_id IS NULL ORDER BY id LIMIT 20",
         )?;
         let versions: Vec<RelatedRow> = stmt
-            .query_map(rusqlite::params![row.commitment_id, row.id, row.commitment_version], |r| {
-                Ok(RelatedRow { id: r.get(0)?, key: r.get(1)?, state: r.get(2)?, relation: "other_version".into() })
-            })?
+            .query_map(
+                rusqlite::params![row.commitment_id, row.id, row.commitment_version],
+                |r| {
+                    Ok(RelatedRow {
+                        id: r.get(0)?,
+                        key: r.get(1)?,
+                        state: r.get(2)?,
+                        relation: "other_version".into(),
+                    })
+                },
+            )?
             .collect::<rusqlite::Result<_>>()?;
         out.extend(versions);
         Ok(out)
@@ -183,7 +205,9 @@ impl Tx<'_> {
     /// Intention counts by state (whole ledger).
     pub fn count_by_state(&self) -> Result<Vec<(IntentionState, i64)>> {
         let mut out = Vec::new();
-        let mut stmt = self.conn().prepare_cached("SELECT count(*) FROM intentions WHERE state = ?1")?;
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT count(*) FROM intentions WHERE state = ?1")?;
         for s in IntentionState::ALL {
             let n: i64 = stmt.query_row([s.as_str()], |r| r.get(0))?;
             out.push((s, n));
