@@ -9,6 +9,7 @@
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
+pub mod bench;
 mod intents;
 mod ledger;
 mod operator;

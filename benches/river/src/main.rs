@@ -77,7 +77,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let mut n = 0u64;
     while n < jobs {
         let take = batch.min(jobs - n);
-        let items: Vec<Noop> = (n..n + take).map(|i| Noop { key: format!("cita-{i:07}:recordatorio-24h:v1") }).collect();
+        let items: Vec<Noop> = (n..n + take).map(|i| Noop { key: format!("cita-{i:06}:recordatorio-24h:v1") }).collect();
         client.insert_many(items).await?;
         n += take;
     }
