@@ -20,9 +20,11 @@
 //! module boundaries; only the binary edge uses `anyhow`.
 
 pub mod channel;
+pub mod chaos;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod failpoint;
 pub mod import;
 pub mod ingest;
 pub mod planner;

@@ -39,6 +39,9 @@ struct Args {
     /// The peer binary (default: benches/river/target/release/unavez-river-peer).
     #[arg(long)]
     river_bin: Option<PathBuf>,
+    /// The `unavez` binary for `unavez sim` (default: beside this binary).
+    #[arg(long)]
+    unavez_bin: Option<PathBuf>,
     /// Print the table as Markdown only (no progress lines).
     #[arg(long)]
     quiet: bool,
