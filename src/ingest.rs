@@ -68,8 +68,8 @@ pub fn ingest(
                 already_present: 0,
                 closed: 0,
                 notes: vec![format!(
-                    "version {:?} is older than the stored {current_version}: recorded only",
-                    ev.version
+                    "version {} is older than the stored {current_version}: recorded only",
+                    ev.version.map(|v| v.to_string()).unwrap_or_default()
                 )],
             });
         }

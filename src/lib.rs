@@ -13,7 +13,8 @@
 //! | [`store`] | **all SQL**: the SQLite ledger behind a narrow API (so a PostgreSQL store can follow) |
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
-//! | [`channel`] | the async channel trait and its capabilities |
+//! | [`channel`] | the async channel trait and its capabilities; the engine (`motor`) and Cloud API clients |
+//! | [`sim`] | the seed 003 engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
 //!
 //! The binary (`src/main.rs`) is thin: it parses the command line with
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
@@ -28,5 +29,6 @@ pub mod failpoint;
 pub mod import;
 pub mod ingest;
 pub mod planner;
+pub mod sim;
 pub mod store;
 pub mod templates;

@@ -7,9 +7,17 @@
 //! uncertain send there must wait for a status webhook and never be resent.
 //!
 //! The dispatcher only sees [`Channel`], [`SendRequest`] and [`SendOutcome`];
-//! HTTP details stay in the implementations.
+//! HTTP details stay in the implementations: [`motor::MotorChannel`] (the
+//! seed 003 engine, or `unavez sim`) and [`cloud::CloudChannel`] (the
+//! WhatsApp Cloud API). [`from_config`] builds the configured one.
 
+pub mod cloud;
+pub mod motor;
 pub mod motor_event;
+
+use std::sync::Arc;
+
+use crate::config::{ChannelConfig, ChannelKind};
 
 use async_trait_shim::BoxFuture;
 use chrono::{DateTime, Utc};
@@ -141,6 +149,37 @@ pub trait Channel: Send + Sync {
     /// lookup answer [`LookupOutcome::Unavailable`].
     fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome>;
     fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome>;
+}
+
+/// A channel that cannot be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// The environment variable that should hold a secret is unset or empty.
+    #[error("channel `{channel}`: environment variable {var} (the {what}) is not set or empty")]
+    MissingSecret { channel: &'static str, var: String, what: &'static str },
+    /// A configuration value is unusable.
+    #[error("channel `{channel}`: config field {field}: {reason}")]
+    Config { channel: &'static str, field: &'static str, reason: String },
+    /// The HTTP client could not be built (TLS backend).
+    #[error("channel `{channel}`: cannot build the HTTP client: {source}")]
+    Client { channel: &'static str, source: reqwest::Error },
+}
+
+/// Builds the channel selected by `[channel] kind`, reading its secret
+/// from the environment variable the configuration names.
+pub fn from_config(cfg: &ChannelConfig) -> Result<Arc<dyn Channel>, ChannelError> {
+    Ok(match cfg.kind {
+        ChannelKind::Motor => Arc::new(motor::MotorChannel::new(&cfg.motor)?),
+        ChannelKind::Cloud => Arc::new(cloud::CloudChannel::new(&cfg.cloud)?),
+    })
+}
+
+/// Reads a secret from an env var; unset or blank is an error naming the var.
+pub(crate) fn secret_from_env(channel: &'static str, var: &str, what: &'static str) -> Result<String, ChannelError> {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
+        _ => Err(ChannelError::MissingSecret { channel, var: var.to_string(), what }),
+    }
 }
 
 /// Boxed futures keep the trait object-safe without a macro crate.

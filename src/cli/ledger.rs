@@ -3,6 +3,7 @@
 //! Listings print an aligned table for people and, with `--json`, one JSON
 //! document whose shape is documented in README.md ("JSON output").
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -128,6 +129,24 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// `println!` for listings, which are often piped into `head`: a closed
+/// pipe ends the listing quietly (exit 0) instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {
+        if let Err(e) = writeln!(std::io::stdout(), $($t)*) {
+            return closed_pipe(e);
+        }
+    };
+}
+
+fn closed_pipe(e: std::io::Error) -> anyhow::Result<ExitCode> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(e.into())
+    }
+}
+
 pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
     let mut store = ctx.open_store()?;
     let tz = ctx.config.tz();
@@ -135,16 +154,21 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
         CommitmentsCmd::List { limit, offset, json } => {
             let rows = store.read(|tx| tx.list_commitments(limit, offset))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                out!("{}", serde_json::to_string_pretty(&rows)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!(
+            out!(
                 "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}",
-                "REF", "KIND", "STATUS", "V", "STARTS", "PHONE"
+                "REF",
+                "KIND",
+                "STATUS",
+                "V",
+                "STARTS",
+                "PHONE"
             );
             for r in rows {
                 let c = &r.commitment;
-                println!(
+                out!(
                     "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}{}",
                     c.reference,
                     c.kind.as_str(),
@@ -176,7 +200,7 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|(id, t, e, b, a, at)| serde_json::json!({"event_id": id, "type": t, "effect": e, "version_before": b, "version_after": a, "received_at": at}))
                     .collect();
-                println!(
+                out!(
                     "{}",
                     serde_json::to_string_pretty(
                         &serde_json::json!({"commitment": row, "events": events, "intentions": intents})
@@ -185,7 +209,7 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let c = &row.commitment;
-            println!(
+            out!(
                 "{} ({}) status {} version {}",
                 c.reference,
                 c.kind.as_str(),
@@ -193,27 +217,27 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                 c.version
             );
             if let Some(s) = c.starts_at {
-                println!("  starts   {}", s.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+                out!("  starts   {}", s.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
             }
-            println!(
+            out!(
                 "  contact  {} {}",
                 c.name.as_deref().unwrap_or(""),
                 c.phone.as_deref().map(mask_phone).unwrap_or_default()
             );
-            println!(
+            out!(
                 "  service  {}  place {}",
                 c.service.as_deref().unwrap_or("-"),
                 c.location.as_deref().unwrap_or("-")
             );
             if let Some(t) = c.confirmed_at {
-                println!("  confirmed at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
+                out!("  confirmed at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
             }
             if let Some(t) = c.manual_contact_at {
-                println!("  manual contact at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
+                out!("  manual contact at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
             }
-            println!("events:");
+            out!("events:");
             for (id, t, e, b, a, at) in events {
-                println!(
+                out!(
                     "  {} {:<28} {:<9} v{}→v{}  {id}",
                     at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
                     t,
@@ -222,9 +246,9 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                     a.map(|v| v.to_string()).unwrap_or("-".into())
                 );
             }
-            println!("intentions:");
+            out!("intentions:");
             for i in intents {
-                println!(
+                out!(
                     "  #{:<6} {:<40} {:<11} {}",
                     i.id,
                     i.key,
@@ -262,15 +286,19 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
             };
             let rows = store.read(|tx| tx.list_intentions(&f))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                out!("{}", serde_json::to_string_pretty(&rows)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!(
+            out!(
                 "{:>6} {:<42} {:<11} {:<16} {:<16} REASON",
-                "ID", "KEY", "STATE", "DUE", "TO"
+                "ID",
+                "KEY",
+                "STATE",
+                "DUE",
+                "TO"
             );
             for r in rows {
-                println!(
+                out!(
                     "{:>6} {:<42} {:<11} {:<16} {:<16} {}",
                     r.id,
                     r.key,
@@ -284,43 +312,43 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
         IntentsCmd::Show { id_or_key, json } => {
             let d = store.read(|tx| tx.intention_detail(&id_or_key))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&d)?);
+                out!("{}", serde_json::to_string_pretty(&d)?);
                 return Ok(ExitCode::SUCCESS);
             }
             let i = &d.intention;
-            println!("#{} {}", i.id, i.key);
-            println!(
+            out!("#{} {}", i.id, i.key);
+            out!(
                 "  state      {}{}",
                 i.state,
                 i.state_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
             );
-            println!("  commitment {} v{}", i.commitment_ref, i.commitment_version);
-            println!(
+            out!("  commitment {} v{}", i.commitment_ref, i.commitment_version);
+            out!(
                 "  to         {} ({}, {})",
                 mask_phone(&i.recipient),
                 i.category,
                 i.channel
             );
-            println!("  template   {} [{}] {:?}", i.template, i.language, i.parameters);
-            println!("  text       {}", i.body);
-            println!(
+            out!("  template   {} [{}] {:?}", i.template, i.language, i.parameters);
+            out!("  text       {}", i.body);
+            out!(
                 "  due        {}",
                 i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
             );
             if let Some(e) = i.expires_at {
-                println!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+                out!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
             }
-            println!("  fingerprint {}", i.fingerprint);
+            out!("  fingerprint {}", i.fingerprint);
             if let Some(r) = &i.reason {
-                println!(
+                out!(
                     "  reason     {r} (by {}, authorized by {})",
                     i.created_by,
                     i.authorized_by.as_deref().unwrap_or("-")
                 );
             }
-            println!("history:");
+            out!("history:");
             for h in &d.history {
-                println!(
+                out!(
                     "  {} {:<11} → {:<11} {:<3} {:<16} {:<10} {}{}",
                     h.at.with_timezone(&tz).format("%m-%d %H:%M:%S%.3f"),
                     h.from_state.as_deref().unwrap_or("-"),
@@ -332,9 +360,9 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
                     h.note.as_deref().unwrap_or("")
                 );
             }
-            println!("attempts:");
+            out!("attempts:");
             for a in &d.attempts {
-                println!(
+                out!(
                     "  {} {} {:<9} http {} cmd {} msg {} {}",
                     a.n,
                     a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
@@ -346,9 +374,9 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
                 );
             }
             if !d.related.is_empty() {
-                println!("related:");
+                out!("related:");
                 for r in &d.related {
-                    println!("  #{} {} {} ({})", r.id, r.key, r.state, r.relation);
+                    out!("  #{} {} {} ({})", r.id, r.key, r.state, r.relation);
                 }
             }
         }

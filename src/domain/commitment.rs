@@ -186,6 +186,13 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
         EventType::AppointmentCancelled => {
             if next.is_cancelled() {
                 Change::NoChange
+            } else if current.is_none() {
+                // An appointment we never announced (e.g. the cancelled rows
+                // of an agenda export): remember it as cancelled, tell no one.
+                next.status = "cancelled".into();
+                next.starts_at = ev.starts_at_utc();
+                next.location = ev.location.clone();
+                Change::NoChange
             } else {
                 matters = true;
                 next.status = "cancelled".into();
@@ -343,6 +350,14 @@ mod tests {
             now(),
         ));
         assert_eq!((c.version, changed), (7, true));
+    }
+
+    #[test]
+    fn cancelling_an_unknown_appointment_stores_it_cancelled_without_a_change_to_announce() {
+        let e = ev("appointment.cancelled", r#","starts_at":"2026-12-01T09:30:00-05:00""#);
+        let (c, _, kind) = applied(apply(None, &e, now()));
+        assert_eq!((c.status.as_str(), c.version, kind), ("cancelled", 1, Change::NoChange));
+        assert!(c.starts_at.is_some());
     }
 
     #[test]

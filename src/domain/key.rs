@@ -73,7 +73,7 @@ impl Purpose {
 
 /// `1440` → `24h`, `90` → `90m`: short, stable, readable in a key.
 pub fn offset_label(minutes: u32) -> String {
-    if minutes % 60 == 0 {
+    if minutes.is_multiple_of(60) {
         format!("{}h", minutes / 60)
     } else {
         format!("{minutes}m")

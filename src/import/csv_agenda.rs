@@ -94,7 +94,6 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
                 continue;
             }
         };
-        let digest = Sha256::digest(format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}").as_bytes());
         let opt = |s: &str| {
             if s.is_empty() {
                 serde_json::Value::Null
@@ -102,19 +101,36 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
                 serde_json::Value::String(s.into())
             }
         };
-        let obj = serde_json::json!({
-            "event_id": format!("csv-{}", &hex::encode(digest)[..24]),
-            "type": kind,
-            "ref": reference,
-            "starts_at": opt(&starts_at),
-            "contact": if phone.is_empty() { serde_json::Value::Null } else {
-                serde_json::json!({"phone": phone, "name": opt(&name)})
-            },
-            "service": opt(&service),
-            "location": opt(&location),
-        });
-        match BookingEvent::from_value(obj) {
-            Ok(event) => rows.push(Row { line, event, raw }),
+        let event = |kind: &str| {
+            let digest =
+                Sha256::digest(format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}").as_bytes());
+            BookingEvent::from_value(serde_json::json!({
+                "event_id": format!("csv-{}", &hex::encode(digest)[..24]),
+                "type": kind,
+                "ref": reference,
+                "starts_at": opt(&starts_at),
+                "contact": if phone.is_empty() { serde_json::Value::Null } else {
+                    serde_json::json!({"phone": phone, "name": opt(&name)})
+                },
+                "service": opt(&service),
+                "location": opt(&location),
+            }))
+        };
+        // A confirmed row is also the appointment itself (an export may
+        // list an appointment only once, already confirmed): its scheduled
+        // event has the same id as a plain scheduled row with that content,
+        // so it is a duplicate when the appointment is already known.
+        let kinds: &[&str] = if kind == "appointment.confirmed" {
+            &["appointment.scheduled", kind]
+        } else {
+            &[kind]
+        };
+        match kinds.iter().map(|k| event(k)).collect::<Result<Vec<_>, _>>() {
+            Ok(events) => rows.extend(events.into_iter().map(|event| Row {
+                line,
+                event,
+                raw: raw.clone(),
+            })),
             Err(errs) => {
                 let errs = errs
                     .into_iter()
@@ -162,6 +178,29 @@ mod tests {
             .map(|e| format!("{}:{}:{}", e.file, e.line, e.field))
             .collect();
         assert_eq!(shown, ["a.csv:2:starts_at", "a.csv:3:phone", "a.csv:4:status"]);
+    }
+
+    #[test]
+    fn a_confirmed_row_also_schedules_the_appointment() {
+        let text = "ref,starts_at,phone,name,service,location,status\n\
+                    cita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana,Odontología,Sede A,scheduled\n\
+                    cita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana,Odontología,Sede A,confirmed\n";
+        let (rows, errors) = parse(text, "a.csv");
+        assert!(errors.is_empty(), "{errors:?}");
+        let kinds: Vec<(usize, &str)> = rows.iter().map(|r| (r.line, r.event.kind.as_str())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (2, "appointment.scheduled"),
+                (3, "appointment.scheduled"),
+                (3, "appointment.confirmed")
+            ]
+        );
+        assert_eq!(
+            rows[0].event.event_id, rows[1].event.event_id,
+            "the same appointment is a duplicate"
+        );
+        assert!(rows[2].event.starts_at.is_some());
     }
 
     #[test]

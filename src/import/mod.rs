@@ -81,8 +81,9 @@ pub(crate) fn row_errors(file: &str, line: usize, raw: &str, errs: Vec<FieldErro
         .collect()
 }
 
-/// Reads a file into events and per-row errors, by extension.
-pub fn parse_file(path: &Path) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
+/// Reads a file into events and per-row errors, by extension. `tz` is the
+/// operating zone, used for iCalendar floating times.
+pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
         path: path.to_path_buf(),
         source,
@@ -96,7 +97,7 @@ pub fn parse_file(path: &Path) -> Result<(Vec<Row>, Vec<RowError>), ImportError>
     {
         Some("jsonl") | Some("ndjson") => Ok(parse_jsonl(&text, &name)),
         Some("csv") => Ok(csv_agenda::parse(&text, &name)),
-        Some("ics") => Ok(ics::parse(&text, &name)),
+        Some("ics") => Ok(ics::parse(&text, &name, tz)),
         _ => Err(ImportError::UnsupportedType {
             path: path.to_path_buf(),
         }),
@@ -186,7 +187,7 @@ pub fn import_file(
     opts: &ImportOptions,
     now: DateTime<Utc>,
 ) -> Result<ImportReport, ImportError> {
-    let (rows, mut rejected) = parse_file(path)?;
+    let (rows, mut rejected) = parse_file(path, planner.tz)?;
     if !rejected.is_empty() && !opts.skip_invalid {
         return Err(ImportError::Rejected(rejected));
     }

@@ -29,6 +29,10 @@ pub struct ContactRow {
     pub last_inbound_at: Option<DateTime<Utc>>,
 }
 
+/// One entry of a commitment's event log: `(event_id, type, effect,
+/// version_before, version_after, received_at)`.
+pub type EventLogRow = (String, String, String, Option<i64>, Option<i64>, DateTime<Utc>);
+
 /// How a booking event was recorded in the append-only log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -241,10 +245,7 @@ impl Tx<'_> {
 
     /// The commitment's event log, oldest first: `(event_id, type, effect,
     /// version_before, version_after, received_at)`.
-    pub fn commitment_events(
-        &self,
-        reference: &str,
-    ) -> Result<Vec<(String, String, String, Option<i64>, Option<i64>, DateTime<Utc>)>> {
+    pub fn commitment_events(&self, reference: &str) -> Result<Vec<EventLogRow>> {
         let mut stmt = self.conn().prepare_cached(
             "SELECT event_id, type, effect, version_before, version_after, received_at
              FROM commitment_events WHERE commitment_ref = ?1 ORDER BY id",

@@ -1,1 +1,390 @@
+//! Store unit tests on a real SQLite file (WAL) in a temporary directory.
 
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use rusqlite::params;
+
+use super::*;
+use crate::domain::commitment::{Commitment, CommitmentKind};
+use crate::domain::intention::{NewIntention, correlation_id};
+use crate::domain::key::{IntentionKey, Purpose};
+use crate::domain::state::{CancelReason, IntentionState};
+use crate::planner::Closure;
+use crate::templates::Category;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()
+}
+
+fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("ledger.db")).unwrap();
+    (dir, store)
+}
+
+fn commitment(reference: &str) -> Commitment {
+    Commitment {
+        reference: reference.into(),
+        kind: CommitmentKind::Appointment,
+        status: "scheduled".into(),
+        version: 1,
+        starts_at: Some(now() + Duration::days(2)),
+        service: Some("Odontología".into()),
+        location: Some("Sede Miraflores".into()),
+        phone: Some("+51987654321".into()),
+        name: Some("Ana".into()),
+        language: None,
+        confirmed_at: None,
+        manual_contact_at: None,
+    }
+}
+
+fn intention(reference: &str, purpose: Purpose, version: i64, body: &str) -> NewIntention {
+    let key = IntentionKey::for_commitment(reference, &purpose, version).unwrap();
+    NewIntention {
+        correlation_id: correlation_id(&key),
+        key,
+        commitment_ref: reference.into(),
+        commitment_version: version,
+        asks_confirmation: matches!(purpose, Purpose::Reminder { minutes: 1440 }),
+        purpose,
+        recipient: "+51987654321".into(),
+        category: Category::Transactional,
+        channel: "whatsapp".into(),
+        template: "recordatorio_cita".into(),
+        language: "es_PE".into(),
+        parameters: vec!["Ana".into(), body.into()],
+        body: body.into(),
+        due_at: now() + Duration::days(1),
+        expires_at: None,
+        day: "2026-11-30".into(),
+        created_by: "planner".into(),
+        authorized_by: None,
+        reason: None,
+        related_key: None,
+    }
+}
+
+/// Saves `reference` and returns (commitment id, contact id).
+fn seed(store: &mut Store, reference: &str) -> (i64, i64) {
+    store
+        .write(|tx| {
+            let contact = tx.upsert_contact("+51987654321", Some("Ana"), None, now())?;
+            let id = tx.save_commitment(&commitment(reference), Some(contact), now())?;
+            Ok::<_, StoreError>((id, contact))
+        })
+        .unwrap()
+}
+
+impl Tx<'_> {
+    /// Test-only: records a started attempt, as the dispatcher will.
+    fn test_insert_attempt(&self, intention_id: i64) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
+             VALUES (?1, 1, 'test', 'whatsapp', ?2, 1)",
+            params![intention_id, ms(now())],
+        )?;
+        Ok(())
+    }
+
+    fn test_raw_update(&self, id: i64, column: &str, value: &str) -> Result<usize> {
+        Ok(self.conn().execute(
+            &format!("UPDATE intentions SET {column} = ?2 WHERE id = ?1"),
+            params![id, value],
+        )?)
+    }
+
+    fn test_count(&self, table: &str) -> Result<i64> {
+        Ok(self
+            .conn()
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?)
+    }
+}
+
+#[test]
+fn wal_mode_and_foreign_keys_are_on() {
+    let (_dir, store) = temp_store();
+    let mode: String = store
+        .conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode.to_lowercase(), "wal");
+    let fk: i64 = store
+        .conn
+        .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+        .unwrap();
+    assert_eq!(fk, 1);
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn migrations_are_idempotent_on_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let mut store = Store::open(&path).unwrap();
+    let (cid, contact) = seed(&mut store, "cita-1");
+    store
+        .write(|tx| {
+            tx.reserve(
+                &intention("cita-1", Purpose::Booking, 1, "x"),
+                cid,
+                Some(contact),
+                now(),
+            )
+        })
+        .unwrap();
+    drop(store);
+    for _ in 0..3 {
+        let mut again = Store::open(&path).unwrap();
+        let v: u32 = again
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, MIGRATIONS.last().unwrap().0);
+        assert_eq!(again.read(|tx| tx.test_count("intentions")).unwrap(), 1);
+    }
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.db");
+    let store = Store::open(&path).unwrap();
+    store.conn.pragma_update(None, "user_version", 999).unwrap();
+    drop(store);
+    let e = Store::open(&path).err().unwrap();
+    assert!(matches!(e, StoreError::TooNew { found: 999, .. }), "{e}");
+}
+
+#[test]
+fn reserve_returns_existing_for_the_same_key_and_content() {
+    let (_dir, mut store) = temp_store();
+    let (cid, contact) = seed(&mut store, "cita-1");
+    let n = intention("cita-1", Purpose::Booking, 1, "hola");
+    let first = store.write(|tx| tx.reserve(&n, cid, Some(contact), now())).unwrap();
+    let second = store
+        .write(|tx| tx.reserve(&n, cid, Some(contact), now() + Duration::hours(1)))
+        .unwrap();
+    assert!(matches!(first, Reserved::New(_)));
+    assert_eq!(second, Reserved::Existing(first.id()));
+    store
+        .read(|tx| {
+            assert_eq!(tx.test_count("intentions")?, 1);
+            // Only the first presentation is in history; the repeat is counted.
+            assert_eq!(tx.history(first.id())?.len(), 1);
+            assert_eq!(tx.counter("duplicate_keys")?, 1);
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn reserve_with_other_content_is_a_conflict_naming_key_and_fingerprints() {
+    let (_dir, mut store) = temp_store();
+    let (cid, contact) = seed(&mut store, "cita-1");
+    let original = intention("cita-1", Purpose::Booking, 1, "hola");
+    let other = intention("cita-1", Purpose::Booking, 1, "adiós");
+    let id = store
+        .write(|tx| tx.reserve(&original, cid, Some(contact), now()))
+        .unwrap()
+        .id();
+    let e = store
+        .write(|tx| tx.reserve(&other, cid, Some(contact), now()))
+        .unwrap_err();
+    match &e {
+        StoreError::Conflict { key, stored, presented } => {
+            assert_eq!(key, "cita-1:aviso-reserva:v1");
+            assert_eq!(stored, &original.fingerprint());
+            assert_eq!(presented, &other.fingerprint());
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cita-1:aviso-reserva:v1")
+            && msg.contains(&original.fingerprint())
+            && msg.contains(&other.fingerprint())
+    );
+    let row = store.read(|tx| tx.intention(id)).unwrap();
+    assert_eq!(row.body, "hola", "nothing overwritten");
+    assert_eq!(row.fingerprint, original.fingerprint());
+}
+
+#[test]
+fn content_is_frozen_once_an_attempt_exists() {
+    let (_dir, mut store) = temp_store();
+    let (cid, contact) = seed(&mut store, "cita-1");
+    let id = store
+        .write(|tx| {
+            tx.reserve(
+                &intention("cita-1", Purpose::Booking, 1, "hola"),
+                cid,
+                Some(contact),
+                now(),
+            )
+        })
+        .unwrap()
+        .id();
+    // Before any attempt the row may still be corrected.
+    assert_eq!(store.write(|tx| tx.test_raw_update(id, "body", "hola!")).unwrap(), 1);
+    store.write(|tx| tx.test_insert_attempt(id)).unwrap();
+    for column in [
+        "body",
+        "recipient",
+        "template",
+        "parameters",
+        "fingerprint",
+        "language",
+        "key",
+    ] {
+        let e = store.write(|tx| tx.test_raw_update(id, column, "changed")).unwrap_err();
+        assert!(e.to_string().contains("immutable"), "{column}: {e}");
+    }
+    // State is not content: it still moves.
+    assert_eq!(
+        store.write(|tx| tx.test_raw_update(id, "state_reason", "ok")).unwrap(),
+        1
+    );
+    assert_eq!(store.read(|tx| tx.intention(id)).unwrap().body, "hola!");
+}
+
+#[test]
+fn history_is_append_only() {
+    let (_dir, mut store) = temp_store();
+    let (cid, contact) = seed(&mut store, "cita-1");
+    store
+        .write(|tx| {
+            tx.reserve(
+                &intention("cita-1", Purpose::Booking, 1, "x"),
+                cid,
+                Some(contact),
+                now(),
+            )
+        })
+        .unwrap();
+    let e = store
+        .write(|tx| Ok::<_, StoreError>(tx.conn().execute("DELETE FROM intention_history", [])?))
+        .unwrap_err();
+    assert!(e.to_string().contains("append-only"), "{e}");
+}
+
+#[test]
+fn closures_cancel_only_what_their_rule_names() {
+    let (_dir, mut store) = temp_store();
+    let (cid, contact) = seed(&mut store, "cita-1");
+    let reserve = |store: &mut Store, p: Purpose, v: i64| {
+        store
+            .write(|tx| tx.reserve(&intention("cita-1", p, v, "x"), cid, Some(contact), now()))
+            .unwrap()
+            .id()
+    };
+    let booking1 = reserve(&mut store, Purpose::Booking, 1);
+    let r24_1 = reserve(&mut store, Purpose::Reminder { minutes: 1440 }, 1);
+    let r24_2 = reserve(&mut store, Purpose::Reminder { minutes: 1440 }, 2);
+    let r2_2 = reserve(&mut store, Purpose::Reminder { minutes: 120 }, 2);
+    let superseded = Closure::OlderThan {
+        version: 2,
+        reason: CancelReason::Superseded,
+    };
+    let closed = store
+        .write(|tx| tx.close_planned(cid, superseded, &[], 2, now()))
+        .unwrap();
+    assert_eq!(closed, [booking1, r24_1]);
+    let confirmed = Closure::ConfirmReminders {
+        reason: CancelReason::AlreadyConfirmed,
+    };
+    let closed = store
+        .write(|tx| tx.close_planned(cid, confirmed, &[], 2, now()))
+        .unwrap();
+    assert_eq!(closed, [r24_2]);
+    let all = Closure::AllPlanned {
+        reason: CancelReason::CommitmentCancelled,
+    };
+    let kept_key = "cita-1:recordatorio-2h:v2";
+    let closed = store
+        .write(|tx| tx.close_planned(cid, all, &[kept_key], 3, now()))
+        .unwrap();
+    assert!(closed.is_empty(), "the kept key stays planned");
+    store
+        .read(|tx| {
+            let b = tx.intention(booking1)?;
+            assert_eq!(
+                (b.state, b.state_reason.as_deref()),
+                (IntentionState::Cancelled, Some("superseded"))
+            );
+            let r = tx.intention(r24_2)?;
+            assert_eq!(
+                (r.state, r.state_reason.as_deref()),
+                (IntentionState::Cancelled, Some("already_confirmed"))
+            );
+            assert_eq!(tx.intention(r2_2)?.state, IntentionState::Planned);
+            let h = tx.history(booking1)?;
+            assert_eq!(
+                h.iter().map(|h| h.to_state.as_str()).collect::<Vec<_>>(),
+                ["planned", "cancelled"]
+            );
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    let closed = store.write(|tx| tx.close_planned(cid, all, &[], 3, now())).unwrap();
+    assert_eq!(closed, [r2_2]);
+    let manual = Closure::Reminders {
+        reason: CancelReason::ManualContact,
+    };
+    assert!(
+        store
+            .write(|tx| tx.close_planned(cid, manual, &[], 3, now()))
+            .unwrap()
+            .is_empty(),
+        "nothing planned left"
+    );
+}
+
+#[test]
+fn counters_add_up_and_default_to_zero() {
+    let (_dir, mut store) = temp_store();
+    store
+        .write(|tx| {
+            assert_eq!(tx.counter("nothing")?, 0);
+            tx.bump_counter("x", 2)?;
+            tx.bump_counter("x", 3)?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    assert_eq!(store.read(|tx| tx.counter("x")).unwrap(), 5);
+}
+
+#[test]
+fn repeated_event_ids_are_recorded_once() {
+    let (_dir, mut store) = temp_store();
+    let (first, second) = store
+        .write(|tx| {
+            let a = tx.record_commitment_event("evt-1", "cita-1", "appointment.scheduled", "t", "{}", now())?;
+            let b = tx.record_commitment_event("evt-1", "cita-1", "appointment.scheduled", "t", "{}", now())?;
+            Ok::<_, StoreError>((a, b))
+        })
+        .unwrap();
+    assert!(first.is_some() && second.is_none());
+    assert_eq!(store.read(|tx| tx.counter("duplicate_events")).unwrap(), 1);
+}
+
+#[test]
+fn a_failed_savepoint_leaves_the_rest_of_the_transaction() {
+    let (_dir, mut store) = temp_store();
+    store
+        .write(|tx| {
+            tx.bump_counter("kept", 1)?;
+            let r: Result<()> = tx.atomically(|tx| {
+                tx.bump_counter("undone", 1)?;
+                Err(StoreError::NoIntention("x".into()))
+            });
+            assert!(r.is_err());
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    store
+        .read(|tx| {
+            assert_eq!((tx.counter("kept")?, tx.counter("undone")?), (1, 0));
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+}

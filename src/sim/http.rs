@@ -1,0 +1,333 @@
+//! HTTP routes of the simulator: the seed 003 engine API (`/v1/…`) and a
+//! few loopback admin routes (`/sim/…`) for tests, benchmarks and the demo.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::Notify;
+
+use super::PauseMode;
+use super::core::{Core, lock};
+use super::engine::{Scope, Submit, parse_message, validate_key};
+use super::faults::FaultSpec;
+
+/// Lets a handler close its own connection without answering (a reset or
+/// a lost response), which a normal handler cannot express.
+#[derive(Clone)]
+pub struct ConnKill(pub Arc<Notify>);
+
+pub fn router(core: Arc<Core>) -> Router {
+    Router::new()
+        .route("/v1/instances/{id}/messages", post(post_message))
+        .route("/v1/commands/{id}", get(get_command))
+        .route("/v1/commands/{id}/cancel", post(cancel_command))
+        .route("/sim/instances/{id}/relink", post(relink))
+        .route("/sim/stats", get(stats))
+        .route("/sim/commands", get(list_commands))
+        .route("/sim/sent", get(sent))
+        .route("/sim/pause", post(pause))
+        .route("/sim/resume", post(resume))
+        .route("/sim/faults", get(get_faults).post(set_faults))
+        .with_state(core)
+}
+
+fn error(status: StatusCode, code: &str, detail: impl Into<String>) -> Response {
+    (status, Json(json!({"error": code, "detail": detail.into()}))).into_response()
+}
+
+/// The app a bearer key belongs to. Only an opaque hash is kept, so the
+/// key itself never lands in the journal or in responses.
+// The error is the ready-made 401 response; handlers return it as is.
+#[allow(clippy::result_large_err)]
+fn auth(core: &Core, headers: &HeaderMap) -> Result<String, Response> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let Some(bearer) = bearer else {
+        return Err(error(StatusCode::UNAUTHORIZED, "no_autorizado", "falta Authorization: Bearer <api key>"));
+    };
+    if let Some(expected) = &core.api_key
+        && expected != bearer
+    {
+        return Err(error(StatusCode::UNAUTHORIZED, "no_autorizado", "api key desconocida"));
+    }
+    Ok(format!("app_{}", &hex::encode(Sha256::digest(bearer.as_bytes()))[..12]))
+}
+
+fn unavailable(core: &Core) -> Option<Response> {
+    (*core.mode.borrow() == PauseMode::Unavailable)
+        .then(|| error(StatusCode::SERVICE_UNAVAILABLE, "motor_no_disponible", "el motor está en pausa"))
+}
+
+/// Closes the connection with no response at all.
+async fn drop_connection(kill: Option<Extension<ConnKill>>) -> Response {
+    match kill {
+        Some(Extension(k)) => {
+            k.0.notify_one();
+            std::future::pending::<Response>().await
+        }
+        // Served outside our accept loop: the closest honest answer.
+        None => error(StatusCode::SERVICE_UNAVAILABLE, "conexion_cortada", "simulated reset"),
+    }
+}
+
+async fn post_message(
+    State(core): State<Arc<Core>>,
+    Path(instance_id): Path<String>,
+    headers: HeaderMap,
+    kill: Option<Extension<ConnKill>>,
+    body: Bytes,
+) -> Response {
+    core.bump(|s| s.requests += 1);
+    if let Some(r) = unavailable(&core) {
+        return r;
+    }
+    let app = match auth(&core, &headers) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    // Keys may carry UTF-8 (seed 003 counts characters, not bytes).
+    let raw_key = match headers.get("idempotency-key").map(|v| std::str::from_utf8(v.as_bytes())) {
+        None => None,
+        Some(Ok(k)) => Some(k),
+        Some(Err(_)) => {
+            core.bump(|s| s.rejected += 1);
+            return error(StatusCode::UNPROCESSABLE_ENTITY, "clave_invalida", "Idempotency-Key: no es UTF-8 válido");
+        }
+    };
+    let key = match validate_key(raw_key) {
+        Ok(k) => k,
+        Err(e) => {
+            core.bump(|s| s.rejected += 1);
+            return error(StatusCode::UNPROCESSABLE_ENTITY, "clave_invalida", e.to_string());
+        }
+    };
+    let scope: Scope = (app, instance_id, key);
+    let attempt = lock(&core.engine).next_attempt(&scope).to_string();
+    let faults = core.faults();
+    let roll = |fault: &'static str| [fault, scope.0.as_str(), scope.1.as_str(), scope.2.as_str(), attempt.as_str()];
+
+    let latency = core.dice.pick(&faults.latency_ms, &roll("latency"));
+    if latency > 0 {
+        tokio::time::sleep(Duration::from_millis(latency)).await;
+    }
+    if core.dice.chance(faults.reset, &roll("reset")) {
+        core.bump(|s| s.faults.reset += 1);
+        return drop_connection(kill).await;
+    }
+    if core.dice.chance(faults.error5xx, &roll("error5xx")) {
+        core.bump(|s| s.faults.error5xx += 1);
+        return error(StatusCode::SERVICE_UNAVAILABLE, "motor_no_disponible", "simulated 5xx before processing");
+    }
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            core.bump(|s| s.rejected += 1);
+            return error(StatusCode::UNPROCESSABLE_ENTITY, "cuerpo_invalido", format!("JSON inválido: {e}"));
+        }
+    };
+    let req = match parse_message(&scope.1, &value) {
+        Ok(r) => r,
+        Err(e) => {
+            core.bump(|s| s.rejected += 1);
+            return error(StatusCode::UNPROCESSABLE_ENTITY, "cuerpo_invalido", e.to_string());
+        }
+    };
+    if core.dice.chance(faults.rate429, &roll("rate429")) {
+        core.bump(|s| s.faults.rate429 += 1);
+        // The key is resolved first: a known key comes back with its command.
+        let stored = lock(&core.engine).by_key(&scope).map(|c| c.to_json());
+        let mut r = match stored {
+            Some(c) => (StatusCode::TOO_MANY_REQUESTS, Json(c)).into_response(),
+            None => {
+                error(StatusCode::TOO_MANY_REQUESTS, "ritmo_excedido", "demasiados pedidos; repite con la misma clave")
+            }
+        };
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    }
+    let command_id = core.command_id(&scope.0, &scope.1, &scope.2);
+    let outcome = {
+        let mut engine = lock(&core.engine);
+        let outcome = engine.submit(&scope, &req, command_id, Utc::now());
+        if let Submit::Created(c) = &outcome {
+            core.changed(c, false);
+        }
+        outcome
+    };
+    let response = match outcome {
+        Submit::Created(c) => {
+            core.bump(|s| s.created += 1);
+            core.resume_command(&c);
+            (StatusCode::ACCEPTED, Json(c.to_json())).into_response()
+        }
+        Submit::Existing(c) => {
+            core.bump(|s| s.repeated += 1);
+            (StatusCode::ACCEPTED, Json(c.to_json())).into_response()
+        }
+        Submit::KeyConflict { existing } => {
+            core.bump(|s| s.conflicts += 1);
+            return error(
+                StatusCode::CONFLICT,
+                "clave_en_uso",
+                format!(
+                    "la Idempotency-Key ya se usó en esta instancia con otro contenido (comando {})",
+                    existing.command_id
+                ),
+            );
+        }
+        Submit::GenerationMismatch { expected, current } => {
+            core.bump(|s| s.conflicts += 1);
+            return error(
+                StatusCode::CONFLICT,
+                "generacion_cambiada",
+                format!("generacion_esperada {expected}, la instancia está en la generación {current}"),
+            );
+        }
+    };
+    if core.dice.chance(faults.timeout_after, &roll("timeout_after")) {
+        // Processed and stored; the answer is held past any sane client
+        // timeout and then the connection drops without it.
+        core.bump(|s| s.faults.timeout_after += 1);
+        tokio::time::sleep(Duration::from_millis(faults.hold_ms)).await;
+        return drop_connection(kill).await;
+    }
+    response
+}
+
+async fn get_command(State(core): State<Arc<Core>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    if let Some(r) = unavailable(&core) {
+        return r;
+    }
+    let app = match auth(&core, &headers) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    match lock(&core.engine).commands.get(&id).filter(|c| c.app == app) {
+        Some(c) => (StatusCode::OK, Json(c.to_json())).into_response(),
+        None => error(StatusCode::NOT_FOUND, "comando_desconocido", format!("no hay comando {id} en esta app")),
+    }
+}
+
+async fn cancel_command(State(core): State<Arc<Core>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    if let Some(r) = unavailable(&core) {
+        return r;
+    }
+    let app = match auth(&core, &headers) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let mut engine = lock(&core.engine);
+    match engine.cancel(&app, &id, Utc::now()) {
+        Some((c, changed)) => {
+            if changed {
+                core.changed(&c, false);
+            }
+            (StatusCode::OK, Json(c.to_json())).into_response()
+        }
+        None => error(StatusCode::NOT_FOUND, "comando_desconocido", format!("no hay comando {id} en esta app")),
+    }
+}
+
+async fn relink(State(core): State<Arc<Core>>, Path(id): Path<String>) -> Response {
+    let mut engine = lock(&core.engine);
+    let (generation, failed) = engine.relink(&id, Utc::now());
+    core.generation_changed(&id, generation);
+    for c in &failed {
+        core.changed(c, false);
+    }
+    let ids: Vec<&str> = failed.iter().map(|c| c.command_id.as_str()).collect();
+    Json(json!({"instance_id": id, "generation": generation, "failed": ids})).into_response()
+}
+
+async fn stats(State(core): State<Arc<Core>>) -> Response {
+    Json(core.stats_json()).into_response()
+}
+
+#[derive(Deserialize)]
+struct CommandsQuery {
+    instance_id: Option<String>,
+    key: Option<String>,
+}
+
+/// Every command (optionally one instance or key), app included, for tests.
+async fn list_commands(State(core): State<Arc<Core>>, Query(q): Query<CommandsQuery>) -> Response {
+    let engine = lock(&core.engine);
+    let mut out: Vec<Value> = engine
+        .commands
+        .values()
+        .filter(|c| q.instance_id.as_ref().is_none_or(|i| &c.instance_id == i))
+        .filter(|c| q.key.as_ref().is_none_or(|k| &c.idempotency_key == k))
+        .map(|c| c.to_json())
+        .collect();
+    out.sort_by(|a, b| a["command_id"].as_str().cmp(&b["command_id"].as_str()));
+    Json(out).into_response()
+}
+
+async fn sent(State(core): State<Arc<Core>>) -> Response {
+    Json(core.sent()).into_response()
+}
+
+#[derive(Deserialize, Default)]
+struct PauseBody {
+    /// `refuse` (connections refused) or `unavailable` (503 to everything).
+    mode: Option<String>,
+    /// Resume by itself after this long.
+    for_ms: Option<u64>,
+}
+
+async fn pause(State(core): State<Arc<Core>>, body: Bytes) -> Response {
+    let b: PauseBody = if body.is_empty() {
+        PauseBody::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(b) => b,
+            Err(e) => return error(StatusCode::UNPROCESSABLE_ENTITY, "cuerpo_invalido", e.to_string()),
+        }
+    };
+    let mode = match b.mode.as_deref() {
+        None | Some("refuse") => PauseMode::Refuse,
+        Some("unavailable") => PauseMode::Unavailable,
+        Some(other) => {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "modo_invalido",
+                format!("mode {other:?}: expected refuse or unavailable"),
+            );
+        }
+    };
+    super::pause_core(&core, mode, b.for_ms.map(Duration::from_millis));
+    Json(json!({"mode": mode})).into_response()
+}
+
+async fn resume(State(core): State<Arc<Core>>) -> Response {
+    core.mode.send_replace(PauseMode::Up);
+    Json(json!({"mode": PauseMode::Up})).into_response()
+}
+
+async fn get_faults(State(core): State<Arc<Core>>) -> Response {
+    core.faults().to_string().into_response()
+}
+
+async fn set_faults(State(core): State<Arc<Core>>, body: String) -> Response {
+    match FaultSpec::parse(&body) {
+        Ok(f) => {
+            core.set_faults(f);
+            core.faults().to_string().into_response()
+        }
+        Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, "faults_invalidos", e.to_string()),
+    }
+}
