@@ -210,4 +210,36 @@ impl Tx<'_> {
     pub fn bench_count_intentions(&self) -> Result<i64> {
         Ok(self.conn().query_row("SELECT count(*) FROM intentions", [], |r| r.get(0))?)
     }
+
+    /// Spreads the due times of every planned intention: the first at
+    /// `start_ms`, then one every `step_us` microseconds in id order (an
+    /// offered load for the latency benchmark).
+    pub fn bench_spread_due(&self, start_ms: i64, step_us: i64) -> Result<usize> {
+        let first: i64 = self.conn().query_row("SELECT coalesce(min(id), 0) FROM intentions", [], |r| r.get(0))?;
+        Ok(self.conn().execute(
+            "UPDATE intentions SET due_at = ?1 + ((id - ?2) * ?3) / 1000 WHERE state = 'planned'",
+            params![start_ms, first, step_us],
+        )?)
+    }
+
+    /// Puts every intention on one operating day (reprocess benchmark).
+    pub fn bench_set_day(&self, day: &str) -> Result<usize> {
+        Ok(self.conn().execute("UPDATE intentions SET day = ?1", [day])?)
+    }
+
+    /// Milliseconds from due to the channel's acceptance, one per accepted
+    /// attempt (latency benchmark).
+    pub fn bench_due_to_accepted_ms(&self) -> Result<Vec<i64>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT a.ended_at - i.due_at FROM attempts a JOIN intentions i ON i.id = a.intention_id
+             WHERE a.outcome = 'accepted' AND a.ended_at IS NOT NULL",
+        )?;
+        let rows = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Intentions by state (bench progress polling).
+    pub fn bench_count_state(&self, state: &str) -> Result<i64> {
+        Ok(self.conn().query_row("SELECT count(*) FROM intentions WHERE state = ?1", [state], |r| r.get(0))?)
+    }
 }

@@ -47,12 +47,17 @@ fn event(i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
     }
 }
 
-/// Ingests `events` appointment bookings in transactions of `batch`.
+/// Ingests `events` appointment bookings in transactions of `batch`, with
+/// the default policy (booking notice and two reminders each).
 pub fn run(dir: &Path, events: u64, batch: u64) -> Result<Reserve, IngestError> {
-    let config = Config::default();
+    run_into(&dir.join("reserve.db"), events, batch, &Config::default())
+}
+
+/// The same into `path` with the policy of `config`.
+pub fn run_into(path: &Path, events: u64, batch: u64, config: &Config) -> Result<Reserve, IngestError> {
     let templates = Templates::embedded();
     let planner = Planner { policy: &config.policy, templates: &templates, tz: config.tz() };
-    let mut store = Store::open(&dir.join("reserve.db"))?;
+    let mut store = Store::open(path)?;
     let now = Utc::now();
     let evs: Vec<BookingEvent> = (0..events).map(|i| event(i, now)).collect();
     let t = Instant::now();
