@@ -14,6 +14,7 @@
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`channel`] | the async channel trait and its capabilities; the engine (`motor`) and Cloud API clients |
+//! | [`dispatch`] | background dispatcher and reconciler: claims with validity, durable attempts, uncertain outcomes, reprocessing a day |
 //! | [`sim`] | the seed 003 engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
 //!
 //! The binary (`src/main.rs`) is thin: it parses the command line with
@@ -24,6 +25,7 @@ pub mod channel;
 pub mod chaos;
 pub mod cli;
 pub mod config;
+pub mod dispatch;
 pub mod domain;
 pub mod failpoint;
 pub mod import;

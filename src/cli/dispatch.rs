@@ -1,26 +1,282 @@
-//! `unavez serve`, `unavez dispatch`, `unavez reprocess` (being written).
+//! `unavez serve`, `unavez dispatch`, `unavez reprocess`.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
 
 use super::Ctx;
+use crate::channel::Channel;
+use crate::config::{ChannelKind, Config};
+use crate::dispatch::{self, Db, Settings, reprocess};
+use crate::domain::state::IntentionState;
 
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
-
-#[derive(Debug, clap::Args)]
-pub struct DispatchArgs {}
-
-#[derive(Debug, clap::Args)]
-pub struct ReprocessArgs {}
-
-pub fn serve(_ctx: &Ctx, _args: ServeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`unavez serve` is not available yet")
+pub struct ServeArgs {
+    /// Print the final report as JSON on shutdown.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn dispatch(_ctx: &Ctx, _args: DispatchArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`unavez dispatch` is not available yet")
+#[derive(Debug, clap::Args)]
+pub struct DispatchArgs {
+    /// Keep dispatching until nothing is due and nothing is in flight
+    /// (default: one claimed batch).
+    #[arg(long)]
+    pub until_idle: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn reprocess(_ctx: &Ctx, _args: ReprocessArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`unavez reprocess` is not available yet")
+#[derive(Debug, clap::Args)]
+pub struct ReprocessArgs {
+    /// Operating day, YYYY-MM-DD in the configured time zone.
+    #[arg(long)]
+    pub day: String,
+    /// Only intentions in these states (repeatable); default: all states.
+    #[arg(long = "state")]
+    pub states: Vec<IntentionState>,
+    /// Show what would happen, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Who runs it (must be an operator in the configuration).
+    #[arg(long)]
+    pub operator: String,
+    /// Why (recorded with the operator action).
+    #[arg(long)]
+    pub reason: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The channel the configuration names, with its secret read from the
+/// environment variable the configuration names.
+pub fn channel_from_config(cfg: &Config) -> anyhow::Result<Arc<dyn Channel>> {
+    Ok(crate::channel::from_config(&cfg.channel)?)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn check_lease(cfg: &Config) {
+    let timeout_ms = match cfg.channel.kind {
+        ChannelKind::Motor => cfg.channel.motor.timeout_ms,
+        ChannelKind::Cloud => cfg.channel.cloud.timeout_ms,
+    };
+    if cfg.policy.lease_seconds.saturating_mul(1000) <= timeout_ms {
+        tracing::warn!(
+            "policy.lease_seconds ({} s) is not longer than the channel timeout ({timeout_ms} ms): \
+             slow sends will be reconciled as uncertain",
+            cfg.policy.lease_seconds
+        );
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let channel = channel_from_config(&ctx.config)?;
+    check_lease(&ctx.config);
+    // Open once up front so a bad path or schema fails before we announce.
+    drop(ctx.open_store()?);
+    let settings = Settings::from_config(&ctx.config);
+    eprintln!(
+        "unavez serve: dispatcher and reconciler on {} (channel {}, owner {}); Ctrl-C or SIGTERM stops gracefully",
+        ctx.db.display(),
+        channel.kind(),
+        settings.owner
+    );
+    let rt = runtime()?;
+    let report = rt.block_on(dispatch::serve(&ctx.db, settings, channel, shutdown_signal()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let d = &report.dispatch;
+        let r = &report.reconcile;
+        println!(
+            "stopped: claimed {}, accepted {}, failed {}, uncertain {}, retried {}, review {}, cancelled {}, deferred {}, abandoned as uncertain {}",
+            d.claimed, d.accepted, d.failed, d.uncertain, d.retried, d.review, d.cancelled, d.deferred, d.abandoned
+        );
+        println!(
+            "reconciled: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}",
+            r.expired_leases, r.resolved, r.waiting, r.review, r.repeats
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
+    let channel = channel_from_config(&ctx.config)?;
+    check_lease(&ctx.config);
+    let db = Db::from_store(ctx.open_store()?);
+    let settings = Arc::new(Settings::from_config(&ctx.config));
+    let rt = runtime()?;
+    let (d, r) = rt.block_on(async {
+        if args.until_idle {
+            dispatch::dispatch_until_idle(db, settings, channel).await
+        } else {
+            dispatch::dispatch_once(db, settings, channel).await
+        }
+    })?;
+    if args.json {
+        println!("{}", serde_json::json!({"dispatch": d, "reconcile": r}));
+    } else {
+        println!(
+            "claimed {}, accepted {}, failed {}, uncertain {}, retried {}, review {}, cancelled {}, deferred {}",
+            d.claimed, d.accepted, d.failed, d.uncertain, d.retried, d.review, d.cancelled, d.deferred
+        );
+        println!(
+            "reconciled: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}",
+            r.expired_leases, r.resolved, r.waiting, r.review, r.repeats
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
+    let op = ctx.config.operator(&args.operator).with_context(|| {
+        let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
+        format!(
+            "unknown operator {:?} (configured: {})",
+            args.operator,
+            known.join(", ")
+        )
+    })?;
+    let req = reprocess::Request {
+        day: args.day.clone(),
+        states: args.states.clone(),
+        dry_run: args.dry_run,
+        operator: op.name.clone(),
+        role: op.role.as_str().to_string(),
+        reason: args.reason.clone(),
+    };
+    reprocess::validate(&req)?;
+    // The dry run needs no channel; the real run does.
+    let channel: Arc<dyn Channel> = if args.dry_run {
+        Arc::new(NoChannel)
+    } else {
+        channel_from_config(&ctx.config)?
+    };
+    let db = Db::from_store(ctx.open_store()?);
+    let settings = Arc::new(Settings::from_config(&ctx.config));
+    let rt = runtime()?;
+    let report = rt.block_on(reprocess::run(&db, &settings, &channel, &req))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} {} ({} intention(s){})",
+        if report.dry_run { "dry run for" } else { "reprocessed" },
+        report.day,
+        report.items.len(),
+        if report.states.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", states {}",
+                report.states.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+            )
+        }
+    );
+    for i in &report.items {
+        let result = i.result.map(|r| format!(" → now {r}")).unwrap_or_default();
+        println!(
+            "  #{:<6} {:<40} {:<11} {:<15} {}{result}",
+            i.id,
+            i.key,
+            i.state.as_str(),
+            i.action.as_str(),
+            i.why
+        );
+    }
+    let summary: Vec<String> = report
+        .summary
+        .iter()
+        .map(|(a, n)| format!("{} {n}", a.as_str()))
+        .collect();
+    println!(
+        "summary: {}",
+        if summary.is_empty() {
+            "nothing".into()
+        } else {
+            summary.join(", ")
+        }
+    );
+    if let Some(id) = report.operator_action_id {
+        println!("recorded as operator action #{id} by {} ({})", req.operator, req.role);
+    } else {
+        println!("nothing was changed (dry run)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stands in for a channel in a dry run, which never sends or asks.
+struct NoChannel;
+
+impl Channel for NoChannel {
+    fn kind(&self) -> &'static str {
+        "none"
+    }
+    fn capabilities(&self) -> crate::channel::Capabilities {
+        crate::channel::Capabilities {
+            idempotent_keys: false,
+            command_lookup: false,
+            cancel: false,
+        }
+    }
+    fn send<'a>(
+        &'a self,
+        _req: &'a crate::channel::SendRequest,
+    ) -> crate::channel::async_trait_shim::BoxFuture<'a, crate::channel::SendOutcome> {
+        Box::pin(async {
+            crate::channel::SendOutcome::Retry {
+                detail: "dry run: no channel".into(),
+                http_status: None,
+                retry_after_secs: None,
+            }
+        })
+    }
+    fn lookup<'a>(
+        &'a self,
+        _req: &'a crate::channel::SendRequest,
+        _command_id: Option<&'a str>,
+    ) -> crate::channel::async_trait_shim::BoxFuture<'a, crate::channel::LookupOutcome> {
+        Box::pin(async {
+            crate::channel::LookupOutcome::Unavailable {
+                detail: "dry run: no channel".into(),
+            }
+        })
+    }
+    fn cancel<'a>(
+        &'a self,
+        _command_id: &'a str,
+    ) -> crate::channel::async_trait_shim::BoxFuture<'a, crate::channel::CancelOutcome> {
+        Box::pin(async { crate::channel::CancelOutcome::Unsupported })
+    }
 }

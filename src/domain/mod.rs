@@ -9,3 +9,4 @@ pub mod intention;
 pub mod key;
 pub mod mask;
 pub mod state;
+pub mod validity;

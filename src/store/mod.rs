@@ -11,11 +11,15 @@
 
 pub mod bench;
 pub mod chaos;
+mod dispatch;
 mod intents;
 mod ledger;
 mod operator;
 mod queries;
+mod uncertain;
 
+pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
+pub use uncertain::UncertainItem;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};

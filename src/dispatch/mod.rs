@@ -1,0 +1,216 @@
+//! The background dispatcher and reconciler: the same code runs embedded in
+//! the console, in the headless `unavez serve`, and once in
+//! `unavez dispatch --until-idle`.
+//!
+//! | file | job |
+//! |---|---|
+//! | `worker.rs` | claim due intentions in batches (validity checked in the claim transaction), send with bounded concurrency, record results |
+//! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend |
+//! | [`reprocess`] | re-evaluate one operating day by state, with a dry run |
+//! | [`request`] | the [`SendRequest`](crate::channel::SendRequest) built from the stored intention |
+//!
+//! The store is synchronous (SQLite); every database call runs on tokio's
+//! blocking pool through [`Db`], so a slow fsync never stalls the sends in
+//! flight.
+
+mod reconcile;
+pub mod reprocess;
+pub mod request;
+mod worker;
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::channel::Channel;
+use crate::config::Config;
+use crate::domain::validity::Rules;
+use crate::store::{Store, StoreError};
+
+pub use reconcile::{ReconcileReport, reconcile_once};
+pub use worker::{DispatchReport, dispatch_once, dispatch_until_idle};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DispatchError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("database worker failed: {0}")]
+    Worker(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = DispatchError> = std::result::Result<T, E>;
+
+/// Everything the dispatcher and reconciler need from the configuration,
+/// resolved once.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Lease owner written on claims and attempts: unique per process.
+    pub owner: String,
+    pub lease: Duration,
+    pub batch_size: u32,
+    pub concurrency: usize,
+    pub poll: StdDuration,
+    pub shutdown_grace: StdDuration,
+    pub rules: Rules,
+    pub max_attempts: u32,
+    pub backoff_seconds: Vec<u64>,
+    /// Non-idempotent channels (and engine-ambiguous commands): how long an
+    /// uncertain send waits for evidence before `review`.
+    pub uncertain_review: Duration,
+    /// Idempotent channels: reconciliation tries before `review`.
+    pub max_reconcile_attempts: u32,
+}
+
+impl Settings {
+    pub fn from_config(cfg: &Config) -> Settings {
+        let p = &cfg.policy;
+        Settings {
+            owner: format!(
+                "dispatcher-{}-{}",
+                std::process::id(),
+                chrono::Utc::now().timestamp_millis()
+            ),
+            lease: Duration::seconds(i64::try_from(p.lease_seconds.max(1)).unwrap_or(60)),
+            batch_size: cfg.dispatcher.batch_size.max(1),
+            concurrency: usize::try_from(cfg.dispatcher.concurrency.max(1)).unwrap_or(1),
+            poll: StdDuration::from_millis(cfg.dispatcher.poll_ms.max(10)),
+            shutdown_grace: StdDuration::from_millis(cfg.dispatcher.shutdown_grace_ms),
+            rules: Rules {
+                quiet_hours: p.quiet_hours.as_ref().and_then(|q| q.minutes()),
+                daily_cap: p.daily_cap_per_recipient,
+                tz: cfg.tz(),
+            },
+            max_attempts: p.max_attempts.max(1),
+            backoff_seconds: if p.backoff_seconds.is_empty() {
+                vec![1]
+            } else {
+                p.backoff_seconds.clone()
+            },
+            uncertain_review: Duration::minutes(i64::try_from(p.uncertain_review_minutes).unwrap_or(30)),
+            max_reconcile_attempts: p.max_reconcile_attempts.max(1),
+        }
+    }
+
+    /// Wait before reconciliation try number `tries` (0-based), from the
+    /// backoff policy.
+    pub(crate) fn reconcile_wait(&self, tries: u32) -> Duration {
+        let idx = usize::try_from(tries)
+            .unwrap_or(usize::MAX)
+            .min(self.backoff_seconds.len() - 1);
+        Duration::seconds(i64::try_from(self.backoff_seconds[idx]).unwrap_or(60))
+    }
+}
+
+/// One ledger connection shared by a task's database calls, run on the
+/// blocking pool.
+#[derive(Clone)]
+pub struct Db(Arc<Mutex<Store>>);
+
+impl Db {
+    pub fn open(path: &Path) -> Result<Db> {
+        Ok(Db(Arc::new(Mutex::new(Store::open(path)?))))
+    }
+
+    pub fn from_store(store: Store) -> Db {
+        Db(Arc::new(Mutex::new(store)))
+    }
+
+    /// Runs `f` with the store on the blocking pool.
+    pub async fn call<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
+    {
+        let store = self.0.clone();
+        tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock leaves the connection usable:
+            // SQLite rolled the transaction back when it was dropped.
+            let mut guard = store.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| DispatchError::Worker(e.to_string()))?
+    }
+}
+
+/// What the background services did, reported when they stop.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ServiceReport {
+    pub dispatch: DispatchReport,
+    pub reconcile: ReconcileReport,
+}
+
+/// Owns the background tasks (dispatcher and reconciler). Dropping it
+/// without [`Services::stop`] signals them to stop but cannot wait; call
+/// `stop` to shut down gracefully and collect their reports.
+pub struct Services {
+    stop: watch::Sender<bool>,
+    dispatcher: Option<JoinHandle<Result<DispatchReport>>>,
+    reconciler: Option<JoinHandle<Result<ReconcileReport>>>,
+}
+
+impl Services {
+    /// Starts the dispatcher and the reconciler on the current tokio
+    /// runtime, each with its own connection to the ledger at `db_path`.
+    pub fn start(db_path: &Path, settings: Settings, channel: Arc<dyn Channel>) -> Result<Services> {
+        let (stop, rx) = watch::channel(false);
+        let settings = Arc::new(settings);
+        let d_db = Db::open(db_path)?;
+        let r_db = Db::open(db_path)?;
+        let dispatcher = tokio::spawn(worker::dispatch_loop(
+            d_db,
+            settings.clone(),
+            channel.clone(),
+            rx.clone(),
+            worker::Mode::Forever,
+        ));
+        let reconciler = tokio::spawn(reconcile::reconcile_loop(r_db, settings, channel, rx));
+        Ok(Services {
+            stop,
+            dispatcher: Some(dispatcher),
+            reconciler: Some(reconciler),
+        })
+    }
+
+    /// Graceful shutdown: stop claiming, wait for sends in flight up to the
+    /// configured grace, record what is still unknown as `uncertain`, and
+    /// return both reports.
+    pub async fn stop(mut self) -> Result<ServiceReport> {
+        let _ = self.stop.send(true);
+        let mut report = ServiceReport::default();
+        if let Some(h) = self.dispatcher.take() {
+            report.dispatch = h.await.map_err(|e| DispatchError::Worker(e.to_string()))??;
+        }
+        if let Some(h) = self.reconciler.take() {
+            report.reconcile = h.await.map_err(|e| DispatchError::Worker(e.to_string()))??;
+        }
+        Ok(report)
+    }
+}
+
+impl Drop for Services {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// Runs dispatcher and reconciler until `shutdown` resolves, then stops
+/// them gracefully (the headless `unavez serve`).
+pub async fn serve(
+    db_path: &Path,
+    settings: Settings,
+    channel: Arc<dyn Channel>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<ServiceReport> {
+    let services = Services::start(db_path, settings, channel)?;
+    shutdown.await;
+    services.stop().await
+}

@@ -1,0 +1,485 @@
+//! The reconciler: turns unknown outcomes into evidence, never into a blind
+//! resend.
+//!
+//! 1. Expired leases: a `dispatching` intention whose worker died with an
+//!    attempt open becomes `uncertain` (the request may have gone out).
+//! 2. Each uncertain intention is resolved according to what its channel
+//!    can prove ([`Capabilities`]):
+//!    - lookup available and a command id known → ask where the command is;
+//!    - idempotent keys → repeat with the same key and content (the engine
+//!      returns the original command and its state, no second message);
+//!    - an engine-reported *ambiguous* command is never repeated: it waits
+//!      for the engine's own resolution (webhook or lookup);
+//!    - no idempotency (Cloud API) → wait for a status webhook; after the
+//!      policy window → `review`.
+//!
+//!    A try that settles nothing is recorded in history (`reconcile`) and
+//!    rescheduled with the backoff policy; too many → `review`.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::request::{attempt_result, evidence_for, send_request};
+use super::{Db, Result, Settings};
+use crate::channel::{Capabilities, Channel, LookupOutcome, SendOutcome};
+use crate::store::{Cause, Finished, RetryPolicy, UncertainItem};
+
+/// Counts of what reconciliation did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReconcileReport {
+    /// Leases found expired and turned into `uncertain`.
+    pub expired_leases: u64,
+    pub examined: u64,
+    /// Settled by evidence (accepted, sent, delivered, read, failed, withdrawn).
+    pub resolved: u64,
+    /// Still uncertain, tried again later.
+    pub waiting: u64,
+    pub review: u64,
+    /// Repeats sent with the same key to an idempotent channel.
+    pub repeats: u64,
+    pub store_errors: u64,
+}
+
+impl ReconcileReport {
+    pub fn merge(&mut self, o: &ReconcileReport) {
+        self.expired_leases += o.expired_leases;
+        self.examined += o.examined;
+        self.resolved += o.resolved;
+        self.waiting += o.waiting;
+        self.review += o.review;
+        self.repeats += o.repeats;
+        self.store_errors += o.store_errors;
+    }
+}
+
+/// What to do with one uncertain intention, decided from the channel's
+/// capabilities, the last attempt and the policy. Pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    Review(String),
+    Lookup,
+    Repeat,
+    Wait(String),
+}
+
+pub(crate) fn decide(caps: Capabilities, item: &UncertainItem, s: &Settings, now: DateTime<Utc>) -> Step {
+    let ambiguous = item.last_attempt.as_ref().is_some_and(|a| a.outcome == "ambiguous");
+    let waited = now - item.since;
+    if (!caps.idempotent_keys || ambiguous) && waited >= s.uncertain_review {
+        return Step::Review(format!(
+            "no evidence {} minute(s) after the outcome became unknown{}",
+            waited.num_minutes(),
+            if ambiguous {
+                " (engine: ambiguous)"
+            } else {
+                " (channel cannot be asked or safely repeated)"
+            }
+        ));
+    }
+    if caps.idempotent_keys && item.tries >= s.max_reconcile_attempts {
+        return Step::Review(format!("{} reconciliation tries without evidence", item.tries));
+    }
+    // Lookup needs the command id from an earlier answer. Without one, an
+    // idempotent channel is asked by repeating the request with the same
+    // key, which is recorded as an attempt because it may be the one that
+    // actually goes out (the first may never have arrived).
+    if caps.command_lookup && item.intention.provider_command_id.is_some() {
+        return Step::Lookup;
+    }
+    if ambiguous {
+        return Step::Wait("engine reports the command as ambiguous: waiting for its own resolution".into());
+    }
+    if caps.idempotent_keys {
+        return Step::Repeat;
+    }
+    Step::Wait("channel has no idempotency key: waiting for a status webhook, never resending".into())
+}
+
+/// Serve mode: expire leases and reconcile until told to stop.
+pub(crate) async fn reconcile_loop(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<ReconcileReport> {
+    let mut report = ReconcileReport::default();
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        match reconcile_once(&db, &settings, &channel, None).await {
+            Ok(r) => report.merge(&r),
+            Err(e) => {
+                report.store_errors += 1;
+                tracing::warn!("reconciliation pass failed, retrying: {e}");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(settings.poll) => {}
+            _ = stop.changed() => {}
+        }
+    }
+    Ok(report)
+}
+
+/// One pass: expire dead leases, then reconcile the uncertain intentions due
+/// now (or exactly `only`, due or not, when reprocessing).
+pub async fn reconcile_once(
+    db: &Db,
+    settings: &Arc<Settings>,
+    channel: &Arc<dyn Channel>,
+    only: Option<Vec<i64>>,
+) -> Result<ReconcileReport> {
+    let mut report = ReconcileReport::default();
+    let expired = db
+        .call(|store| Ok(store.write(|tx| tx.expire_leases(Utc::now()))?))
+        .await?;
+    report.expired_leases = expired.len() as u64;
+    loop {
+        let s = settings.clone();
+        let only_now = only.clone();
+        let items = db
+            .call(move |store| {
+                let now = Utc::now();
+                let hold = s.reconcile_wait(0);
+                Ok(store.write(|tx| match &only_now {
+                    Some(ids) => tx.take_uncertain_ids(ids, now, hold),
+                    None => tx.take_uncertain(now, hold, s.batch_size),
+                })?)
+            })
+            .await?;
+        if items.is_empty() {
+            break;
+        }
+        let full = only.is_none() && items.len() as u32 >= settings.batch_size;
+        let mut set = JoinSet::new();
+        for item in items {
+            report.examined += 1;
+            while set.len() >= settings.concurrency {
+                if let Some(r) = set.join_next().await {
+                    tally(&mut report, r);
+                }
+            }
+            set.spawn(reconcile_item(db.clone(), settings.clone(), channel.clone(), item));
+        }
+        while let Some(r) = set.join_next().await {
+            tally(&mut report, r);
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(report)
+}
+
+#[derive(Debug)]
+enum ItemResult {
+    Resolved,
+    Waiting,
+    Review,
+    Repeated(Finished),
+}
+
+fn tally(report: &mut ReconcileReport, r: std::result::Result<Result<ItemResult>, tokio::task::JoinError>) {
+    match r {
+        Ok(Ok(ItemResult::Resolved)) => report.resolved += 1,
+        Ok(Ok(ItemResult::Waiting)) => report.waiting += 1,
+        Ok(Ok(ItemResult::Review)) => report.review += 1,
+        Ok(Ok(ItemResult::Repeated(f))) => {
+            report.repeats += 1;
+            match f {
+                Finished::Review => report.review += 1,
+                Finished::Accepted
+                | Finished::Sent
+                | Finished::Delivered
+                | Finished::Read
+                | Finished::Failed
+                | Finished::Withdrawn => report.resolved += 1,
+                _ => report.waiting += 1,
+            }
+        }
+        Ok(Err(e)) => {
+            report.store_errors += 1;
+            tracing::warn!("reconciling one intention failed: {e}");
+        }
+        Err(e) => {
+            report.store_errors += 1;
+            tracing::warn!("reconciliation task died: {e}");
+        }
+    }
+}
+
+async fn reconcile_item(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+    item: UncertainItem,
+) -> Result<ItemResult> {
+    let now = Utc::now();
+    let id = item.intention.id;
+    let wait = settings.reconcile_wait(item.tries);
+    match decide(channel.capabilities(), &item, &settings, now) {
+        Step::Review(why) => {
+            db.call(move |store| Ok(store.write(|tx| tx.reconcile_to_review(id, &why, Utc::now()))?))
+                .await?;
+            Ok(ItemResult::Review)
+        }
+        Step::Wait(why) => {
+            waiting(&db, id, why, None, wait).await?;
+            Ok(ItemResult::Waiting)
+        }
+        Step::Repeat => repeat(&db, &settings, &channel, &item).await,
+        Step::Lookup => {
+            let req = send_request(&item.intention, item.contact.as_ref(), now);
+            let command = item.intention.provider_command_id.clone();
+            match channel.lookup(&req, command.as_deref()).await {
+                LookupOutcome::Found {
+                    command_id,
+                    message_id,
+                    state,
+                    detail,
+                } => match evidence_for(state) {
+                    Some(sig) => {
+                        let note = format!(
+                            "lookup: the channel reports {state:?}{}",
+                            detail.map(|d| format!(" ({d})")).unwrap_or_default()
+                        );
+                        db.call(move |store| {
+                            Ok(store.write(|tx| {
+                                tx.reconcile_evidence(
+                                    id,
+                                    sig,
+                                    command_id.as_deref(),
+                                    message_id.as_deref(),
+                                    &note,
+                                    Utc::now(),
+                                )
+                            })?)
+                        })
+                        .await?;
+                        Ok(ItemResult::Resolved)
+                    }
+                    None => {
+                        waiting(
+                            &db,
+                            id,
+                            "lookup: still ambiguous in the channel".into(),
+                            command_id,
+                            wait,
+                        )
+                        .await?;
+                        Ok(ItemResult::Waiting)
+                    }
+                },
+                LookupOutcome::NotFound => {
+                    let caps = channel.capabilities();
+                    let ambiguous = item.last_attempt.as_ref().is_some_and(|a| a.outcome == "ambiguous");
+                    if caps.idempotent_keys && !ambiguous {
+                        // The request never arrived: sending it now, with the
+                        // same key, cannot duplicate anything.
+                        repeat(&db, &settings, &channel, &item).await
+                    } else {
+                        waiting(&db, id, "lookup: the channel has no record of it".into(), None, wait).await?;
+                        Ok(ItemResult::Waiting)
+                    }
+                }
+                LookupOutcome::Unavailable { detail } => {
+                    waiting(&db, id, format!("lookup unavailable: {detail}"), None, wait).await?;
+                    Ok(ItemResult::Waiting)
+                }
+            }
+        }
+    }
+}
+
+/// Records a try that settled nothing and schedules the next one.
+async fn waiting(db: &Db, id: i64, note: String, evidence: Option<String>, wait: chrono::Duration) -> Result<()> {
+    db.call(move |store| {
+        let now = Utc::now();
+        Ok(store.write(|tx| {
+            tx.note_reconcile(id, &note, evidence.as_deref(), now)?;
+            tx.hold_uncertain(id, now + wait)
+        })?)
+    })
+    .await
+}
+
+/// Repeats the send with the same key and content (idempotent channels
+/// only), recorded as one more attempt started before the call.
+async fn repeat(
+    db: &Db,
+    settings: &Arc<Settings>,
+    channel: &Arc<dyn Channel>,
+    item: &UncertainItem,
+) -> Result<ItemResult> {
+    let id = item.intention.id;
+    let s = settings.clone();
+    let kind = channel.kind();
+    let (attempt_id, _n) = db
+        .call(move |store| {
+            Ok(store.write(|tx| {
+                tx.note_reconcile(id, "repeating with the same key and content", None, Utc::now())?;
+                tx.start_extra_attempt(id, &format!("{}/reconciler", s.owner), kind, Utc::now())
+            })?)
+        })
+        .await?;
+    let req = send_request(&item.intention, item.contact.as_ref(), Utc::now());
+    let outcome: SendOutcome = channel.send(&req).await;
+    let s = settings.clone();
+    let wait = settings.reconcile_wait(item.tries);
+    let finished = db
+        .call(move |store| {
+            let now = Utc::now();
+            let policy = RetryPolicy {
+                max_attempts: s.max_attempts,
+                backoff_seconds: &s.backoff_seconds,
+            };
+            Ok(store.write(|tx| {
+                let f = tx.finish_attempt(attempt_id, &attempt_result(&outcome), Cause::Reconciler, &policy, now)?;
+                tx.hold_uncertain(id, now + wait)?;
+                Ok::<_, crate::store::StoreError>(f)
+            })?)
+        })
+        .await?;
+    Ok(ItemResult::Repeated(finished))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::store::AttemptRow;
+    use chrono::Duration;
+
+    fn item(outcome: &str, since_min: i64, tries: u32, now: DateTime<Utc>) -> UncertainItem {
+        UncertainItem {
+            intention: row(),
+            contact: None,
+            last_attempt: Some(AttemptRow {
+                id: 1,
+                n: 1,
+                worker: "w".into(),
+                channel: "motor".into(),
+                started_at: now,
+                ended_at: Some(now),
+                outcome: outcome.into(),
+                http_status: None,
+                command_id: None,
+                message_id: None,
+                error_code: None,
+                error_detail: None,
+                commitment_version_checked: 1,
+            }),
+            since: now - Duration::minutes(since_min),
+            tries,
+        }
+    }
+
+    fn row() -> crate::store::IntentionRow {
+        let now = Utc::now();
+        crate::store::IntentionRow {
+            id: 1,
+            key: "cita-1:aviso-reserva:v1".into(),
+            commitment_id: 1,
+            commitment_ref: "cita-1".into(),
+            commitment_version: 1,
+            purpose: "aviso-reserva".into(),
+            recipient: "+51987654321".into(),
+            category: "transactional".into(),
+            channel: "whatsapp".into(),
+            template: "t".into(),
+            language: "es".into(),
+            parameters: vec![],
+            body: "b".into(),
+            fingerprint: "f".into(),
+            correlation_id: "c".into(),
+            asks_confirmation: false,
+            due_at: now,
+            expires_at: None,
+            day: "2026-11-29".into(),
+            state: crate::domain::state::IntentionState::Uncertain,
+            state_reason: None,
+            state_changed_at: now,
+            related_id: None,
+            created_by: "planner".into(),
+            authorized_by: None,
+            reason: None,
+            lease_owner: None,
+            lease_until: None,
+            attempt_count: 1,
+            next_attempt_at: None,
+            provider_command_id: None,
+            provider_message_id: None,
+            created_at: now,
+        }
+    }
+
+    const MOTOR: Capabilities = Capabilities {
+        idempotent_keys: true,
+        command_lookup: true,
+        cancel: true,
+    };
+    const MOTOR_NO_LOOKUP: Capabilities = Capabilities {
+        idempotent_keys: true,
+        command_lookup: false,
+        cancel: false,
+    };
+    const CLOUD: Capabilities = Capabilities {
+        idempotent_keys: false,
+        command_lookup: false,
+        cancel: false,
+    };
+
+    #[test]
+    fn strategies_follow_channel_capabilities() {
+        let s = Settings::from_config(&Config::default());
+        let now = Utc::now();
+        let with_command = |mut i: UncertainItem| {
+            i.intention.provider_command_id = Some("cmd-1".into());
+            i
+        };
+        // A timeout before any answer: no command id, repeat with the key.
+        assert_eq!(decide(MOTOR, &item("uncertain", 0, 0, now), &s, now), Step::Repeat);
+        assert_eq!(
+            decide(MOTOR, &with_command(item("uncertain", 0, 0, now)), &s, now),
+            Step::Lookup
+        );
+        assert_eq!(
+            decide(MOTOR_NO_LOOKUP, &item("uncertain", 0, 0, now), &s, now),
+            Step::Repeat
+        );
+        // Ambiguous: never repeated; looked up when possible, else waits.
+        assert_eq!(
+            decide(MOTOR, &with_command(item("ambiguous", 0, 0, now)), &s, now),
+            Step::Lookup
+        );
+        assert!(matches!(
+            decide(MOTOR_NO_LOOKUP, &item("ambiguous", 0, 0, now), &s, now),
+            Step::Wait(_)
+        ));
+        // Cloud: waits, never resends; review after the window.
+        assert!(matches!(
+            decide(CLOUD, &item("uncertain", 5, 0, now), &s, now),
+            Step::Wait(_)
+        ));
+        assert!(matches!(
+            decide(CLOUD, &item("uncertain", 30, 0, now), &s, now),
+            Step::Review(_)
+        ));
+        assert!(matches!(
+            decide(MOTOR_NO_LOOKUP, &item("ambiguous", 31, 0, now), &s, now),
+            Step::Review(_)
+        ));
+        // Idempotent channels: bounded tries, then a person.
+        assert!(matches!(
+            decide(MOTOR, &item("uncertain", 0, 20, now), &s, now),
+            Step::Review(_)
+        ));
+        // …but time alone does not send an idempotent timeout to review.
+        assert_eq!(decide(MOTOR, &item("uncertain", 300, 3, now), &s, now), Step::Repeat);
+    }
+}

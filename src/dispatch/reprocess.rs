@@ -1,0 +1,310 @@
+//! Reprocessing one operating day, by state — never "everything of that
+//! date" (DESIGN.md, "Reprocessing a day"):
+//!
+//! | state | action |
+//! |---|---|
+//! | planned, due | validity check, then dispatch (or cancel / defer) |
+//! | planned, not due / backing off | nothing yet: it waits for its time |
+//! | dispatching | in flight elsewhere: left alone (an expired lease becomes uncertain) |
+//! | uncertain | reconciliation |
+//! | accepted, sent, delivered, read | keep their evidence |
+//! | cancelled | stay cancelled |
+//! | failed, review | stay for a person |
+//!
+//! The dry run computes exactly this plan in a read transaction and writes
+//! nothing. The real run executes it with the dispatcher's and reconciler's
+//! own code paths (so an intention with an acknowledged attempt can never be
+//! sent again), then records one operator action. Shared by the CLI and the
+//! console.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+
+use super::worker::{Mode, dispatch_loop};
+use super::{Db, DispatchError, ReconcileReport, Result, Settings, reconcile_once};
+use crate::channel::Channel;
+use crate::domain::state::IntentionState;
+use crate::domain::validity::Validity;
+use crate::store::{IntentionRow, OperatorAction, StoreError};
+
+/// What reprocessing does (or would do) with one intention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Dispatch,
+    Cancel,
+    Defer,
+    Wait,
+    InFlight,
+    Reconcile,
+    KeepEvidence,
+    StayCancelled,
+    StayForPerson,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Dispatch => "dispatch",
+            Action::Cancel => "cancel",
+            Action::Defer => "defer",
+            Action::Wait => "wait",
+            Action::InFlight => "in_flight",
+            Action::Reconcile => "reconcile",
+            Action::KeepEvidence => "keep_evidence",
+            Action::StayCancelled => "stay_cancelled",
+            Action::StayForPerson => "stay_for_person",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Item {
+    pub id: i64,
+    pub key: String,
+    pub state: IntentionState,
+    pub action: Action,
+    /// Why, in words an operator can check.
+    pub why: String,
+    /// After a real run: the state the intention ended in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<IntentionState>,
+}
+
+/// Who asks, and why (both mandatory: it is an operator action).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub day: String,
+    pub states: Vec<IntentionState>,
+    pub dry_run: bool,
+    pub operator: String,
+    pub role: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub day: String,
+    pub states: Vec<IntentionState>,
+    pub dry_run: bool,
+    pub items: Vec<Item>,
+    /// Count per action.
+    pub summary: Vec<(Action, usize)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator_action_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatch: Option<super::DispatchReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<ReconcileReport>,
+}
+
+/// Checks the request before anything runs.
+pub fn validate(req: &Request) -> Result<()> {
+    NaiveDate::parse_from_str(&req.day, "%Y-%m-%d")
+        .map_err(|_| DispatchError::Invalid(format!("--day {:?}: expected YYYY-MM-DD", req.day)))?;
+    if req.reason.trim().is_empty() {
+        return Err(DispatchError::Invalid("--reason must not be empty".into()));
+    }
+    if req.operator.trim().is_empty() {
+        return Err(DispatchError::Invalid("--operator must not be empty".into()));
+    }
+    Ok(())
+}
+
+/// The plan for a day, computed in one read transaction: writes nothing.
+pub async fn plan(db: &Db, settings: &Arc<Settings>, day: &str, states: &[IntentionState]) -> Result<Vec<Item>> {
+    let s = settings.clone();
+    let day = day.to_string();
+    let states = states.to_vec();
+    db.call(move |store| {
+        let now = Utc::now();
+        Ok(store.read(|tx| {
+            let rows = tx.day_intentions(&day, &states)?;
+            let mut items = Vec::with_capacity(rows.len());
+            for r in rows {
+                let (action, why) = match r.state {
+                    IntentionState::Planned => planned(tx, &r, &s, now)?,
+                    IntentionState::Dispatching => (
+                        Action::InFlight,
+                        format!(
+                            "claimed by {} until {}",
+                            r.lease_owner.as_deref().unwrap_or("?"),
+                            r.lease_until.map(|t| t.to_rfc3339()).unwrap_or_default()
+                        ),
+                    ),
+                    IntentionState::Uncertain => (
+                        Action::Reconcile,
+                        "outcome unknown: reconcile with the channel (no blind resend)".into(),
+                    ),
+                    IntentionState::Accepted
+                    | IntentionState::Sent
+                    | IntentionState::Delivered
+                    | IntentionState::Read => (
+                        Action::KeepEvidence,
+                        format!("the channel already reported {}: keeps its evidence", r.state),
+                    ),
+                    IntentionState::Cancelled => (
+                        Action::StayCancelled,
+                        format!("cancelled ({})", r.state_reason.as_deref().unwrap_or("no reason")),
+                    ),
+                    IntentionState::Failed | IntentionState::Review => (
+                        Action::StayForPerson,
+                        format!(
+                            "{}: waits for a person{}",
+                            r.state,
+                            r.state_reason.as_deref().map(|x| format!(" ({x})")).unwrap_or_default()
+                        ),
+                    ),
+                };
+                items.push(Item {
+                    id: r.id,
+                    key: r.key,
+                    state: r.state,
+                    action,
+                    why,
+                    result: None,
+                });
+            }
+            Ok::<_, StoreError>(items)
+        })?)
+    })
+    .await
+}
+
+fn planned(
+    tx: &crate::store::Tx<'_>,
+    r: &IntentionRow,
+    s: &Settings,
+    now: DateTime<Utc>,
+) -> std::result::Result<(Action, String), StoreError> {
+    if r.due_at > now {
+        return Ok((Action::Wait, format!("not due until {}", r.due_at.to_rfc3339())));
+    }
+    if let Some(t) = r.next_attempt_at
+        && t > now
+    {
+        return Ok((
+            Action::Wait,
+            format!("waiting for its next try at {} (backoff or deferral)", t.to_rfc3339()),
+        ));
+    }
+    if tx.acknowledged(r.id)? {
+        return Ok((
+            Action::StayForPerson,
+            "an earlier attempt was acknowledged by the channel: to review, never resent".into(),
+        ));
+    }
+    Ok(match tx.evaluate(r, &s.rules, now)?.0 {
+        Validity::Valid => (Action::Dispatch, "due and still valid: dispatch now".into()),
+        Validity::Cancel { reason, explanation } => (Action::Cancel, format!("{reason}: {explanation}")),
+        Validity::Defer { until, why } => (Action::Defer, format!("{why} (until {})", until.to_rfc3339())),
+    })
+}
+
+/// Dry run or real run of a day.
+pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, req: &Request) -> Result<Report> {
+    validate(req)?;
+    let mut items = plan(db, settings, &req.day, &req.states).await?;
+    let mut report = Report {
+        day: req.day.clone(),
+        states: req.states.clone(),
+        dry_run: req.dry_run,
+        summary: summarize(&items),
+        items: Vec::new(),
+        operator_action_id: None,
+        dispatch: None,
+        reconcile: None,
+    };
+    if req.dry_run {
+        report.items = items;
+        return Ok(report);
+    }
+    let to_claim: Vec<i64> = items
+        .iter()
+        .filter(|i| matches!(i.action, Action::Dispatch | Action::Cancel | Action::Defer))
+        .map(|i| i.id)
+        .collect();
+    let to_reconcile: Vec<i64> = items
+        .iter()
+        .filter(|i| i.action == Action::Reconcile)
+        .map(|i| i.id)
+        .collect();
+    if !to_claim.is_empty() {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let d = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::Ids(to_claim)).await?;
+        report.dispatch = Some(d);
+    }
+    if !to_reconcile.is_empty() {
+        report.reconcile = Some(reconcile_once(db, settings, channel, Some(to_reconcile)).await?);
+    }
+    // Final states, and the operator action that explains them.
+    let ids: Vec<i64> = items.iter().map(|i| i.id).collect();
+    let summary_text = report
+        .summary
+        .iter()
+        .map(|(a, n)| format!("{}={n}", a.as_str()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let scope = format!(
+        "day={} states={}",
+        req.day,
+        if req.states.is_empty() {
+            "all".to_string()
+        } else {
+            req.states.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+        }
+    );
+    let (operator, role, reason) = (req.operator.clone(), req.role.clone(), req.reason.clone());
+    let (states, action_id) = db
+        .call(move |store| {
+            Ok(store.write(|tx| {
+                let mut states = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    states.push(tx.intention(*id)?.state);
+                }
+                let action_id = tx.record_operator_action(
+                    &OperatorAction {
+                        operator: &operator,
+                        role: &role,
+                        action: "reprocess",
+                        intention_id: None,
+                        commitment_id: None,
+                        scope: Some(&scope),
+                        reason: &reason,
+                        result: "done",
+                        detail: Some(&summary_text),
+                    },
+                    Utc::now(),
+                )?;
+                Ok::<_, StoreError>((states, action_id))
+            })?)
+        })
+        .await?;
+    for (item, st) in items.iter_mut().zip(states) {
+        item.result = Some(st);
+    }
+    report.items = items;
+    report.operator_action_id = Some(action_id);
+    Ok(report)
+}
+
+fn summarize(items: &[Item]) -> Vec<(Action, usize)> {
+    let order = [
+        Action::Dispatch,
+        Action::Cancel,
+        Action::Defer,
+        Action::Wait,
+        Action::InFlight,
+        Action::Reconcile,
+        Action::KeepEvidence,
+        Action::StayCancelled,
+        Action::StayForPerson,
+    ];
+    order
+        .into_iter()
+        .map(|a| (a, items.iter().filter(|i| i.action == a).count()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}

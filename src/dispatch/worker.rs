@@ -1,0 +1,319 @@
+//! The dispatch loop: claim a batch (one transaction, one fsync, validity
+//! checked inside it, attempts recorded as started), send each claimed
+//! intention with bounded concurrency, record the results in batches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::task::{Id, JoinSet};
+
+use super::request::{attempt_result, send_request};
+use super::{Db, Result, Settings};
+use crate::channel::{Channel, SendOutcome};
+use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
+
+/// Counts of what one dispatcher run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DispatchReport {
+    pub claimed: u64,
+    pub accepted: u64,
+    pub failed: u64,
+    pub uncertain: u64,
+    pub retried: u64,
+    pub review: u64,
+    pub cancelled: u64,
+    pub deferred: u64,
+    /// Not claimed: an earlier attempt was acknowledged (sent to review).
+    pub guarded: u64,
+    /// Results that arrived after the intention had moved on.
+    pub late: u64,
+    /// Sends still in flight at shutdown, recorded as uncertain.
+    pub abandoned: u64,
+    /// Store errors survived (the loop retries after the poll interval).
+    pub store_errors: u64,
+}
+
+impl DispatchReport {
+    fn add_finished(&mut self, f: Finished) {
+        match f {
+            Finished::Accepted | Finished::Sent | Finished::Delivered | Finished::Read => self.accepted += 1,
+            Finished::Failed => self.failed += 1,
+            Finished::Withdrawn => self.cancelled += 1,
+            Finished::Uncertain => self.uncertain += 1,
+            Finished::Retry => self.retried += 1,
+            Finished::Review => self.review += 1,
+            Finished::Late => self.late += 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    /// Until told to stop (serve, console).
+    Forever,
+    /// Until nothing is due and nothing is in flight (cron, tests).
+    UntilIdle,
+    /// One claimed batch and its results.
+    Once,
+    /// Only these intentions, until none of them is due (reprocess).
+    Ids(Vec<i64>),
+}
+
+type Done = (i64, SendOutcome);
+
+/// Claims one batch, sends it and records the results (plus the same
+/// reconciliation passes as [`dispatch_until_idle`]).
+pub async fn dispatch_once(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+) -> Result<(DispatchReport, super::ReconcileReport)> {
+    let (_tx, rx) = watch::channel(false);
+    let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
+    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::Once).await?;
+    let more = super::reconcile_once(&db, &settings, &channel, None).await?;
+    rec.merge(&more);
+    Ok((report, rec))
+}
+
+/// Dispatches until nothing is due and nothing is in flight; also expires
+/// dead leases first and runs one reconciliation pass at the end, so that a
+/// cron job leaves the ledger as settled as it can be right now.
+pub async fn dispatch_until_idle(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+) -> Result<(DispatchReport, super::ReconcileReport)> {
+    let (_tx, rx) = watch::channel(false);
+    let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
+    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::UntilIdle).await?;
+    let more = super::reconcile_once(&db, &settings, &channel, None).await?;
+    rec.merge(&more);
+    Ok((report, rec))
+}
+
+pub(crate) async fn dispatch_loop(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+    mut stop: watch::Receiver<bool>,
+    mode: Mode,
+) -> Result<DispatchReport> {
+    let mut report = DispatchReport::default();
+    let mut claimed_once = false;
+    let mut inflight: JoinSet<Done> = JoinSet::new();
+    // Which attempt each task carries, to record it if the task dies.
+    let mut attempts: HashMap<Id, i64> = HashMap::new();
+    // Reprocessing walks its list once, a batch at a time: an id is offered
+    // to one claim and then dropped (a retry comes back later, not now).
+    let mut queue: std::collections::VecDeque<i64> = match &mode {
+        Mode::Ids(ids) => ids.iter().copied().collect(),
+        _ => Default::default(),
+    };
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let free = settings.concurrency.saturating_sub(inflight.len());
+        let mut full_batch = false;
+        let mut claimed_any = false;
+        if free > 0 && !(matches!(mode, Mode::Once) && claimed_once) {
+            claimed_once = true;
+            let want = u32::try_from(free).unwrap_or(u32::MAX).min(settings.batch_size);
+            let scope = match &mode {
+                Mode::Ids(_) => ClaimScope::Ids(queue.drain(..queue.len().min(want as usize)).collect()),
+                _ => ClaimScope::Due,
+            };
+            match claim(&db, &settings, &channel, &scope, want).await {
+                Ok(decisions) => {
+                    full_batch = decisions.len() as u32 >= want || (matches!(mode, Mode::Ids(_)) && !queue.is_empty());
+                    claimed_any = !decisions.is_empty() || !queue.is_empty();
+                    for d in decisions {
+                        match d {
+                            ClaimDecision::Claimed(c) => {
+                                report.claimed += 1;
+                                let attempt_id = c.attempt_id;
+                                let h = inflight.spawn(send_one(channel.clone(), *c));
+                                attempts.insert(h.id(), attempt_id);
+                            }
+                            ClaimDecision::Cancelled { .. } => report.cancelled += 1,
+                            ClaimDecision::Deferred { .. } => report.deferred += 1,
+                            ClaimDecision::Guarded { .. } => report.guarded += 1,
+                        }
+                    }
+                }
+                Err(e) => {
+                    report.store_errors += 1;
+                    tracing::warn!("claim failed, retrying after the poll interval: {e}");
+                }
+            }
+        }
+        if inflight.is_empty() {
+            if claimed_any && !matches!(mode, Mode::Once) {
+                continue;
+            }
+            if !matches!(mode, Mode::Forever) {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(settings.poll) => {}
+                _ = stop.changed() => {}
+            }
+            continue;
+        }
+        if full_batch && inflight.len() < settings.concurrency {
+            // More may be due right now: keep filling before waiting.
+            continue;
+        }
+        tokio::select! {
+            first = inflight.join_next_with_id() => {
+                let mut done = Vec::new();
+                let mut dead = Vec::new();
+                collect(first, &mut attempts, &mut done, &mut dead);
+                while let Some(next) = inflight.try_join_next_with_id() {
+                    collect(Some(next), &mut attempts, &mut done, &mut dead);
+                }
+                record(&db, &settings, done, dead, "the send task ended without an answer", &mut report).await;
+            }
+            _ = tokio::time::sleep(settings.poll), if !full_batch => {}
+            _ = stop.changed() => {}
+        }
+    }
+    drain(&db, &settings, &mut inflight, &mut attempts, &mut report).await;
+    Ok(report)
+}
+
+async fn claim(
+    db: &Db,
+    settings: &Arc<Settings>,
+    channel: &Arc<dyn Channel>,
+    scope: &ClaimScope,
+    want: u32,
+) -> Result<Vec<ClaimDecision>> {
+    let s = settings.clone();
+    let kind = channel.kind();
+    let scope = scope.clone();
+    db.call(move |store| {
+        Ok(store.write(|tx| tx.claim_batch(&scope, &s.owner, kind, s.lease, want, &s.rules, Utc::now()))?)
+    })
+    .await
+}
+
+async fn send_one(channel: Arc<dyn Channel>, c: Claimed) -> Done {
+    let req = send_request(&c.intention, c.contact.as_ref(), Utc::now());
+    let outcome = channel.send(&req).await;
+    (c.attempt_id, outcome)
+}
+
+fn collect(
+    joined: Option<std::result::Result<(Id, Done), tokio::task::JoinError>>,
+    attempts: &mut HashMap<Id, i64>,
+    done: &mut Vec<Done>,
+    dead: &mut Vec<i64>,
+) {
+    match joined {
+        Some(Ok((id, d))) => {
+            attempts.remove(&id);
+            done.push(d);
+        }
+        Some(Err(e)) => {
+            if let Some(a) = attempts.remove(&e.id()) {
+                dead.push(a);
+            }
+        }
+        None => {}
+    }
+}
+
+/// Records finished attempts in one transaction; a task that died (panic,
+/// abort) leaves its intention uncertain, never planned.
+async fn record(
+    db: &Db,
+    settings: &Arc<Settings>,
+    done: Vec<Done>,
+    dead: Vec<i64>,
+    why: &'static str,
+    report: &mut DispatchReport,
+) {
+    if done.is_empty() && dead.is_empty() {
+        return;
+    }
+    let s = settings.clone();
+    let n_dead = dead.len() as u64;
+    let res = db
+        .call(move |store| {
+            let now = Utc::now();
+            let policy = RetryPolicy {
+                max_attempts: s.max_attempts,
+                backoff_seconds: &s.backoff_seconds,
+            };
+            Ok(store.write(|tx| {
+                let mut out = Vec::with_capacity(done.len());
+                for (attempt_id, outcome) in &done {
+                    out.push(tx.finish_attempt(
+                        *attempt_id,
+                        &attempt_result(outcome),
+                        Cause::Dispatcher,
+                        &policy,
+                        now,
+                    )?);
+                }
+                for a in &dead {
+                    tx.abandon_attempt(*a, why, now)?;
+                }
+                Ok::<_, crate::store::StoreError>(out)
+            })?)
+        })
+        .await;
+    match res {
+        Ok(finished) => {
+            for f in finished {
+                report.add_finished(f);
+            }
+            report.abandoned += n_dead;
+        }
+        Err(e) => {
+            // The lease will expire and the reconciler will treat these as
+            // uncertain: safe, only slower.
+            report.store_errors += 1;
+            tracing::warn!("recording results failed; their leases will expire into uncertain: {e}");
+        }
+    }
+}
+
+/// Shutdown: wait for in-flight sends up to the grace period, then record
+/// the rest as uncertain (they may have been processed).
+async fn drain(
+    db: &Db,
+    settings: &Arc<Settings>,
+    inflight: &mut JoinSet<Done>,
+    attempts: &mut HashMap<Id, i64>,
+    report: &mut DispatchReport,
+) {
+    let deadline = tokio::time::Instant::now() + settings.shutdown_grace;
+    let mut done = Vec::new();
+    let mut dead = Vec::new();
+    while !inflight.is_empty() {
+        match tokio::time::timeout_at(deadline, inflight.join_next_with_id()).await {
+            Ok(j) => collect(j, attempts, &mut done, &mut dead),
+            Err(_) => break,
+        }
+    }
+    inflight.abort_all();
+    while let Some(j) = inflight.join_next_with_id().await {
+        collect(Some(j), attempts, &mut done, &mut dead);
+    }
+    dead.extend(attempts.drain().map(|(_, a)| a));
+    record(
+        db,
+        settings,
+        done,
+        dead,
+        "shutdown while the send was in flight: it may have been processed",
+        report,
+    )
+    .await;
+}
