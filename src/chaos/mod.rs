@@ -255,9 +255,14 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     loop {
         std::thread::sleep(Duration::from_millis(500));
         let now = Utc::now().timestamp_millis();
+        // Settled: nothing due, in flight or uncertain in the ledger, and
+        // everything the engine accepted has gone out (its queue drained).
+        let gone_out: std::collections::HashSet<String> =
+            read_sent(&dir.join("sent.jsonl"))?.into_iter().map(|m| m.key).collect();
         let unsettled = store.read(|tx| tx.chaos_intentions())?.iter().any(|i| match i.state.as_str() {
             "dispatching" | "uncertain" => true,
             "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now,
+            "accepted" => !gone_out.contains(&i.key),
             _ => false,
         });
         if !unsettled {

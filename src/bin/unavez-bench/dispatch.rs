@@ -42,8 +42,8 @@ pub fn config(concurrency: u32, batch: u32, poll_ms: u64) -> Config {
 }
 
 /// Ledger with `n` due booking notices, through the real import path.
-pub fn prepare(path: &Path, n: u64, cfg: &Config) -> anyhow::Result<()> {
-    let r = crate::reserve::run_into(path, n, 1000, cfg)?;
+pub fn prepare(path: &Path, prefix: &str, n: u64, cfg: &Config) -> anyhow::Result<()> {
+    let r = crate::reserve::run_into(path, prefix, n, 1000, cfg)?;
     if r.intentions != n {
         bail!("expected {n} planned intentions, the import planned {}", r.intentions);
     }

@@ -9,6 +9,7 @@
 //! busy timeout) because they go through `unavez::store::Store`.
 
 mod console;
+mod dispatch;
 mod peer;
 mod raw;
 mod report;
@@ -42,6 +43,12 @@ struct Args {
     /// The `unavez` binary for `unavez sim` (default: beside this binary).
     #[arg(long)]
     unavez_bin: Option<PathBuf>,
+    /// Dispatcher concurrency (sends in flight) for the dispatch sections.
+    #[arg(long, default_value_t = 128)]
+    dispatch_concurrency: u32,
+    /// Dispatcher batch size (intentions claimed per transaction).
+    #[arg(long, default_value_t = 128)]
+    dispatch_batch: u32,
     /// Print the table as Markdown only (no progress lines).
     #[arg(long)]
     quiet: bool,
@@ -123,7 +130,7 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     run.say(&format!("databases in {}", dir.display()));
 
     // Raw baseline first: everything else is compared to it.
-    let mut raw_single = None;
+    let mut raw_single: Option<f64> = None;
     let mut raw_batched = None;
     if run.wants("raw") || run.wants("reserve") || run.wants("dispatch") || run.wants("webhook") {
         run.say("raw baseline: durable single-row and batched inserts");
@@ -188,28 +195,69 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     }
 
     if run.wants("reprocess") {
-        run.figures.push(Figure::missing(
-            "reprocess dry run (50,000-intention day)",
-            "s",
-            Some(Target::AtMost(1.0)),
-            "not on main yet (dispatcher's reprocess)",
-        ));
+        let n = run.scale(50_000);
+        run.say(&format!("reprocess: dry run of a {n}-intention day"));
+        let (secs, items) = dispatch::reprocess_dry_run(&dir.join("reprocess.db"), n)?;
+        run.figures.push(
+            Figure::new(format!("reprocess dry run ({} intentions, one day)", items), secs, "s")
+                .target(Target::AtMost(1.0))
+                .note("dispatch::reprocess::plan over every state of the day (read only)"),
+        );
     }
+
+    // Dispatch: the same configuration for every run; concurrency and batch
+    // are the documented tuning for throughput (defaults are 16 and 64).
+    let (conc, batch) = (args.dispatch_concurrency, args.dispatch_batch);
+    let mut unavez_dispatch = None;
     if run.wants("dispatch") {
-        run.figures.push(Figure::missing(
-            "dispatch, in-process simulator",
-            "msg/s",
-            Some(Target::AtLeast(5000.0)),
-            "not on main yet (dispatcher + simulator)",
-        ));
+        let n = run.scale(50_000);
+        let cfg = dispatch::config(conc, batch, 20);
+        let db = dir.join("dispatch-inproc.db");
+        run.say(&format!("dispatch (in-process simulator): importing {n} due intentions"));
+        dispatch::prepare(&db, "cita", n, &cfg)?;
+        run.say("dispatch (in-process simulator): running until idle");
+        let t = dispatch::in_process(&db, &cfg)?;
+        let mut f = Figure::new("dispatch, in-process simulator", t.per_s(), "msg/s").target(Target::AtLeast(5000.0));
+        if let Some(b) = raw_single {
+            f = f.baseline_in("raw 1 row/commit", b, "rows/s");
+        }
+        run.figures.push(f.note(format!(
+            "{} accepted in {:.2} s; concurrency {conc}, batch {batch}; {}",
+            t.accepted, t.seconds, t.other
+        )));
+        unavez_dispatch = Some(t.per_s());
     }
     if run.wants("http") {
-        run.figures.push(Figure::missing(
-            "dispatch over HTTP to `unavez sim`",
-            "msg/s",
-            Some(Target::AtLeast(2000.0)),
-            "not on main yet (dispatcher + simulator)",
-        ));
+        let n = run.scale(50_000);
+        let cfg = dispatch::config(conc, batch, 20);
+        let bin = args.unavez_bin.clone().unwrap_or_else(|| {
+            std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("unavez"))).unwrap_or_default()
+        });
+        let sim = dispatch::SimProcess::start(&bin)?;
+        let db = dir.join("dispatch-http.db");
+        run.say(&format!("dispatch over HTTP to `unavez sim`: importing {n} due intentions"));
+        dispatch::prepare(&db, "citah", n, &cfg)?;
+        run.say("dispatch over HTTP: running until idle");
+        let t = dispatch::over_http(&db, &cfg, &sim)?;
+        let mut f = Figure::new("dispatch over HTTP to `unavez sim`", t.per_s(), "msg/s").target(Target::AtLeast(2000.0));
+        if let Some(b) = raw_single {
+            f = f.baseline_in("raw 1 row/commit", b, "rows/s");
+        }
+        run.figures.push(f.note(format!("{} accepted in {:.2} s; {}", t.accepted, t.seconds, t.other)));
+        if unavez_dispatch.is_none() {
+            unavez_dispatch = Some(t.per_s());
+        }
+        let ln = run.scale(10_000);
+        let rate = 2000.0;
+        let ldb = dir.join("dispatch-latency.db");
+        run.say(&format!("dispatch latency: {ln} intentions falling due at {rate:.0}/s"));
+        dispatch::prepare(&ldb, "cital", ln, &cfg)?;
+        let (p50, p99, samples) = dispatch::latency(&ldb, &cfg, &sim, rate)?;
+        run.figures.push(
+            Figure::new("dispatch over HTTP: due -> accepted p50", p50, "ms")
+                .note(format!("{samples} intentions falling due at {rate:.0}/s, dispatcher as in `serve` (poll 20 ms)")),
+        );
+        run.figures.push(Figure::new("dispatch over HTTP: due -> accepted p99", p99, "ms"));
     }
     if run.wants("webhook") {
         run.figures.push(Figure::missing(
@@ -231,6 +279,24 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
                     Figure::new("peer: river work (fetch + run + complete)", r.work_per_s, "jobs/s")
                         .note(format!("{} (insert {:.0}/s, insert+work {:.0}/s)", r.line, r.insert_per_s, r.total_per_s)),
                 );
+                match unavez_dispatch {
+                    Some(u) => run.figures.push(
+                        Figure::new("unavez dispatch / river work", u / r.work_per_s, "x")
+                            .baseline("river", 1.0)
+                            .target(Target::AtLeast(1.0))
+                            .note(format!(
+                                "{} unavez msg/s (claim + validity + durable attempt + HTTP send + result + history) vs {} river no-op jobs/s",
+                                report::num(u),
+                                report::num(r.work_per_s)
+                            )),
+                    ),
+                    None => run.figures.push(Figure::missing(
+                        "unavez dispatch / river work",
+                        "x",
+                        Some(Target::AtLeast(1.0)),
+                        "run the dispatch section too",
+                    )),
+                }
                 let _ = r.jobs;
             }
             Err(e) => run.figures.push(Figure::missing("peer: river work", "jobs/s", None, format!("{e:#}"))),

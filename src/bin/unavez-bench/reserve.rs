@@ -25,13 +25,13 @@ impl Reserve {
     }
 }
 
-fn event(i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
+fn event(prefix: &str, i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
     // Appointments three to ten days ahead, so every reminder is planned.
     let starts = now + Duration::days(3) + Duration::minutes((i % (7 * 24 * 60)) as i64);
     BookingEvent {
-        event_id: format!("evt-{i:08}"),
+        event_id: format!("{prefix}-evt-{i:08}"),
         kind: EventType::AppointmentScheduled,
-        reference: format!("cita-{i:06}"),
+        reference: format!("{prefix}-{i:06}"),
         starts_at: Some(starts.fixed_offset()),
         version: Some(1),
         contact: Some(EventContact {
@@ -50,16 +50,17 @@ fn event(i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
 /// Ingests `events` appointment bookings in transactions of `batch`, with
 /// the default policy (booking notice and two reminders each).
 pub fn run(dir: &Path, events: u64, batch: u64) -> Result<Reserve, IngestError> {
-    run_into(&dir.join("reserve.db"), events, batch, &Config::default())
+    run_into(&dir.join("reserve.db"), "cita", events, batch, &Config::default())
 }
 
-/// The same into `path` with the policy of `config`.
-pub fn run_into(path: &Path, events: u64, batch: u64, config: &Config) -> Result<Reserve, IngestError> {
+/// The same into `path` with the policy of `config`; references are
+/// `{prefix}-NNNNNN`, so runs against one simulator never share a key.
+pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Config) -> Result<Reserve, IngestError> {
     let templates = Templates::embedded();
     let planner = Planner { policy: &config.policy, templates: &templates, tz: config.tz() };
     let mut store = Store::open(path)?;
     let now = Utc::now();
-    let evs: Vec<BookingEvent> = (0..events).map(|i| event(i, now)).collect();
+    let evs: Vec<BookingEvent> = (0..events).map(|i| event(prefix, i, now)).collect();
     let t = Instant::now();
     let mut intentions = 0u64;
     for chunk in evs.chunks(batch.max(1) as usize) {
