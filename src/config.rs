@@ -309,6 +309,9 @@ pub struct InboundConfig {
     pub confirm: Vec<String>,
     pub opt_out: Vec<String>,
     pub reschedule: Vec<String>,
+    /// Whether an opt-out reply also stops transactional messages
+    /// (appointment reminders, order notices). Marketing always stops.
+    pub opt_out_blocks_transactional: bool,
 }
 
 impl Default for InboundConfig {
@@ -318,6 +321,7 @@ impl Default for InboundConfig {
             confirm: v(&["1", "SI", "SÍ", "CONFIRMO"]),
             opt_out: v(&["BAJA", "STOP"]),
             reschedule: v(&["REPROGRAMAR"]),
+            opt_out_blocks_transactional: false,
         }
     }
 }

@@ -16,6 +16,7 @@
 //! | [`channel`] | the async channel trait and its capabilities; the engine (`motor`) and Cloud API clients |
 //! | [`dispatch`] | background dispatcher and reconciler: claims with validity, durable attempts, uncertain outcomes, reprocessing a day |
 //! | [`sim`] | the seed 003 engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
+//! | [`server`] | the HTTP server of `serve`: webhooks, inbound replies, booking ingest, metrics |
 //!
 //! The binary (`src/main.rs`) is thin: it parses the command line with
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
@@ -31,6 +32,7 @@ pub mod failpoint;
 pub mod import;
 pub mod ingest;
 pub mod planner;
+pub mod server;
 pub mod sim;
 pub mod store;
 pub mod templates;

@@ -109,6 +109,9 @@ async fn timeout_after_recording_is_uncertain_and_the_message_went_out() {
     let hook = cloud_fake::status_webhook("1234567890", &wamid, "delivered", "+51987654321", Some("t1"));
     assert_eq!(hook["entry"][0]["changes"][0]["value"]["statuses"][0]["id"], wamid.as_str());
     assert_eq!(hook["entry"][0]["changes"][0]["value"]["statuses"][0]["biz_opaque_callback_data"], "t1");
+    assert!(hook["entry"][0]["changes"][0]["value"]["statuses"][0].get("errors").is_none());
+    let failed = cloud_fake::status_webhook("1234567890", &wamid, "failed", "+51987654321", None);
+    assert_eq!(failed["entry"][0]["changes"][0]["value"]["statuses"][0]["errors"][0]["code"], 131026);
     fake.shutdown().await;
 }
 

@@ -355,3 +355,82 @@ async fn webhooks_are_signed_and_cover_every_state() {
     sim.shutdown().await;
     server.abort();
 }
+
+#[tokio::test]
+async fn in_process_channel_shares_the_engine_with_http() {
+    let sim = sim_with("").await;
+    let http = motor(&sim, 5_000);
+    let inproc = sim.channel("test-key", INST, None);
+    assert_eq!(inproc.kind(), "motor");
+    let SendOutcome::Accepted { command_id, .. } = inproc.send(&req("ip1")).await else { panic!() };
+    // The HTTP client with the same key sees the same command.
+    let SendOutcome::Accepted { command_id: via_http, .. } = http.send(&req("ip1")).await else { panic!() };
+    assert_eq!(command_id, via_http);
+    let mut other = req("ip1");
+    other.body = "otro".into();
+    assert!(matches!(inproc.send(&other).await, SendOutcome::Conflict { .. }));
+    let LookupOutcome::Found { command_id: found, .. } = inproc.lookup(&req("ip1"), None).await else { panic!() };
+    assert_eq!(found, command_id);
+    assert_eq!(inproc.lookup(&req("ip1"), Some("cmd_nope")).await, LookupOutcome::NotFound);
+    until("sent", || sim.stats().sent == 1).await;
+    assert!(matches!(inproc.cancel(command_id.as_deref().unwrap()).await, CancelOutcome::TooLate { .. }));
+    // Faults apply the same way: a lost answer is uncertain but the message goes out.
+    sim.set_faults(FaultSpec::parse("timeout_after=1.0").unwrap());
+    assert!(matches!(inproc.send(&req("ip2")).await, SendOutcome::Uncertain { .. }));
+    until("second sent", || sim.stats().sent == 2).await;
+    sim.set_faults(FaultSpec::parse("error5xx=1.0").unwrap());
+    assert!(matches!(inproc.send(&req("ip3")).await, SendOutcome::Retry { http_status: Some(503), .. }));
+    sim.set_faults(FaultSpec::none());
+    sim.pause(PauseMode::Unavailable, None);
+    assert!(matches!(inproc.send(&req("ip3")).await, SendOutcome::Retry { .. }));
+    sim.resume();
+    assert_eq!(sim.stats().sent, 2);
+    sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn webhooks_keep_per_command_order_without_reorder_and_retry_non_2xx() {
+    let received: Arc<Mutex<Vec<MotorEvent>>> = Arc::default();
+    let calls: Arc<Mutex<u32>> = Arc::default();
+    let (rec, n) = (received.clone(), calls.clone());
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: Bytes| {
+            let (rec, n) = (rec.clone(), n.clone());
+            async move {
+                let mut n = n.lock().unwrap();
+                *n += 1;
+                // The very first delivery fails: the simulator must retry it.
+                if *n == 1 {
+                    return axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+                }
+                rec.lock().unwrap().push(serde_json::from_slice(&body).unwrap());
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let sim = sim::spawn(SimOptions {
+        webhook: Some(hook),
+        faults: FaultSpec::parse("webhook_delay_ms=0..20").unwrap(),
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap();
+    let ch = motor(&sim, 5_000);
+    for i in 0..10 {
+        assert!(matches!(ch.send(&req(&format!("ord-{i}"))).await, SendOutcome::Accepted { .. }));
+    }
+    until("40 events", || received.lock().unwrap().len() == 40).await;
+    let got = received.lock().unwrap().clone();
+    for i in 0..10 {
+        let key = format!("ord-{i}");
+        let seq: Vec<&str> = got.iter().filter(|e| e.idempotency_key == key).map(|e| e.estado.as_str()).collect();
+        assert_eq!(seq, ["en_cola", "enviado", "entregado", "leido"], "{key}");
+    }
+    assert_eq!(sim.stats().webhooks_delivered, 40);
+    sim.shutdown().await;
+    server.abort();
+}

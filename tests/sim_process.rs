@@ -118,3 +118,60 @@ fn bad_fault_spec_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--faults") && err.contains("error5xx=2"), "{err}");
 }
+
+#[test]
+fn sigterm_stops_the_sim_cleanly() {
+    let mut sim = start(&[]);
+    let pid = sim.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let start = Instant::now();
+    loop {
+        if let Some(status) = sim.child.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "sim did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn refuse_pause_over_http_comes_back_by_itself_with_its_memory() {
+    let sim = start(&[]);
+    let (_, first) = post(&sim, "down-1", "Hola").await;
+    let c = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let r = c
+        .post(format!("{}/sim/pause", sim.base))
+        .json(&serde_json::json!({"mode": "refuse", "for_ms": 1500}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // Down: connections are refused (poll: the listener closes asynchronously).
+    let start = Instant::now();
+    loop {
+        match c.get(format!("{}/sim/stats", sim.base)).send().await {
+            Err(e) if e.is_connect() => break,
+            _ => assert!(start.elapsed() < Duration::from_secs(20), "never refused"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Back by itself, remembering the key.
+    let start = Instant::now();
+    loop {
+        if let Ok(r) = c
+            .post(format!("{}/v1/instances/i1/messages", sim.base))
+            .bearer_auth("k")
+            .header("Idempotency-Key", "down-1")
+            .json(&serde_json::json!({"destino": {"telefono": "+51987654321"}, "texto": "Hola"}))
+            .send()
+            .await
+        {
+            let v: Value = r.json().await.unwrap();
+            assert_eq!(v["command_id"], first["command_id"]);
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -186,3 +186,27 @@ pub(crate) fn secret_from_env(channel: &'static str, var: &str, what: &'static s
 pub mod async_trait_shim {
     pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{CloudConfig, MotorConfig};
+
+    #[test]
+    fn from_config_names_the_missing_env_var() {
+        let cfg = ChannelConfig {
+            kind: ChannelKind::Motor,
+            motor: MotorConfig { api_key_env: "UNAVEZ_TEST_UNSET_MOTOR_KEY".into(), ..MotorConfig::default() },
+            cloud: CloudConfig::default(),
+        };
+        let e = from_config(&cfg).err().unwrap().to_string();
+        assert!(e.contains("UNAVEZ_TEST_UNSET_MOTOR_KEY") && e.contains("motor"), "{e}");
+        let cfg = ChannelConfig {
+            kind: ChannelKind::Cloud,
+            cloud: CloudConfig { token_env: "UNAVEZ_TEST_UNSET_CLOUD_TOKEN".into(), ..CloudConfig::default() },
+            ..cfg
+        };
+        let e = from_config(&cfg).err().unwrap().to_string();
+        assert!(e.contains("UNAVEZ_TEST_UNSET_CLOUD_TOKEN") && e.contains("cloud"), "{e}");
+    }
+}

@@ -179,6 +179,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// The engine message body for an intention. Built only from fields fixed
+/// when the intention was reserved, so every attempt has the same
+/// fingerprint.
+pub fn request_body(req: &SendRequest, expected_generation: Option<i64>) -> Value {
+    let mut b = json!({
+        "destino": {"telefono": req.recipient},
+        "texto": req.body,
+        "correlation_id": req.correlation_id,
+    });
+    if !req.template.is_empty() {
+        b["plantilla"] = json!({"nombre": req.template, "idioma": req.language, "parametros": req.parameters});
+    }
+    if let Some(t) = req.expires_at {
+        b["expires_at"] = json!(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true));
+    }
+    if let Some(g) = expected_generation {
+        b["generacion_esperada"] = json!(g);
+    }
+    b
+}
+
 impl MotorChannel {
     /// Builds the client; the bearer key comes from the env var named by
     /// `cfg.api_key_env` (unset or blank is an error naming the variable).
@@ -234,24 +255,9 @@ impl MotorChannel {
         })
     }
 
-    /// The JSON body for a request. Built only from fields fixed when the
-    /// intention was reserved, so every attempt has the same fingerprint.
+    /// The JSON body for a request (see [`request_body`]).
     pub fn body(&self, req: &SendRequest) -> Value {
-        let mut b = json!({
-            "destino": {"telefono": req.recipient},
-            "texto": req.body,
-            "correlation_id": req.correlation_id,
-        });
-        if !req.template.is_empty() {
-            b["plantilla"] = json!({"nombre": req.template, "idioma": req.language, "parametros": req.parameters});
-        }
-        if let Some(t) = req.expires_at {
-            b["expires_at"] = json!(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        }
-        if let Some(g) = self.expected_generation {
-            b["generacion_esperada"] = json!(g);
-        }
-        b
+        request_body(req, self.expected_generation)
     }
 
     fn messages_url(&self) -> String {

@@ -80,14 +80,39 @@ pub fn run(_ctx: &Ctx, args: SimArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async move {
         let faults = opts.faults.to_string();
         let key_note = if opts.api_key.is_some() { "only the key in UNAVEZ_MOTOR_API_KEY" } else { "any bearer key" };
+        let stop = stop_signal()?;
         let handle = sim::spawn(opts).await?;
         // The first stdout line is machine-readable for scripts and tests.
         println!("listening on {}", handle.addr());
         eprintln!("sim: accepting {key_note}; faults: {faults}");
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+        stop.await;
         eprintln!("sim: stopping");
         handle.shutdown().await;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C, or SIGTERM on Unix (how service managers and test harnesses
+/// stop it). Handlers are installed when this is called, so call it before
+/// announcing the address: a signal right after the announcement is caught.
+fn stop_signal() -> anyhow::Result<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+        Ok(Box::pin(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(Box::pin(async {
+            let _ = tokio::signal::ctrl_c().await;
+        }))
+    }
 }

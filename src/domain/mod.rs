@@ -5,8 +5,10 @@
 pub mod commitment;
 pub mod event;
 pub mod fingerprint;
+pub mod inbound;
 pub mod intention;
 pub mod key;
 pub mod mask;
 pub mod state;
+pub mod status;
 pub mod validity;

@@ -156,6 +156,9 @@ impl CloudFake {
 
 /// The body of a Cloud API status webhook for one message, as Meta sends
 /// it (`entry[].changes[].value.statuses[]`), for tests of the receiver.
+/// A `failed` status carries `errors[]` (131026). Sign it for
+/// `X-Hub-Signature-256` with [`crate::channel::motor_event::sign`] (same
+/// `sha256=<hex HMAC-SHA256>` format) and the app secret.
 pub fn status_webhook(
     phone_number_id: &str,
     wamid: &str,
@@ -171,6 +174,9 @@ pub fn status_webhook(
     });
     if let Some(b) = biz_opaque_callback_data {
         st["biz_opaque_callback_data"] = json!(b);
+    }
+    if status == "failed" {
+        st["errors"] = json!([{"code": 131026, "title": "Message undeliverable"}]);
     }
     json!({
         "object": "whatsapp_business_account",

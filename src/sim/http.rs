@@ -13,13 +13,12 @@ use axum::{Extension, Json, Router};
 use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 
 use super::PauseMode;
 use super::core::{Core, lock};
-use super::engine::{Scope, Submit, parse_message, validate_key};
 use super::faults::FaultSpec;
+use super::messages::{Reply, app_id, handle_message};
 
 /// Lets a handler close its own connection without answering (a reset or
 /// a lost response), which a normal handler cannot express.
@@ -64,7 +63,7 @@ fn auth(core: &Core, headers: &HeaderMap) -> Result<String, Response> {
     {
         return Err(error(StatusCode::UNAUTHORIZED, "no_autorizado", "api key desconocida"));
     }
-    Ok(format!("app_{}", &hex::encode(Sha256::digest(bearer.as_bytes()))[..12]))
+    Ok(app_id(bearer))
 }
 
 fn unavailable(core: &Core) -> Option<Response> {
@@ -91,7 +90,6 @@ async fn post_message(
     kill: Option<Extension<ConnKill>>,
     body: Bytes,
 ) -> Response {
-    core.bump(|s| s.requests += 1);
     if let Some(r) = unavailable(&core) {
         return r;
     }
@@ -108,104 +106,24 @@ async fn post_message(
             return error(StatusCode::UNPROCESSABLE_ENTITY, "clave_invalida", "Idempotency-Key: no es UTF-8 válido");
         }
     };
-    let key = match validate_key(raw_key) {
-        Ok(k) => k,
-        Err(e) => {
-            core.bump(|s| s.rejected += 1);
-            return error(StatusCode::UNPROCESSABLE_ENTITY, "clave_invalida", e.to_string());
-        }
-    };
-    let scope: Scope = (app, instance_id, key);
-    let attempt = lock(&core.engine).next_attempt(&scope).to_string();
-    let faults = core.faults();
-    let roll = |fault: &'static str| [fault, scope.0.as_str(), scope.1.as_str(), scope.2.as_str(), attempt.as_str()];
-
-    let latency = core.dice.pick(&faults.latency_ms, &roll("latency"));
-    if latency > 0 {
-        tokio::time::sleep(Duration::from_millis(latency)).await;
-    }
-    if core.dice.chance(faults.reset, &roll("reset")) {
-        core.bump(|s| s.faults.reset += 1);
-        return drop_connection(kill).await;
-    }
-    if core.dice.chance(faults.error5xx, &roll("error5xx")) {
-        core.bump(|s| s.faults.error5xx += 1);
-        return error(StatusCode::SERVICE_UNAVAILABLE, "motor_no_disponible", "simulated 5xx before processing");
-    }
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            core.bump(|s| s.rejected += 1);
-            return error(StatusCode::UNPROCESSABLE_ENTITY, "cuerpo_invalido", format!("JSON inválido: {e}"));
-        }
-    };
-    let req = match parse_message(&scope.1, &value) {
-        Ok(r) => r,
-        Err(e) => {
-            core.bump(|s| s.rejected += 1);
-            return error(StatusCode::UNPROCESSABLE_ENTITY, "cuerpo_invalido", e.to_string());
-        }
-    };
-    if core.dice.chance(faults.rate429, &roll("rate429")) {
-        core.bump(|s| s.faults.rate429 += 1);
-        // The key is resolved first: a known key comes back with its command.
-        let stored = lock(&core.engine).by_key(&scope).map(|c| c.to_json());
-        let mut r = match stored {
-            Some(c) => (StatusCode::TOO_MANY_REQUESTS, Json(c)).into_response(),
-            None => {
-                error(StatusCode::TOO_MANY_REQUESTS, "ritmo_excedido", "demasiados pedidos; repite con la misma clave")
+    let key = raw_key.unwrap_or_default();
+    match handle_message(&core, &app, &instance_id, key, &body).await {
+        Reply::Json { status, body, retry_after } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut r = (status, Json(body)).into_response();
+            if let Some(secs) = retry_after {
+                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
-        };
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return r;
+            r
+        }
+        Reply::Reset => drop_connection(kill).await,
+        Reply::Lost { hold_ms } => {
+            // Processed and stored; the answer is held past any sane client
+            // timeout and then the connection drops without it.
+            tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+            drop_connection(kill).await
+        }
     }
-    let command_id = core.command_id(&scope.0, &scope.1, &scope.2);
-    let outcome = {
-        let mut engine = lock(&core.engine);
-        let outcome = engine.submit(&scope, &req, command_id, Utc::now());
-        if let Submit::Created(c) = &outcome {
-            core.changed(c, false);
-        }
-        outcome
-    };
-    let response = match outcome {
-        Submit::Created(c) => {
-            core.bump(|s| s.created += 1);
-            core.resume_command(&c);
-            (StatusCode::ACCEPTED, Json(c.to_json())).into_response()
-        }
-        Submit::Existing(c) => {
-            core.bump(|s| s.repeated += 1);
-            (StatusCode::ACCEPTED, Json(c.to_json())).into_response()
-        }
-        Submit::KeyConflict { existing } => {
-            core.bump(|s| s.conflicts += 1);
-            return error(
-                StatusCode::CONFLICT,
-                "clave_en_uso",
-                format!(
-                    "la Idempotency-Key ya se usó en esta instancia con otro contenido (comando {})",
-                    existing.command_id
-                ),
-            );
-        }
-        Submit::GenerationMismatch { expected, current } => {
-            core.bump(|s| s.conflicts += 1);
-            return error(
-                StatusCode::CONFLICT,
-                "generacion_cambiada",
-                format!("generacion_esperada {expected}, la instancia está en la generación {current}"),
-            );
-        }
-    };
-    if core.dice.chance(faults.timeout_after, &roll("timeout_after")) {
-        // Processed and stored; the answer is held past any sane client
-        // timeout and then the connection drops without it.
-        core.bump(|s| s.faults.timeout_after += 1);
-        tokio::time::sleep(Duration::from_millis(faults.hold_ms)).await;
-        return drop_connection(kill).await;
-    }
-    response
 }
 
 async fn get_command(State(core): State<Arc<Core>>, Path(id): Path<String>, headers: HeaderMap) -> Response {

@@ -19,6 +19,8 @@ mod core;
 pub mod engine;
 pub mod faults;
 mod http;
+pub mod inproc;
+mod messages;
 mod webhook;
 
 use std::collections::BTreeMap;
@@ -38,6 +40,7 @@ pub use self::core::SentLine;
 use self::core::{Core, lock};
 pub use self::engine::Command;
 pub use self::faults::{FaultSpec, FaultSpecError};
+pub use self::inproc::InProcessChannel;
 
 /// The webhook secret used when `UNAVEZ_MOTOR_WEBHOOK_SECRET` is unset.
 /// Development only; `unavez sim` says so on stderr when it falls back.
@@ -197,6 +200,13 @@ impl SimHandle {
             .values()
             .find(|c| c.instance_id == instance_id && c.idempotency_key == key)
             .cloned()
+    }
+
+    /// The same engine as a [`crate::channel::Channel`] without sockets
+    /// (kind `motor`), as the app of `api_key`, for one instance. Shares
+    /// keys, log, faults and webhooks with the HTTP side.
+    pub fn channel(&self, api_key: &str, instance_id: &str, expected_generation: Option<i64>) -> InProcessChannel {
+        InProcessChannel::new(self.core.clone(), api_key, instance_id, expected_generation)
     }
 
     /// Re-links an instance; returns the new generation.

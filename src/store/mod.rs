@@ -12,11 +12,14 @@
 pub mod bench;
 pub mod chaos;
 mod dispatch;
+mod inbound;
 mod intents;
 mod ledger;
+mod metrics;
 mod operator;
 mod queries;
 mod uncertain;
+mod webhooks;
 
 pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
 pub use uncertain::UncertainItem;
@@ -25,6 +28,9 @@ pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
 pub use operator::{OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, IntentFilter, IntentionDetail};
+pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
+pub use inbound::SignalRow;
+pub use webhooks::{ChannelEventRow, NewChannelEvent, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

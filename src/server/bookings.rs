@@ -1,0 +1,139 @@
+//! `POST /v1/bookings/events`: the booking system or CRM pushes the same
+//! event objects as the `.jsonl` import, one object or an array, with
+//! `Authorization: Bearer <token>`.
+//!
+//! Each event is applied inside its own savepoint through
+//! [`crate::ingest::ingest`], so it is applied whole or not at all, and a
+//! repeated `event_id` changes nothing. The answer lists every event:
+//! `stored`, `duplicate`, or `rejected` with the reason (naming the field).
+//! HTTP 200 when none was rejected, 422 when all were, 207 when mixed.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::auth::{check_bearer, read_body};
+use super::{ApiError, AppState};
+use crate::domain::event::BookingEvent;
+use crate::ingest::{IngestError, Outcome, ingest};
+use crate::store::StoreError;
+
+/// One line of the answer.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EventResult {
+    /// Position in the posted array (0 for a single object).
+    pub index: usize,
+    pub event_id: Option<String>,
+    /// `stored`, `duplicate` or `rejected`.
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For stored events: keys planned, intentions closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IngestSummary {
+    pub stored: usize,
+    pub duplicates: usize,
+    pub rejected: usize,
+    pub results: Vec<EventResult>,
+}
+
+pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let token = state.secrets().ingest_token.clone();
+    check_bearer(&state, "bookings", token.as_deref(), &headers).await?;
+    let raw = read_body(&state, "bookings", &headers, body).await?;
+    let items = match serde_json::from_slice::<Value>(&raw) {
+        Ok(Value::Array(items)) => items,
+        Ok(one @ Value::Object(_)) => vec![one],
+        Ok(_) => {
+            state.count_rejection("bookings", "malformed").await;
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "expected an event object or an array of them",
+            ));
+        }
+        Err(e) => {
+            state.count_rejection("bookings", "malformed").await;
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, format!("malformed JSON: {e}")));
+        }
+    };
+    let summary = state
+        .blocking(move |st, store| {
+            let now = Utc::now();
+            store.write(|tx| {
+                let planner = st.planner();
+                let mut results = Vec::with_capacity(items.len());
+                for (index, raw) in items.into_iter().enumerate() {
+                    let event_id = raw.get("event_id").and_then(Value::as_str).map(str::to_string);
+                    let ev = match BookingEvent::from_value(raw) {
+                        Ok(ev) => ev,
+                        Err(errors) => {
+                            let reason = errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
+                            results.push(rejected(index, event_id, reason));
+                            continue;
+                        }
+                    };
+                    match tx.atomically(|tx| ingest(tx, &planner, &ev, "http", now)) {
+                        Ok(Outcome::Duplicate { .. }) => results.push(EventResult {
+                            index,
+                            event_id,
+                            outcome: "duplicate".into(),
+                            reason: None,
+                            detail: None,
+                        }),
+                        Ok(stored @ Outcome::Stored { .. }) => results.push(EventResult {
+                            index,
+                            event_id,
+                            outcome: "stored".into(),
+                            reason: None,
+                            detail: serde_json::to_value(&stored).ok(),
+                        }),
+                        // The database itself failed: the whole request
+                        // fails (5xx) so the sender retries it.
+                        Err(IngestError::Store(e)) => return Err(e),
+                        Err(e) => results.push(rejected(index, event_id, e.to_string())),
+                    }
+                }
+                let summary = summarize(results);
+                if summary.rejected > 0 {
+                    tx.bump_counter("webhook_rejected:bookings:invalid_event", summary.rejected as i64)?;
+                }
+                Ok::<_, StoreError>(summary)
+            })
+        })
+        .await??;
+    let status = match (summary.rejected, summary.results.len()) {
+        (0, _) => StatusCode::OK,
+        (r, n) if r == n => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::MULTI_STATUS,
+    };
+    Ok((status, Json(summary)).into_response())
+}
+
+fn rejected(index: usize, event_id: Option<String>, reason: String) -> EventResult {
+    EventResult {
+        index,
+        event_id,
+        outcome: "rejected".into(),
+        reason: Some(reason),
+        detail: None,
+    }
+}
+
+fn summarize(results: Vec<EventResult>) -> IngestSummary {
+    let count = |o: &str| results.iter().filter(|r| r.outcome == o).count();
+    IngestSummary {
+        stored: count("stored"),
+        duplicates: count("duplicate"),
+        rejected: count("rejected"),
+        results,
+    }
+}

@@ -1,0 +1,207 @@
+//! `GET|POST /webhooks/whatsapp`: the WhatsApp Cloud API.
+//!
+//! A notification is `{"object": "whatsapp_business_account", "entry":
+//! [{"changes": [{"field": "messages", "value": {"statuses": [...],
+//! "messages": [...]}}]}]}`. Each status and each inbound message is one
+//! event: stored raw, deduplicated, applied inside its own savepoint, in
+//! the order it appears. Anything we do not know is tolerated and kept.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::auth::{check_signature, constant_time_eq, read_body};
+use super::inbound::{self, InboundOutcome};
+use super::{ApiError, AppState};
+use crate::domain::status::CloudStatus;
+use crate::store::{NewChannelEvent, SOURCE_CLOUD, StatusOutcome, StoreError, Tx};
+
+/// Meta's signature header: HMAC-SHA256 of the raw body with the app secret.
+pub const SIGNATURE_HEADER: &str = "X-Hub-Signature-256";
+
+/// The notification envelope; every level tolerates missing and unknown
+/// fields, because Meta adds fields and sends other `field` kinds.
+#[derive(Debug, Deserialize)]
+pub struct Notification {
+    #[serde(default)]
+    pub object: Option<String>,
+    #[serde(default)]
+    pub entry: Vec<NotificationEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NotificationEntry {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub changes: Vec<NotificationChange>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NotificationChange {
+    #[serde(default)]
+    pub field: Option<String>,
+    #[serde(default)]
+    pub value: ChangeValue,
+}
+
+/// `statuses[]` and `messages[]` stay raw JSON here so that one malformed
+/// item is rejected alone instead of failing the whole batch.
+#[derive(Debug, Default, Deserialize)]
+pub struct ChangeValue {
+    #[serde(default)]
+    pub statuses: Vec<Value>,
+    #[serde(default)]
+    pub messages: Vec<Value>,
+}
+
+/// The answer to a notification: what happened to each event.
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BatchSummary {
+    pub received: usize,
+    pub applied: usize,
+    pub pending: usize,
+    pub duplicates: usize,
+    /// `(index in the batch, reason)` of events that could not be read.
+    pub rejected: Vec<(usize, String)>,
+}
+
+/// `GET /webhooks/whatsapp?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`
+pub async fn verify_subscription(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let Some(expected) = state.secrets().cloud_verify_token.clone() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "verify token is not configured (see server.cloud_verify_token_env)",
+        ));
+    };
+    let mode = q.get("hub.mode").map(String::as_str);
+    let token = q.get("hub.verify_token").map(String::as_str).unwrap_or("");
+    match (mode, q.get("hub.challenge")) {
+        (Some("subscribe"), Some(challenge)) if constant_time_eq(token.as_bytes(), expected.as_bytes()) => {
+            Ok((StatusCode::OK, challenge.clone()).into_response())
+        }
+        (Some("subscribe"), Some(_)) => {
+            state.count_rejection("cloud", "verify_token").await;
+            Err(ApiError::new(StatusCode::FORBIDDEN, "hub.verify_token does not match"))
+        }
+        _ => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "expected hub.mode=subscribe and hub.challenge",
+        )),
+    }
+}
+
+/// `POST /webhooks/whatsapp`: signature first, then parse, then apply.
+pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let raw = read_body(&state, "cloud", &headers, body).await?;
+    let secret = state.secrets().cloud_app_secret.clone();
+    check_signature(&state, "cloud", secret.as_deref(), &headers, SIGNATURE_HEADER, &raw).await?;
+    let note: Notification = match serde_json::from_slice(&raw) {
+        Ok(n) => n,
+        Err(e) => {
+            state.count_rejection("cloud", "malformed").await;
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("malformed notification JSON: {e}"),
+            ));
+        }
+    };
+    let items: Vec<Item> = note
+        .entry
+        .into_iter()
+        .flat_map(|e| e.changes)
+        .flat_map(|c| {
+            let statuses = c.value.statuses.into_iter().map(Item::Status);
+            statuses
+                .chain(c.value.messages.into_iter().map(Item::Message))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let summary = state
+        .blocking(move |st, store| {
+            let now = Utc::now();
+            store.write(|tx| process_batch(tx, st, items, now))
+        })
+        .await??;
+    Ok((StatusCode::OK, Json(summary)).into_response())
+}
+
+/// One event of a notification.
+#[derive(Debug)]
+pub enum Item {
+    Status(Value),
+    Message(Value),
+}
+
+/// Applies a notification's events in order, each whole or not at all.
+pub fn process_batch(
+    tx: &Tx<'_>,
+    state: &AppState,
+    items: Vec<Item>,
+    now: DateTime<Utc>,
+) -> Result<BatchSummary, StoreError> {
+    let mut s = BatchSummary {
+        received: items.len(),
+        ..BatchSummary::default()
+    };
+    for (i, item) in items.into_iter().enumerate() {
+        let outcome = match item {
+            Item::Status(v) => tx
+                .atomically(|tx| process_status(tx, v, now))
+                .map(|o| o.map(Counted::Status)),
+            Item::Message(v) => tx
+                .atomically(|tx| inbound::process(tx, state, v, now))
+                .map(|o| o.map(Counted::Inbound)),
+        }?;
+        match outcome {
+            Ok(Counted::Status(StatusOutcome::Applied { .. }))
+            | Ok(Counted::Inbound(InboundOutcome::Applied { .. })) => s.applied += 1,
+            Ok(Counted::Status(StatusOutcome::Pending)) => s.pending += 1,
+            Ok(Counted::Status(StatusOutcome::Duplicate { .. })) | Ok(Counted::Inbound(InboundOutcome::Duplicate)) => {
+                s.duplicates += 1
+            }
+            Err(reason) => {
+                tx.bump_counter("webhook_rejected:cloud:malformed_event", 1)?;
+                s.rejected.push((i, reason));
+            }
+        }
+    }
+    Ok(s)
+}
+
+enum Counted {
+    Status(StatusOutcome),
+    Inbound(InboundOutcome),
+}
+
+/// One `statuses[]` object: `Ok(Err(reason))` when it cannot be read.
+fn process_status(tx: &Tx<'_>, v: Value, now: DateTime<Utc>) -> Result<Result<StatusOutcome, String>, StoreError> {
+    let status: CloudStatus = match serde_json::from_value(v.clone()) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(format!("status object: {e}"))),
+    };
+    if status.id.trim().is_empty() || status.status.trim().is_empty() {
+        return Ok(Err("status object: empty id or status".into()));
+    }
+    let payload = v.to_string();
+    let event_id = status.event_id();
+    let ev = NewChannelEvent {
+        source: SOURCE_CLOUD,
+        event_id: &event_id,
+        kind: "status",
+        message_id: Some(&status.id),
+        intention_key: status.biz_opaque_callback_data.as_deref(),
+        payload: &payload,
+    };
+    tx.ingest_status(&ev, &status.report(), now).map(Ok)
+}

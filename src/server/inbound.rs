@@ -1,0 +1,279 @@
+//! Inbound customer messages (`value.messages[]`) → business facts.
+//!
+//! Every message opens the contact's 24-hour service window. Its text (or
+//! the button tapped) is classified by the configured keywords:
+//! - confirm → a booking event `appointment.confirmed` through the normal
+//!   ingest path, with an event id derived from the message id, so the
+//!   planner closes pending confirm reminders as `already_confirmed` and a
+//!   redelivered message confirms once;
+//! - opt-out → the contact's opt-out (marketing; transactional too if
+//!   `inbound.opt_out_blocks_transactional`);
+//! - reschedule → `reschedule_requested_at` on the commitment (the
+//!   console's attention list) plus a commitment signal;
+//! - anything else → a conversation signal on the commitment.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::AppState;
+use crate::domain::event::{BookingEvent, is_e164};
+use crate::domain::inbound::Reply;
+use crate::domain::status::timestamp_text;
+use crate::ingest::{IngestError, ingest};
+use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StoreError, Tx};
+
+/// One inbound message as Meta documents it (text, template quick-reply
+/// `button`, or `interactive` button / list reply). Other types are kept
+/// raw and count as "other".
+#[derive(Debug, Clone, Deserialize)]
+pub struct InboundMessage {
+    pub id: String,
+    pub from: String,
+    #[serde(default)]
+    pub timestamp: Value,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub text: Option<TextBody>,
+    #[serde(default)]
+    pub button: Option<ButtonReply>,
+    #[serde(default)]
+    pub interactive: Option<Interactive>,
+    #[serde(default)]
+    pub context: Option<Context>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct TextBody {
+    #[serde(default)]
+    pub body: String,
+}
+
+/// Quick-reply button of a template message.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ButtonReply {
+    #[serde(default)]
+    pub payload: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Interactive {
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub button_reply: Option<IdTitle>,
+    #[serde(default)]
+    pub list_reply: Option<IdTitle>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct IdTitle {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+/// The message a reply quotes (`context.id` is the wamid we sent).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Context {
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+impl InboundMessage {
+    /// The words to classify, most specific first: a button's payload or
+    /// id (set by us, stable), then its title, then the text body.
+    pub fn candidates(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        if let Some(b) = &self.button {
+            out.extend(b.payload.as_deref());
+            out.extend(b.text.as_deref());
+        }
+        if let Some(i) = &self.interactive {
+            for r in [&i.button_reply, &i.list_reply].into_iter().flatten() {
+                out.extend(r.id.as_deref());
+                out.extend(r.title.as_deref());
+            }
+        }
+        if let Some(t) = &self.text {
+            out.push(t.body.as_str());
+        }
+        out
+    }
+
+    /// What a person would read: the text or the button's title.
+    pub fn display_text(&self) -> String {
+        if let Some(t) = &self.text {
+            return t.body.clone();
+        }
+        if let Some(b) = &self.button {
+            return b.text.clone().or_else(|| b.payload.clone()).unwrap_or_default();
+        }
+        if let Some(i) = &self.interactive
+            && let Some(r) = i.button_reply.as_ref().or(i.list_reply.as_ref())
+        {
+            return r.title.clone().or_else(|| r.id.clone()).unwrap_or_default();
+        }
+        format!("[{}]", self.kind.as_deref().unwrap_or("message"))
+    }
+
+    /// Sender in E.164 (`wa_id` comes without the `+`).
+    pub fn phone(&self) -> String {
+        let digits = self.from.trim();
+        if digits.starts_with('+') {
+            digits.to_string()
+        } else {
+            format!("+{digits}")
+        }
+    }
+
+    /// When the customer sent it, never later than `now`.
+    pub fn sent_at(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        timestamp_text(&self.timestamp)
+            .parse::<i64>()
+            .ok()
+            .and_then(|s| Utc.timestamp_opt(s, 0).single())
+            .map(|t| t.min(now))
+            .unwrap_or(now)
+    }
+}
+
+/// What happened to one inbound message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum InboundOutcome {
+    Applied {
+        reply: &'static str,
+        commitment: Option<String>,
+    },
+    Duplicate,
+}
+
+/// Records and applies one `messages[]` object inside the caller's
+/// savepoint. `Ok(Err(reason))`: unreadable, nothing written.
+pub fn process(
+    tx: &Tx<'_>,
+    state: &AppState,
+    v: Value,
+    now: DateTime<Utc>,
+) -> Result<Result<InboundOutcome, String>, StoreError> {
+    let msg: InboundMessage = match serde_json::from_value(v.clone()) {
+        Ok(m) => m,
+        Err(e) => return Ok(Err(format!("message object: {e}"))),
+    };
+    if msg.id.trim().is_empty() {
+        return Ok(Err("message object: empty id".into()));
+    }
+    let phone = msg.phone();
+    if !is_e164(&phone) {
+        return Ok(Err(format!(
+            "message object: sender {:?} is not a phone number",
+            msg.from
+        )));
+    }
+    let payload = v.to_string();
+    let ev = NewChannelEvent {
+        source: SOURCE_CLOUD,
+        event_id: &msg.id,
+        kind: "inbound",
+        message_id: None,
+        intention_key: None,
+        payload: &payload,
+    };
+    let row = match tx.record_channel_event(&ev, now)? {
+        Recorded::New(row) => row,
+        Recorded::Duplicate { .. } => return Ok(Ok(InboundOutcome::Duplicate)),
+    };
+    let sent_at = msg.sent_at(now);
+    let contact = tx.inbound_contact(&phone, now)?;
+    tx.touch_inbound(contact, sent_at, now)?;
+
+    let reply = msg
+        .candidates()
+        .into_iter()
+        .map(|c| state.classifier().classify(c))
+        .find(|r| *r != Reply::Other)
+        .unwrap_or(Reply::Other);
+    let quoted = msg.context.as_ref().and_then(|c| c.id.as_deref());
+    let target = tx.reply_commitment(contact, quoted, now)?;
+    let source_event = format!("cloud:{}", msg.id);
+    let text = msg.display_text();
+
+    match reply {
+        Reply::OptOut => {
+            let also_transactional = state.config().inbound.opt_out_blocks_transactional;
+            tx.opt_out(contact, also_transactional, sent_at, now)?;
+            if let Some((cid, ..)) = &target {
+                tx.add_commitment_signal(*cid, "opt_out", Some(&text), &source_event, now)?;
+            }
+        }
+        Reply::Reschedule => {
+            if let Some((cid, ..)) = &target {
+                tx.request_reschedule(*cid, &text, &source_event, now)?;
+            }
+        }
+        Reply::Confirm => match &target {
+            Some((cid, reference, true)) => {
+                confirm(tx, state, &msg, reference, sent_at, now)?;
+                tx.add_commitment_signal(*cid, "confirmed_by_reply", Some(&text), &source_event, now)?;
+            }
+            // Nothing upcoming to confirm: keep what they said for a person.
+            Some((cid, ..)) => tx.add_commitment_signal(*cid, "conversation", Some(&text), &source_event, now)?,
+            None => {}
+        },
+        Reply::Other => {
+            if let Some((cid, ..)) = &target {
+                tx.add_commitment_signal(*cid, "conversation", Some(&text), &source_event, now)?;
+            }
+        }
+    }
+    tx.mark_channel_event(row, "applied", None, now)?;
+    Ok(Ok(InboundOutcome::Applied {
+        reply: reply.as_str(),
+        commitment: target.map(|t| t.1),
+    }))
+}
+
+/// The confirmation as a booking event, so it takes exactly the path an
+/// `appointment.confirmed` from the booking system takes.
+fn confirm(
+    tx: &Tx<'_>,
+    state: &AppState,
+    msg: &InboundMessage,
+    reference: &str,
+    sent_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let raw = json!({
+        "event_id": confirmation_event_id(&msg.id),
+        "type": "appointment.confirmed",
+        "ref": reference,
+        "occurred_at": sent_at.to_rfc3339(),
+        "note": "confirmed by the customer's WhatsApp reply",
+    });
+    let ev = match BookingEvent::from_value(raw) {
+        Ok(ev) => ev,
+        Err(errors) => {
+            // Our own construction failed validation: keep the message, say why.
+            tracing::warn!(reference, ?errors, "could not build the confirmation event");
+            return Ok(());
+        }
+    };
+    match tx.atomically(|tx| ingest(tx, &state.planner(), &ev, "whatsapp", now)) {
+        Ok(_) => Ok(()),
+        Err(IngestError::Store(e)) => Err(e),
+        Err(e) => {
+            tracing::warn!(reference, error = %e, "confirmation reply not applied");
+            Ok(())
+        }
+    }
+}
+
+/// Deterministic booking event id of a confirmation reply.
+pub fn confirmation_event_id(message_id: &str) -> String {
+    format!("whatsapp:{message_id}:confirm")
+}

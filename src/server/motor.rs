@@ -1,0 +1,93 @@
+//! `POST /webhooks/motor`: the engine's command events (seed 003), in the
+//! wire format of [`crate::channel::motor_event`]: one [`MotorEvent`] (or
+//! an array of them) signed with `X-Unavez-Signature`.
+//!
+//! Each event is deduplicated by its `event_id`, correlated by the
+//! idempotency key (our intention key) or the provider message id, and
+//! applied monotonically; the command id and message id are recorded on
+//! the intention the first time they are seen.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::auth::{check_signature, read_body};
+use super::{ApiError, AppState};
+use crate::channel::motor_event::{MotorEvent, SIGNATURE_HEADER};
+use crate::domain::status::motor_report;
+use crate::store::{NewChannelEvent, SOURCE_MOTOR, StatusOutcome, StoreError, Tx};
+
+#[derive(Debug, Serialize)]
+pub struct MotorSummary {
+    pub results: Vec<StatusOutcome>,
+}
+
+pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let raw = read_body(&state, "motor", &headers, body).await?;
+    let secret = state.secrets().motor_webhook_secret.clone();
+    check_signature(&state, "motor", secret.as_deref(), &headers, SIGNATURE_HEADER, &raw).await?;
+    let events = match parse(&raw) {
+        Ok(evs) => evs,
+        Err(e) => {
+            state.count_rejection("motor", "malformed").await;
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, e));
+        }
+    };
+    let results = state
+        .blocking(move |_, store| {
+            let now = Utc::now();
+            store.write(|tx| {
+                events
+                    .iter()
+                    .map(|(ev, payload)| tx.atomically(|tx| apply(tx, ev, payload, now)))
+                    .collect()
+            })
+        })
+        .await??;
+    Ok((StatusCode::OK, Json(MotorSummary { results })).into_response())
+}
+
+/// One event or an array; each keeps its own raw JSON for the log. The
+/// whole body is refused if any event is unreadable, naming which.
+fn parse(raw: &[u8]) -> Result<Vec<(MotorEvent, String)>, String> {
+    let v: Value = serde_json::from_slice(raw).map_err(|e| format!("malformed engine event JSON: {e}"))?;
+    let items = match v {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let payload = item.to_string();
+            let ev: MotorEvent = serde_json::from_value(item).map_err(|e| format!("engine event [{i}]: {e}"))?;
+            if ev.event_id.trim().is_empty() {
+                return Err(format!("engine event [{i}]: event_id: empty"));
+            }
+            Ok((ev, payload))
+        })
+        .collect()
+}
+
+/// Records and applies one engine event (call inside a savepoint).
+pub fn apply(tx: &Tx<'_>, ev: &MotorEvent, payload: &str, now: DateTime<Utc>) -> Result<StatusOutcome, StoreError> {
+    let new = NewChannelEvent {
+        source: SOURCE_MOTOR,
+        event_id: &ev.event_id,
+        kind: "motor_event",
+        message_id: ev.provider_message_id.as_deref(),
+        intention_key: Some(&ev.idempotency_key),
+        payload,
+    };
+    let out = tx.ingest_status(&new, &motor_report(ev), now)?;
+    if let StatusOutcome::Applied { intention_id, .. } = &out {
+        let cmd = Some(ev.command_id.as_str()).filter(|c| !c.is_empty());
+        tx.set_provider_refs(*intention_id, cmd, ev.provider_message_id.as_deref(), now)?;
+    }
+    Ok(out)
+}
