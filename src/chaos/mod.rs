@@ -176,7 +176,11 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     let mut stats = RunStats { plan_fingerprint: plan.fingerprint(), waves: plan.waves.len(), ..Default::default() };
     let db = dir.join("ledger.db");
     let server_port = procs::free_port()?;
-    let webhook = format!("http://127.0.0.1:{server_port}/webhooks/motor");
+    // The engine's webhooks go to a server run by the harness itself (the
+    // real `crate::server` router on its own port), so they keep arriving
+    // while the dispatcher is being killed, as with a separate web process.
+    let hook_port = procs::free_port()?;
+    let webhook = format!("http://127.0.0.1:{hook_port}/webhooks/motor");
     let config = dir.join("unavez.toml");
     let env0 = Env { bin: bin.to_path_buf(), dir: dir.to_path_buf(), config: config.clone(), db: db.clone() };
     // The simulator first (its port goes into the configuration).
@@ -185,6 +189,7 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     write(&config, &config_text(&db, sim_port, server_port))?;
     let env = env0;
     Store::open(&db)?;
+    let hooks = Hooks::start(&config, &db, hook_port)?;
 
     let start = Utc::now();
     let result = (|| -> Result<(), ChaosError> {
@@ -276,11 +281,55 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     stats.settle_seconds = settle_start.elapsed().as_secs_f64();
     procs::stop(&mut d, "TERM", Duration::from_secs(10));
     procs::stop(&mut sim, "INT", Duration::from_secs(5));
+    hooks.stop();
 
     let verdict = check_run(&mut store, &plan, &dir.join("sent.jsonl"))?;
     let integrity = store.integrity_check()?;
     stats.seconds = t0.elapsed().as_secs_f64();
     Ok(Report { stats, verdict, integrity, dir: dir.to_path_buf() })
+}
+
+/// The webhook server of the run (engine events → ledger).
+struct Hooks {
+    rt: tokio::runtime::Runtime,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    handle: Option<crate::server::ServerHandle>,
+}
+
+impl Hooks {
+    fn start(config_path: &Path, db: &Path, port: u16) -> Result<Hooks, ChaosError> {
+        let text = std::fs::read_to_string(config_path).map_err(|e| ChaosError::Io(e.to_string()))?;
+        let config = crate::config::Config::parse(&text, config_path).map_err(|e| ChaosError::Io(e.to_string()))?;
+        let secrets = crate::server::Secrets {
+            motor_webhook_secret: Some(procs::WEBHOOK_SECRET.to_string()),
+            ..Default::default()
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| ChaosError::Io(format!("starting the webhook runtime: {e}")))?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let db = db.to_path_buf();
+        let handle = rt.block_on(async move {
+            let listener = crate::server::bind(&format!("127.0.0.1:{port}")).await?;
+            let state = crate::server::AppState::new(config, crate::templates::Templates::embedded(), db, secrets)?;
+            crate::server::spawn(state, listener, async move {
+                let _ = rx.await;
+            })
+        });
+        let handle = handle.map_err(|e| ChaosError::Io(format!("starting the webhook server: {e}")))?;
+        Ok(Hooks { rt, stop: Some(tx), handle: Some(handle) })
+    }
+
+    fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.handle.take() {
+            let _ = self.rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), h.wait()).await });
+        }
+    }
 }
 
 /// Another connection takes the write lock (`BEGIN IMMEDIATE`) and keeps it:
