@@ -110,6 +110,17 @@ pub fn hit(name: &str) -> Option<Action> {
     None
 }
 
+/// The SQLite error an armed store failpoint injects: `SQLITE_BUSY` for
+/// [`Action::Busy`] (so `StoreError::is_busy` sees it as contention),
+/// `SQLITE_IOERR` otherwise (a write that failed).
+pub fn sqlite_error(action: Action) -> rusqlite::Error {
+    let code = match action {
+        Action::Busy => rusqlite::ffi::SQLITE_BUSY,
+        _ => rusqlite::ffi::SQLITE_IOERR,
+    };
+    rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(format!("injected by {ENV}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,15 +140,4 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
-}
-
-/// The SQLite error an armed store failpoint injects: `SQLITE_BUSY` for
-/// [`Action::Busy`] (so `StoreError::is_busy` sees it as contention),
-/// `SQLITE_IOERR` otherwise (a write that failed).
-pub fn sqlite_error(action: Action) -> rusqlite::Error {
-    let code = match action {
-        Action::Busy => rusqlite::ffi::SQLITE_BUSY,
-        _ => rusqlite::ffi::SQLITE_IOERR,
-    };
-    rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(format!("injected by {ENV}")))
 }

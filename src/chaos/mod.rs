@@ -249,9 +249,7 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     // Settle: the simulator without faults (same memory), the dispatcher
     // without failpoints, until nothing is due, in flight or uncertain.
     procs::kill(&mut sim);
-    if let Err(e) = result {
-        return Err(e);
-    }
+    result?;
     let settle_start = Instant::now();
     let (mut sim, _) = env.start_sim(sim_port, plan.sim_seed, "", &webhook)?;
     let mut d = env.start_dispatcher(None)?;

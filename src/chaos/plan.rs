@@ -153,13 +153,8 @@ impl Plan {
             }
             // Changes pick from everything booked so far, including this
             // wave's bookings (imported earlier in the same file).
-            let mut changes = Vec::new();
-            for _ in 0..resched_now {
-                changes.push(true);
-            }
-            for _ in 0..cancel_now {
-                changes.push(false);
-            }
+            let mut changes = vec![true; resched_now as usize];
+            changes.extend(std::iter::repeat_n(false, cancel_now as usize));
             for reschedule in changes {
                 let live: Vec<usize> = (0..appts.len()).filter(|&i| !appts[i].cancelled).collect();
                 if live.is_empty() {

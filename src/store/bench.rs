@@ -141,7 +141,7 @@ impl Tx<'_> {
             let slot = (i / 3) as i64 * span_ms / (shape.total.max(3) / 3) as i64;
             let starts_at = start + Duration::milliseconds(slot) + Duration::minutes((mix(i / 3) % 720) as i64);
             if i % 3 == 0 {
-                let status = if mix(i / 3) % 10 == 0 { "cancelled" } else { "scheduled" };
+                let status = if mix(i / 3).is_multiple_of(10) { "cancelled" } else { "scheduled" };
                 commit.execute(params![cid, reference, status, ms(starts_at), contact, ms(starts_at - Duration::days(3))])?;
             }
             let (purpose, template, due) = match i % 3 {

@@ -2,7 +2,7 @@
 //! then, in a fresh child process (so its memory is the console's alone),
 //! time the first frame, every screen's query, and read the peak RSS.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -83,7 +83,7 @@ fn summarize(name: &str, mut v: Vec<f64>) -> (String, f64, f64, usize) {
 
 /// The probe itself: runs in the child. `started` is the child's first
 /// instant, so the first frame includes opening the ledger.
-pub fn probe(started: Instant, db: &PathBuf, now: DateTime<Utc>, samples: usize) -> Result<Probe, StoreError> {
+pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) -> Result<Probe, StoreError> {
     let (open_ms, mut store) = time_ms(|| Store::open(db))?;
     let tz = Config::default().tz();
     let today = operating_day(now, tz);

@@ -94,7 +94,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn probe_console(started: Instant, db: &PathBuf, now_ms: i64, samples: usize) -> anyhow::Result<ExitCode> {
+fn probe_console(started: Instant, db: &std::path::Path, now_ms: i64, samples: usize) -> anyhow::Result<ExitCode> {
     let now = Utc.timestamp_millis_opt(now_ms).single().context("bad --now-ms")?;
     let p = console::probe(started, db, now, samples)?;
     println!("{}", serde_json::to_string(&p)?);
