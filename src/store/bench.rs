@@ -242,4 +242,15 @@ impl Tx<'_> {
     pub fn bench_count_state(&self, state: &str) -> Result<i64> {
         Ok(self.conn().query_row("SELECT count(*) FROM intentions WHERE state = ?1", [state], |r| r.get(0))?)
     }
+
+    /// Turns every intention into one the Cloud API accepted: state
+    /// `accepted`, channel `cloud`, message id `wamid.bench.{id}` (webhook
+    /// benchmark).
+    pub fn bench_all_accepted_on_cloud(&self) -> Result<usize> {
+        Ok(self.conn().execute(
+            "UPDATE intentions SET state = 'accepted', state_reason = NULL, channel = 'cloud',
+                 provider_message_id = 'wamid.bench.' || id",
+            [],
+        )?)
+    }
 }

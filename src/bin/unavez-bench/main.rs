@@ -14,6 +14,7 @@ mod peer;
 mod raw;
 mod report;
 mod reserve;
+mod webhook;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -260,12 +261,18 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         run.figures.push(Figure::new("dispatch over HTTP: due -> accepted p99", p99, "ms"));
     }
     if run.wants("webhook") {
-        run.figures.push(Figure::missing(
-            "webhook ingest (Cloud API status batches)",
-            "events/s",
-            Some(Target::AtLeast(5000.0)),
-            "not on main yet (webhook server)",
-        ));
+        let n = run.scale(20_000);
+        run.say(&format!("webhook ingest: {} Cloud API statuses for {n} messages", 3 * n));
+        let w = webhook::run(&dir.join("webhooks.db"), n, 100, 8)?;
+        let mut f = Figure::new("webhook ingest (Cloud API status batches)", w.events as f64 / w.seconds, "events/s")
+            .target(Target::AtLeast(5000.0));
+        if let Some(b) = raw_batched {
+            f = f.baseline_in("raw batched", b, "rows/s");
+        }
+        run.figures.push(f.note(format!(
+            "{} events in {} signed requests of 100 statuses (8 clients; 10% repeated, 10% reversed) in {:.2} s; {} of {n} read at the end",
+            w.events, w.requests, w.seconds, w.read_at_end
+        )));
     }
     if run.wants("peer") {
         let bin = args.river_bin.clone().unwrap_or_else(|| {
