@@ -1,17 +1,16 @@
 //! Issue 3, test 7: the Cloud API channel (no idempotency key, no lookup)
 //! against a local fake Cloud endpoint. A timeout leaves the intention
-//! `uncertain`; it is never resent; a later status resolves it; without
-//! one it goes to `review` after the policy window.
+//! `uncertain`; it is never resent; a later status webhook (real, signed,
+//! posted to `unavez serve`) resolves it; without one it goes to `review`
+//! after the policy window.
 
 mod dispatch_support;
 
 use std::time::Duration;
 
-use chrono::Utc;
 use dispatch_support::*;
-use unavez::domain::state::{IntentionState, Signal};
+use unavez::domain::state::IntentionState;
 use unavez::sim::cloud_fake::{CloudBehavior, CloudFake, CloudFakeOptions};
-use unavez::store::{Cause, Entry};
 
 #[test]
 fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_reviewed() {
@@ -51,29 +50,50 @@ fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_
             .any(|r| r.signal == "reconcile" && r.note.as_deref().unwrap_or("").contains("never resending"))
     );
 
-    // A status correlated by the key (biz_opaque_callback_data) resolves it.
-    // Applied through the store's signal path, as the webhook receiver does.
+    // A real status webhook, signed with the app secret, posted to the HTTP
+    // server of `unavez serve`, correlated by biz_opaque_callback_data and
+    // wamid, resolves it.
     let wamid = fake.received()[0].wamid.clone().expect("the fake assigned a wamid");
     let body = &fake.received()[0].body;
     assert_eq!(body["biz_opaque_callback_data"], key);
-    env.store()
-        .write(|tx| {
-            let id = tx.intention_id(key)?.unwrap();
-            tx.signal(
-                id,
-                Signal::Delivered,
-                &Entry {
-                    signal: "delivered",
-                    cause: Cause::Webhook,
-                    evidence: Some(&wamid),
-                    note: Some("status webhook correlated by biz_opaque_callback_data"),
-                    commitment_version: None,
-                },
-                Utc::now(),
-            )
-        })
-        .unwrap();
-    assert_eq!(env.by_key()[key].state, IntentionState::Delivered);
+    let port = free_port();
+    let served = env.alt_config("serve.toml", &{
+        let mut c = Cfg::cloud(&fake.base_url());
+        c.server_listen = format!("127.0.0.1:{port}");
+        c
+    });
+    let mut serve = Proc(Some(
+        env.command_with(&served, &["serve"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let hook = unavez::sim::cloud_fake::status_webhook("1234567890", &wamid, "delivered", &phone(70), Some(key));
+    let raw = serde_json::to_vec(&hook).unwrap();
+    let signature = unavez::channel::motor_event::sign(CLOUD_SECRET.as_bytes(), &raw);
+    let url = format!("http://127.0.0.1:{port}/webhooks/whatsapp");
+    let client = reqwest::Client::new();
+    let mut status = None;
+    assert!(wait_until(Duration::from_secs(20), || {
+        let r = rt.block_on(
+            client
+                .post(&url)
+                .header("Content-Type", "application/json")
+                .header("X-Hub-Signature-256", &signature)
+                .body(raw.clone())
+                .send(),
+        );
+        status = r.ok().map(|r| r.status().as_u16());
+        status.is_some()
+    }));
+    assert_eq!(status, Some(200), "webhook refused");
+    assert!(wait_until(Duration::from_secs(20), || env.by_key()[key].state
+        == IntentionState::Delivered));
+    serve.terminate();
+    let h = env.history(i.id);
+    let resolved = h.iter().rev().find(|r| r.applied).unwrap();
+    assert_eq!(resolved.cause, "webhook", "{resolved:?}");
     env.ok(&["dispatch", "--until-idle"]);
     assert_eq!(env.by_key()[key].state, IntentionState::Delivered);
     assert_eq!(fake.received().len(), 1);

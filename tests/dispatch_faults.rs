@@ -72,16 +72,20 @@ fn timeouts_after_processing_are_reconciled_without_duplicates() {
 fn simulator_down_for_a_while_loses_and_duplicates_nothing() {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
-    let sim = start_sim(&rt, log.path(), "latency_ms=5..20", 3);
+    let sim = start_sim(&rt, log.path(), "latency_ms=20..60", 3);
     let env = Env::new(&Cfg::motor(&sim.base_url()));
-    let events: Vec<String> = (0..200).map(|n| scheduled(&format!("cita-o{n}"), n)).collect();
-    env.import("agenda.jsonl", &events);
+    let morning: Vec<String> = (0..60).map(|n| scheduled(&format!("cita-o{n}"), n)).collect();
+    env.import("manana.jsonl", &morning);
 
     let mut serve = env.spawn(&["serve"]);
-    // Let part of the day go out, then take the engine down.
+    // Let part of the day go out, then take the engine down (connections
+    // refused, open ones dropped mid-request).
     assert!(wait_until(Duration::from_secs(30), || sent_keys(log.path()).len() >= 20));
     sim.pause(PauseMode::Refuse, None);
-    // While it is down, sends fail before processing and back off.
+    // Bookings keep arriving while it is down.
+    let afternoon: Vec<String> = (60..200).map(|n| scheduled(&format!("cita-o{n}"), n)).collect();
+    env.import("tarde.jsonl", &afternoon);
+    // Their sends fail before processing and back off, back to planned.
     assert!(wait_until(Duration::from_secs(30), || {
         env.intentions()
             .iter()

@@ -82,6 +82,7 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
     assert_eq!(action("cita-r15:aviso-reserva:v1"), "stay_cancelled");
     assert_eq!(action("cita-r15:aviso-cancelacion:v2"), "dispatch");
     assert_eq!(plan["dry_run"], true);
+    assert_eq!(plan["summary"]["keep_evidence"], 10, "{}", plan["summary"]);
     assert!(plan.get("operator_action_id").is_none());
 
     // Text output of the dry run, as an operator reads it.

@@ -16,6 +16,11 @@ pub struct ServeArgs {
     /// Print the final report as JSON on shutdown.
     #[arg(long)]
     pub json: bool,
+    /// Run only the dispatcher and reconciler, without the HTTP server
+    /// (webhooks, booking ingest, metrics) — e.g. a second dispatcher on
+    /// the same host.
+    #[arg(long)]
+    pub no_server: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -112,7 +117,30 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings.owner
     );
     let rt = runtime()?;
-    let report = rt.block_on(dispatch::serve(&ctx.db, settings, channel, shutdown_signal()))?;
+    let report = rt.block_on(async {
+        // One signal stops everything: the HTTP server, then the services.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let server = if args.no_server {
+            None
+        } else {
+            let mut rx = stop_rx.clone();
+            let handle = crate::server::start(ctx.config.clone(), ctx.templates.clone(), ctx.db.clone(), async move {
+                let _ = rx.wait_for(|s| *s).await;
+            })
+            .await
+            .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
+            eprintln!("unavez serve: HTTP server listening on http://{}", handle.addr);
+            Some(handle)
+        };
+        let services = dispatch::Services::start(&ctx.db, settings, channel)?;
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+        let report = services.stop().await?;
+        if let Some(h) = server {
+            h.wait().await?;
+        }
+        Ok::<_, anyhow::Error>(report)
+    })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

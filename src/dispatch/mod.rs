@@ -159,7 +159,8 @@ pub struct Services {
 
 impl Services {
     /// Starts the dispatcher and the reconciler on the current tokio
-    /// runtime, each with its own connection to the ledger at `db_path`.
+    /// runtime (call it inside one), each with its own connection to the
+    /// ledger at `db_path`.
     pub fn start(db_path: &Path, settings: Settings, channel: Arc<dyn Channel>) -> Result<Services> {
         let (stop, rx) = watch::channel(false);
         let settings = Arc::new(settings);

@@ -229,6 +229,10 @@ async fn reconcile_item(
             Ok(ItemResult::Review)
         }
         Step::Wait(why) => {
+            // Come back no later than the end of the review window, so the
+            // hand-over to a person is not delayed by a long backoff.
+            let window_left = (item.since + settings.uncertain_review) - now;
+            let wait = wait.min(window_left).max(chrono::Duration::seconds(1));
             waiting(&db, id, why, None, wait).await?;
             Ok(ItemResult::Waiting)
         }

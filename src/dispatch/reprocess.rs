@@ -90,7 +90,9 @@ pub struct Report {
     pub states: Vec<IntentionState>,
     pub dry_run: bool,
     pub items: Vec<Item>,
-    /// Count per action.
+    /// Count per action (a JSON object `{"dispatch": 3, …}` in the
+    /// table's order).
+    #[serde(serialize_with = "summary_as_object")]
     pub summary: Vec<(Action, usize)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator_action_id: Option<i64>,
@@ -288,6 +290,15 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
     report.items = items;
     report.operator_action_id = Some(action_id);
     Ok(report)
+}
+
+fn summary_as_object<S: serde::Serializer>(v: &[(Action, usize)], s: S) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(v.len()))?;
+    for (a, n) in v {
+        m.serialize_entry(a.as_str(), n)?;
+    }
+    m.end()
 }
 
 fn summarize(items: &[Item]) -> Vec<(Action, usize)> {

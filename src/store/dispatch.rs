@@ -452,6 +452,16 @@ impl Tx<'_> {
                      error_code = ?7, error_detail = ?8 WHERE id = ?1",
                 params![attempt_id, ms(now), outcome, http, command_id, message_id, code, detail],
             )?;
+        } else {
+            // Keep the references the late answer carries, next to the
+            // outcome recorded when the attempt was closed.
+            let late = format!("late answer: {outcome}");
+            self.conn().execute(
+                "UPDATE attempts SET command_id = coalesce(command_id, ?2), message_id = coalesce(message_id, ?3),
+                     http_status = coalesce(http_status, ?4),
+                     error_detail = coalesce(error_detail || '; ', '') || ?5 WHERE id = ?1",
+                params![attempt_id, command_id, message_id, http, late],
+            )?;
         }
         if command_id.is_some() || message_id.is_some() {
             self.conn().execute(
@@ -604,6 +614,11 @@ impl Tx<'_> {
         };
         if current_version != version_checked {
             self.note_version_changed(&i, version_checked, current_version, now)?;
+        }
+        // A status webhook may have arrived before this answer told us the
+        // message id: apply it now, after our own evidence, in received order.
+        if command_id.is_some() || message_id.is_some() {
+            self.apply_pending_statuses_for(intention_id, now)?;
         }
         Ok(finished)
     }

@@ -219,6 +219,9 @@ impl Tx<'_> {
             },
             now,
         )?;
+        if command_id.is_some() || message_id.is_some() {
+            self.apply_pending_statuses_for(id, now)?;
+        }
         Ok(r.moved())
     }
 

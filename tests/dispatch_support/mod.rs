@@ -17,6 +17,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_unavez");
 pub const MOTOR_KEY_ENV: &str = "UNAVEZ_TEST_MOTOR_KEY";
 pub const CLOUD_TOKEN_ENV: &str = "UNAVEZ_TEST_CLOUD_TOKEN";
 pub const INSTANCE: &str = "clinica-test";
+pub const CLOUD_SECRET_ENV: &str = "UNAVEZ_TEST_CLOUD_APP_SECRET";
+pub const CLOUD_SECRET: &str = "secreto-de-app-de-prueba";
 
 /// Test policy and dispatcher settings; small leases and fast retries so
 /// crash recovery fits in a CI run.
@@ -33,6 +35,8 @@ pub struct Cfg {
     pub concurrency: u32,
     pub poll_ms: u64,
     pub shutdown_grace_ms: u64,
+    /// `[server] listen` of `serve` (port 0: any free port).
+    pub server_listen: String,
 }
 
 impl Cfg {
@@ -51,6 +55,7 @@ impl Cfg {
             concurrency: 8,
             poll_ms: 100,
             shutdown_grace_ms: 1000,
+            server_listen: "127.0.0.1:0".into(),
         }
     }
 
@@ -98,9 +103,14 @@ concurrency = {conc}
 poll_ms = {poll}
 shutdown_grace_ms = {grace}
 
+[server]
+listen = "{listen}"
+cloud_app_secret_env = "{CLOUD_SECRET_ENV}"
+
 [channel]
 {channel}
 "#,
+            listen = self.server_listen,
             db = db.display(),
             max_attempts = self.max_attempts,
             backoff = self.backoff_seconds,
@@ -154,6 +164,7 @@ impl Env {
         c.arg("--config").arg(config).args(args);
         c.env(MOTOR_KEY_ENV, "clave-de-prueba")
             .env(CLOUD_TOKEN_ENV, "token-de-prueba")
+            .env(CLOUD_SECRET_ENV, CLOUD_SECRET)
             .env_remove("UNAVEZ_DB")
             .env_remove("UNAVEZ_CONFIG");
         c
@@ -303,6 +314,15 @@ impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Polls `cond` until it holds or `timeout` passes.
