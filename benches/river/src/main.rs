@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Options (environment): `RIVER_JOBS` (50000), `RIVER_WORKERS` (max
-//! concurrent workers, 100), `RIVER_COOLDOWN_MS` (minimum delay between
+//! concurrent workers, 128 — the unavez dispatch concurrency), `RIVER_COOLDOWN_MS` (minimum delay between
 //! fetches, 1 — River's minimum, so the queue is not throttled by its
 //! default 100 ms pacing), `RIVER_BATCH` (jobs per `insert_many`, 1000),
 //! `RIVER_DIR` (where the temporary database goes; default the system temp
@@ -46,7 +46,7 @@ fn env_num(name: &str, default: u64) -> Result<u64, Box<dyn Error>> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let jobs = env_num("RIVER_JOBS", 50_000)?;
-    let workers_n = env_num("RIVER_WORKERS", 100)? as usize;
+    let workers_n = env_num("RIVER_WORKERS", 128)? as usize;
     let cooldown = Duration::from_millis(env_num("RIVER_COOLDOWN_MS", 1)?.max(1));
     let batch = env_num("RIVER_BATCH", 1000)?.max(1);
     let base = std::env::var("RIVER_DIR").map(Into::into).unwrap_or_else(|_| std::env::temp_dir());

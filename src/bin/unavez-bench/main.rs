@@ -280,7 +280,7 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         });
         let jobs = run.scale(50_000);
         run.say(&format!("peer: {jobs} no-op jobs through riverqueue ({})", bin.display()));
-        match peer::run(&bin, jobs, &dir) {
+        match peer::run(&bin, jobs, conc, &dir) {
             Ok(r) => {
                 run.figures.push(
                     Figure::new("peer: river work (fetch + run + complete)", r.work_per_s, "jobs/s")

@@ -14,9 +14,10 @@ pub struct River {
     pub line: String,
 }
 
-pub fn run(bin: &Path, jobs: u64, dir: &Path) -> anyhow::Result<River> {
+pub fn run(bin: &Path, jobs: u64, workers: u32, dir: &Path) -> anyhow::Result<River> {
     let out = Command::new(bin)
         .env("RIVER_JOBS", jobs.to_string())
+        .env("RIVER_WORKERS", workers.to_string())
         .env("RIVER_DIR", dir)
         .output()
         .with_context(|| format!("running {} (build it with benches/run.sh)", bin.display()))?;
