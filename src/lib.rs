@@ -17,6 +17,10 @@
 //! | [`dispatch`] | background dispatcher and reconciler: claims with validity, durable attempts, uncertain outcomes, reprocessing a day |
 //! | [`sim`] | the seed 003 engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
 //! | [`server`] | the HTTP server of `serve`: webhooks, inbound replies, booking ingest, metrics |
+//! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact) with reason and responsible |
+//! | [`i18n`] | the console's string table (Spanish default, English) |
+//! | [`demo`] | the demo clinic generator |
+//! | [`tui`] | the ratatui operator console |
 //!
 //! The binary (`src/main.rs`) is thin: it parses the command line with
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
@@ -26,13 +30,17 @@ pub mod channel;
 pub mod chaos;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod dispatch;
 pub mod domain;
 pub mod failpoint;
+pub mod i18n;
 pub mod import;
 pub mod ingest;
+pub mod ops;
 pub mod planner;
 pub mod server;
 pub mod sim;
 pub mod store;
 pub mod templates;
+pub mod tui;

@@ -480,3 +480,71 @@ async fn a_second_message_id_for_one_key_is_flagged() {
     assert_eq!(h.counter("second_message_id"), 1);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_before_the_send_answer_applies_when_the_attempt_is_recorded() {
+    use unavez::store::{AttemptResult, RetryPolicy};
+    let h = Harness::start().await;
+    h.schedule("cita-1042", 3);
+    let mut store = h.store();
+    // Claimed and attempt started; the channel's answer is not recorded yet.
+    let (id, attempt) = store
+        .write(|tx| {
+            let id = tx.intention_id(FIXTURE_KEY)?.unwrap();
+            let e = Entry {
+                signal: "claim",
+                cause: Cause::Dispatcher,
+                evidence: None,
+                note: None,
+                commitment_version: None,
+            };
+            tx.signal(id, Signal::Claim, &e, chrono::Utc::now())?;
+            let a = tx.start_attempt(id, 1, "w1", "cloud", 1, chrono::Utc::now())?;
+            Ok::<_, unavez::store::StoreError>((id, a))
+        })
+        .unwrap();
+    // Meta's "sent" arrives first, without callback data: pending.
+    let body = status_fixture("status_sent.json", "wamid.EARLY", "k")
+        .replace(",\n                \"biz_opaque_callback_data\": \"k\"", "");
+    let s: BatchSummary = h.post_cloud(&body).await.json().await.unwrap();
+    assert_eq!(s.pending, 1);
+    assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Dispatching);
+    // The send's answer is recorded: acceptance first, then the early status.
+    store
+        .write(|tx| {
+            let result = AttemptResult::Acknowledged {
+                evidence: Some(Signal::Accepted),
+                command_id: None,
+                message_id: Some("wamid.EARLY"),
+                http_status: Some(200),
+                detail: None,
+            };
+            tx.finish_attempt(
+                attempt,
+                &result,
+                Cause::Dispatcher,
+                &RetryPolicy {
+                    max_attempts: 3,
+                    backoff_seconds: &[1],
+                },
+                chrono::Utc::now(),
+            )
+        })
+        .unwrap();
+    assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Sent);
+    let moves: Vec<(String, String)> = h
+        .history(id)
+        .into_iter()
+        .filter(|r| r.applied)
+        .map(|r| (r.signal, r.to_state))
+        .collect();
+    assert_eq!(
+        moves[moves.len() - 2..],
+        [
+            ("accepted".to_string(), "accepted".to_string()),
+            ("webhook:sent".to_string(), "sent".to_string())
+        ]
+    );
+    assert_eq!(store.read(|tx| tx.pending_status_count()).unwrap(), 0);
+    h.stop().await;
+}

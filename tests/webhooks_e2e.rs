@@ -131,11 +131,18 @@ async fn simulator_webhooks_duplicated_and_reordered_end_in_justified_states() {
 
     // Ground truth: one message per key went out, and each intention's
     // state is what the engine reports for that command.
+    // Stop the simulator (and its webhook deliveries) before counting, so
+    // no late copy lands between the reads below.
     let sent = sim.sent();
+    let commands: std::collections::HashMap<String, unavez::sim::Command> = planned
+        .iter()
+        .map(|p| (p.key.clone(), sim.command_by_key(&cfg.instance_id, &p.key).unwrap()))
+        .collect();
+    sim.shutdown().await;
     assert_eq!(sent.len(), planned.len());
     for p in &planned {
         assert_eq!(sent.iter().filter(|s| s.key == p.key).count(), 1, "{}", p.key);
-        let cmd = sim.command_by_key(&cfg.instance_id, &p.key).unwrap();
+        let cmd = &commands[&p.key];
         let row = h.intention(&p.key);
         assert_eq!(row.state, expected_state(&cmd.estado), "{}", p.key);
         assert_eq!(row.provider_command_id.as_deref(), Some(cmd.command_id.as_str()));
@@ -163,6 +170,5 @@ async fn simulator_webhooks_duplicated_and_reordered_end_in_justified_states() {
         noted as i64, dups,
         "every blocked duplicate is visible in its intention's history"
     );
-    sim.shutdown().await;
     h.stop().await;
 }

@@ -83,6 +83,17 @@ impl Secrets {
     }
 }
 
+impl Secrets {
+    /// Whether any endpoint can authenticate anything (with none set, every
+    /// POST answers 503): for start-up diagnostics.
+    pub fn any(&self) -> bool {
+        self.cloud_app_secret.is_some()
+            || self.cloud_verify_token.is_some()
+            || self.motor_webhook_secret.is_some()
+            || self.ingest_token.is_some()
+    }
+}
+
 // Never print a secret, only whether it is set.
 impl std::fmt::Debug for Secrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -11,6 +11,7 @@
 
 pub mod bench;
 pub mod chaos;
+mod console;
 mod dispatch;
 mod inbound;
 mod intents;
@@ -21,6 +22,7 @@ mod queries;
 mod uncertain;
 mod webhooks;
 
+pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
 pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
 pub use uncertain::UncertainItem;
 pub use intents::Entry;

@@ -43,6 +43,11 @@ impl Harness {
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("ledger.db");
+        Self::start_on(dir, db, tweak).await
+    }
+
+    /// A server on an existing ledger file (`dir` is kept alive with it).
+    pub async fn start_on(dir: tempfile::TempDir, db: PathBuf, tweak: impl FnOnce(&mut Config)) -> Harness {
         let mut config = Config::default();
         tweak(&mut config);
         let secrets = Secrets {

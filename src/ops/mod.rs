@@ -1,0 +1,516 @@
+//! Operator actions as library code, shared by the console and the CLI:
+//! cancel, verify, authorize a new send, manual contact.
+//!
+//! Every action runs inside the caller's write transaction, requires a
+//! non-empty reason and a responsible, and leaves two traces: a row in
+//! `operator_actions` (who, role, what, on what, why, result) and a row in
+//! the intention's history. What the ledger refuses (cancelling a message
+//! that was already delivered, resending one that never left) is not an
+//! error: it is recorded as a refusal and returned with a [`Refusal`] the
+//! console explains in the operator's language.
+//!
+//! `contact.rs` holds manual contact and verification through the channel.
+
+mod contact;
+
+pub use contact::{manual_contact, verify_with_channel};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::Serialize;
+
+use crate::channel::LookupOutcome;
+use crate::config::Role;
+use crate::dispatch::request::evidence_for;
+use crate::domain::event::{BookingEvent, EventType};
+use crate::domain::intention::{NewIntention, correlation_id, operating_day};
+use crate::domain::key::{IntentionKey, KeyError};
+use crate::domain::state::{CancelReason, IntentionState, Signal, Transition};
+use crate::ingest::{IngestError, Outcome, ingest};
+use crate::planner::Planner;
+use crate::store::{Cause, Entry, IntentionRow, OperatorAction, StoreError, Tx};
+
+/// The operator actions, as stored in `operator_actions.action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Cancel,
+    Verify,
+    AuthorizeResend,
+    ManualContact,
+    Reprocess,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 5] = [
+        Self::Cancel,
+        Self::Verify,
+        Self::AuthorizeResend,
+        Self::ManualContact,
+        Self::Reprocess,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpKind::Cancel => "cancel",
+            OpKind::Verify => "verify",
+            OpKind::AuthorizeResend => "authorize_resend",
+            OpKind::ManualContact => "manual_contact",
+            OpKind::Reprocess => "reprocess",
+        }
+    }
+}
+
+/// Which roles may do what. The console's key registry and the library
+/// both ask this one function, so a hidden key is also a refused call.
+pub fn allowed(role: Role, op: OpKind) -> bool {
+    match op {
+        OpKind::Cancel | OpKind::ManualContact => matches!(role, Role::FrontDesk | Role::Supervisor),
+        OpKind::Verify => true,
+        OpKind::AuthorizeResend => role == Role::Supervisor,
+        OpKind::Reprocess => role == Role::Technician,
+    }
+}
+
+/// The signed-in operator.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    pub name: &'a str,
+    pub role: Role,
+}
+
+/// A manual verification's outcome (a phone call, the customer at the desk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifyOutcome {
+    /// The customer confirms they received the message.
+    Received,
+    /// The customer did not receive it.
+    NotReceived,
+}
+
+/// Why the ledger refused an action, explained to the operator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "refusal", rename_all = "snake_case")]
+pub enum Refusal {
+    /// An attempt is in flight; its outcome will arrive.
+    InFlight,
+    /// The outcome is unknown: the customer may already have it.
+    Uncertain,
+    /// The channel already took the message.
+    ChannelHasIt { state: IntentionState },
+    /// The customer already has it.
+    Delivered { state: IntentionState },
+    /// Closed already (failed or cancelled).
+    Closed {
+        state: IntentionState,
+        reason: Option<String>,
+    },
+    /// Nothing left yet: there is nothing to verify or resend.
+    NotSentYet { state: IntentionState },
+    /// A resend of this intention is still pending.
+    ResendPending { key: String },
+    /// The commitment changed since this message was planned: its content is
+    /// no longer the truth.
+    StaleVersion { planned: i64, current: i64 },
+    /// The commitment was cancelled.
+    CommitmentCancelled,
+    /// The message's validity ended.
+    Expired,
+    /// Manual contact applies to appointments only.
+    NotAnAppointment,
+    /// The channel cannot be asked about a message (Cloud API): its status
+    /// webhook will settle it.
+    NoLookup,
+    /// The channel itself does not know yet (engine "ambiguous").
+    ChannelUnsure,
+    /// The channel has no record of the message: it never arrived.
+    ChannelNoRecord,
+    /// The channel could not be asked right now.
+    ChannelUnavailable { detail: String },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::InFlight => write!(f, "an attempt is in flight; wait for its outcome"),
+            Refusal::Uncertain => write!(f, "the outcome is unknown and the customer may have it; verify first"),
+            Refusal::ChannelHasIt { state } => write!(f, "the channel already took the message ({state})"),
+            Refusal::Delivered { state } => write!(f, "already delivered to the customer ({state}); nothing to cancel"),
+            Refusal::Closed { state, reason } => match reason {
+                Some(r) => write!(f, "already closed ({state}: {r})"),
+                None => write!(f, "already closed ({state})"),
+            },
+            Refusal::NotSentYet { state } => write!(f, "nothing was sent yet ({state})"),
+            Refusal::ResendPending { key } => write!(f, "a resend is already pending: {key}"),
+            Refusal::StaleVersion { planned, current } => {
+                write!(
+                    f,
+                    "the commitment changed (message for v{planned}, now v{current}); its content is outdated"
+                )
+            }
+            Refusal::CommitmentCancelled => write!(f, "the commitment was cancelled"),
+            Refusal::Expired => write!(f, "the message's validity has ended"),
+            Refusal::NotAnAppointment => write!(f, "manual contact applies to appointments only"),
+            Refusal::NoLookup => write!(f, "the channel cannot be asked; its status webhook will settle it"),
+            Refusal::ChannelUnsure => write!(f, "the channel itself does not know yet (ambiguous); it will report"),
+            Refusal::ChannelNoRecord => write!(f, "the channel has no record of the message: it never arrived"),
+            Refusal::ChannelUnavailable { detail } => write!(f, "the channel could not be asked: {detail}"),
+        }
+    }
+}
+
+/// What an action did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum OpOutcome {
+    /// The state moved (or the new intention exists).
+    Done {
+        state: Option<IntentionState>,
+        new_intention: Option<(i64, String)>,
+        closed: usize,
+    },
+    /// Kept in history; the state did not change (weaker or repeated
+    /// evidence).
+    Recorded {
+        state: IntentionState,
+    },
+    Refused(Refusal),
+}
+
+impl OpOutcome {
+    fn result(&self) -> &'static str {
+        match self {
+            OpOutcome::Done { .. } => "done",
+            OpOutcome::Recorded { .. } => "recorded",
+            OpOutcome::Refused(_) => "refused",
+        }
+    }
+}
+
+/// An action's report: what, on what, and the `operator_actions` row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpReport {
+    pub op: OpKind,
+    pub action_id: i64,
+    pub intention_id: Option<i64>,
+    pub intention_key: Option<String>,
+    pub commitment_ref: String,
+    pub outcome: OpOutcome,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    #[error("a reason is required for {0}")]
+    ReasonRequired(&'static str),
+    #[error("role {role} may not {op}")]
+    NotAllowed { role: &'static str, op: &'static str },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    #[error(transparent)]
+    Key(#[from] KeyError),
+}
+
+fn check(actor: &Actor<'_>, op: OpKind, reason: &str) -> Result<(), OpsError> {
+    if !allowed(actor.role, op) {
+        return Err(OpsError::NotAllowed {
+            role: actor.role.as_str(),
+            op: op.as_str(),
+        });
+    }
+    if reason.trim().is_empty() {
+        return Err(OpsError::ReasonRequired(op.as_str()));
+    }
+    Ok(())
+}
+
+fn note_text(actor: &Actor<'_>, reason: &str) -> String {
+    format!("{} ({}): {}", actor.name, actor.role.as_str(), reason.trim())
+}
+
+/// Records the action and its result in `operator_actions`, and a history
+/// note on the intention when the state machine did not already write one.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    op: OpKind,
+    row: Option<&IntentionRow>,
+    commitment: (i64, &str),
+    reason: &str,
+    outcome: OpOutcome,
+    note_history: bool,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    let detail = match &outcome {
+        OpOutcome::Refused(r) => Some(r.to_string()),
+        OpOutcome::Recorded { state } => Some(format!("recorded only; state stays {state}")),
+        OpOutcome::Done {
+            new_intention: Some((id, key)),
+            ..
+        } => Some(format!("new intention #{id} {key}")),
+        OpOutcome::Done {
+            state: Some(s), closed, ..
+        } => Some(format!("state {s}; {closed} closed")),
+        OpOutcome::Done { closed, .. } => Some(format!("{closed} planned reminders closed")),
+    };
+    let scope = row
+        .map(|r| format!("intention #{} {}", r.id, r.key))
+        .unwrap_or_else(|| format!("commitment {}", commitment.1));
+    let action_id = tx.record_operator_action(
+        &OperatorAction {
+            operator: actor.name,
+            role: actor.role.as_str(),
+            action: op.as_str(),
+            intention_id: row.map(|r| r.id),
+            commitment_id: Some(commitment.0),
+            scope: Some(&scope),
+            reason: reason.trim(),
+            result: outcome.result(),
+            detail: detail.as_deref(),
+        },
+        now,
+    )?;
+    if note_history && let Some(r) = row {
+        let note = format!(
+            "{} — {}: {}",
+            note_text(actor, reason),
+            outcome.result(),
+            detail.as_deref().unwrap_or("")
+        );
+        tx.note(
+            r.id,
+            &Entry {
+                signal: op.as_str(),
+                cause: Cause::Operator,
+                evidence: Some(&format!("operator_action:{action_id}")),
+                note: Some(&note),
+                commitment_version: Some(r.commitment_version),
+            },
+            now,
+        )?;
+    }
+    Ok(OpReport {
+        op,
+        action_id,
+        intention_id: row.map(|r| r.id),
+        intention_key: row.map(|r| r.key.clone()),
+        commitment_ref: commitment.1.to_string(),
+        outcome,
+    })
+}
+
+/// Why a cancel from `state` is refused.
+fn cancel_refusal(row: &IntentionRow) -> Refusal {
+    use IntentionState as S;
+    match row.state {
+        S::Dispatching => Refusal::InFlight,
+        S::Uncertain => Refusal::Uncertain,
+        S::Accepted | S::Sent => Refusal::ChannelHasIt { state: row.state },
+        S::Delivered | S::Read => Refusal::Delivered { state: row.state },
+        S::Planned | S::Review | S::Failed | S::Cancelled => Refusal::Closed {
+            state: row.state,
+            reason: row.state_reason.clone(),
+        },
+    }
+}
+
+/// Cancels an intention that has not left (planned, or in review).
+pub fn cancel(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    intention_id: i64,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    check(actor, OpKind::Cancel, reason)?;
+    let row = tx.intention(intention_id)?;
+    let note = note_text(actor, reason);
+    let outcome = match crate::domain::state::transition(row.state, Signal::Cancel(CancelReason::Operator)) {
+        Transition::Move(to) => {
+            tx.signal(
+                row.id,
+                Signal::Cancel(CancelReason::Operator),
+                &Entry {
+                    signal: "cancel",
+                    cause: Cause::Operator,
+                    evidence: None,
+                    note: Some(&note),
+                    commitment_version: Some(row.commitment_version),
+                },
+                now,
+            )?;
+            OpOutcome::Done {
+                state: Some(to),
+                new_intention: None,
+                closed: 0,
+            }
+        }
+        Transition::Record(_) | Transition::Refuse => OpOutcome::Refused(cancel_refusal(&row)),
+    };
+    let note_history = matches!(outcome, OpOutcome::Refused(_));
+    finish(
+        tx,
+        actor,
+        OpKind::Cancel,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        outcome,
+        note_history,
+        now,
+    )
+}
+
+/// Records manual evidence (a phone call with its outcome): received is
+/// delivery evidence, not received is a definitive failure of this message.
+pub fn verify_manual(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    intention_id: i64,
+    outcome: VerifyOutcome,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    check(actor, OpKind::Verify, reason)?;
+    let row = tx.intention(intention_id)?;
+    let result = match row.state {
+        IntentionState::Planned => OpOutcome::Refused(Refusal::NotSentYet { state: row.state }),
+        IntentionState::Cancelled => OpOutcome::Refused(Refusal::Closed {
+            state: row.state,
+            reason: row.state_reason.clone(),
+        }),
+        _ => {
+            let (signal, evidence) = match outcome {
+                VerifyOutcome::Received => (Signal::Delivered, "manual:received"),
+                VerifyOutcome::NotReceived => (Signal::Failed, "manual:not_received"),
+            };
+            let note = note_text(actor, reason);
+            let r = tx.signal(
+                row.id,
+                signal,
+                &Entry {
+                    signal: signal.name(),
+                    cause: Cause::Operator,
+                    evidence: Some(evidence),
+                    note: Some(&note),
+                    commitment_version: Some(row.commitment_version),
+                },
+                now,
+            )?;
+            match r.transition {
+                Transition::Move(to) => OpOutcome::Done {
+                    state: Some(to),
+                    new_intention: None,
+                    closed: 0,
+                },
+                Transition::Record(_) => OpOutcome::Recorded { state: r.from },
+                Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
+                    state: r.from,
+                    reason: row.state_reason.clone(),
+                }),
+            }
+        }
+    };
+    let note_history = matches!(result, OpOutcome::Refused(_));
+    finish(
+        tx,
+        actor,
+        OpKind::Verify,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        result,
+        note_history,
+        now,
+    )
+}
+
+/// Supervisors only: a NEW intention related to the original, same
+/// content, key `…:reenvio:{n}`, with reason and responsible.
+pub fn authorize_resend(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    intention_id: i64,
+    reason: &str,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    check(actor, OpKind::AuthorizeResend, reason)?;
+    let row = tx.intention(intention_id)?;
+    let commitment = tx.commitment_by_id(row.commitment_id)?;
+    let refusal = match row.state {
+        IntentionState::Planned => Some(Refusal::NotSentYet { state: row.state }),
+        IntentionState::Dispatching => Some(Refusal::InFlight),
+        _ if commitment.commitment.is_cancelled() => Some(Refusal::CommitmentCancelled),
+        _ if commitment.commitment.version != row.commitment_version => Some(Refusal::StaleVersion {
+            planned: row.commitment_version,
+            current: commitment.commitment.version,
+        }),
+        _ if row.expires_at.is_some_and(|e| e <= now) => Some(Refusal::Expired),
+        _ => tx
+            .pending_resend(row.id)?
+            .map(|(_, key)| Refusal::ResendPending { key }),
+    };
+    if let Some(r) = refusal {
+        return finish(
+            tx,
+            actor,
+            OpKind::AuthorizeResend,
+            Some(&row),
+            (row.commitment_id, &row.commitment_ref),
+            reason,
+            OpOutcome::Refused(r),
+            true,
+            now,
+        );
+    }
+    let original = IntentionKey::parse(&row.key)?;
+    let mut n = u32::try_from(tx.resend_count(row.id)?).unwrap_or(0) + 1;
+    let mut key = IntentionKey::resend(&original, n)?;
+    while tx.intention_id(key.as_str())?.is_some() {
+        n += 1;
+        key = IntentionKey::resend(&original, n)?;
+    }
+    let new = NewIntention {
+        commitment_ref: row.commitment_ref.clone(),
+        commitment_version: row.commitment_version,
+        purpose: row.purpose(),
+        recipient: row.recipient.clone(),
+        category: row.category(),
+        channel: row.channel.clone(),
+        template: row.template.clone(),
+        language: row.language.clone(),
+        parameters: row.parameters.clone(),
+        body: row.body.clone(),
+        due_at: now,
+        expires_at: row.expires_at,
+        asks_confirmation: row.asks_confirmation,
+        correlation_id: correlation_id(&key),
+        day: operating_day(now, tz),
+        created_by: actor.name.to_string(),
+        authorized_by: Some(actor.name.to_string()),
+        reason: Some(note_text(actor, reason)),
+        related_key: Some(original),
+        key,
+    };
+    let id = tx.reserve(&new, row.commitment_id, commitment.contact_id, now)?.id();
+    let outcome = OpOutcome::Done {
+        state: Some(IntentionState::Planned),
+        new_intention: Some((id, new.key.to_string())),
+        closed: 0,
+    };
+    finish(
+        tx,
+        actor,
+        OpKind::AuthorizeResend,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        outcome,
+        true,
+        now,
+    )
+}

@@ -1,0 +1,334 @@
+//! Typing (filter, command, form), the two-step confirmation, and the
+//! worker's answers.
+
+use super::*;
+
+impl App {
+    pub(super) fn on_input(&mut self, a: Action) -> Vec<Request> {
+        match a {
+            Action::Input(c) => self.input.push(c),
+            Action::Backspace => {
+                self.input.pop();
+            }
+            Action::Abort => {
+                self.mode = Mode::Normal;
+                self.input.clear();
+            }
+            Action::Submit => {
+                let text = std::mem::take(&mut self.input);
+                let was = self.mode;
+                self.mode = Mode::Normal;
+                if was == Mode::Filter {
+                    self.filter = text.trim().to_string();
+                    self.reset_offset();
+                    return self.load_screen(self.screen);
+                }
+                return self.run_command(text.trim());
+            }
+            Action::Quit => self.quit = true,
+            _ => {}
+        }
+        vec![]
+    }
+
+    /// `:` commands: screen names (Spanish or English), `q`, and
+    /// `detalle <id|key>` to jump to one intention.
+    pub(super) fn run_command(&mut self, cmd: &str) -> Vec<Request> {
+        let (word, arg) = cmd.split_once(' ').map(|(w, a)| (w, a.trim())).unwrap_or((cmd, ""));
+        match word.to_lowercase().as_str() {
+            "" => vec![],
+            "q" | "quit" | "salir" => {
+                self.quit = true;
+                vec![]
+            }
+            "atencion" | "atención" | "attention" => self.goto(Screen::Attention),
+            "citas" | "proximas" | "próximas" | "upcoming" => self.goto(Screen::Upcoming),
+            "tablero" | "board" => self.goto(Screen::Board),
+            "reproceso" | "reprocess" if Screen::tabs(self.role()).contains(&Screen::Reprocess) => {
+                self.goto(Screen::Reprocess)
+            }
+            "detalle" | "detail" | "d" if !arg.is_empty() => self.open_detail(arg.to_string()),
+            _ => {
+                self.flash(FlashKind::Refused, fill(self.t.flash_unknown_command, &[("cmd", cmd)]));
+                vec![]
+            }
+        }
+    }
+
+    pub(super) fn on_form(&mut self, a: Action) -> Vec<Request> {
+        let Some(form) = self.form.as_mut() else {
+            self.mode = Mode::Normal;
+            return vec![];
+        };
+        match a {
+            Action::Input(c) => {
+                form.reason.push(c);
+                form.error = None;
+            }
+            Action::Backspace => {
+                form.reason.pop();
+            }
+            Action::NextField if form.op == OpKind::Verify => {
+                form.outcome = (form.outcome + 1) % if self.channel_verify { 3 } else { 2 }
+            }
+            Action::Abort => {
+                self.form = None;
+                self.mode = Mode::Normal;
+                self.flash(FlashKind::Info, self.t.flash_aborted.into());
+            }
+            Action::Submit => {
+                if form.reason.trim().is_empty() {
+                    form.error = Some(self.t.form_reason_required);
+                    return vec![];
+                }
+                let form = form.clone();
+                self.form = None;
+                self.confirm = Some(self.confirmation(&form));
+                self.mode = Mode::Confirm;
+            }
+            Action::Quit => self.quit = true,
+            _ => {}
+        }
+        vec![]
+    }
+
+    /// The exact scope of an action, in words, for the confirmation step.
+    pub(super) fn confirmation(&self, f: &Form) -> Confirmation {
+        let t = self.t;
+        let target = &f.target;
+        let id = target.intention_id.map(|i| i.to_string()).unwrap_or_default();
+        let key = target.key.clone().unwrap_or_default();
+        let state = target.state.as_deref().map(|s| t.state(s)).unwrap_or("");
+        let reason = f.reason.trim().to_string();
+        let choices = self.verify_choices();
+        let choice = choices[f.outcome % choices.len()];
+        let outcome_label = self.choice_label(choice);
+        let vals = [
+            ("id", id.as_str()),
+            ("key", key.as_str()),
+            ("state", state),
+            ("reason", reason.as_str()),
+            ("operator", self.operator.as_str()),
+            ("commitment", target.commitment_ref.as_str()),
+            ("outcome", outcome_label),
+        ];
+        let iid = target.intention_id.unwrap_or_default();
+        let (op, scope) = match f.op {
+            OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
+            OpKind::Verify => (
+                match choice {
+                    VerifyChoice::Manual(outcome) => PendingOp::Verify {
+                        intention_id: iid,
+                        outcome,
+                    },
+                    VerifyChoice::Channel => PendingOp::VerifyChannel { intention_id: iid },
+                },
+                fill(t.scope_verify, &vals),
+            ),
+            OpKind::AuthorizeResend => (PendingOp::Resend { intention_id: iid }, fill(t.scope_resend, &vals)),
+            OpKind::ManualContact => (
+                PendingOp::ManualContact {
+                    commitment_id: target.commitment_id,
+                    intention_id: target.intention_id,
+                },
+                fill(t.scope_manual_contact, &vals),
+            ),
+            OpKind::Reprocess => {
+                let states = self
+                    .reprocess
+                    .states
+                    .iter()
+                    .map(|s| t.state(s.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let count = self.reprocess.plan.as_ref().map(|p| p.len()).unwrap_or(0).to_string();
+                let plan = summary_text(self.reprocess.plan.as_deref().unwrap_or(&[]));
+                let scope = fill(
+                    t.scope_reprocess,
+                    &[
+                        ("day", target.commitment_ref.as_str()),
+                        ("states", states.as_str()),
+                        ("count", count.as_str()),
+                        ("reason", reason.as_str()),
+                    ],
+                );
+                (
+                    PendingOp::Reprocess {
+                        day: target.commitment_ref.clone(),
+                        states: self.reprocess.states.clone(),
+                    },
+                    format!("{scope} — {plan}"),
+                )
+            }
+        };
+        Confirmation { op, reason, scope }
+    }
+
+    pub(super) fn on_confirm(&mut self, a: Action) -> Vec<Request> {
+        match a {
+            Action::Confirm => {
+                self.mode = Mode::Normal;
+                let Some(c) = self.confirm.take() else { return vec![] };
+                // The library checks again; this only avoids a pointless trip.
+                if !allowed(self.role(), c.op.kind()) || self.access.read_only {
+                    self.flash(FlashKind::Refused, self.t.flash_read_only.into());
+                    return vec![];
+                }
+                self.ops_in_flight += 1;
+                if let PendingOp::Reprocess { day, states } = c.op {
+                    return vec![Request::Reprocess {
+                        day,
+                        states,
+                        operator: self.operator.clone(),
+                        role: self.role(),
+                        reason: c.reason,
+                    }];
+                }
+                vec![Request::Op {
+                    op: c.op,
+                    operator: self.operator.clone(),
+                    role: self.role(),
+                    reason: c.reason,
+                    now: self.now,
+                }]
+            }
+            Action::Abort => {
+                self.confirm = None;
+                self.mode = Mode::Normal;
+                self.flash(FlashKind::Info, self.t.flash_aborted.into());
+                vec![]
+            }
+            Action::Quit => {
+                self.quit = true;
+                vec![]
+            }
+            _ => vec![],
+        }
+    }
+
+    /// Applies one answer of the worker.
+    pub fn on_response(&mut self, r: Response) -> Vec<Request> {
+        match r {
+            Response::ReprocessPlan(Ok(items)) => {
+                self.reprocess.plan = Some(items);
+                self.reprocess.error = None;
+            }
+            Response::ReprocessPlan(Err(e)) => {
+                self.reprocess.plan = None;
+                self.reprocess.error = Some(if e.is_empty() {
+                    self.t.reprocess_unavailable.to_string()
+                } else {
+                    e
+                });
+            }
+            Response::Reprocessed(r) => {
+                self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
+                match r {
+                    Ok(report) => {
+                        let what = format!(
+                            "{} {}: {}",
+                            self.t.act_reprocess,
+                            report.day,
+                            summary_text(&report.items)
+                        );
+                        self.flash(FlashKind::Success, fill(self.t.flash_done, &[("what", &what)]));
+                        self.reprocess.done = Some(report);
+                    }
+                    Err(e) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
+                }
+                return self.load();
+            }
+            Response::Attention(Ok(p)) => self.attention.set(p),
+            Response::Upcoming(Ok(p)) => self.upcoming.set(p),
+            Response::Counter(Ok(p)) => self.counter.set(p),
+            Response::Board(Ok(b)) => {
+                self.board = Some(b);
+                self.board_selected = self.board_selected.min(self.board_items().len().saturating_sub(1));
+            }
+            Response::Detail(Ok(d)) => {
+                self.detail = Some(d);
+                self.detail_loading = false;
+            }
+            Response::Status { queue, last_error } => {
+                self.dispatcher.queue = queue;
+                // A start-up error (channel unavailable) stays until restart.
+                if self.dispatcher.running == Some(true) {
+                    self.dispatcher.last_error = last_error;
+                }
+            }
+            Response::Attention(Err(e))
+            | Response::Upcoming(Err(e))
+            | Response::Counter(Err(e))
+            | Response::Board(Err(e))
+            | Response::Detail(Err(e)) => {
+                self.attention.loading = false;
+                self.upcoming.loading = false;
+                self.counter.loading = false;
+                self.detail_loading = false;
+                self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)]));
+            }
+            Response::Op(r) => {
+                self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
+                match r {
+                    Ok(report) => self.op_flash(&report),
+                    Err(e) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
+                }
+                return self.load();
+            }
+        }
+        vec![]
+    }
+
+    pub(super) fn op_flash(&mut self, r: &OpReport) {
+        let t = self.t;
+        let target = match (&r.intention_id, &r.intention_key) {
+            (Some(id), Some(key)) => format!("#{id} {key}"),
+            _ => r.commitment_ref.clone(),
+        };
+        let action = t.op_label(r.op);
+        let (kind, text) = match &r.outcome {
+            OpOutcome::Done {
+                new_intention: Some((id, key)),
+                ..
+            } => {
+                let what = fill(
+                    t.done_new,
+                    &[
+                        ("action", action),
+                        ("target", &target),
+                        ("id", &id.to_string()),
+                        ("key", key),
+                    ],
+                );
+                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
+            }
+            OpOutcome::Done { state: Some(s), .. } => {
+                let what = fill(
+                    t.done_state,
+                    &[("action", action), ("target", &target), ("state", t.state(s.as_str()))],
+                );
+                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
+            }
+            OpOutcome::Done { closed, .. } => {
+                let what = fill(
+                    t.done_closed,
+                    &[("action", action), ("target", &target), ("n", &closed.to_string())],
+                );
+                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
+            }
+            OpOutcome::Recorded { state } => (
+                FlashKind::Info,
+                fill(
+                    t.recorded_only,
+                    &[
+                        ("action", action),
+                        ("target", &target),
+                        ("state", t.state(state.as_str())),
+                    ],
+                ),
+            ),
+            OpOutcome::Refused(why) => (FlashKind::Refused, fill(t.flash_refused, &[("why", &t.refusal(why))])),
+        };
+        self.flash(kind, text);
+    }
+}

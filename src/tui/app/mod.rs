@@ -1,0 +1,486 @@
+//! The console's state and its update function.
+//!
+//! `App` never touches the database: [`App::on_action`] and
+//! [`App::on_response`] change the state and return the [`Request`]s the
+//! worker should run. Tests drive it with [`super::worker::handle`] and a
+//! fixed clock; the running console feeds it keys and the worker's answers.
+//!
+//! `update.rs` holds navigation, `dialogs.rs` typing, forms, the two-step
+//! confirmation and the worker's answers.
+
+mod dialogs;
+mod update;
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono_tz::Tz;
+
+use super::keys::{Access, Action, Mode, Screen};
+use super::worker::{PendingOp, Request, Response};
+use crate::config::Role;
+use crate::dispatch::reprocess;
+use crate::domain::state::IntentionState;
+use crate::i18n::{Strings, fill};
+use crate::ops::{OpKind, OpOutcome, OpReport, VerifyOutcome, allowed};
+use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, RowKind, UpcomingRow};
+
+/// A paginated list with a cursor.
+#[derive(Debug, Clone)]
+pub struct Rows<T> {
+    pub rows: Vec<T>,
+    pub total: i64,
+    pub offset: u32,
+    pub selected: usize,
+    pub loading: bool,
+    pub loaded: bool,
+}
+
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Rows {
+            rows: Vec::new(),
+            total: 0,
+            offset: 0,
+            selected: 0,
+            loading: false,
+            loaded: false,
+        }
+    }
+}
+
+impl<T> Rows<T> {
+    fn set(&mut self, page: Page<T>) {
+        self.rows = page.rows;
+        self.total = page.total;
+        self.offset = page.offset;
+        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+        self.loading = false;
+        self.loaded = true;
+    }
+    pub fn current(&self) -> Option<&T> {
+        self.rows.get(self.selected)
+    }
+    fn up(&mut self) {
+        self.selected = self.selected.saturating_sub(1);
+    }
+    fn down(&mut self) {
+        if self.selected + 1 < self.rows.len() {
+            self.selected += 1;
+        }
+    }
+}
+
+/// What an action is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub intention_id: Option<i64>,
+    pub key: Option<String>,
+    pub state: Option<String>,
+    pub commitment_id: i64,
+    pub commitment_ref: String,
+}
+
+/// An open action form: the reason is mandatory, the responsible is the
+/// signed-in operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Form {
+    pub op: OpKind,
+    pub target: Target,
+    pub reason: String,
+    /// Verify only: index into [`App::verify_choices`].
+    pub outcome: usize,
+    pub error: Option<&'static str>,
+}
+
+/// Manual verification outcomes offered by the form.
+pub const VERIFY_OUTCOMES: [VerifyOutcome; 2] = [VerifyOutcome::Received, VerifyOutcome::NotReceived];
+
+/// What a verification records: a person's evidence, or the channel's
+/// answer to a lookup made now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyChoice {
+    Manual(VerifyOutcome),
+    Channel,
+}
+
+/// The second step: exactly what will happen, waiting for `s`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmation {
+    pub op: PendingOp,
+    pub reason: String,
+    pub scope: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlashKind {
+    Info,
+    Success,
+    Refused,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flash {
+    pub kind: FlashKind,
+    pub text: String,
+}
+
+/// The embedded dispatcher as the header shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DispatcherView {
+    /// `None`: not embedded (`--no-dispatch`).
+    pub running: Option<bool>,
+    pub last_error: Option<String>,
+    pub queue: Option<i64>,
+}
+
+/// One Tablero counter and the rows behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardItem {
+    pub label: String,
+    pub value: String,
+    pub query: Option<CounterQuery>,
+}
+
+/// The Reproceso screen: a day, the states to act on, the dry run.
+#[derive(Debug, Clone, Default)]
+pub struct ReprocessView {
+    /// Index into `IntentionState::ALL`.
+    pub cursor: usize,
+    pub states: Vec<IntentionState>,
+    pub plan: Option<Vec<reprocess::Item>>,
+    /// After a real run: the report (items carry their resulting state).
+    pub done: Option<Box<reprocess::Report>>,
+    pub error: Option<String>,
+}
+
+/// The whole console state.
+pub struct App {
+    /// A channel is configured: verification can ask it.
+    pub channel_verify: bool,
+    pub reprocess: ReprocessView,
+    pub t: &'static Strings,
+    pub operator: String,
+    pub access: Access,
+    pub tz: Tz,
+    pub now: DateTime<Utc>,
+    pub screen: Screen,
+    pub back: Vec<Screen>,
+    pub mode: Mode,
+    pub attention: Rows<AttentionRow>,
+    pub upcoming: Rows<UpcomingRow>,
+    pub counter: Rows<AttentionRow>,
+    pub counter_query: Option<CounterQuery>,
+    pub board: Option<Board>,
+    pub board_selected: usize,
+    pub day: NaiveDate,
+    pub detail: Option<Box<IntentionDetail>>,
+    pub detail_loading: bool,
+    pub detail_scroll: u16,
+    pub filter: String,
+    pub input: String,
+    pub form: Option<Form>,
+    pub confirm: Option<Confirmation>,
+    pub flash: Option<Flash>,
+    pub dispatcher: DispatcherView,
+    pub quit: bool,
+    pub page_size: u32,
+    /// Próximas citas shows `[now - 1 h, now + this]`.
+    pub upcoming_hours: i64,
+    pub ops_in_flight: usize,
+}
+
+impl App {
+    pub fn new(t: &'static Strings, operator: &str, access: Access, tz: Tz, now: DateTime<Utc>) -> App {
+        App {
+            channel_verify: false,
+            reprocess: ReprocessView {
+                states: vec![IntentionState::Planned, IntentionState::Uncertain],
+                ..ReprocessView::default()
+            },
+            t,
+            operator: operator.to_string(),
+            access,
+            tz,
+            now,
+            screen: Screen::Attention,
+            back: Vec::new(),
+            mode: Mode::Normal,
+            attention: Rows::default(),
+            upcoming: Rows::default(),
+            counter: Rows::default(),
+            counter_query: None,
+            board: None,
+            board_selected: 0,
+            day: now.with_timezone(&tz).date_naive(),
+            detail: None,
+            detail_loading: false,
+            detail_scroll: 0,
+            filter: String::new(),
+            input: String::new(),
+            form: None,
+            confirm: None,
+            flash: None,
+            dispatcher: DispatcherView::default(),
+            quit: false,
+            page_size: 50,
+            upcoming_hours: 72,
+            ops_in_flight: 0,
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.access.role
+    }
+
+    /// The verification outcomes the form offers (the channel lookup only
+    /// when a channel is configured).
+    pub fn verify_choices(&self) -> Vec<VerifyChoice> {
+        let mut v: Vec<VerifyChoice> = VERIFY_OUTCOMES.iter().map(|o| VerifyChoice::Manual(*o)).collect();
+        if self.channel_verify {
+            v.push(VerifyChoice::Channel);
+        }
+        v
+    }
+
+    pub fn choice_label(&self, c: VerifyChoice) -> &'static str {
+        match c {
+            VerifyChoice::Manual(o) => self.t.outcome(o),
+            VerifyChoice::Channel => self.t.outcome_channel,
+        }
+    }
+
+    /// The requests that (re)load the current screen, plus the status line.
+    pub fn load(&mut self) -> Vec<Request> {
+        let mut out = vec![Request::Status { now: self.now }];
+        out.extend(self.load_screen(self.screen));
+        out
+    }
+
+    fn filter_opt(&self) -> Option<String> {
+        let f = self.filter.trim();
+        (!f.is_empty()).then(|| f.to_string())
+    }
+
+    fn load_screen(&mut self, screen: Screen) -> Vec<Request> {
+        match screen {
+            Screen::Attention => {
+                self.attention.loading = true;
+                let mut q = AttentionQuery::new(self.now);
+                q.filter = self.filter_opt();
+                q.limit = self.page_size;
+                q.offset = self.attention.offset;
+                vec![Request::Attention(q)]
+            }
+            Screen::Upcoming => {
+                self.upcoming.loading = true;
+                vec![Request::Upcoming {
+                    from: self.now - Duration::hours(1),
+                    to: self.now + Duration::hours(self.upcoming_hours),
+                    filter: self.filter_opt(),
+                    limit: self.page_size,
+                    offset: self.upcoming.offset,
+                }]
+            }
+            Screen::Board => vec![Request::Board {
+                day: self.day.format("%Y-%m-%d").to_string(),
+            }],
+            Screen::Counter => match &self.counter_query {
+                Some(q) => {
+                    self.counter.loading = true;
+                    vec![Request::Counter {
+                        query: q.clone(),
+                        limit: self.page_size,
+                        offset: self.counter.offset,
+                    }]
+                }
+                None => vec![],
+            },
+            Screen::Detail => match self.detail.as_ref().map(|d| d.intention.id) {
+                Some(id) => vec![Request::Detail {
+                    id_or_key: id.to_string(),
+                }],
+                None => vec![],
+            },
+            Screen::Reprocess => vec![Request::ReprocessPlan {
+                day: self.day.format("%Y-%m-%d").to_string(),
+                states: self.reprocess.states.clone(),
+            }],
+        }
+    }
+
+    /// A clock tick: move `now` and refresh what is on screen unless a load
+    /// is still running (so a slow database never piles requests up).
+    pub fn tick(&mut self, now: DateTime<Utc>) -> Vec<Request> {
+        self.now = now;
+        let busy = match self.screen {
+            Screen::Attention => self.attention.loading,
+            Screen::Upcoming => self.upcoming.loading,
+            Screen::Counter => self.counter.loading,
+            Screen::Detail => self.detail_loading,
+            _ => false,
+        };
+        if busy || self.mode != Mode::Normal {
+            vec![Request::Status { now }]
+        } else {
+            self.load()
+        }
+    }
+
+    fn flash(&mut self, kind: FlashKind, text: String) {
+        self.flash = Some(Flash { kind, text });
+    }
+
+    fn goto(&mut self, screen: Screen) -> Vec<Request> {
+        if screen == self.screen {
+            return self.load_screen(screen);
+        }
+        if matches!(
+            screen,
+            Screen::Attention | Screen::Upcoming | Screen::Board | Screen::Reprocess
+        ) {
+            self.back.clear();
+            self.filter.clear();
+        } else {
+            self.back.push(self.screen);
+        }
+        self.screen = screen;
+        self.load_screen(screen)
+    }
+
+    /// The breadcrumb trail, e.g. `Atención › Detalle`.
+    pub fn breadcrumbs(&self) -> String {
+        let mut parts: Vec<&str> = self.back.iter().map(|s| s.title(self.t)).collect();
+        parts.push(self.screen.title(self.t));
+        parts.join(" › ")
+    }
+
+    /// What an action would apply to on the current screen.
+    pub fn target(&self) -> Option<Target> {
+        let from_row = |r: &AttentionRow| Target {
+            intention_id: r.intention_id,
+            key: r.key.clone(),
+            state: Some(r.state.clone()),
+            commitment_id: r.commitment_id,
+            commitment_ref: r.commitment_ref.clone(),
+        };
+        match self.screen {
+            Screen::Attention => self.attention.current().map(from_row),
+            Screen::Counter => self.counter.current().map(from_row),
+            Screen::Upcoming => self.upcoming.current().map(|u| Target {
+                intention_id: None,
+                key: None,
+                state: None,
+                commitment_id: u.commitment_id,
+                commitment_ref: u.commitment_ref.clone(),
+            }),
+            Screen::Detail => self.detail.as_ref().map(|d| Target {
+                intention_id: Some(d.intention.id),
+                key: Some(d.intention.key.clone()),
+                state: Some(d.intention.state.to_string()),
+                commitment_id: d.intention.commitment_id,
+                commitment_ref: d.intention.commitment_ref.clone(),
+            }),
+            Screen::Board | Screen::Reprocess => None,
+        }
+    }
+
+    /// The Tablero's counters in display order.
+    pub fn board_items(&self) -> Vec<BoardItem> {
+        let Some(b) = &self.board else { return Vec::new() };
+        let t = self.t;
+        let count = |states: &[&str]| -> i64 {
+            b.by_state
+                .iter()
+                .filter(|(s, _)| states.contains(&s.as_str()))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let q = |states: &[&str], reason: Option<&str>| {
+            Some(CounterQuery {
+                day: b.day.clone(),
+                states: states.iter().map(|s| s.to_string()).collect(),
+                reason: reason.map(str::to_string),
+            })
+        };
+        let mut items = Vec::new();
+        for (label, states) in [
+            (t.board_planned, &["planned"][..]),
+            (t.board_uncertain, &["uncertain"][..]),
+            (t.board_review, &["review"][..]),
+            (t.board_failed, &["failed"][..]),
+            (t.board_in_flight, &["dispatching", "accepted", "sent"][..]),
+            (t.board_delivered, &["delivered"][..]),
+            (t.board_read, &["read"][..]),
+        ] {
+            items.push(BoardItem {
+                label: label.to_string(),
+                value: count(states).to_string(),
+                query: q(states, None),
+            });
+        }
+        for (reason, n) in &b.closures {
+            items.push(BoardItem {
+                label: format!("{} {}", t.board_cancelled_by, t.reason(reason)),
+                value: n.to_string(),
+                query: q(&["cancelled"], Some(reason)),
+            });
+        }
+        items.push(BoardItem {
+            label: t.board_dup_keys.into(),
+            value: b.duplicate_keys.to_string(),
+            query: None,
+        });
+        items.push(BoardItem {
+            label: t.board_dup_events.into(),
+            value: b.duplicate_events.to_string(),
+            query: None,
+        });
+        items.push(BoardItem {
+            label: t.board_opt_outs.into(),
+            value: b.opt_outs.to_string(),
+            query: None,
+        });
+        let latency = match b.latency_ms_median {
+            Some(ms) => format!("{:.1} s (n={})", ms as f64 / 1000.0, b.latency_samples),
+            None => t.detail_none.to_string(),
+        };
+        items.push(BoardItem {
+            label: t.board_latency.into(),
+            value: latency,
+            query: None,
+        });
+        items
+    }
+}
+
+/// `dispatch 3 · reconcile 2 · keep_evidence 10`, in plan order.
+pub fn summary_text(items: &[reprocess::Item]) -> String {
+    let mut counts: Vec<(reprocess::Action, usize)> = Vec::new();
+    for i in items {
+        match counts.iter_mut().find(|(a, _)| *a == i.action) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((i.action, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(a, n)| format!("{} {n}", a.as_str()))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// Compact age: `45 s`, `12 min`, `3 h`, `2 d`.
+pub fn age(now: DateTime<Utc>, since: DateTime<Utc>) -> String {
+    let s = (now - since).num_seconds().max(0);
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s / 60),
+        3600..86_400 => format!("{} h", s / 3600),
+        _ => format!("{} d", s / 86_400),
+    }
+}
+
+/// Whether a row is an intention (actions apply) or a reschedule request.
+pub fn is_intention(r: &AttentionRow) -> bool {
+    r.kind == RowKind::Intention
+}

@@ -1,0 +1,297 @@
+//! Navigation: keys that move between screens, rows, pages and days.
+
+use super::*;
+
+impl App {
+    /// Applies one action; returns the database work it calls for.
+    pub fn on_action(&mut self, a: Action) -> Vec<Request> {
+        match self.mode {
+            Mode::Filter | Mode::Command => return self.on_input(a),
+            Mode::Form => return self.on_form(a),
+            Mode::Confirm => return self.on_confirm(a),
+            Mode::Help => {
+                match a {
+                    Action::Quit => self.quit = true,
+                    _ => self.mode = Mode::Normal,
+                }
+                return vec![];
+            }
+            Mode::Normal => {}
+        }
+        match a {
+            Action::Quit => {
+                self.quit = true;
+                vec![]
+            }
+            Action::Help => {
+                self.mode = Mode::Help;
+                vec![]
+            }
+            Action::Back => self.back_action(),
+            Action::Refresh => {
+                self.flash(FlashKind::Info, self.t.flash_refreshed.into());
+                self.load()
+            }
+            Action::OpenFilter => {
+                self.mode = Mode::Filter;
+                self.input = self.filter.clone();
+                vec![]
+            }
+            Action::OpenCommand => {
+                self.mode = Mode::Command;
+                self.input.clear();
+                vec![]
+            }
+            Action::NextScreen | Action::PrevScreen => {
+                let tabs = Screen::tabs(self.role());
+                let i = tabs.iter().position(|s| *s == self.screen).unwrap_or(0);
+                let n = tabs.len();
+                let next = if a == Action::NextScreen {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.goto(tabs[next])
+            }
+            Action::Goto(s) => self.goto(s),
+            Action::Up | Action::Down => {
+                let up = a == Action::Up;
+                match self.screen {
+                    Screen::Attention => {
+                        if up {
+                            self.attention.up()
+                        } else {
+                            self.attention.down()
+                        }
+                    }
+                    Screen::Upcoming => {
+                        if up {
+                            self.upcoming.up()
+                        } else {
+                            self.upcoming.down()
+                        }
+                    }
+                    Screen::Counter => {
+                        if up {
+                            self.counter.up()
+                        } else {
+                            self.counter.down()
+                        }
+                    }
+                    Screen::Board => {
+                        let n = self.board_items().len();
+                        self.board_selected = if up {
+                            self.board_selected.saturating_sub(1)
+                        } else {
+                            (self.board_selected + 1).min(n.saturating_sub(1))
+                        };
+                    }
+                    Screen::Detail => {
+                        self.detail_scroll = if up {
+                            self.detail_scroll.saturating_sub(1)
+                        } else {
+                            self.detail_scroll + 1
+                        }
+                    }
+                    Screen::Reprocess => {
+                        let n = IntentionState::ALL.len();
+                        let c = self.reprocess.cursor;
+                        self.reprocess.cursor = if up { c.saturating_sub(1) } else { (c + 1).min(n - 1) };
+                    }
+                }
+                vec![]
+            }
+            Action::PageUp | Action::PageDown => self.page(a == Action::PageDown),
+            Action::Open => self.open(),
+            Action::DayPrev | Action::DayNext => {
+                self.day += Duration::days(if a == Action::DayNext { 1 } else { -1 });
+                self.load_screen(self.screen)
+            }
+            Action::ToggleState => {
+                let st = IntentionState::ALL[self.reprocess.cursor.min(IntentionState::ALL.len() - 1)];
+                match self.reprocess.states.iter().position(|s| *s == st) {
+                    Some(i) => {
+                        self.reprocess.states.remove(i);
+                    }
+                    None => self.reprocess.states.push(st),
+                }
+                self.reprocess.states.sort();
+                self.load_screen(Screen::Reprocess)
+            }
+            Action::Op(op) => self.open_form(op),
+            Action::Refused(op) => {
+                let role = self.t.role(self.role());
+                let msg = fill(
+                    self.t.flash_role_refused,
+                    &[("role", role), ("action", self.t.op_label(op))],
+                );
+                self.flash(FlashKind::Refused, msg);
+                vec![]
+            }
+            Action::ReadOnly => {
+                self.flash(FlashKind::Refused, self.t.flash_read_only.into());
+                vec![]
+            }
+            Action::Input(_)
+            | Action::Backspace
+            | Action::NextField
+            | Action::Submit
+            | Action::Confirm
+            | Action::Abort => vec![],
+        }
+    }
+
+    pub(super) fn back_action(&mut self) -> Vec<Request> {
+        if !self.filter.is_empty() && matches!(self.screen, Screen::Attention | Screen::Upcoming) {
+            self.filter.clear();
+            self.reset_offset();
+            return self.load_screen(self.screen);
+        }
+        match self.back.pop() {
+            Some(prev) => {
+                self.screen = prev;
+                self.load_screen(prev)
+            }
+            None => vec![],
+        }
+    }
+
+    pub(super) fn reset_offset(&mut self) {
+        match self.screen {
+            Screen::Attention => (self.attention.offset, self.attention.selected) = (0, 0),
+            Screen::Upcoming => (self.upcoming.offset, self.upcoming.selected) = (0, 0),
+            Screen::Counter => (self.counter.offset, self.counter.selected) = (0, 0),
+            _ => {}
+        }
+    }
+
+    pub(super) fn page(&mut self, forward: bool) -> Vec<Request> {
+        let size = self.page_size;
+        let (offset, total) = match self.screen {
+            Screen::Attention => (&mut self.attention.offset, self.attention.total),
+            Screen::Upcoming => (&mut self.upcoming.offset, self.upcoming.total),
+            Screen::Counter => (&mut self.counter.offset, self.counter.total),
+            _ => return vec![],
+        };
+        let next = if forward {
+            if i64::from(*offset + size) >= total {
+                return vec![];
+            }
+            *offset + size
+        } else {
+            if *offset == 0 {
+                return vec![];
+            }
+            offset.saturating_sub(size)
+        };
+        *offset = next;
+        match self.screen {
+            Screen::Attention => self.attention.selected = 0,
+            Screen::Upcoming => self.upcoming.selected = 0,
+            _ => self.counter.selected = 0,
+        }
+        self.load_screen(self.screen)
+    }
+
+    pub(super) fn open(&mut self) -> Vec<Request> {
+        match self.screen {
+            Screen::Attention | Screen::Counter => {
+                let id = match self.screen {
+                    Screen::Attention => self.attention.current().and_then(|r| r.intention_id),
+                    _ => self.counter.current().and_then(|r| r.intention_id),
+                };
+                match id {
+                    Some(id) => self.open_detail(id.to_string()),
+                    None => {
+                        self.flash(FlashKind::Info, self.t.flash_no_selection.into());
+                        vec![]
+                    }
+                }
+            }
+            Screen::Upcoming => {
+                // The latest notification is the one the desk asks about.
+                let id = self
+                    .upcoming
+                    .current()
+                    .and_then(|u| u.notifications.last())
+                    .map(|n| n.intention_id);
+                match id {
+                    Some(id) => self.open_detail(id.to_string()),
+                    None => {
+                        self.flash(FlashKind::Info, self.t.flash_no_selection.into());
+                        vec![]
+                    }
+                }
+            }
+            Screen::Board => {
+                let item = self.board_items().into_iter().nth(self.board_selected);
+                match item.and_then(|i| i.query) {
+                    Some(q) => {
+                        self.counter_query = Some(q);
+                        self.counter = Rows::default();
+                        self.goto(Screen::Counter)
+                    }
+                    None => vec![],
+                }
+            }
+            Screen::Detail | Screen::Reprocess => vec![],
+        }
+    }
+
+    pub(super) fn open_detail(&mut self, id_or_key: String) -> Vec<Request> {
+        self.detail_scroll = 0;
+        self.detail_loading = true;
+        if self.screen != Screen::Detail {
+            self.back.push(self.screen);
+            self.screen = Screen::Detail;
+        }
+        vec![Request::Detail { id_or_key }]
+    }
+
+    pub(super) fn open_form(&mut self, op: OpKind) -> Vec<Request> {
+        if op == OpKind::Reprocess {
+            if self.reprocess.plan.is_none() {
+                let why = self
+                    .reprocess
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| self.t.reprocess_unavailable.into());
+                self.flash(FlashKind::Refused, why);
+                return vec![];
+            }
+            let day = self.day.format("%Y-%m-%d").to_string();
+            let target = Target {
+                intention_id: None,
+                key: None,
+                state: None,
+                commitment_id: 0,
+                commitment_ref: day,
+            };
+            self.form = Some(Form {
+                op,
+                target,
+                reason: String::new(),
+                outcome: 0,
+                error: None,
+            });
+            self.mode = Mode::Form;
+            return vec![];
+        }
+        let target = match self.target() {
+            Some(t) if op == OpKind::ManualContact || t.intention_id.is_some() => t,
+            _ => {
+                self.flash(FlashKind::Info, self.t.flash_no_selection.into());
+                return vec![];
+            }
+        };
+        self.form = Some(Form {
+            op,
+            target,
+            reason: String::new(),
+            outcome: 0,
+            error: None,
+        });
+        self.mode = Mode::Form;
+        vec![]
+    }
+}

@@ -1,0 +1,437 @@
+//! Keys → typed actions, through one registry.
+//!
+//! [`REGISTRY`] lists every command once (key, action, label, roles,
+//! screens); the footer hints, the `?` help and [`action_for`] all read it,
+//! so what is shown and what is accepted can never drift apart. A key the
+//! role may not use is hidden from hints and help *and* answered with
+//! [`Action::Refused`], so the operator learns why nothing happened.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::config::Role;
+use crate::i18n::Strings;
+use crate::ops::{OpKind, allowed};
+
+/// The console's screens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Screen {
+    Attention,
+    Upcoming,
+    Board,
+    /// The intentions behind a Tablero counter.
+    Counter,
+    Detail,
+    Reprocess,
+}
+
+impl Screen {
+    pub fn title(self, t: &Strings) -> &'static str {
+        match self {
+            Screen::Attention => t.screen_attention,
+            Screen::Upcoming => t.screen_upcoming,
+            Screen::Board | Screen::Counter => t.screen_board,
+            Screen::Detail => t.screen_detail,
+            Screen::Reprocess => t.screen_reprocess,
+        }
+    }
+
+    /// The top-level screens a role can switch between, in tab order.
+    pub fn tabs(role: Role) -> &'static [Screen] {
+        if role == Role::Technician {
+            &[Screen::Attention, Screen::Upcoming, Screen::Board, Screen::Reprocess]
+        } else {
+            &[Screen::Attention, Screen::Upcoming, Screen::Board]
+        }
+    }
+}
+
+/// What keys mean right now: normal navigation, or typing into a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    /// Typing a `/` filter.
+    Filter,
+    /// Typing a `:` command.
+    Command,
+    /// An action's form (reason, outcome).
+    Form,
+    /// The two-step confirmation of an action.
+    Confirm,
+    /// The `?` overlay.
+    Help,
+}
+
+/// The signed-in operator's powers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub role: Role,
+    pub read_only: bool,
+}
+
+/// Everything a key can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    Help,
+    Back,
+    Refresh,
+    OpenFilter,
+    OpenCommand,
+    NextScreen,
+    PrevScreen,
+    Goto(Screen),
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Open,
+    DayPrev,
+    DayNext,
+    /// Reproceso: toggle the state under the cursor.
+    ToggleState,
+    /// Opens the form of an operator action.
+    Op(OpKind),
+    /// The role may not do this (the key is hidden for it).
+    Refused(OpKind),
+    /// Read-only console: every operator action is hidden and refused.
+    ReadOnly,
+    // --- text fields and dialogs ---
+    Input(char),
+    Backspace,
+    NextField,
+    Submit,
+    Confirm,
+    Abort,
+}
+
+/// A key as the registry names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySpec {
+    Char(char),
+    Ctrl(char),
+    Esc,
+    Enter,
+    Tab,
+    BackTab,
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+}
+
+impl KeySpec {
+    pub fn matches(self, k: &KeyEvent) -> bool {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        match (self, k.code) {
+            (KeySpec::Char(c), KeyCode::Char(x)) => !ctrl && c == x,
+            (KeySpec::Ctrl(c), KeyCode::Char(x)) => ctrl && c == x.to_ascii_lowercase(),
+            (KeySpec::Esc, KeyCode::Esc) => true,
+            (KeySpec::Enter, KeyCode::Enter) => true,
+            (KeySpec::Tab, KeyCode::Tab) => !k.modifiers.contains(KeyModifiers::SHIFT),
+            (KeySpec::BackTab, KeyCode::BackTab) => true,
+            (KeySpec::Up, KeyCode::Up) => true,
+            (KeySpec::Down, KeyCode::Down) => true,
+            (KeySpec::Left, KeyCode::Left) => true,
+            (KeySpec::Right, KeyCode::Right) => true,
+            (KeySpec::PageUp, KeyCode::PageUp) => true,
+            (KeySpec::PageDown, KeyCode::PageDown) => true,
+            _ => false,
+        }
+    }
+
+    pub fn label(self) -> String {
+        match self {
+            KeySpec::Char(' ') => "space".into(),
+            KeySpec::Char(c) => c.to_string(),
+            KeySpec::Ctrl(c) => format!("ctrl-{c}"),
+            KeySpec::Esc => "esc".into(),
+            KeySpec::Enter => "enter".into(),
+            KeySpec::Tab => "tab".into(),
+            KeySpec::BackTab => "shift-tab".into(),
+            KeySpec::Up => "↑".into(),
+            KeySpec::Down => "↓".into(),
+            KeySpec::Left => "←".into(),
+            KeySpec::Right => "→".into(),
+            KeySpec::PageUp => "pgup".into(),
+            KeySpec::PageDown => "pgdn".into(),
+        }
+    }
+}
+
+/// One command of the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct Command {
+    pub keys: &'static [KeySpec],
+    pub action: Action,
+    pub label: fn(&Strings) -> &'static str,
+    /// Shown in the footer (the rest only in `?` help).
+    pub hint: bool,
+    /// Empty: every screen.
+    pub screens: &'static [Screen],
+}
+
+impl Command {
+    /// The operator action behind the command, if it is one.
+    pub fn op(&self) -> Option<OpKind> {
+        match self.action {
+            Action::Op(op) => Some(op),
+            _ => None,
+        }
+    }
+
+    pub fn on(&self, screen: Screen) -> bool {
+        self.screens.is_empty() || self.screens.contains(&screen)
+    }
+
+    /// Whether this operator may use (and see) the command.
+    pub fn permitted(&self, access: Access) -> bool {
+        match self.op() {
+            Some(op) => !access.read_only && allowed(access.role, op),
+            None => true,
+        }
+    }
+
+    pub fn key_label(&self) -> String {
+        self.keys.iter().map(|k| k.label()).collect::<Vec<_>>().join("/")
+    }
+}
+
+use Screen as S;
+const ROWS: &[Screen] = &[S::Attention, S::Detail, S::Counter];
+const LISTS: &[Screen] = &[S::Attention, S::Upcoming, S::Counter, S::Board, S::Detail, S::Reprocess];
+
+/// The one list of commands.
+pub static REGISTRY: &[Command] = &[
+    Command {
+        keys: &[KeySpec::Char('?')],
+        action: Action::Help,
+        label: |t| t.act_help,
+        hint: true,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('c')],
+        action: Action::Op(OpKind::Cancel),
+        label: |t| t.act_cancel,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        keys: &[KeySpec::Char('v')],
+        action: Action::Op(OpKind::Verify),
+        label: |t| t.act_verify,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        keys: &[KeySpec::Char('a')],
+        action: Action::Op(OpKind::AuthorizeResend),
+        label: |t| t.act_resend,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        keys: &[KeySpec::Char('m')],
+        action: Action::Op(OpKind::ManualContact),
+        label: |t| t.act_manual_contact,
+        hint: true,
+        screens: &[S::Attention, S::Upcoming, S::Detail, S::Counter],
+    },
+    Command {
+        keys: &[KeySpec::Char('r')],
+        action: Action::Op(OpKind::Reprocess),
+        label: |t| t.act_reprocess,
+        hint: true,
+        screens: &[S::Reprocess],
+    },
+    Command {
+        keys: &[KeySpec::Enter],
+        action: Action::Open,
+        label: |t| t.act_open,
+        hint: true,
+        screens: &[S::Attention, S::Upcoming, S::Board, S::Counter],
+    },
+    Command {
+        keys: &[KeySpec::Char('/')],
+        action: Action::OpenFilter,
+        label: |t| t.act_filter,
+        hint: true,
+        screens: &[S::Attention, S::Upcoming],
+    },
+    Command {
+        keys: &[KeySpec::Char(':')],
+        action: Action::OpenCommand,
+        label: |t| t.act_command,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Esc],
+        action: Action::Back,
+        label: |t| t.act_back,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Ctrl('r')],
+        action: Action::Refresh,
+        label: |t| t.act_refresh,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Tab],
+        action: Action::NextScreen,
+        label: |t| t.act_next_screen,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::BackTab],
+        action: Action::PrevScreen,
+        label: |t| t.act_prev_screen,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Up, KeySpec::Char('k')],
+        action: Action::Up,
+        label: |t| t.act_move,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::Down, KeySpec::Char('j')],
+        action: Action::Down,
+        label: |t| t.act_move,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::PageUp],
+        action: Action::PageUp,
+        label: |t| t.act_page,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::PageDown],
+        action: Action::PageDown,
+        label: |t| t.act_page,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::Left],
+        action: Action::DayPrev,
+        label: |t| t.act_day,
+        hint: false,
+        screens: &[S::Board, S::Reprocess],
+    },
+    Command {
+        keys: &[KeySpec::Right],
+        action: Action::DayNext,
+        label: |t| t.act_day,
+        hint: false,
+        screens: &[S::Board, S::Reprocess],
+    },
+    Command {
+        keys: &[KeySpec::Char(' ')],
+        action: Action::ToggleState,
+        label: |t| t.reprocess_states,
+        hint: false,
+        screens: &[S::Reprocess],
+    },
+    Command {
+        keys: &[KeySpec::Char('1')],
+        action: Action::Goto(S::Attention),
+        label: |t| t.screen_attention,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('2')],
+        action: Action::Goto(S::Upcoming),
+        label: |t| t.screen_upcoming,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('3')],
+        action: Action::Goto(S::Board),
+        label: |t| t.screen_board,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('4')],
+        action: Action::Goto(S::Reprocess),
+        label: |t| t.screen_reprocess,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('q')],
+        action: Action::Quit,
+        label: |t| t.act_quit,
+        hint: true,
+        screens: &[],
+    },
+];
+
+/// The commands shown for a screen and operator (footer hints and help).
+pub fn visible(screen: Screen, access: Access) -> impl Iterator<Item = &'static Command> {
+    REGISTRY
+        .iter()
+        .filter(move |c| c.on(screen) && c.permitted(access) && goto_permitted(c.action, access.role))
+}
+
+fn goto_permitted(a: Action, role: Role) -> bool {
+    match a {
+        Action::Goto(s) => Screen::tabs(role).contains(&s),
+        _ => true,
+    }
+}
+
+/// The pure key map: what `key` means on `screen`, for this operator, in
+/// this mode. `None` means the key does nothing here.
+pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) -> Option<Action> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && matches!(key.code, KeyCode::Char('c')) {
+        return Some(Action::Quit);
+    }
+    match mode {
+        Mode::Filter | Mode::Command | Mode::Form => match key.code {
+            KeyCode::Esc => Some(Action::Abort),
+            KeyCode::Enter => Some(Action::Submit),
+            KeyCode::Backspace => Some(Action::Backspace),
+            KeyCode::Tab | KeyCode::BackTab if mode == Mode::Form => Some(Action::NextField),
+            KeyCode::Char(c) if !ctrl => Some(Action::Input(c)),
+            _ => None,
+        },
+        Mode::Confirm => match key.code {
+            KeyCode::Char('s' | 'S' | 'y' | 'Y') => Some(Action::Confirm),
+            KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(Action::Abort),
+            _ => None,
+        },
+        Mode::Help => match key.code {
+            KeyCode::Char('q') => Some(Action::Quit),
+            _ => Some(Action::Back),
+        },
+        Mode::Normal => {
+            let cmd = REGISTRY
+                .iter()
+                .find(|c| c.on(screen) && c.keys.iter().any(|k| k.matches(key)))?;
+            if !goto_permitted(cmd.action, access.role) {
+                return None;
+            }
+            match cmd.op() {
+                Some(_) if access.read_only => Some(Action::ReadOnly),
+                Some(op) if !allowed(access.role, op) => Some(Action::Refused(op)),
+                _ => Some(cmd.action),
+            }
+        }
+    }
+}

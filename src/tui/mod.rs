@@ -1,0 +1,19 @@
+//! The operator console (ratatui).
+//!
+//! Layout of the module, after gitui/k9s:
+//! - [`keys`]: the command registry and the pure key → [`keys::Action`] map;
+//! - [`app`]: the state and its update function (no I/O);
+//! - [`worker`]: the database thread, typed requests and responses;
+//! - [`view`]: rendering, a pure function of the state;
+//! - [`term`]: the terminal (raw mode, panic hook) and the event loop;
+//! - [`background`]: the embedded dispatcher/reconciler (and the demo's
+//!   in-process engine simulator).
+
+pub mod app;
+pub mod background;
+pub mod keys;
+pub mod term;
+pub mod view;
+pub mod worker;
+
+pub use term::{ConsoleOptions, run};

@@ -1,0 +1,135 @@
+//! The terminal and the event loop.
+//!
+//! `ratatui::try_init` enables raw mode and the alternate screen and chains
+//! a panic hook that restores the terminal before the panic message is
+//! printed; [`run`] restores it again on every exit path. The loop only
+//! draws, reads keys and exchanges messages with the database worker: it
+//! never waits on SQLite.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use crossterm::event::{self, Event, KeyEventKind};
+
+use super::app::App;
+use super::keys::{Access, action_for};
+use super::view;
+use super::worker::{self, ReprocessCtx, Request, WorkerCtx};
+use crate::channel::Channel;
+use crate::config::{Config, Role};
+use crate::dispatch::Settings;
+use crate::store::{Store, StoreError};
+use crate::templates::Templates;
+use std::sync::Arc;
+
+/// Everything `unavez tui` needs.
+pub struct ConsoleOptions {
+    pub config: Config,
+    pub templates: Templates,
+    pub db: PathBuf,
+    pub operator: String,
+    pub role: Role,
+    pub read_only: bool,
+    /// How often visible panels refresh.
+    pub refresh: Duration,
+    /// `Some(true)`: the dispatcher runs embedded; `None`: not embedded.
+    pub dispatcher_running: Option<bool>,
+    /// Why the embedded dispatcher could not start, for the header.
+    pub dispatcher_error: Option<String>,
+    /// The channel reprocessing sends through (`None`: dry runs only).
+    pub channel: Option<Arc<dyn Channel>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    #[error("terminal: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the console's database thread stopped unexpectedly")]
+    WorkerGone,
+}
+
+/// Runs the console until the operator quits.
+pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
+    let store = Store::open(&opts.db)?;
+    let (req_tx, req_rx) = mpsc::channel::<Request>();
+    let (resp_tx, resp_rx) = mpsc::channel();
+    let tz = opts.config.tz();
+    let t = crate::i18n::strings(opts.config.language);
+    let channel_configured = opts.channel.is_some();
+    let worker = worker::spawn(
+        store,
+        WorkerCtx {
+            reprocess: Some(ReprocessCtx {
+                db: opts.db.clone(),
+                settings: Arc::new(Settings::from_config(&opts.config)),
+                channel: opts.channel.clone(),
+            }),
+            config: opts.config,
+            templates: opts.templates,
+        },
+        req_rx,
+        resp_tx,
+    )?;
+    let mut app = App::new(
+        t,
+        &opts.operator,
+        Access {
+            role: opts.role,
+            read_only: opts.read_only,
+        },
+        tz,
+        Utc::now(),
+    );
+    app.dispatcher.running = opts.dispatcher_running;
+    app.channel_verify = channel_configured;
+    app.dispatcher.last_error = opts.dispatcher_error.clone();
+    let mut terminal = ratatui::try_init()?;
+    let result = (|| -> Result<(), ConsoleError> {
+        let send = |reqs: Vec<Request>| -> Result<(), ConsoleError> {
+            for r in reqs {
+                req_tx.send(r).map_err(|_| ConsoleError::WorkerGone)?;
+            }
+            Ok(())
+        };
+        send(app.load())?;
+        let mut last_tick = Instant::now();
+        while !app.quit {
+            terminal.draw(|f| view::draw(f, &app))?;
+            if event::poll(Duration::from_millis(100))? {
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => {
+                        if let Some(a) = action_for(&k, app.screen, app.access, app.mode) {
+                            let reqs = app.on_action(a);
+                            send(reqs)?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            loop {
+                match resp_rx.try_recv() {
+                    Ok(r) => {
+                        let reqs = app.on_response(r);
+                        send(reqs)?;
+                    }
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => return Err(ConsoleError::WorkerGone),
+                }
+            }
+            if last_tick.elapsed() >= opts.refresh {
+                last_tick = Instant::now();
+                let reqs = app.tick(Utc::now());
+                send(reqs)?;
+            }
+        }
+        Ok(())
+    })();
+    ratatui::restore();
+    drop(req_tx);
+    let _ = worker.join();
+    result
+}

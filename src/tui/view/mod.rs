@@ -1,0 +1,431 @@
+//! Rendering: a pure function of [`App`]. Every word comes from the string
+//! table; phones are masked; times are shown in the configured zone and
+//! ages are computed from the app's clock (fixed in snapshot tests).
+//!
+//! `panels.rs` draws Detalle and Reproceso, `overlay.rs` the form, the
+//! confirmation and the help.
+
+mod overlay;
+mod panels;
+
+use overlay::{draw_confirm, draw_form, draw_help};
+use panels::{draw_detail, draw_reprocess};
+
+use chrono::{DateTime, Duration, Utc};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
+
+use super::app::{App, FlashKind, age};
+use super::keys::{Mode, Screen, visible};
+use crate::domain::mask::mask_phone;
+use crate::domain::state::IntentionState;
+use crate::ops::OpKind;
+use crate::store::{AttentionRow, RowKind, UpcomingRow};
+
+const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
+const DIM: Style = Style::new().fg(Color::DarkGray);
+const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
+
+/// Draws the whole console.
+pub fn draw(f: &mut Frame<'_>, app: &App) {
+    let [header, tabs, body, flash, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    draw_header(f, app, header);
+    draw_tabs(f, app, tabs);
+    match app.screen {
+        Screen::Attention => draw_attention_like(
+            f,
+            app,
+            body,
+            &app.attention.rows,
+            app.attention.selected,
+            app.attention.total,
+            app.attention.offset,
+            app.attention.loaded,
+        ),
+        Screen::Counter => draw_attention_like(
+            f,
+            app,
+            body,
+            &app.counter.rows,
+            app.counter.selected,
+            app.counter.total,
+            app.counter.offset,
+            app.counter.loaded,
+        ),
+        Screen::Upcoming => draw_upcoming(f, app, body),
+        Screen::Board => draw_board(f, app, body),
+        Screen::Detail => draw_detail(f, app, body),
+        Screen::Reprocess => draw_reprocess(f, app, body),
+    }
+    draw_flash(f, app, flash);
+    draw_footer(f, app, footer);
+    match app.mode {
+        Mode::Form => draw_form(f, app),
+        Mode::Confirm => draw_confirm(f, app),
+        Mode::Help => draw_help(f, app),
+        _ => {}
+    }
+}
+
+fn local(app: &App, t: DateTime<Utc>, fmt: &str) -> String {
+    t.with_timezone(&app.tz).format(fmt).to_string()
+}
+
+fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let t = app.t;
+    let d = &app.dispatcher;
+    let state = match d.running {
+        None => t.dispatcher_off,
+        Some(true) => t.dispatcher_running,
+        Some(false) => t.dispatcher_paused,
+    };
+    let mut right = format!("{}: {state}", t.dispatcher);
+    if let Some(q) = d.queue {
+        right.push_str(&format!(" · {} {q}", t.queue));
+    }
+    if let Some(e) = &d.last_error {
+        right.push_str(&format!(" · {}: {e}", t.last_error));
+    }
+    right.push_str(&format!(" · {}", local(app, app.now, "%d/%m %H:%M")));
+    let mut left = vec![
+        Span::styled(
+            format!(" {} ", t.app_title),
+            Style::new()
+                .fg(Color::Black)
+                .bg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!(" {} ({})", app.operator, t.role(app.role()))),
+    ];
+    if app.access.read_only {
+        left.push(Span::styled(
+            format!(" [{}]", t.read_only),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    let left_len: usize = left.iter().map(|s| s.content.chars().count()).sum();
+    let room = (area.width as usize).saturating_sub(left_len + 1);
+    let right: String = if right.chars().count() > room {
+        right.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+    } else {
+        right
+    };
+    let pad = (area.width as usize).saturating_sub(left_len + right.chars().count());
+    left.push(Span::raw(" ".repeat(pad)));
+    left.push(Span::styled(right, DIM));
+    f.render_widget(Paragraph::new(Line::from(left)), area);
+}
+
+fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let t = app.t;
+    let mut spans = Vec::new();
+    for (i, s) in Screen::tabs(app.role()).iter().enumerate() {
+        let style = if *s == app.screen || (app.back.first() == Some(s)) {
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        } else {
+            DIM
+        };
+        spans.push(Span::styled(format!(" {} {} ", i + 1, s.title(t)), style));
+    }
+    spans.push(Span::raw(" │ "));
+    spans.push(Span::styled(app.breadcrumbs(), HEAD));
+    if !app.filter.is_empty() {
+        spans.push(Span::styled(
+            format!("  [{}: {}]", t.filter, app.filter),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> String {
+    if total == 0 {
+        return String::new();
+    }
+    format!(" {} {}–{} / {total} ", app.t.page, offset + 1, offset as usize + shown)
+}
+
+fn state_style(state: &str) -> Style {
+    match state {
+        "uncertain" | "stuck" => Style::new().fg(Color::Yellow),
+        "review" | "reschedule" => Style::new().fg(Color::Magenta),
+        "failed" => Style::new().fg(Color::Red),
+        "delivered" | "read" => Style::new().fg(Color::Green),
+        "cancelled" => DIM,
+        _ => Style::new(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw_attention_like(
+    f: &mut Frame<'_>,
+    app: &App,
+    area: Rect,
+    rows: &[AttentionRow],
+    selected: usize,
+    total: i64,
+    offset: u32,
+    loaded: bool,
+) {
+    let t = app.t;
+    let title = if app.screen == Screen::Counter {
+        app.counter_query
+            .as_ref()
+            .map(|q| {
+                let what = q
+                    .reason
+                    .as_deref()
+                    .map(|r| t.reason(r))
+                    .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
+                format!(" {} {} · {} ", t.board_day, q.day, what)
+            })
+            .unwrap_or_default()
+    } else {
+        format!(" {} ", t.screen_attention)
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_bottom(page_info(app, offset, rows.len(), total));
+    if rows.is_empty() {
+        let msg = if loaded { t.empty_list } else { t.loading };
+        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
+        return;
+    }
+    let header = Row::new([
+        t.col_commitment,
+        t.col_time,
+        t.col_customer,
+        t.col_purpose,
+        t.col_state,
+        t.col_age,
+        t.col_evidence,
+    ])
+    .style(HEAD);
+    let body = rows.iter().map(|r| {
+        let when = r
+            .starts_at
+            .map(|s| local(app, s, "%d/%m %H:%M"))
+            .unwrap_or_else(|| t.detail_none.into());
+        let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
+        let purpose = if r.kind == RowKind::RescheduleRequest {
+            t.reschedule_request.to_string()
+        } else {
+            short_purpose(&r.purpose)
+        };
+        let evidence = match (&r.last_event, r.evidence_count) {
+            (_, 0) if r.kind == RowKind::Intention => {
+                format!("0 · {}", r.last_event.as_deref().unwrap_or(t.no_evidence))
+            }
+            (Some(e), n) => format!("{n} · {e}"),
+            (None, _) => String::new(),
+        };
+        Row::new([
+            Cell::from(r.commitment_ref.clone()),
+            Cell::from(when),
+            Cell::from(phone),
+            Cell::from(purpose),
+            Cell::from(t.state(&r.state).to_string()).style(state_style(&r.state)),
+            Cell::from(age(app.now, r.since)),
+            Cell::from(evidence),
+        ])
+    });
+    // Fixed columns keep their width (a masked phone must show its last
+    // digits even at 80 columns); the evidence column takes what is left.
+    let purpose_width = if area.width < 96 { 11 } else { 14 };
+    let widths = [
+        Constraint::Length(10),
+        Constraint::Length(11),
+        Constraint::Length(15),
+        Constraint::Length(purpose_width),
+        Constraint::Length(11),
+        Constraint::Length(6),
+        Constraint::Fill(1),
+    ];
+    let table = Table::new(body, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(SELECTED)
+        .column_spacing(1);
+    let mut state = TableState::default().with_selected(Some(selected));
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+/// `aviso-reserva` → `reserva`, `recordatorio-24h` → `24h`: the column
+/// header already says these are messages.
+fn short_purpose(p: &str) -> String {
+    match p.strip_prefix("recordatorio-") {
+        Some(offset) => format!("record. {offset}"),
+        None => p.strip_prefix("aviso-").unwrap_or(p).to_string(),
+    }
+}
+
+/// Whether the desk should call: soon, nothing delivered or read for the
+/// current version, not confirmed, not contacted.
+fn needs_call(app: &App, u: &UpcomingRow) -> bool {
+    let soon = u.starts_at.is_some_and(|s| s - app.now < Duration::hours(24));
+    let reached = u
+        .notifications
+        .iter()
+        .any(|n| n.version == u.version && matches!(n.state.as_str(), "delivered" | "read"));
+    u.kind == "appointment"
+        && u.status != "cancelled"
+        && soon
+        && !reached
+        && u.confirmed_at.is_none()
+        && u.manual_contact_at.is_none()
+}
+
+fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let t = app.t;
+    let r = &app.upcoming;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.screen_upcoming))
+        .title_bottom(page_info(app, r.offset, r.rows.len(), r.total));
+    if r.rows.is_empty() {
+        let msg = if r.loaded { t.empty_list } else { t.loading };
+        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
+        return;
+    }
+    let header = Row::new([
+        t.col_time,
+        t.col_commitment,
+        t.col_customer,
+        t.col_status,
+        t.col_notifications,
+    ])
+    .style(HEAD);
+    let rows = r.rows.iter().map(|u| {
+        let when = u
+            .starts_at
+            .map(|s| local(app, s, "%d/%m %H:%M"))
+            .unwrap_or_else(|| t.detail_none.into());
+        let status = if u.status == "cancelled" {
+            t.cancelled_appt
+        } else if u.manual_contact_at.is_some() {
+            t.manual_contact_done
+        } else if u.confirmed_at.is_some() {
+            t.confirmed
+        } else if u.kind == "appointment" {
+            t.scheduled
+        } else {
+            ""
+        };
+        let mut status = if u.kind == "order" {
+            u.status.clone()
+        } else {
+            status.to_string()
+        };
+        let call = needs_call(app, u);
+        if call {
+            status = format!("{status} · {}", t.needs_call);
+        }
+        if u.reschedule_requested_at.is_some() {
+            status = format!("{status} · {}", t.reschedule_request);
+        }
+        let notes = u
+            .notifications
+            .iter()
+            .filter(|n| n.version == u.version || n.is_resend || u.kind == "order")
+            .map(|n| {
+                let p = short_purpose(&n.purpose);
+                let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
+                format!("{}{p}:{}", if n.is_resend { "↻" } else { "" }, t.state(&n.state))
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let style = if call {
+            Style::new().fg(Color::Yellow)
+        } else {
+            Style::new()
+        };
+        Row::new([
+            Cell::from(when),
+            Cell::from(u.commitment_ref.clone()),
+            Cell::from(u.phone.as_deref().map(mask_phone).unwrap_or_default()),
+            Cell::from(status).style(style),
+            Cell::from(notes),
+        ])
+    });
+    let widths = [
+        Constraint::Length(11),
+        Constraint::Length(10),
+        Constraint::Length(15),
+        Constraint::Length(22),
+        Constraint::Fill(1),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(SELECTED);
+    let mut state = TableState::default().with_selected(Some(r.selected));
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let t = app.t;
+    let title = format!(" {} · {} {} ", t.screen_board, t.board_day, app.day.format("%Y-%m-%d"));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_bottom(format!(" {} ", t.board_hint));
+    let items = app.board_items();
+    if items.is_empty() {
+        f.render_widget(Paragraph::new(t.loading).style(DIM).block(block), area);
+        return;
+    }
+    let header = Row::new([t.col_counter, t.col_value]).style(HEAD);
+    let rows = items.iter().map(|i| {
+        let style = if i.query.is_some() { Style::new() } else { DIM };
+        Row::new([Cell::from(i.label.clone()), Cell::from(i.value.clone())]).style(style)
+    });
+    let table = Table::new(rows, [Constraint::Min(30), Constraint::Length(16)])
+        .header(header)
+        .block(block)
+        .row_highlight_style(SELECTED);
+    let mut state = TableState::default().with_selected(Some(app.board_selected));
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let line = match app.mode {
+        Mode::Filter => Line::from(format!("/{}▏", app.input)),
+        Mode::Command => Line::from(format!(":{}▏", app.input)),
+        _ => match &app.flash {
+            Some(fl) => {
+                let style = match fl.kind {
+                    FlashKind::Info => Style::new(),
+                    FlashKind::Success => Style::new().fg(Color::Green),
+                    FlashKind::Refused => Style::new().fg(Color::Yellow),
+                    FlashKind::Error => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+                };
+                Line::styled(fl.text.clone(), style)
+            }
+            None => Line::from(""),
+        },
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let mut spans = Vec::new();
+    for c in visible(app.screen, app.access).filter(|c| c.hint) {
+        spans.push(Span::styled(
+            format!("{} ", c.key_label()),
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        ));
+        spans.push(Span::styled(format!("{}  ", (c.label)(app.t)), DIM));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,171 @@
+//! The Detalle and Reproceso panels.
+
+use super::*;
+
+pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let t = app.t;
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.screen_detail));
+    let Some(d) = &app.detail else {
+        f.render_widget(Paragraph::new(t.loading).style(DIM).block(block), area);
+        return;
+    };
+    let i = &d.intention;
+    let none = || t.detail_none.to_string();
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    let state_line = format!(
+        "{}{}",
+        t.state(i.state.as_str()),
+        i.state_reason
+            .as_deref()
+            .map(|r| format!(" ({})", t.reason(r)))
+            .unwrap_or_default()
+    );
+    lines.push(Line::from(vec![
+        Span::styled(format!("#{} {}", i.id, i.key), HEAD),
+        Span::raw("  "),
+        Span::styled(state_line, state_style(i.state.as_str())),
+    ]));
+    lines.push(Line::from(format!(
+        "{} {} v{} · {} {} · {} {}",
+        t.col_commitment,
+        i.commitment_ref,
+        i.commitment_version,
+        t.detail_to,
+        mask_phone(&i.recipient),
+        t.detail_due,
+        local(app, i.due_at, "%d/%m %H:%M")
+    )));
+    if let Some(reason) = &i.reason {
+        lines.push(Line::from(format!(
+            "{}: {} · {} {} · {}",
+            t.form_responsible,
+            i.created_by,
+            t.detail_authorized,
+            i.authorized_by.clone().unwrap_or_else(none),
+            reason
+        )));
+    }
+    lines.push(Line::styled(t.detail_content, HEAD));
+    lines.push(Line::from(format!(
+        "  {}: {} [{}] {:?}",
+        t.detail_template, i.template, i.language, i.parameters
+    )));
+    lines.push(Line::from(format!("  {}: {}", t.detail_text, i.body)));
+    lines.push(Line::styled(t.detail_history, HEAD));
+    for h in &d.history {
+        let mut s = format!(
+            "  {} {} → {} {} ({})",
+            local(app, h.at, "%d/%m %H:%M:%S"),
+            h.from_state.as_deref().map(|s| t.state(s)).unwrap_or("·"),
+            t.state(&h.to_state),
+            h.signal,
+            h.cause
+        );
+        if !h.applied {
+            s.push_str(&format!(" {}", t.detail_recorded_only));
+        }
+        if let Some(e) = &h.evidence {
+            s.push_str(&format!(" [{e}]"));
+        }
+        if let Some(n) = &h.note {
+            s.push_str(&format!(" {n}"));
+        }
+        lines.push(Line::from(s).style(if h.applied { Style::new() } else { DIM }));
+    }
+    lines.push(Line::styled(t.detail_attempts, HEAD));
+    if d.attempts.is_empty() {
+        lines.push(Line::from(format!("  {}", t.detail_none)));
+    }
+    for a in &d.attempts {
+        lines.push(Line::from(format!(
+            "  {} {} {} http {} cmd {} msg {} {}",
+            a.n,
+            local(app, a.started_at, "%H:%M:%S"),
+            a.outcome,
+            a.http_status.map(|s| s.to_string()).unwrap_or_else(none),
+            a.command_id.clone().unwrap_or_else(none),
+            a.message_id.clone().unwrap_or_else(none),
+            a.error_detail.clone().unwrap_or_default()
+        )));
+    }
+    lines.push(Line::styled(t.detail_related, HEAD));
+    if d.related.is_empty() {
+        lines.push(Line::from(format!("  {}", t.detail_none)));
+    }
+    for r in &d.related {
+        lines.push(Line::from(format!(
+            "  #{} {} {} ({})",
+            r.id,
+            r.key,
+            t.state(&r.state),
+            r.relation
+        )));
+    }
+    let p = Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .scroll((app.detail_scroll, 0));
+    f.render_widget(p, area);
+}
+
+pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let t = app.t;
+    let v = &app.reprocess;
+    let [left, right] = Layout::horizontal([Constraint::Length(24), Constraint::Fill(1)]).areas(area);
+    let mut lines = vec![
+        Line::from(format!("{}: {}", t.reprocess_day, app.day.format("%Y-%m-%d"))),
+        Line::from(""),
+    ];
+    lines.push(Line::styled(t.reprocess_states, HEAD));
+    for (i, s) in IntentionState::ALL.iter().enumerate() {
+        let mark = if v.states.contains(s) { "[x]" } else { "[ ]" };
+        let line = Line::from(format!("{mark} {}", t.state(s.as_str())));
+        lines.push(if i == v.cursor { line.style(SELECTED) } else { line });
+    }
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.screen_reprocess));
+    f.render_widget(Paragraph::new(lines).block(block), left);
+
+    let (title, items) = match (&v.done, &v.plan) {
+        (Some(done), _) if done.day == app.day.format("%Y-%m-%d").to_string() => (t.screen_reprocess, &done.items),
+        (_, Some(plan)) => (t.reprocess_preview, plan),
+        _ => {
+            let msg = v.error.clone().unwrap_or_else(|| t.reprocess_unavailable.to_string());
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .title_bottom(format!(" {} ", t.reprocess_hint));
+            f.render_widget(
+                Paragraph::new(vec![Line::styled(msg, Style::new().fg(Color::Yellow))]).block(block),
+                right,
+            );
+            return;
+        }
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {title} · {} ", crate::tui::app::summary_text(items)))
+        .title_bottom(format!(" {} ", t.reprocess_hint));
+    let header = Row::new([t.col_commitment, t.col_state, t.col_action, t.col_why]).style(HEAD);
+    let rows = items.iter().map(|i| {
+        let state = match i.result {
+            Some(r) => format!("{} → {}", t.state(i.state.as_str()), t.state(r.as_str())),
+            None => t.state(i.state.as_str()).to_string(),
+        };
+        Row::new([
+            Cell::from(i.key.clone()),
+            Cell::from(state),
+            Cell::from(i.action.as_str()),
+            Cell::from(i.why.clone()),
+        ])
+    });
+    let widths = [
+        Constraint::Length(30),
+        Constraint::Length(12),
+        Constraint::Length(15),
+        Constraint::Fill(1),
+    ];
+    f.render_widget(Table::new(rows, widths).header(header).block(block), right);
+}

@@ -1,0 +1,342 @@
+//! The console's database worker: a plain thread that owns its own
+//! [`Store`] and answers typed [`Request`]s with [`Response`]s over
+//! channels, so the render loop never waits on SQLite (a write lock held by
+//! the dispatcher, a slow page at a million rows).
+//!
+//! [`handle`] is a plain function: tests call it directly and
+//! deterministically, the running console calls it from the thread.
+
+use std::sync::mpsc::{Receiver, Sender};
+use std::thread::JoinHandle;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::channel::{Channel, LookupOutcome};
+use crate::config::{Config, Role};
+use crate::dispatch::{Db, Settings, reprocess};
+use crate::domain::state::IntentionState;
+use crate::ops::{self, Actor, OpKind, OpReport, VerifyOutcome};
+use crate::planner::Planner;
+use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, Store, UpcomingRow};
+use crate::templates::Templates;
+
+/// An operator action, fully specified and confirmed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PendingOp {
+    Cancel {
+        intention_id: i64,
+    },
+    Verify {
+        intention_id: i64,
+        outcome: VerifyOutcome,
+    },
+    Resend {
+        intention_id: i64,
+    },
+    ManualContact {
+        commitment_id: i64,
+        intention_id: Option<i64>,
+    },
+    /// Reprocess one operating day by state (technicians).
+    Reprocess {
+        day: String,
+        states: Vec<IntentionState>,
+    },
+    /// Verify by asking the channel now.
+    VerifyChannel {
+        intention_id: i64,
+    },
+}
+
+impl PendingOp {
+    pub fn kind(&self) -> OpKind {
+        match self {
+            PendingOp::Cancel { .. } => OpKind::Cancel,
+            PendingOp::Verify { .. } => OpKind::Verify,
+            PendingOp::Resend { .. } => OpKind::AuthorizeResend,
+            PendingOp::ManualContact { .. } => OpKind::ManualContact,
+            PendingOp::Reprocess { .. } => OpKind::Reprocess,
+            PendingOp::VerifyChannel { .. } => OpKind::Verify,
+        }
+    }
+}
+
+/// What the UI asks of the database.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// Dry run of reprocessing a day (writes nothing).
+    ReprocessPlan {
+        day: String,
+        states: Vec<IntentionState>,
+    },
+    /// The real run, with the dispatcher's and reconciler's own code.
+    Reprocess {
+        day: String,
+        states: Vec<IntentionState>,
+        operator: String,
+        role: Role,
+        reason: String,
+    },
+    Attention(AttentionQuery),
+    Upcoming {
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        filter: Option<String>,
+        limit: u32,
+        offset: u32,
+    },
+    Board {
+        day: String,
+    },
+    Counter {
+        query: CounterQuery,
+        limit: u32,
+        offset: u32,
+    },
+    Detail {
+        id_or_key: String,
+    },
+    Status {
+        now: DateTime<Utc>,
+    },
+    Op {
+        op: PendingOp,
+        operator: String,
+        role: Role,
+        reason: String,
+        now: DateTime<Utc>,
+    },
+}
+
+/// The worker's answers; errors are already text for the flash line.
+#[derive(Debug, Clone)]
+pub enum Response {
+    ReprocessPlan(Result<Vec<reprocess::Item>, String>),
+    Reprocessed(Result<Box<reprocess::Report>, String>),
+    Attention(Result<Page<AttentionRow>, String>),
+    Upcoming(Result<Page<UpcomingRow>, String>),
+    Board(Result<Board, String>),
+    Counter(Result<Page<AttentionRow>, String>),
+    Detail(Result<Box<IntentionDetail>, String>),
+    Status {
+        queue: Option<i64>,
+        last_error: Option<String>,
+    },
+    Op(Result<OpReport, String>),
+}
+
+/// What the worker needs besides the store: the planner's inputs.
+pub struct WorkerCtx {
+    pub config: Config,
+    pub templates: Templates,
+    /// The ledger file and channel for reprocessing (which runs the
+    /// dispatcher's code on its own connection); `None` disables it.
+    pub reprocess: Option<ReprocessCtx>,
+}
+
+/// What reprocessing needs besides the request.
+pub struct ReprocessCtx {
+    pub db: std::path::PathBuf,
+    pub settings: Arc<Settings>,
+    /// `None`: only dry runs (no channel configured or reachable).
+    pub channel: Option<Arc<dyn Channel>>,
+}
+
+fn reprocess_request(
+    ctx: &WorkerCtx,
+    req: reprocess::Request,
+) -> Result<Result<Vec<reprocess::Item>, Box<reprocess::Report>>, String> {
+    // An empty error means "not available": the console says it in the
+    // operator's language.
+    let r = ctx.reprocess.as_ref().ok_or_else(String::new)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let db = Db::open(&r.db).map_err(|e| e.to_string())?;
+        if req.dry_run {
+            return reprocess::plan(&db, &r.settings, &req.day, &req.states)
+                .await
+                .map(Ok)
+                .map_err(|e| e.to_string());
+        }
+        let channel = r
+            .channel
+            .clone()
+            .ok_or_else(|| "no channel configured: only the dry run is possible".to_string())?;
+        reprocess::run(&db, &r.settings, &channel, &req)
+            .await
+            .map(|rep| Err(Box::new(rep)))
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// Answers one request.
+pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
+    let s = |e: crate::store::StoreError| e.to_string();
+    match req {
+        Request::ReprocessPlan { day, states } => {
+            let req = reprocess::Request {
+                day,
+                states,
+                dry_run: true,
+                operator: String::new(),
+                role: String::new(),
+                reason: String::new(),
+            };
+            Response::ReprocessPlan(reprocess_request(ctx, req).and_then(|r| r.map_err(|_| "unexpected report".into())))
+        }
+        Request::Reprocess {
+            day,
+            states,
+            operator,
+            role,
+            reason,
+        } => {
+            if !ops::allowed(role, OpKind::Reprocess) {
+                return Response::Reprocessed(Err(format!("role {} may not reprocess", role.as_str())));
+            }
+            let req = reprocess::Request {
+                day,
+                states,
+                dry_run: false,
+                operator,
+                role: role.as_str().into(),
+                reason,
+            };
+            Response::Reprocessed(reprocess_request(ctx, req).and_then(|r| match r {
+                Err(report) => Ok(report),
+                Ok(_) => Err("unexpected dry run".into()),
+            }))
+        }
+        Request::Attention(q) => Response::Attention(store.read(|tx| tx.attention(&q)).map_err(s)),
+        Request::Upcoming {
+            from,
+            to,
+            filter,
+            limit,
+            offset,
+        } => Response::Upcoming(
+            store
+                .read(|tx| tx.upcoming(from, to, filter.as_deref(), limit, offset))
+                .map_err(s),
+        ),
+        Request::Board { day } => Response::Board(store.read(|tx| tx.board(&day)).map_err(s)),
+        Request::Counter { query, limit, offset } => {
+            Response::Counter(store.read(|tx| tx.counter_rows(&query, limit, offset)).map_err(s))
+        }
+        Request::Detail { id_or_key } => Response::Detail(
+            store
+                .read(|tx| tx.intention_detail(&id_or_key))
+                .map(Box::new)
+                .map_err(s),
+        ),
+        Request::Status { now } => {
+            let since = now - chrono::Duration::minutes(5);
+            let read =
+                store.read(|tx| Ok::<_, crate::store::StoreError>((tx.due_queue(now)?, tx.last_attempt_error(since)?)));
+            match read {
+                Ok((queue, last_error)) => Response::Status {
+                    queue: Some(queue),
+                    last_error,
+                },
+                Err(_) => Response::Status {
+                    queue: None,
+                    last_error: None,
+                },
+            }
+        }
+        Request::Op {
+            op,
+            operator,
+            role,
+            reason,
+            now,
+        } => {
+            let actor = Actor { name: &operator, role };
+            let planner = Planner {
+                policy: &ctx.config.policy,
+                templates: &ctx.templates,
+                tz: ctx.config.tz(),
+            };
+            let tz = ctx.config.tz();
+            // A verification through the channel asks it first, outside any
+            // transaction (a slow channel must not hold the write lock).
+            let lookup = match &op {
+                PendingOp::VerifyChannel { intention_id } => match channel_lookup(store, ctx, *intention_id, now) {
+                    Ok(l) => l,
+                    Err(e) => return Response::Op(Err(e)),
+                },
+                _ => None,
+            };
+            let r = store.write(|tx| match op {
+                PendingOp::Cancel { intention_id } => ops::cancel(tx, &actor, intention_id, &reason, now),
+                PendingOp::Verify { intention_id, outcome } => {
+                    ops::verify_manual(tx, &actor, intention_id, outcome, &reason, now)
+                }
+                PendingOp::Resend { intention_id } => ops::authorize_resend(tx, &actor, intention_id, &reason, tz, now),
+                PendingOp::ManualContact {
+                    commitment_id,
+                    intention_id,
+                } => ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now),
+                PendingOp::VerifyChannel { intention_id } => {
+                    ops::verify_with_channel(tx, &actor, intention_id, lookup.as_ref(), &reason, now)
+                }
+                // The app sends reprocessing as its own request; never here.
+                PendingOp::Reprocess { .. } => Err(ops::OpsError::NotAllowed {
+                    role: role.as_str(),
+                    op: "reprocess",
+                }),
+            });
+            Response::Op(r.map_err(|e| e.to_string()))
+        }
+    }
+}
+
+/// Asks the channel where the intention's command is. `None` when the
+/// channel cannot be asked (no lookup capability).
+fn channel_lookup(
+    store: &mut Store,
+    ctx: &WorkerCtx,
+    intention_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<LookupOutcome>, String> {
+    let channel = ctx
+        .reprocess
+        .as_ref()
+        .and_then(|r| r.channel.clone())
+        .ok_or_else(|| "no channel configured".to_string())?;
+    if !channel.capabilities().command_lookup {
+        return Ok(None);
+    }
+    let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
+    let req = crate::dispatch::request::send_request(&row, None, now);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(Some(
+        rt.block_on(channel.lookup(&req, row.provider_command_id.as_deref())),
+    ))
+}
+
+/// Starts the worker thread. It stops when the request channel closes.
+pub fn spawn(
+    mut store: Store,
+    ctx: WorkerCtx,
+    rx: Receiver<Request>,
+    tx: Sender<Response>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("unavez-console-db".into())
+        .spawn(move || {
+            while let Ok(req) = rx.recv() {
+                if tx.send(handle(&mut store, &ctx, req)).is_err() {
+                    break;
+                }
+            }
+        })
+}

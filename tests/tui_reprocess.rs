@@ -1,0 +1,128 @@
+//! The Reproceso screen: states picked by a technician, the dry run from
+//! the dispatcher's own `reprocess::plan`, then the real run with a reason,
+//! recorded as an operator action.
+
+mod tui_support;
+
+use std::sync::Arc;
+
+use unavez::channel::Channel;
+use unavez::channel::motor::MotorChannel;
+use unavez::config::{MotorConfig, Role};
+use unavez::dispatch::Settings;
+use unavez::dispatch::reprocess::Action as Plan;
+use unavez::domain::state::IntentionState;
+use unavez::ops::OpKind;
+use unavez::store::IntentFilter;
+use unavez::tui::app::FlashKind;
+use unavez::tui::keys::{Action, Mode, Screen};
+use unavez::tui::worker::ReprocessCtx;
+
+use tui_support::{clinic, render};
+
+#[test]
+fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
+    let mut fx = clinic(40);
+    // Only failed and review intentions are picked below, which reprocessing
+    // leaves for a person: the channel is never called (nothing listens).
+    let motor = MotorConfig {
+        base_url: "http://127.0.0.1:9".into(),
+        ..MotorConfig::default()
+    };
+    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
+    fx.ctx.reprocess = Some(ReprocessCtx {
+        db: fx.db.clone(),
+        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
+        channel: Some(channel),
+    });
+    let mut app = fx.app("tecnico", Role::Technician);
+    fx.act(&mut app, Action::Goto(Screen::Reprocess));
+    assert_eq!(
+        app.reprocess.states,
+        vec![IntentionState::Planned, IntentionState::Uncertain]
+    );
+    assert!(app.reprocess.plan.is_some(), "{:?}", app.reprocess.error);
+
+    // Cursor on `planned`: untoggle it; `uncertain` (two down): untoggle;
+    // `failed` and `review`: toggle on.
+    fx.act(&mut app, Action::ToggleState);
+    fx.act(&mut app, Action::Down);
+    fx.act(&mut app, Action::Down);
+    fx.act(&mut app, Action::ToggleState);
+    for _ in 0..5 {
+        fx.act(&mut app, Action::Down);
+    }
+    fx.act(&mut app, Action::ToggleState);
+    fx.act(&mut app, Action::Down);
+    fx.act(&mut app, Action::ToggleState);
+    assert_eq!(
+        app.reprocess.states,
+        vec![IntentionState::Failed, IntentionState::Review]
+    );
+
+    let day = app.day.format("%Y-%m-%d").to_string();
+    let expected = fx
+        .store
+        .read(|tx| {
+            tx.list_intentions(&IntentFilter {
+                states: vec![IntentionState::Failed, IntentionState::Review],
+                day: Some(day.clone()),
+                ..Default::default()
+            })
+        })
+        .unwrap();
+    let plan = app.reprocess.plan.clone().unwrap();
+    assert_eq!(plan.len(), expected.len());
+    assert!(!plan.is_empty());
+    assert!(plan.iter().all(|i| i.action == Plan::StayForPerson));
+    insta::assert_snapshot!("reprocess_dry_run", render(&app, 100, 30));
+    // The dry run wrote nothing.
+    assert!(fx.store.read(|tx| tx.operator_actions(10)).unwrap().is_empty());
+
+    fx.act(&mut app, Action::Op(OpKind::Reprocess));
+    assert_eq!(app.mode, Mode::Form);
+    fx.act(&mut app, Action::Submit);
+    assert_eq!(app.mode, Mode::Form, "a reason is required");
+    fx.type_text(&mut app, "caída del motor 09:10-09:40");
+    fx.act(&mut app, Action::Submit);
+    assert_eq!(app.mode, Mode::Confirm);
+    let scope = app.confirm.as_ref().unwrap().scope.clone();
+    assert!(scope.contains(&day) && scope.contains("stay_for_person"), "{scope}");
+    fx.act(&mut app, Action::Confirm);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
+    let actions = fx.store.read(|tx| tx.operator_actions(10)).unwrap();
+    assert_eq!(actions.len(), 1);
+    let a = &actions[0];
+    assert_eq!(
+        (
+            a.operator.as_str(),
+            a.role.as_str(),
+            a.action.as_str(),
+            a.reason.as_str()
+        ),
+        ("tecnico", "technician", "reprocess", "caída del motor 09:10-09:40")
+    );
+    // Nothing changed state: failed and review stay for a person.
+    let after = fx
+        .store
+        .read(|tx| {
+            tx.list_intentions(&IntentFilter {
+                states: vec![IntentionState::Failed, IntentionState::Review],
+                day: Some(day.clone()),
+                ..Default::default()
+            })
+        })
+        .unwrap();
+    assert_eq!(after.len(), expected.len());
+}
+
+#[test]
+fn without_a_reprocess_context_the_screen_says_so() {
+    let mut fx = clinic(10);
+    let mut app = fx.app("tecnico", Role::Technician);
+    fx.act(&mut app, Action::Goto(Screen::Reprocess));
+    assert!(app.reprocess.plan.is_none());
+    fx.act(&mut app, Action::Op(OpKind::Reprocess));
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
+}

@@ -1,0 +1,98 @@
+//! Every screen rendered with `TestBackend` at a fixed size from a seeded
+//! clinic and a fixed clock, compared with committed `insta` snapshots.
+
+mod tui_support;
+
+use unavez::config::{Language, Role};
+use unavez::tui::keys::{Action, Screen};
+
+use tui_support::{clinic, render};
+
+const W: u16 = 100;
+const H: u16 = 30;
+
+fn loaded(role: Role, operator: &str) -> (tui_support::Fixture, unavez::tui::app::App) {
+    let mut fx = clinic(60);
+    let mut app = fx.app(operator, role);
+    let reqs = app.load();
+    fx.run(&mut app, reqs);
+    (fx, app)
+}
+
+#[test]
+fn attention() {
+    let (_fx, app) = loaded(Role::FrontDesk, "recepcion");
+    insta::assert_snapshot!("attention", render(&app, W, H));
+}
+
+#[test]
+fn attention_at_80x24() {
+    let (_fx, app) = loaded(Role::Supervisor, "supervisora");
+    insta::assert_snapshot!("attention_80x24", render(&app, 80, 24));
+}
+
+#[test]
+fn attention_in_english() {
+    let mut fx = clinic(60);
+    fx.ctx.config.language = Language::En;
+    let mut app = fx.app("supervisora", Role::Supervisor);
+    let reqs = app.load();
+    fx.run(&mut app, reqs);
+    insta::assert_snapshot!("attention_en", render(&app, W, H));
+}
+
+#[test]
+fn upcoming() {
+    let (mut fx, mut app) = loaded(Role::FrontDesk, "recepcion");
+    fx.act(&mut app, Action::Goto(Screen::Upcoming));
+    insta::assert_snapshot!("upcoming", render(&app, W, H));
+}
+
+#[test]
+fn board_and_its_drill_down() {
+    let (mut fx, mut app) = loaded(Role::Supervisor, "supervisora");
+    fx.act(&mut app, Action::Goto(Screen::Board));
+    insta::assert_snapshot!("board", render(&app, W, H));
+    // Second counter: uncertain.
+    fx.act(&mut app, Action::Down);
+    fx.act(&mut app, Action::Open);
+    assert_eq!(app.screen, Screen::Counter);
+    insta::assert_snapshot!("board_counter", render(&app, W, H));
+}
+
+#[test]
+fn detail() {
+    let (mut fx, mut app) = loaded(Role::Supervisor, "supervisora");
+    fx.act(&mut app, Action::Open);
+    assert_eq!(app.screen, Screen::Detail);
+    insta::assert_snapshot!("detail", render(&app, W, H));
+}
+
+#[test]
+fn reprocess_for_technicians() {
+    let (mut fx, mut app) = loaded(Role::Technician, "tecnico");
+    fx.act(&mut app, Action::Goto(Screen::Reprocess));
+    insta::assert_snapshot!("reprocess", render(&app, W, H));
+}
+
+#[test]
+fn help_form_and_confirmation_overlays() {
+    let (mut fx, mut app) = loaded(Role::Supervisor, "supervisora");
+    fx.act(&mut app, Action::Help);
+    insta::assert_snapshot!("help_supervisor", render(&app, W, H));
+    fx.act(&mut app, Action::Back);
+    fx.act(&mut app, Action::Op(unavez::ops::OpKind::Verify));
+    fx.type_text(&mut app, "llamé a la paciente");
+    insta::assert_snapshot!("form_verify", render(&app, W, H));
+    fx.act(&mut app, Action::Submit);
+    insta::assert_snapshot!("confirm_verify", render(&app, W, H));
+}
+
+#[test]
+fn front_desk_help_hides_what_it_may_not_do() {
+    let (mut fx, mut app) = loaded(Role::FrontDesk, "recepcion");
+    fx.act(&mut app, Action::Help);
+    let screen = render(&app, W, H);
+    assert!(!screen.contains("autorizar reenvío"), "{screen}");
+    insta::assert_snapshot!("help_front_desk", screen);
+}

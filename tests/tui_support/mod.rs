@@ -1,0 +1,119 @@
+//! Shared fixture for the console tests: a seeded demo clinic at a fixed
+//! clock, and helpers to drive `App` synchronously through the worker.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, TimeZone, Utc};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use unavez::config::{Config, Role};
+use unavez::demo::{self, DemoOptions};
+use unavez::planner::Planner;
+use unavez::store::Store;
+use unavez::templates::Templates;
+use unavez::tui::app::App;
+use unavez::tui::keys::{Access, Action};
+use unavez::tui::worker::{Request, WorkerCtx, handle};
+
+/// 08:00 in Lima on a Tuesday: the desk opens.
+pub fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 12, 1, 13, 0, 0).unwrap()
+}
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+    pub store: Store,
+    pub ctx: WorkerCtx,
+}
+
+/// A clinic of `appointments` appointments with showcase outcomes.
+pub fn clinic(appointments: usize) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("console.db");
+    let mut store = Store::open(&db).unwrap();
+    let config = Config::default();
+    let templates = Templates::embedded();
+    {
+        let planner = Planner {
+            policy: &config.policy,
+            templates: &templates,
+            tz: config.tz(),
+        };
+        demo::seed_clinic(&mut store, &planner, now(), DemoOptions { appointments, seed: 7 }).unwrap();
+    }
+    demo::showcase_outcomes(&mut store, now()).unwrap();
+    // A customer replied REPROGRAMAR: the request lands in Atención.
+    store
+        .write(|tx| match tx.commitment("cita-1012")? {
+            Some(c) => tx.request_reschedule(
+                c.id,
+                "REPROGRAMAR",
+                "fixture-inbound-1",
+                now() - chrono::Duration::minutes(10),
+            ),
+            None => Ok(()),
+        })
+        .unwrap();
+    Fixture {
+        dir,
+        db,
+        store,
+        ctx: WorkerCtx {
+            config,
+            templates,
+            reprocess: None,
+        },
+    }
+}
+
+impl Fixture {
+    pub fn app(&self, operator: &str, role: Role) -> App {
+        App::new(
+            unavez::i18n::strings(self.ctx.config.language),
+            operator,
+            Access { role, read_only: false },
+            self.ctx.config.tz(),
+            now(),
+        )
+    }
+
+    /// Runs requests (and the requests their answers call for) to the end.
+    pub fn run(&mut self, app: &mut App, reqs: Vec<Request>) {
+        let mut queue: std::collections::VecDeque<Request> = reqs.into();
+        while let Some(r) = queue.pop_front() {
+            let resp = handle(&mut self.store, &self.ctx, r);
+            queue.extend(app.on_response(resp));
+        }
+    }
+
+    /// Applies an action and runs what it asks of the database.
+    pub fn act(&mut self, app: &mut App, a: Action) {
+        let reqs = app.on_action(a);
+        self.run(app, reqs);
+    }
+
+    pub fn type_text(&mut self, app: &mut App, text: &str) {
+        for c in text.chars() {
+            self.act(app, Action::Input(c));
+        }
+    }
+}
+
+/// Renders the app at a fixed size and returns the screen as text.
+pub fn render(app: &App, width: u16, height: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(width, height)).unwrap();
+    term.draw(|f| unavez::tui::view::draw(f, app)).unwrap();
+    let buf = term.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut line = String::new();
+        for x in 0..buf.area.width {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

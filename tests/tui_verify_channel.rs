@@ -1,0 +1,140 @@
+//! Verification through the channel: the console asks the engine simulator
+//! (real HTTP on loopback) where an uncertain intention's command is, and
+//! records the answer as evidence, or explains why it cannot.
+
+mod tui_support;
+
+use std::sync::Arc;
+
+use unavez::channel::Channel;
+use unavez::channel::motor::MotorChannel;
+use unavez::config::{MotorConfig, Role};
+use unavez::dispatch::Settings;
+use unavez::dispatch::request::send_request;
+use unavez::domain::state::IntentionState;
+use unavez::ops::OpKind;
+use unavez::sim::{self, SimOptions};
+use unavez::store::IntentFilter;
+use unavez::tui::app::FlashKind;
+use unavez::tui::keys::{Action, Mode};
+use unavez::tui::worker::ReprocessCtx;
+
+use tui_support::{Fixture, clinic};
+
+fn uncertain(fx: &mut Fixture) -> Vec<i64> {
+    fx.store
+        .read(|tx| {
+            tx.list_intentions(&IntentFilter {
+                states: vec![IntentionState::Uncertain],
+                limit: 10,
+                ..Default::default()
+            })
+        })
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect()
+}
+
+fn verify_with_channel(fx: &mut Fixture, app: &mut unavez::tui::app::App, id: i64) {
+    fx.act(app, Action::OpenCommand);
+    fx.type_text(app, &format!("detalle {id}"));
+    fx.act(app, Action::Submit);
+    fx.act(app, Action::Op(OpKind::Verify));
+    assert_eq!(app.mode, Mode::Form);
+    // received → not received → channel
+    fx.act(app, Action::NextField);
+    fx.act(app, Action::NextField);
+    fx.type_text(app, "consulta al motor");
+    fx.act(app, Action::Submit);
+    assert!(app.confirm.as_ref().unwrap().scope.contains("conciliar con el canal"));
+    fx.act(app, Action::Confirm);
+}
+
+#[test]
+fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
+    let motor = MotorConfig {
+        base_url: engine.base_url(),
+        ..MotorConfig::default()
+    };
+    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
+
+    let mut fx = clinic(40);
+    fx.ctx.reprocess = Some(ReprocessCtx {
+        db: fx.db.clone(),
+        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
+        channel: Some(channel.clone()),
+    });
+    let ids = uncertain(&mut fx);
+    let (sent_id, never_sent_id) = (ids[0], ids[1]);
+    // The engine did receive the first one (the response was what got lost).
+    let row = fx.store.read(|tx| tx.intention(sent_id)).unwrap();
+    let out = rt.block_on(channel.send(&send_request(&row, None, tui_support::now())));
+    assert!(matches!(out, unavez::channel::SendOutcome::Accepted { .. }), "{out:?}");
+
+    let mut app = fx.app("recepcion", Role::FrontDesk);
+    app.channel_verify = true;
+    verify_with_channel(&mut fx, &mut app, sent_id);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
+    let after = fx.store.read(|tx| tx.intention(sent_id)).unwrap();
+    assert!(after.state.has_channel_evidence(), "{:?}", after.state);
+    let h = fx.store.read(|tx| tx.history(sent_id)).unwrap();
+    let last = h.iter().rev().find(|h| h.cause == "operator").unwrap();
+    assert!(
+        last.evidence.as_deref().unwrap().starts_with("channel_lookup:"),
+        "{last:?}"
+    );
+
+    // The second never reached the engine: on an idempotent channel the
+    // lookup repeats the request with the same key, so the engine takes it
+    // now — once — and reports it.
+    verify_with_channel(&mut fx, &mut app, never_sent_id);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
+    assert!(
+        fx.store
+            .read(|tx| tx.intention(never_sent_id))
+            .unwrap()
+            .state
+            .has_channel_evidence()
+    );
+    assert_eq!(engine.stats().created, 2, "one command per intention, never two");
+    let actions = fx.store.read(|tx| tx.operator_actions(10)).unwrap();
+    assert_eq!(actions.len(), 2);
+    assert!(
+        actions
+            .iter()
+            .all(|a| a.action == "verify" && a.reason == "consulta al motor")
+    );
+    rt.block_on(engine.shutdown());
+}
+
+#[test]
+fn an_unreachable_channel_is_explained_and_changes_nothing() {
+    let motor = MotorConfig {
+        base_url: "http://127.0.0.1:9".into(),
+        connect_timeout_ms: 500,
+        ..MotorConfig::default()
+    };
+    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
+    let mut fx = clinic(40);
+    fx.ctx.reprocess = Some(ReprocessCtx {
+        db: fx.db.clone(),
+        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
+        channel: Some(channel),
+    });
+    let id = uncertain(&mut fx)[0];
+    let mut app = fx.app("recepcion", Role::FrontDesk);
+    app.channel_verify = true;
+    verify_with_channel(&mut fx, &mut app, id);
+    let flash = app.flash.clone().unwrap();
+    assert_eq!(flash.kind, FlashKind::Refused, "{flash:?}");
+    assert!(flash.text.contains("no se pudo consultar al canal"), "{}", flash.text);
+    assert_eq!(
+        fx.store.read(|tx| tx.intention(id)).unwrap().state,
+        IntentionState::Uncertain
+    );
+    let a = &fx.store.read(|tx| tx.operator_actions(10)).unwrap()[0];
+    assert_eq!((a.action.as_str(), a.result.as_str()), ("verify", "refused"));
+}
