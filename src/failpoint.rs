@@ -75,11 +75,19 @@ pub fn parse(spec: &str) -> Result<Vec<(String, u64, Action, u64)>, String> {
 fn points() -> &'static [Point] {
     static POINTS: OnceLock<Vec<Point>> = OnceLock::new();
     POINTS.get_or_init(|| {
-        let Ok(spec) = std::env::var(ENV) else { return Vec::new() };
+        let Ok(spec) = std::env::var(ENV) else {
+            return Vec::new();
+        };
         match parse(&spec) {
             Ok(v) => v
                 .into_iter()
-                .map(|(name, at, action, times)| Point { name, at, times, action, hits: AtomicU64::new(0) })
+                .map(|(name, at, action, times)| Point {
+                    name,
+                    at,
+                    times,
+                    action,
+                    hits: AtomicU64::new(0),
+                })
                 .collect(),
             Err(e) => {
                 // A crash test with a typo must not pass by testing nothing.
@@ -136,7 +144,15 @@ mod tests {
 
     #[test]
     fn rejects_malformed_entries() {
-        for bad in ["after_claim", "after_claim:x", "after_claim:0", ":3", "a:1:explode", "a:1:error:x", "a:1:b:2:3"] {
+        for bad in [
+            "after_claim",
+            "after_claim:x",
+            "after_claim:0",
+            ":3",
+            "a:1:explode",
+            "a:1:error:x",
+            "a:1:b:2:3",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }

@@ -97,7 +97,11 @@ impl Verdict {
 
 /// Runs the checker.
 pub fn check(input: &Inputs<'_>) -> Verdict {
-    let mut v = Verdict { intentions: input.intentions.len(), messages_sent: input.sent.len(), ..Default::default() };
+    let mut v = Verdict {
+        intentions: input.intentions.len(),
+        messages_sent: input.sent.len(),
+        ..Default::default()
+    };
 
     // Messages per key, in log order, distinct by engine message id.
     let mut by_key: HashMap<&str, Vec<&SentMessage>> = HashMap::new();
@@ -111,7 +115,11 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
         if msgs.len() > 1 {
             v.duplicated += msgs.len() - 1;
             let ids: Vec<&str> = msgs.iter().map(|m| m.message_id.as_str()).collect();
-            v.example(format!("duplicated: {key} sent {} times ({})", msgs.len(), ids.join(", ")));
+            v.example(format!(
+                "duplicated: {key} sent {} times ({})",
+                msgs.len(),
+                ids.join(", ")
+            ));
         }
     }
     let mut corr: HashMap<&str, &str> = HashMap::new();
@@ -133,10 +141,18 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
     // The first history id at which each commitment reached each version.
     let mut marks: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     for m in input.marks {
-        marks.entry(m.commitment_id).or_default().push((m.version, m.first_history_id));
+        marks
+            .entry(m.commitment_id)
+            .or_default()
+            .push((m.version, m.first_history_id));
     }
     let superseded_at = |i: &CheckedIntention| -> Option<i64> {
-        marks.get(&i.commitment_id)?.iter().filter(|(ver, _)| *ver > i.version).map(|(_, h)| *h).min()
+        marks
+            .get(&i.commitment_id)?
+            .iter()
+            .filter(|(ver, _)| *ver > i.version)
+            .map(|(_, h)| *h)
+            .min()
     };
 
     let mut known: HashMap<&str, ()> = HashMap::new();
@@ -149,7 +165,10 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
             match (i.first_claim, superseded_at(i)) {
                 (None, _) => {
                     v.wrongly_sent += 1;
-                    v.example(format!("wrongly sent: {} (#{}) went out but was never claimed", i.key, i.id));
+                    v.example(format!(
+                        "wrongly sent: {} (#{}) went out but was never claimed",
+                        i.key, i.id
+                    ));
                 }
                 (Some(c), Some(s)) if c > s => {
                     v.wrongly_sent += 1;
@@ -163,14 +182,20 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
             }
             if matches!(i.state.as_str(), "failed" | "cancelled") {
                 v.contradicted += 1;
-                v.example(format!("contradicted: {} (#{}) is {} but the engine sent it", i.key, i.id, i.state));
+                v.example(format!(
+                    "contradicted: {} (#{}) is {} but the engine sent it",
+                    i.key, i.id, i.state
+                ));
             }
         }
         match i.state.as_str() {
             "uncertain" => v.uncertain_unresolved += 1,
             _ if evidence && !sent => {
                 v.lost += 1;
-                v.example(format!("lost: {} (#{}) is {} but the engine never sent it", i.key, i.id, i.state));
+                v.example(format!(
+                    "lost: {} (#{}) is {} but the engine never sent it",
+                    i.key, i.id, i.state
+                ));
             }
             "planned" | "dispatching" if !sent => {
                 let due = i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms);
@@ -185,7 +210,10 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
     for m in input.sent {
         if !known.contains_key(m.key.as_str()) {
             v.wrongly_sent += 1;
-            v.example(format!("wrongly sent: {} ({}) is not an intention in the ledger", m.key, m.message_id));
+            v.example(format!(
+                "wrongly sent: {} ({}) is not an intention in the ledger",
+                m.key, m.message_id
+            ));
         }
     }
 
@@ -194,7 +222,8 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
         v.lost += 1;
         v.example(format!("lost: booking event {e} is not in the ledger"));
     }
-    let stored: HashMap<&str, &CheckedCommitment> = input.commitments.iter().map(|c| (c.reference.as_str(), c)).collect();
+    let stored: HashMap<&str, &CheckedCommitment> =
+        input.commitments.iter().map(|c| (c.reference.as_str(), c)).collect();
     for e in input.expected {
         match stored.get(e.reference.as_str()) {
             None => {
@@ -236,7 +265,11 @@ mod tests {
     }
 
     fn msg(key: &str, id: &str) -> SentMessage {
-        SentMessage { key: key.into(), message_id: id.into(), correlation_id: None }
+        SentMessage {
+            key: key.into(),
+            message_id: id.into(),
+            correlation_id: None,
+        }
     }
 
     fn run(intentions: &[CheckedIntention], marks: &[VersionMark], sent: &[SentMessage]) -> Verdict {
@@ -253,7 +286,11 @@ mod tests {
 
     #[test]
     fn a_clean_history_passes() {
-        let v = run(&[intent(1, "a:v1", 1, 1, "accepted", Some(10))], &[], &[msg("a:v1", "m1")]);
+        let v = run(
+            &[intent(1, "a:v1", 1, 1, "accepted", Some(10))],
+            &[],
+            &[msg("a:v1", "m1")],
+        );
         assert!(!v.failed(), "{v:?}");
         assert_eq!((v.intentions, v.messages_sent), (1, 1));
     }
@@ -269,7 +306,10 @@ mod tests {
 
     #[test]
     fn one_correlation_under_two_keys_is_duplicated() {
-        let i = [intent(1, "a", 1, 1, "accepted", Some(10)), intent(2, "b", 2, 1, "accepted", Some(11))];
+        let i = [
+            intent(1, "a", 1, 1, "accepted", Some(10)),
+            intent(2, "b", 2, 1, "accepted", Some(11)),
+        ];
         let mut a = msg("a", "m1");
         a.correlation_id = Some("c".into());
         let mut b = msg("b", "m2");
@@ -287,7 +327,11 @@ mod tests {
         later.due_at_ms = 5_000;
         assert_eq!(run(&[later], &[], &[]).lost, 0, "not due yet is not lost");
         for explained in ["cancelled", "failed", "review"] {
-            assert_eq!(run(&[intent(1, "a", 1, 1, explained, None)], &[], &[]).lost, 0, "{explained}");
+            assert_eq!(
+                run(&[intent(1, "a", 1, 1, explained, None)], &[], &[]).lost,
+                0,
+                "{explained}"
+            );
         }
     }
 
@@ -301,8 +345,16 @@ mod tests {
     #[test]
     fn claimed_after_the_commitment_moved_on_is_wrongly_sent() {
         let marks = [
-            VersionMark { commitment_id: 1, version: 1, first_history_id: 1 },
-            VersionMark { commitment_id: 1, version: 2, first_history_id: 20 },
+            VersionMark {
+                commitment_id: 1,
+                version: 1,
+                first_history_id: 1,
+            },
+            VersionMark {
+                commitment_id: 1,
+                version: 2,
+                first_history_id: 20,
+            },
         ];
         let late = [intent(1, "a:v1", 1, 1, "accepted", Some(25))];
         let v = run(&late, &marks, &[msg("a:v1", "m1")]);
@@ -322,10 +374,22 @@ mod tests {
 
     #[test]
     fn the_model_catches_lost_events_and_versions() {
-        let commitments = [CheckedCommitment { reference: "cita-1".into(), version: 1, status: "scheduled".into() }];
+        let commitments = [CheckedCommitment {
+            reference: "cita-1".into(),
+            version: 1,
+            status: "scheduled".into(),
+        }];
         let expected = [
-            Expected { reference: "cita-1".into(), version: 2, status: "scheduled".into() },
-            Expected { reference: "cita-2".into(), version: 1, status: "scheduled".into() },
+            Expected {
+                reference: "cita-1".into(),
+                version: 2,
+                status: "scheduled".into(),
+            },
+            Expected {
+                reference: "cita-2".into(),
+                version: 1,
+                status: "scheduled".into(),
+            },
         ];
         let v = check(&Inputs {
             intentions: &[],

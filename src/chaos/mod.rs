@@ -79,13 +79,24 @@ impl Report {
         let s = &self.stats;
         let v = &self.verdict;
         let mut out = String::new();
-        let fired: Vec<String> = s.failpoints_fired.iter().map(|(k, ok)| format!("{k}={}", yes(*ok))).collect();
-        let survived: Vec<String> = s.store_faults_survived.iter().map(|(k, ok)| format!("{k}={}", yes(*ok))).collect();
+        let fired: Vec<String> = s
+            .failpoints_fired
+            .iter()
+            .map(|(k, ok)| format!("{k}={}", yes(*ok)))
+            .collect();
+        let survived: Vec<String> = s
+            .store_faults_survived
+            .iter()
+            .map(|(k, ok)| format!("{k}={}", yes(*ok)))
+            .collect();
         out.push_str(&format!(
             "chaos: plan {} · {} waves · {} events imported · {} random SIGKILLs · {} simulator restarts · {} write-lock holds\n",
             s.plan_fingerprint, s.waves, s.events_imported, s.random_kills, s.sim_restarts, s.lock_holds
         ));
-        out.push_str(&format!("failpoints (dispatcher aborted at the step): {}\n", fired.join(" ")));
+        out.push_str(&format!(
+            "failpoints (dispatcher aborted at the step): {}\n",
+            fired.join(" ")
+        ));
         out.push_str(&format!("store faults (dispatcher survived): {}\n", survived.join(" ")));
         out.push_str(&format!(
             "settled: {} in {:.1} s · total {:.1} s · files in {}\n",
@@ -102,7 +113,10 @@ impl Report {
         out.push_str(&format!("lost                       {}\n", v.lost));
         out.push_str(&format!("wrongly sent               {}\n", v.wrongly_sent));
         out.push_str(&format!("uncertain left unresolved  {}\n", v.uncertain_unresolved));
-        out.push_str(&format!("in flight across a change  {} (claimed before the change; recorded)\n", v.in_flight_across_change));
+        out.push_str(&format!(
+            "in flight across a change  {} (claimed before the change; recorded)\n",
+            v.in_flight_across_change
+        ));
         out.push_str(&format!("ledger contradicts engine  {}\n", v.contradicted));
         out.push_str(&format!("PRAGMA integrity_check     {}\n", self.integrity));
         if !v.examples.is_empty() {
@@ -111,7 +125,11 @@ impl Report {
                 out.push_str(&format!("  {e}\n"));
             }
         }
-        out.push_str(if self.failed() { "\nRESULT: FAIL\n" } else { "\nRESULT: PASS\n" });
+        out.push_str(if self.failed() {
+            "\nRESULT: FAIL\n"
+        } else {
+            "\nRESULT: PASS\n"
+        });
         out
     }
 }
@@ -173,7 +191,11 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     let t0 = Instant::now();
     std::fs::create_dir_all(dir).map_err(|e| ChaosError::Io(format!("creating {}: {e}", dir.display())))?;
     let plan = Plan::new(opts);
-    let mut stats = RunStats { plan_fingerprint: plan.fingerprint(), waves: plan.waves.len(), ..Default::default() };
+    let mut stats = RunStats {
+        plan_fingerprint: plan.fingerprint(),
+        waves: plan.waves.len(),
+        ..Default::default()
+    };
     let db = dir.join("ledger.db");
     let server_port = procs::free_port()?;
     // The engine's webhooks go to a server run by the harness itself (the
@@ -182,7 +204,12 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     let hook_port = procs::free_port()?;
     let webhook = format!("http://127.0.0.1:{hook_port}/webhooks/motor");
     let config = dir.join("unavez.toml");
-    let env0 = Env { bin: bin.to_path_buf(), dir: dir.to_path_buf(), config: config.clone(), db: db.clone() };
+    let env0 = Env {
+        bin: bin.to_path_buf(),
+        dir: dir.to_path_buf(),
+        config: config.clone(),
+        db: db.clone(),
+    };
     // The simulator first (its port goes into the configuration).
     write(&config, &config_text(&db, 0, server_port))?;
     let (mut sim, sim_port) = env0.start_sim(0, plan.sim_seed, &plan.sim_faults, &webhook)?;
@@ -262,12 +289,15 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
         // everything the engine accepted has gone out (its queue drained).
         let gone_out: std::collections::HashSet<String> =
             read_sent(&dir.join("sent.jsonl"))?.into_iter().map(|m| m.key).collect();
-        let unsettled = store.read(|tx| tx.chaos_intentions())?.iter().any(|i| match i.state.as_str() {
-            "dispatching" | "uncertain" => true,
-            "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now,
-            "accepted" => !gone_out.contains(&i.key),
-            _ => false,
-        });
+        let unsettled = store
+            .read(|tx| tx.chaos_intentions())?
+            .iter()
+            .any(|i| match i.state.as_str() {
+                "dispatching" | "uncertain" => true,
+                "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now,
+                "accepted" => !gone_out.contains(&i.key),
+                _ => false,
+            });
         if !unsettled {
             stats.settled = true;
             break;
@@ -284,7 +314,12 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     let verdict = check_run(&mut store, &plan, &dir.join("sent.jsonl"))?;
     let integrity = store.integrity_check()?;
     stats.seconds = t0.elapsed().as_secs_f64();
-    Ok(Report { stats, verdict, integrity, dir: dir.to_path_buf() })
+    Ok(Report {
+        stats,
+        verdict,
+        integrity,
+        dir: dir.to_path_buf(),
+    })
 }
 
 /// The webhook server of the run (engine events → ledger).
@@ -317,7 +352,11 @@ impl Hooks {
             })
         });
         let handle = handle.map_err(|e| ChaosError::Io(format!("starting the webhook server: {e}")))?;
-        Ok(Hooks { rt, stop: Some(tx), handle: Some(handle) })
+        Ok(Hooks {
+            rt,
+            stop: Some(tx),
+            handle: Some(handle),
+        })
     }
 
     fn stop(mut self) {
@@ -325,7 +364,9 @@ impl Hooks {
             let _ = tx.send(());
         }
         if let Some(h) = self.handle.take() {
-            let _ = self.rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), h.wait()).await });
+            let _ = self
+                .rt
+                .block_on(async { tokio::time::timeout(Duration::from_secs(5), h.wait()).await });
         }
     }
 }
@@ -360,11 +401,21 @@ pub fn read_sent(path: &Path) -> Result<Vec<SentMessage>, ChaosError> {
             reason: e.to_string(),
         })?;
         let field = |name: &str| v.get(name).and_then(|x| x.as_str()).map(str::to_string);
-        let (Some(key), Some(message_id)) = (field("key"), field("provider_message_id").or_else(|| field("command_id")))
-        else {
-            return Err(ChaosError::Log { path: path.to_path_buf(), line: n + 1, reason: "no key or message id".into() });
+        let (Some(key), Some(message_id)) = (
+            field("key"),
+            field("provider_message_id").or_else(|| field("command_id")),
+        ) else {
+            return Err(ChaosError::Log {
+                path: path.to_path_buf(),
+                line: n + 1,
+                reason: "no key or message id".into(),
+            });
         };
-        out.push(SentMessage { key, message_id, correlation_id: field("correlation_id") });
+        out.push(SentMessage {
+            key,
+            message_id,
+            correlation_id: field("correlation_id"),
+        });
     }
     Ok(out)
 }
@@ -379,7 +430,12 @@ pub fn check_run(store: &mut Store, plan: &Plan, sent_log: &Path) -> Result<Verd
                 missing.push(e.clone());
             }
         }
-        Ok::<_, StoreError>((tx.chaos_intentions()?, tx.chaos_version_marks()?, tx.chaos_commitments()?, missing))
+        Ok::<_, StoreError>((
+            tx.chaos_intentions()?,
+            tx.chaos_version_marks()?,
+            tx.chaos_commitments()?,
+            missing,
+        ))
     })?;
     Ok(check::check(&Inputs {
         intentions: &intentions,

@@ -148,7 +148,12 @@ impl Plan {
                     starts_in_min: Some(starts),
                     phone: Some(format!("+5197{:07}", n)),
                 });
-                appts.push(Appt { reference, version: 1, cancelled: false, starts_in_min: starts });
+                appts.push(Appt {
+                    reference,
+                    version: 1,
+                    cancelled: false,
+                    starts_in_min: starts,
+                });
                 booked += 1;
             }
             // Changes pick from everything booked so far, including this
@@ -188,7 +193,11 @@ impl Plan {
             }
             // Booking systems repeat themselves: re-deliver a few events
             // already imported (same event id: must change nothing).
-            let repeats = if all_events.is_empty() { 0 } else { rng.gen_range(0..=3usize) };
+            let repeats = if all_events.is_empty() {
+                0
+            } else {
+                rng.gen_range(0..=3usize)
+            };
             all_events.extend(events.iter().cloned());
             for _ in 0..repeats {
                 let e = all_events[rng.gen_range(0..all_events.len())].clone();
@@ -200,20 +209,35 @@ impl Plan {
                 let step = STEPS[w - random_waves];
                 Ending::Failpoint(format!("{step}:{}", rng.gen_range(1..=3)))
             } else if w == random_waves + STEPS.len() {
-                Ending::StoreFaults { spec: format!("store_begin:{}:busy:3", rng.gen_range(2..=8)), run_ms: 2500 }
+                Ending::StoreFaults {
+                    spec: format!("store_begin:{}:busy:3", rng.gen_range(2..=8)),
+                    run_ms: 2500,
+                }
             } else {
-                Ending::StoreFaults { spec: format!("store_commit:{}:error", rng.gen_range(2..=8)), run_ms: 2500 }
+                Ending::StoreFaults {
+                    spec: format!("store_commit:{}:error", rng.gen_range(2..=8)),
+                    run_ms: 2500,
+                }
             };
             let restart_sim = w > 0 && w < random_waves && w % 5 == 0;
             let hold_lock_ms = (w == random_waves / 2).then_some(2000);
-            waves.push(Wave { events, ending, restart_sim, hold_lock_ms });
+            waves.push(Wave {
+                events,
+                ending,
+                restart_sim,
+                hold_lock_ms,
+            });
         }
         let expected = appts
             .iter()
             .map(|a| Expected {
                 reference: a.reference.clone(),
                 version: a.version,
-                status: if a.cancelled { "cancelled".into() } else { "scheduled".into() },
+                status: if a.cancelled {
+                    "cancelled".into()
+                } else {
+                    "scheduled".into()
+                },
             })
             .collect();
         let event_ids = all_events.iter().map(|e| e.event_id.clone()).collect();
@@ -244,7 +268,11 @@ mod tests {
     use super::*;
 
     fn opts(seed: u64) -> Options {
-        Options { intentions: 500, kills: 6, seed }
+        Options {
+            intentions: 500,
+            kills: 6,
+            seed,
+        }
     }
 
     #[test]
@@ -257,13 +285,30 @@ mod tests {
     #[test]
     fn it_has_every_kind_of_fault() {
         let p = Plan::new(&opts(7));
-        let kills = p.waves.iter().filter(|w| matches!(w.ending, Ending::KillAfterMs(_))).count();
+        let kills = p
+            .waves
+            .iter()
+            .filter(|w| matches!(w.ending, Ending::KillAfterMs(_)))
+            .count();
         assert_eq!(kills, 6);
         for step in STEPS {
-            assert!(p.waves.iter().any(|w| matches!(&w.ending, Ending::Failpoint(s) if s.starts_with(step))), "{step}");
+            assert!(
+                p.waves
+                    .iter()
+                    .any(|w| matches!(&w.ending, Ending::Failpoint(s) if s.starts_with(step))),
+                "{step}"
+            );
         }
-        assert!(p.waves.iter().any(|w| matches!(&w.ending, Ending::StoreFaults { spec, .. } if spec.contains("busy"))));
-        assert!(p.waves.iter().any(|w| matches!(&w.ending, Ending::StoreFaults { spec, .. } if spec.contains("error"))));
+        assert!(
+            p.waves
+                .iter()
+                .any(|w| matches!(&w.ending, Ending::StoreFaults { spec, .. } if spec.contains("busy")))
+        );
+        assert!(
+            p.waves
+                .iter()
+                .any(|w| matches!(&w.ending, Ending::StoreFaults { spec, .. } if spec.contains("error")))
+        );
         assert!(p.waves.iter().any(|w| w.restart_sim));
         assert!(p.waves.iter().any(|w| w.hold_lock_ms.is_some()));
     }

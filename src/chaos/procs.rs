@@ -76,7 +76,8 @@ impl Env {
         if let Some(spec) = failpoint {
             c.env(crate::failpoint::ENV, spec);
         }
-        c.spawn().map_err(|e| ChaosError::Io(format!("starting unavez serve: {e}")))
+        c.spawn()
+            .map_err(|e| ChaosError::Io(format!("starting unavez serve: {e}")))
     }
 
     /// Starts `unavez sim` on `port` (0 = any) and waits for its address.
@@ -176,6 +177,9 @@ pub fn aborted(s: &ExitStatus) -> bool {
 
 /// A free loopback port (bound and released; good enough on loopback).
 pub fn free_port() -> Result<u16, ChaosError> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| ChaosError::Io(format!("finding a free port: {e}")))?;
-    l.local_addr().map(|a| a.port()).map_err(|e| ChaosError::Io(e.to_string()))
+    let l =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| ChaosError::Io(format!("finding a free port: {e}")))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| ChaosError::Io(e.to_string()))
 }

@@ -36,13 +36,18 @@ pub struct ChaosArgs {
 
 pub fn run(_ctx: &Ctx, a: ChaosArgs) -> anyhow::Result<ExitCode> {
     let bin = std::env::current_exe().context("locating the unavez binary for the child processes")?;
-    let dir = a.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("unavez-chaos-seed{}-{}", a.seed, std::process::id()))
-    });
+    let dir = a
+        .dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("unavez-chaos-seed{}-{}", a.seed, std::process::id())));
     if dir.join("ledger.db").exists() {
         anyhow::bail!("{} already holds a chaos run; pass another --dir", dir.display());
     }
-    let opts = Options { intentions: a.intentions, kills: a.kills, seed: a.seed };
+    let opts = Options {
+        intentions: a.intentions,
+        kills: a.kills,
+        seed: a.seed,
+    };
     let report = chaos::run(&opts, &bin, &dir, Duration::from_secs(a.settle_secs))
         .with_context(|| format!("chaos run in {}", dir.display()))?;
     if a.json {
@@ -50,5 +55,9 @@ pub fn run(_ctx: &Ctx, a: ChaosArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", report.render());
     }
-    Ok(if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

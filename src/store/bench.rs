@@ -53,7 +53,11 @@ fn mix(i: u64) -> u64 {
 fn state_for(i: u64, past: bool) -> (&'static str, Option<&'static str>) {
     let p = mix(i ^ 0x5555) % 100;
     if !past {
-        return if p < 85 { ("planned", None) } else { ("cancelled", Some("superseded")) };
+        return if p < 85 {
+            ("planned", None)
+        } else {
+            ("cancelled", Some("superseded"))
+        };
     }
     match p {
         0..40 => ("read", None),
@@ -96,7 +100,12 @@ impl Tx<'_> {
              VALUES (?1, ?2, ?3, 'es', 0, ?4, ?4)",
         )?;
         for id in 1..=n {
-            stmt.execute(params![id as i64, format!("+519{:08}", id), format!("Paciente {id}"), ms(now)])?;
+            stmt.execute(params![
+                id as i64,
+                format!("+519{:08}", id),
+                format!("Paciente {id}"),
+                ms(now)
+            ])?;
         }
         Ok(())
     }
@@ -141,12 +150,27 @@ impl Tx<'_> {
             let slot = (i / 3) as i64 * span_ms / (shape.total.max(3) / 3) as i64;
             let starts_at = start + Duration::milliseconds(slot) + Duration::minutes((mix(i / 3) % 720) as i64);
             if i % 3 == 0 {
-                let status = if mix(i / 3).is_multiple_of(10) { "cancelled" } else { "scheduled" };
-                commit.execute(params![cid, reference, status, ms(starts_at), contact, ms(starts_at - Duration::days(3))])?;
+                let status = if mix(i / 3).is_multiple_of(10) {
+                    "cancelled"
+                } else {
+                    "scheduled"
+                };
+                commit.execute(params![
+                    cid,
+                    reference,
+                    status,
+                    ms(starts_at),
+                    contact,
+                    ms(starts_at - Duration::days(3))
+                ])?;
             }
             let (purpose, template, due) = match i % 3 {
                 0 => ("reserva", "cita_reservada", starts_at - Duration::days(3)),
-                1 => ("recordatorio-24h", "recordatorio_confirmar", starts_at - Duration::hours(24)),
+                1 => (
+                    "recordatorio-24h",
+                    "recordatorio_confirmar",
+                    starts_at - Duration::hours(24),
+                ),
                 _ => ("recordatorio-2h", "recordatorio", starts_at - Duration::hours(2)),
             };
             let key = format!("{reference}:{purpose}:v1");
@@ -160,9 +184,17 @@ impl Tx<'_> {
             );
             let fp = hex::encode(Sha256::digest(format!("{key}|{body}").as_bytes()));
             let corr = format!("uv-{}", &fp[..20]);
-            let changed = if past { due + Duration::seconds(5) } else { due - Duration::days(3) };
+            let changed = if past {
+                due + Duration::seconds(5)
+            } else {
+                due - Duration::days(3)
+            };
             let reached = !matches!(state, "planned" | "cancelled");
-            let (cmd, wamid) = if reached { (Some(format!("cmd-{i}")), Some(format!("wamid.{i}"))) } else { (None, None) };
+            let (cmd, wamid) = if reached {
+                (Some(format!("cmd-{i}")), Some(format!("wamid.{i}")))
+            } else {
+                (None, None)
+            };
             let id = (i + 1) as i64;
             intent.execute(params![
                 id,
@@ -188,18 +220,46 @@ impl Tx<'_> {
                 wamid,
                 ms(due - Duration::days(3)),
             ])?;
-            hist.execute(params![id, ms(due - Duration::days(3)), None::<&str>, "planned", "reserved", "planner", None::<&str>])?;
+            hist.execute(params![
+                id,
+                ms(due - Duration::days(3)),
+                None::<&str>,
+                "planned",
+                "reserved",
+                "planner",
+                None::<&str>
+            ])?;
             if reached {
                 let (outcome, status) = match state {
                     "uncertain" => ("uncertain", None),
                     "failed" => ("failed", Some(400)),
                     _ => ("accepted", Some(202)),
                 };
-                attempt.execute(params![id, ms(due), ms(due + Duration::seconds(1)), outcome, status, cmd, wamid])?;
-                hist.execute(params![id, ms(due), "planned", "dispatching", "claim", "dispatcher", None::<&str>])?;
+                attempt.execute(params![
+                    id,
+                    ms(due),
+                    ms(due + Duration::seconds(1)),
+                    outcome,
+                    status,
+                    cmd,
+                    wamid
+                ])?;
+                hist.execute(params![
+                    id,
+                    ms(due),
+                    "planned",
+                    "dispatching",
+                    "claim",
+                    "dispatcher",
+                    None::<&str>
+                ])?;
             }
             if state != "planned" {
-                let (from, cause) = if reached { ("dispatching", "webhook") } else { ("planned", "planner") };
+                let (from, cause) = if reached {
+                    ("dispatching", "webhook")
+                } else {
+                    ("planned", "planner")
+                };
                 hist.execute(params![id, ms(changed), from, state, state, cause, wamid])?;
             }
         }
@@ -208,14 +268,18 @@ impl Tx<'_> {
 
     /// Intentions in the ledger (bench sanity check).
     pub fn bench_count_intentions(&self) -> Result<i64> {
-        Ok(self.conn().query_row("SELECT count(*) FROM intentions", [], |r| r.get(0))?)
+        Ok(self
+            .conn()
+            .query_row("SELECT count(*) FROM intentions", [], |r| r.get(0))?)
     }
 
     /// Spreads the due times of every planned intention: the first at
     /// `start_ms`, then one every `step_us` microseconds in id order (an
     /// offered load for the latency benchmark).
     pub fn bench_spread_due(&self, start_ms: i64, step_us: i64) -> Result<usize> {
-        let first: i64 = self.conn().query_row("SELECT coalesce(min(id), 0) FROM intentions", [], |r| r.get(0))?;
+        let first: i64 = self
+            .conn()
+            .query_row("SELECT coalesce(min(id), 0) FROM intentions", [], |r| r.get(0))?;
         Ok(self.conn().execute(
             "UPDATE intentions SET due_at = ?1 + ((id - ?2) * ?3) / 1000 WHERE state = 'planned'",
             params![start_ms, first, step_us],
@@ -240,7 +304,11 @@ impl Tx<'_> {
 
     /// Intentions by state (bench progress polling).
     pub fn bench_count_state(&self, state: &str) -> Result<i64> {
-        Ok(self.conn().query_row("SELECT count(*) FROM intentions WHERE state = ?1", [state], |r| r.get(0))?)
+        Ok(self
+            .conn()
+            .query_row("SELECT count(*) FROM intentions WHERE state = ?1", [state], |r| {
+                r.get(0)
+            })?)
     }
 
     /// Turns every intention into one the Cloud API accepted: state

@@ -90,16 +90,30 @@ impl Tx<'_> {
              GROUP BY i.commitment_id, h.commitment_version",
         )?;
         let rows = stmt
-            .query_map([], |r| Ok(VersionMark { commitment_id: r.get(0)?, version: r.get(1)?, first_history_id: r.get(2)? }))?
+            .query_map([], |r| {
+                Ok(VersionMark {
+                    commitment_id: r.get(0)?,
+                    version: r.get(1)?,
+                    first_history_id: r.get(2)?,
+                })
+            })?
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }
 
     /// Every commitment's final version and status.
     pub fn chaos_commitments(&self) -> Result<Vec<CheckedCommitment>> {
-        let mut stmt = self.conn().prepare("SELECT ref, version, status FROM commitments ORDER BY id")?;
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT ref, version, status FROM commitments ORDER BY id")?;
         let rows = stmt
-            .query_map([], |r| Ok(CheckedCommitment { reference: r.get(0)?, version: r.get(1)?, status: r.get(2)? }))?
+            .query_map([], |r| {
+                Ok(CheckedCommitment {
+                    reference: r.get(0)?,
+                    version: r.get(1)?,
+                    status: r.get(2)?,
+                })
+            })?
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }

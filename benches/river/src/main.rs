@@ -49,7 +49,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let workers_n = env_num("RIVER_WORKERS", 128)? as usize;
     let cooldown = Duration::from_millis(env_num("RIVER_COOLDOWN_MS", 1)?.max(1));
     let batch = env_num("RIVER_BATCH", 1000)?.max(1);
-    let base = std::env::var("RIVER_DIR").map(Into::into).unwrap_or_else(|_| std::env::temp_dir());
+    let base = std::env::var("RIVER_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|_| std::env::temp_dir());
     let dir = base.join(format!("unavez-river-peer-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("river.sqlite3");
@@ -68,7 +70,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let client = Client::builder(pool.clone())
         .workers(workers)
         .fetch_cooldown(cooldown)
-        .queue("default", QueueConfig::new(workers_n).with_fetch_poll_interval(Duration::from_millis(50).max(cooldown)))
+        .queue(
+            "default",
+            QueueConfig::new(workers_n).with_fetch_poll_interval(Duration::from_millis(50).max(cooldown)),
+        )
         .build()?;
 
     // Insert phase: every job durable before any is worked, like intentions
@@ -77,7 +82,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let mut n = 0u64;
     while n < jobs {
         let take = batch.min(jobs - n);
-        let items: Vec<Noop> = (n..n + take).map(|i| Noop { key: format!("cita-{i:06}:recordatorio-24h:v1") }).collect();
+        let items: Vec<Noop> = (n..n + take)
+            .map(|i| Noop {
+                key: format!("cita-{i:06}:recordatorio-24h:v1"),
+            })
+            .collect();
         client.insert_many(items).await?;
         n += take;
     }

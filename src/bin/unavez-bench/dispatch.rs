@@ -31,7 +31,10 @@ pub fn config(concurrency: u32, batch: u32, poll_ms: u64) -> Config {
     let mut c = Config::default();
     c.policy.reminder_offsets_minutes = vec![];
     c.policy.confirm_reminder_offsets_minutes = vec![];
-    c.policy.quiet_hours = Some(QuietHours { start: "00:00".into(), end: "00:00".into() });
+    c.policy.quiet_hours = Some(QuietHours {
+        start: "00:00".into(),
+        end: "00:00".into(),
+    });
     c.policy.daily_cap_per_recipient = 0;
     c.dispatcher.concurrency = concurrency;
     c.dispatcher.batch_size = batch;
@@ -115,9 +118,17 @@ impl SimProcess {
             .with_context(|| format!("starting {} sim (build it with benches/run.sh)", unavez.display()))?;
         let out = child.stdout.take().context("sim stdout")?;
         let mut line = String::new();
-        BufReader::new(out).read_line(&mut line).context("reading the sim's address")?;
-        let addr = line.trim().strip_prefix("listening on ").with_context(|| format!("unexpected sim banner {line:?}"))?;
-        Ok(SimProcess { base_url: format!("http://{addr}"), child })
+        BufReader::new(out)
+            .read_line(&mut line)
+            .context("reading the sim's address")?;
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .with_context(|| format!("unexpected sim banner {line:?}"))?;
+        Ok(SimProcess {
+            base_url: format!("http://{addr}"),
+            child,
+        })
     }
 }
 
@@ -160,7 +171,11 @@ pub fn latency(db_path: &Path, cfg: &Config, sim: &SimProcess, rate: f64) -> any
         services.stop().await?;
         Ok::<_, anyhow::Error>(())
     })?;
-    let mut v: Vec<f64> = store.read(|tx| tx.bench_due_to_accepted_ms())?.into_iter().map(|x| x as f64).collect();
+    let mut v: Vec<f64> = store
+        .read(|tx| tx.bench_due_to_accepted_ms())?
+        .into_iter()
+        .map(|x| x as f64)
+        .collect();
     v.sort_by(f64::total_cmp);
     Ok((percentile(&v, 50.0), percentile(&v, 99.0), v.len()))
 }
@@ -172,7 +187,14 @@ pub fn reprocess_dry_run(path: &Path, n: u64) -> anyhow::Result<(f64, usize)> {
     let now = Utc::now();
     {
         let mut store = Store::open(path)?;
-        let shape = LedgerShape { contacts: n / 5 + 1, past_days: 1, future_days: 1, now, tz: cfg.tz(), total: n };
+        let shape = LedgerShape {
+            contacts: n / 5 + 1,
+            past_days: 1,
+            future_days: 1,
+            now,
+            tz: cfg.tz(),
+            total: n,
+        };
         store.write(|tx| tx.bench_generate_contacts(shape.contacts, now))?;
         store.write(|tx| tx.bench_generate_intentions(&shape, 0, n))?;
         store.write(|tx| tx.bench_set_day("2026-11-30"))?;

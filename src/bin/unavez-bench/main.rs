@@ -14,6 +14,7 @@ mod peer;
 mod raw;
 mod report;
 mod reserve;
+mod screens;
 mod webhook;
 
 use std::path::PathBuf;
@@ -27,7 +28,10 @@ use clap::{Parser, Subcommand};
 use report::{Figure, Target};
 
 #[derive(Debug, Parser)]
-#[command(name = "unavez-bench", about = "unavez figures against the disk's limit and a peer queue")]
+#[command(
+    name = "unavez-bench",
+    about = "unavez figures against the disk's limit and a peer queue"
+)]
 struct Args {
     /// Directory for the benchmark databases (default: a new temp dir, removed after).
     #[arg(long)]
@@ -97,7 +101,7 @@ fn main() -> ExitCode {
 
 fn probe_console(started: Instant, db: &std::path::Path, now_ms: i64, samples: usize) -> anyhow::Result<ExitCode> {
     let now = Utc.timestamp_millis_opt(now_ms).single().context("bad --now-ms")?;
-    let p = console::probe(started, db, now, samples)?;
+    let p = screens::probe(started, db, now, samples)?;
     println!("{}", serde_json::to_string(&p)?);
     Ok(ExitCode::SUCCESS)
 }
@@ -124,10 +128,16 @@ impl Run<'_> {
 fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     let (dir, remove_after) = match &args.dir {
         Some(d) => (d.clone(), false),
-        None => (std::env::temp_dir().join(format!("unavez-bench-{}", std::process::id())), true),
+        None => (
+            std::env::temp_dir().join(format!("unavez-bench-{}", std::process::id())),
+            true,
+        ),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut run = Run { args, figures: Vec::new() };
+    let mut run = Run {
+        args,
+        figures: Vec::new(),
+    };
     run.say(&format!("databases in {}", dir.display()));
 
     // Raw baseline first: everything else is compared to it.
@@ -135,12 +145,20 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     let mut raw_batched = None;
     if run.wants("raw") || run.wants("reserve") || run.wants("dispatch") || run.wants("webhook") {
         run.say("raw baseline: durable single-row and batched inserts");
-        let r = raw::run(&dir, Duration::from_secs(if args.quick { 1 } else { 4 }), run.scale(100_000), 1000)?;
+        let r = raw::run(
+            &dir,
+            Duration::from_secs(if args.quick { 1 } else { 4 }),
+            run.scale(100_000),
+            1000,
+        )?;
         raw_single = Some(r.single_per_s);
         raw_batched = Some(r.batched_per_s);
         run.figures.push(
-            Figure::new("raw: 1 row per durable commit", r.single_per_s, "rows/s")
-                .note(format!("{} rows of {} B, WAL + synchronous=FULL (one fsync each)", r.single_rows, unavez::store::bench::RAW_ROW_BYTES)),
+            Figure::new("raw: 1 row per durable commit", r.single_per_s, "rows/s").note(format!(
+                "{} rows of {} B, WAL + synchronous=FULL (one fsync each)",
+                r.single_rows,
+                unavez::store::bench::RAW_ROW_BYTES
+            )),
         );
         run.figures.push(
             Figure::new(format!("raw: {} rows per commit", r.batch), r.batched_per_s, "rows/s")
@@ -153,7 +171,8 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         let events = run.scale(100_000);
         run.say(&format!("reserve + plan: {events} booking events"));
         let r = reserve::run(&dir, events, 1000)?;
-        let mut f = Figure::new("reserve + plan", r.intentions_per_s(), "intentions/s").target(Target::AtLeast(50_000.0));
+        let mut f =
+            Figure::new("reserve + plan", r.intentions_per_s(), "intentions/s").target(Target::AtLeast(50_000.0));
         if let Some(b) = raw_batched {
             f = f.baseline_in("raw batched", b, "rows/s");
         }
@@ -172,14 +191,19 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         let db = dir.join("console.db");
         run.say(&format!("console: generating {total} intentions"));
         let gen_s = console::generate(&db, total, now)?;
-        run.say(&format!("console: generated in {gen_s:.1} s; probing in a fresh process"));
+        run.say(&format!(
+            "console: generated in {gen_s:.1} s; probing in a fresh process"
+        ));
         let p = console::probe_in_child(&db, now, if args.quick { 50 } else { 200 })?;
         for (name, p50, p95, n) in &p.queries {
             run.figures.push(
                 Figure::new(format!("console p95: {name}"), *p95, "ms")
                     .baseline("point lookup p95", p.point_p95_ms)
                     .target(Target::AtMost(10.0))
-                    .note(format!("p50 {p50:.2} ms over {n} samples at {} intentions", p.intentions)),
+                    .note(format!(
+                        "p50 {p50:.2} ms over {n} samples at {} intentions",
+                        p.intentions
+                    )),
             );
         }
         run.figures.push(
@@ -214,7 +238,9 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         let n = run.scale(50_000);
         let cfg = dispatch::config(conc, batch, 20);
         let db = dir.join("dispatch-inproc.db");
-        run.say(&format!("dispatch (in-process simulator): importing {n} due intentions"));
+        run.say(&format!(
+            "dispatch (in-process simulator): importing {n} due intentions"
+        ));
         dispatch::prepare(&db, "cita", n, &cfg)?;
         run.say("dispatch (in-process simulator): running until idle");
         let t = dispatch::in_process(&db, &cfg)?;
@@ -232,19 +258,26 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         let n = run.scale(50_000);
         let cfg = dispatch::config(conc, batch, 20);
         let bin = args.unavez_bin.clone().unwrap_or_else(|| {
-            std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("unavez"))).unwrap_or_default()
+            std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(|d| d.join("unavez")))
+                .unwrap_or_default()
         });
         let sim = dispatch::SimProcess::start(&bin)?;
         let db = dir.join("dispatch-http.db");
-        run.say(&format!("dispatch over HTTP to `unavez sim`: importing {n} due intentions"));
+        run.say(&format!(
+            "dispatch over HTTP to `unavez sim`: importing {n} due intentions"
+        ));
         dispatch::prepare(&db, "citah", n, &cfg)?;
         run.say("dispatch over HTTP: running until idle");
         let t = dispatch::over_http(&db, &cfg, &sim)?;
-        let mut f = Figure::new("dispatch over HTTP to `unavez sim`", t.per_s(), "msg/s").target(Target::AtLeast(2000.0));
+        let mut f =
+            Figure::new("dispatch over HTTP to `unavez sim`", t.per_s(), "msg/s").target(Target::AtLeast(2000.0));
         if let Some(b) = raw_single {
             f = f.baseline_in("raw 1 row/commit", b, "rows/s");
         }
-        run.figures.push(f.note(format!("{} accepted in {:.2} s; {}", t.accepted, t.seconds, t.other)));
+        run.figures
+            .push(f.note(format!("{} accepted in {:.2} s; {}", t.accepted, t.seconds, t.other)));
         if unavez_dispatch.is_none() {
             unavez_dispatch = Some(t.per_s());
         }
@@ -255,17 +288,26 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         dispatch::prepare(&ldb, "cital", ln, &cfg)?;
         let (p50, p99, samples) = dispatch::latency(&ldb, &cfg, &sim, rate)?;
         run.figures.push(
-            Figure::new("dispatch over HTTP: due -> accepted p50", p50, "ms")
-                .note(format!("{samples} intentions falling due at {rate:.0}/s, dispatcher as in `serve` (poll 20 ms)")),
+            Figure::new("dispatch over HTTP: due -> accepted p50", p50, "ms").note(format!(
+                "{samples} intentions falling due at {rate:.0}/s, dispatcher as in `serve` (poll 20 ms)"
+            )),
         );
-        run.figures.push(Figure::new("dispatch over HTTP: due -> accepted p99", p99, "ms"));
+        run.figures
+            .push(Figure::new("dispatch over HTTP: due -> accepted p99", p99, "ms"));
     }
     if run.wants("webhook") {
         let n = run.scale(20_000);
-        run.say(&format!("webhook ingest: {} Cloud API statuses for {n} messages", 3 * n));
+        run.say(&format!(
+            "webhook ingest: {} Cloud API statuses for {n} messages",
+            3 * n
+        ));
         let w = webhook::run(&dir.join("webhooks.db"), n, 100, 8)?;
-        let mut f = Figure::new("webhook ingest (Cloud API status batches)", w.events as f64 / w.seconds, "events/s")
-            .target(Target::AtLeast(5000.0));
+        let mut f = Figure::new(
+            "webhook ingest (Cloud API status batches)",
+            w.events as f64 / w.seconds,
+            "events/s",
+        )
+        .target(Target::AtLeast(5000.0));
         if let Some(b) = raw_batched {
             f = f.baseline_in("raw batched", b, "rows/s");
         }
@@ -279,12 +321,17 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/river/target/release/unavez-river-peer")
         });
         let jobs = run.scale(50_000);
-        run.say(&format!("peer: {jobs} no-op jobs through riverqueue ({})", bin.display()));
+        run.say(&format!(
+            "peer: {jobs} no-op jobs through riverqueue ({})",
+            bin.display()
+        ));
         match peer::run(&bin, jobs, conc, &dir) {
             Ok(r) => {
                 run.figures.push(
-                    Figure::new("peer: river work (fetch + run + complete)", r.work_per_s, "jobs/s")
-                        .note(format!("{} (insert {:.0}/s, insert+work {:.0}/s)", r.line, r.insert_per_s, r.total_per_s)),
+                    Figure::new("peer: river work (fetch + run + complete)", r.work_per_s, "jobs/s").note(format!(
+                        "{} (insert {:.0}/s, insert+work {:.0}/s)",
+                        r.line, r.insert_per_s, r.total_per_s
+                    )),
                 );
                 match unavez_dispatch {
                     Some(u) => run.figures.push(
@@ -306,7 +353,9 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
                 }
                 let _ = r.jobs;
             }
-            Err(e) => run.figures.push(Figure::missing("peer: river work", "jobs/s", None, format!("{e:#}"))),
+            Err(e) => run
+                .figures
+                .push(Figure::missing("peer: river work", "jobs/s", None, format!("{e:#}"))),
         }
     }
 

@@ -22,10 +22,18 @@ pub fn run(bin: &Path, jobs: u64, workers: u32, dir: &Path) -> anyhow::Result<Ri
         .output()
         .with_context(|| format!("running {} (build it with benches/run.sh)", bin.display()))?;
     if !out.status.success() {
-        bail!("{} failed ({}): {}", bin.display(), out.status, String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "{} failed ({}): {}",
+            bin.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.starts_with("river ")).context("no result line from the river peer")?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("river "))
+        .context("no result line from the river peer")?;
     let field = |name: &str| -> anyhow::Result<f64> {
         line.split_whitespace()
             .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))

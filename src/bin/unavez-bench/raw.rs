@@ -54,5 +54,11 @@ pub fn run(dir: &Path, budget: Duration, batched_rows: u64, batch: u64) -> Resul
         n += take;
     }
     let batched_per_s = n as f64 / t.elapsed().as_secs_f64();
-    Ok(Raw { single_per_s, single_rows, batched_per_s, batched_rows: n, batch })
+    Ok(Raw {
+        single_per_s,
+        single_rows,
+        batched_per_s,
+        batched_rows: n,
+        batch,
+    })
 }

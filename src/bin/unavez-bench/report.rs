@@ -34,12 +34,31 @@ pub struct Figure {
 
 impl Figure {
     pub fn new(name: impl Into<String>, value: f64, unit: &'static str) -> Figure {
-        Figure { name: name.into(), value: Some(value), unit, baseline: None, target: None, note: String::new() }
+        Figure {
+            name: name.into(),
+            value: Some(value),
+            unit,
+            baseline: None,
+            target: None,
+            note: String::new(),
+        }
     }
 
     /// A figure that could not be measured in this run, and why.
-    pub fn missing(name: impl Into<String>, unit: &'static str, target: Option<Target>, why: impl Into<String>) -> Figure {
-        Figure { name: name.into(), value: None, unit, baseline: None, target, note: why.into() }
+    pub fn missing(
+        name: impl Into<String>,
+        unit: &'static str,
+        target: Option<Target>,
+        why: impl Into<String>,
+    ) -> Figure {
+        Figure {
+            name: name.into(),
+            value: None,
+            unit,
+            baseline: None,
+            target,
+            note: why.into(),
+        }
     }
 
     /// A baseline in the figure's own unit.
@@ -107,7 +126,9 @@ pub fn render(figures: &[Figure]) -> String {
             None => "—".to_string(),
         };
         let (baseline, ratio) = match (&f.baseline, f.value) {
-            (Some((name, b, unit)), Some(v)) if *b != 0.0 => (format!("{name}: {} {unit}", num(*b)), format!("{:.2}", v / b)),
+            (Some((name, b, unit)), Some(v)) if *b != 0.0 => {
+                (format!("{name}: {} {unit}", num(*b)), format!("{:.2}", v / b))
+            }
             (Some((name, b, unit)), _) => (format!("{name}: {} {unit}", num(*b)), "—".into()),
             (None, _) => ("—".into(), "—".into()),
         };
@@ -144,8 +165,11 @@ pub fn render(figures: &[Figure]) -> String {
     for r in &rows {
         line(&mut out, r);
     }
-    let notes: Vec<String> =
-        figures.iter().filter(|f| !f.note.is_empty()).map(|f| format!("- {}: {}", f.name, f.note)).collect();
+    let notes: Vec<String> = figures
+        .iter()
+        .filter(|f| !f.note.is_empty())
+        .map(|f| format!("- {}: {}", f.name, f.note))
+        .collect();
     if !notes.is_empty() {
         out.push_str("\nNotes:\n");
         out.push_str(&notes.join("\n"));

@@ -35,10 +35,23 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
     let (open_ms, mut store) = time_ms(|| Store::open(db))?;
     let config = Config::default();
     let tz = config.tz();
-    let ctx = WorkerCtx { config, templates: Templates::embedded(), reprocess: None };
+    let ctx = WorkerCtx {
+        config,
+        templates: Templates::embedded(),
+        reprocess: None,
+    };
     // The first frame exactly as the console builds it: the app's load
     // requests through the database worker's handler, then a draw.
-    let mut app = App::new(unavez::i18n::strings(ctx.config.language), "recepcion", Access { role: Role::FrontDesk, read_only: false }, tz, now);
+    let mut app = App::new(
+        unavez::i18n::strings(ctx.config.language),
+        "recepcion",
+        Access {
+            role: Role::FrontDesk,
+            read_only: false,
+        },
+        tz,
+        now,
+    );
     let mut queue: std::collections::VecDeque<_> = app.load().into();
     while let Some(r) = queue.pop_front() {
         let resp = handle(&mut store, &ctx, r);
@@ -50,7 +63,8 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
 
     let intentions = store.read(|tx| tx.bench_count_intentions())?;
     let day = |k: usize| operating_day(now + Duration::days(k as i64 % 90 - 60), tz);
-    let (mut att, mut up, mut board, mut counter, mut detail, mut point) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut att, mut up, mut board, mut counter, mut detail, mut point) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
     for k in 0..samples {
         let id = (crate::mix(k as u64) % intentions.max(1) as u64) as i64 + 1;
         store.read(|tx| {
@@ -60,7 +74,11 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
             let from = now + Duration::days((k % 30) as i64);
             up.push(time_ms(|| tx.upcoming(from, from + Duration::days(1), None, 50, 0))?.0);
             board.push(time_ms(|| tx.board(&day(k)))?.0);
-            let cq = CounterQuery { day: day(k), states: vec!["uncertain".into(), "review".into()], reason: None };
+            let cq = CounterQuery {
+                day: day(k),
+                states: vec!["uncertain".into(), "review".into()],
+                reason: None,
+            };
             counter.push(time_ms(|| tx.counter_rows(&cq, 50, 0))?.0);
             let (ms, row) = time_ms(|| tx.intention(id))?;
             point.push(ms);

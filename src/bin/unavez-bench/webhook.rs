@@ -56,7 +56,14 @@ pub fn run(path: &Path, n: u64, per_batch: usize, clients: usize) -> anyhow::Res
     let now = Utc::now();
     {
         let mut store = Store::open(path)?;
-        let shape = LedgerShape { contacts: n / 3 + 1, past_days: 0, future_days: 2, now, tz: Config::default().tz(), total: n };
+        let shape = LedgerShape {
+            contacts: n / 3 + 1,
+            past_days: 0,
+            future_days: 2,
+            now,
+            tz: Config::default().tz(),
+            total: n,
+        };
         store.write(|tx| tx.bench_generate_contacts(shape.contacts, now))?;
         store.write(|tx| tx.bench_generate_intentions(&shape, 0, n))?;
         store.write(|tx| tx.bench_all_accepted_on_cloud())?;
@@ -85,7 +92,10 @@ pub fn run(path: &Path, n: u64, per_batch: usize, clients: usize) -> anyhow::Res
     let events = (all.len() + bodies.len().saturating_sub(all.len().div_ceil(per_batch)) * per_batch) as u64;
     let mut cfg = Config::default();
     cfg.server.listen = "127.0.0.1:0".into();
-    let secrets = Secrets { cloud_app_secret: Some(SECRET.into()), ..Default::default() };
+    let secrets = Secrets {
+        cloud_app_secret: Some(SECRET.into()),
+        ..Default::default()
+    };
     let rt = tokio::runtime::Runtime::new()?;
     let seconds = rt.block_on(async {
         let listener = unavez::server::bind("127.0.0.1:0").await?;
@@ -107,13 +117,25 @@ pub fn run(path: &Path, n: u64, per_batch: usize, clients: usize) -> anyhow::Res
                         Ok(mut q) => q.pop(),
                         Err(_) => None,
                     };
-                    let Some(body) = body else { return Ok::<_, anyhow::Error>(()) };
+                    let Some(body) = body else {
+                        return Ok::<_, anyhow::Error>(());
+                    };
                     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).context("hmac key")?;
                     mac.update(&body);
                     let sig = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
-                    let r = client.post(&url).header("X-Hub-Signature-256", sig).header("Content-Type", "application/json").body(body).send().await?;
+                    let r = client
+                        .post(&url)
+                        .header("X-Hub-Signature-256", sig)
+                        .header("Content-Type", "application/json")
+                        .body(body)
+                        .send()
+                        .await?;
                     if !r.status().is_success() {
-                        bail!("webhook answered {}: {}", r.status(), r.text().await.unwrap_or_default());
+                        bail!(
+                            "webhook answered {}: {}",
+                            r.status(),
+                            r.text().await.unwrap_or_default()
+                        );
                     }
                 }
             }));
@@ -128,5 +150,10 @@ pub fn run(path: &Path, n: u64, per_batch: usize, clients: usize) -> anyhow::Res
     })?;
     let mut store = Store::open(path)?;
     let read_at_end = store.read(|tx| tx.bench_count_state("read"))?;
-    Ok(Webhooks { events, requests, seconds, read_at_end })
+    Ok(Webhooks {
+        events,
+        requests,
+        seconds,
+        read_at_end,
+    })
 }
