@@ -53,7 +53,11 @@ fn mix(i: u64) -> u64 {
 fn state_for(i: u64, past: bool) -> (&'static str, Option<&'static str>) {
     let p = mix(i ^ 0x5555) % 1000;
     if !past {
-        return if p < 850 { ("planned", None) } else { ("cancelled", Some("superseded")) };
+        return if p < 850 {
+            ("planned", None)
+        } else {
+            ("cancelled", Some("superseded"))
+        };
     }
     // Per mille: a working clinic where uncertain and review are the
     // exceptions the console exists for (0.2 % and 0.3 %), not the norm.
