@@ -282,11 +282,11 @@ impl Tx<'_> {
                       + (SELECT count(*) FROM commitments c WHERE {resched})"
             )
         };
-        let total: i64 = self.conn().query_row(
-            &total_sql,
-            params![now, failed_since, win_lo, win_hi, like],
-            |r| r.get(0),
-        )?;
+        let total: i64 = self
+            .conn()
+            .query_row(&total_sql, params![now, failed_since, win_lo, win_hi, like], |r| {
+                r.get(0)
+            })?;
         Ok(Page {
             rows,
             total,
@@ -506,3 +506,7 @@ impl Tx<'_> {
             .optional()?)
     }
 }
+
+#[cfg(test)]
+#[path = "console_tests.rs"]
+mod tests;
