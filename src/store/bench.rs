@@ -126,10 +126,9 @@ impl Tx<'_> {
             "INSERT INTO intentions(id, key, commitment_id, commitment_version, purpose, contact_id, recipient,
                  category, channel, template, language, parameters, body, fingerprint, correlation_id,
                  asks_confirmation, due_at, expires_at, day, state, state_reason, state_changed_at,
-                 created_by, attempt_count, provider_command_id, provider_message_id, created_at, updated_at,
-                 starts_at)
+                 created_by, attempt_count, provider_command_id, provider_message_id, created_at, updated_at)
              VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, 'transactional', 'motor', ?7, 'es', ?8, ?9, ?10, ?11, ?12, ?13,
-                 ?14, ?15, ?16, ?17, ?18, 'planner', ?19, ?20, ?21, ?22, ?18, ?14)",
+                 ?14, ?15, ?16, ?17, ?18, 'planner', ?19, ?20, ?21, ?22, ?18)",
         )?;
         let mut attempt = c.prepare_cached(
             "INSERT INTO attempts(intention_id, n, worker, channel, started_at, ended_at, outcome, http_status,
