@@ -14,7 +14,9 @@ fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()
 }
 
-/// A generated ledger of 3,000 intentions (9 days around `now`).
+/// A generated ledger of 3,000 intentions (9 days around `now`). The
+/// bench's realistic mix has few rows needing attention, so some read ones
+/// are turned uncertain to fill several Atención pages.
 fn generated() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("ledger.db")).unwrap();
@@ -28,6 +30,10 @@ fn generated() -> (tempfile::TempDir, Store) {
     };
     store.write(|tx| tx.bench_generate_contacts(100, now())).unwrap();
     store.write(|tx| tx.bench_generate_intentions(&shape, 0, 3000)).unwrap();
+    store
+        .conn
+        .execute_batch("UPDATE intentions SET state = 'uncertain', state_reason = 'timeout' WHERE id % 13 = 0 AND state = 'read'")
+        .unwrap();
     (dir, store)
 }
 
