@@ -27,11 +27,13 @@
 //! module boundaries; only the binary edge uses `anyhow`.
 
 pub mod channel;
+pub mod chaos;
 pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
 pub mod domain;
+pub mod failpoint;
 pub mod i18n;
 pub mod import;
 pub mod ingest;

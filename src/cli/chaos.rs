@@ -1,12 +1,63 @@
-//! `unavez chaos` (being written).
+//! `unavez chaos`: the chaos harness and history checker (see
+//! `crate::chaos` and docs/bench.md).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
 
 use super::Ctx;
+use crate::chaos::{self, plan::Options};
 
 #[derive(Debug, clap::Args)]
-pub struct ChaosArgs {}
+pub struct ChaosArgs {
+    /// Intentions the imported booking events plan (about).
+    #[arg(long, default_value_t = 5000)]
+    pub intentions: u64,
+    /// Random SIGKILLs of the dispatcher (the deterministic kill points and
+    /// store faults come on top).
+    #[arg(long, default_value_t = 25)]
+    pub kills: u32,
+    /// Seed of every fault decision: the same seed replays the same faults.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Working directory (ledger, simulator log, child logs); default a new
+    /// directory under the system temp dir, kept for inspection.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Longest wait for everything to settle after the last fault.
+    #[arg(long, default_value_t = 120)]
+    pub settle_secs: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_ctx: &Ctx, _args: ChaosArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`unavez chaos` is not available yet")
+pub fn run(_ctx: &Ctx, a: ChaosArgs) -> anyhow::Result<ExitCode> {
+    let bin = std::env::current_exe().context("locating the unavez binary for the child processes")?;
+    let dir = a
+        .dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("unavez-chaos-seed{}-{}", a.seed, std::process::id())));
+    if dir.join("ledger.db").exists() {
+        anyhow::bail!("{} already holds a chaos run; pass another --dir", dir.display());
+    }
+    let opts = Options {
+        intentions: a.intentions,
+        kills: a.kills,
+        seed: a.seed,
+    };
+    let report = chaos::run(&opts, &bin, &dir, Duration::from_secs(a.settle_secs))
+        .with_context(|| format!("chaos run in {}", dir.display()))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -134,6 +134,9 @@ pub(crate) async fn dispatch_loop(
                     for d in decisions {
                         match d {
                             ClaimDecision::Claimed(c) => {
+                                // Chaos kill point: claimed and attempt recorded (one
+                                // committed transaction), nothing sent yet.
+                                crate::failpoint::hit("after_claim");
                                 report.claimed += 1;
                                 let attempt_id = c.attempt_id;
                                 let h = inflight.spawn(send_one(channel.clone(), *c));
@@ -205,6 +208,8 @@ async fn claim(
 async fn send_one(channel: Arc<dyn Channel>, c: Claimed) -> Done {
     let req = send_request(&c.intention, c.contact.as_ref(), Utc::now());
     let outcome = channel.send(&req).await;
+    // Chaos kill point: the channel answered, the result is not recorded.
+    crate::failpoint::hit("after_send");
     (c.attempt_id, outcome)
 }
 
@@ -270,6 +275,8 @@ async fn record(
         .await;
     match res {
         Ok(finished) => {
+            // Chaos kill point: results committed.
+            crate::failpoint::hit("after_result");
             for f in finished {
                 report.add_finished(f);
             }

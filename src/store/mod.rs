@@ -9,6 +9,8 @@
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
+pub mod bench;
+pub mod chaos;
 mod console;
 mod dispatch;
 mod inbound;
@@ -117,7 +119,11 @@ impl Store {
         self.conn.pragma_update(None, "journal_mode", "WAL")?;
         self.conn.pragma_update(None, "synchronous", "FULL")?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
-        self.conn.set_prepared_statement_cache_capacity(128);
+        // Savepoint (per-event) journals in memory, not in temp files: they
+        // only serve rollbacks inside a transaction, never durability.
+        self.conn.pragma_update(None, "temp_store", "MEMORY")?;
+        self.conn.pragma_update(None, "cache_size", -16384)?;
+        self.conn.set_prepared_statement_cache_capacity(256);
         Ok(())
     }
 
@@ -156,12 +162,21 @@ impl Store {
     where
         E: From<StoreError>,
     {
+        // Chaos failpoints (`UNAVEZ_FAILPOINT`, see `crate::failpoint`): a
+        // transaction that cannot begin, or a commit that fails.
+        if let Some(a) = crate::failpoint::hit("store_begin") {
+            return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
+        }
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| E::from(StoreError::from(e)))?;
         let wrapped = Tx { tx };
         let out = f(&wrapped)?;
+        if let Some(a) = crate::failpoint::hit("store_commit") {
+            drop(wrapped);
+            return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
+        }
         wrapped.tx.commit().map_err(|e| E::from(StoreError::from(e)))?;
         Ok(out)
     }
@@ -191,9 +206,44 @@ impl Store {
     }
 }
 
+/// The connection as store code sees it. `execute` and `query_row` go
+/// through the prepared-statement cache: parsing SQL was ~40 % of the
+/// import path's CPU before (see docs/bench.md), and every statement here
+/// is a fixed string. Everything else derefs to the connection.
+pub(crate) struct Conn<'a>(&'a Connection);
+
+impl std::ops::Deref for Conn<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.0
+    }
+}
+
+impl<'a> Conn<'a> {
+    pub(crate) fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.0.prepare_cached(sql)?.execute(params)
+    }
+
+    pub(crate) fn query_row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.0.prepare_cached(sql)?.query_row(params, f)
+    }
+
+    pub(crate) fn prepare_cached(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'a>> {
+        self.0.prepare_cached(sql)
+    }
+
+    pub(crate) fn prepare(&self, sql: &str) -> rusqlite::Result<rusqlite::Statement<'a>> {
+        self.0.prepare(sql)
+    }
+}
+
 impl Tx<'_> {
-    fn conn(&self) -> &Connection {
-        &self.tx
+    fn conn(&self) -> Conn<'_> {
+        Conn(&self.tx)
     }
 
     /// Adds `by` to a named counter (duplicates blocked, rejections…).
@@ -213,13 +263,14 @@ impl Tx<'_> {
     where
         E: From<StoreError>,
     {
+        // Cached statements: a batch import opens one savepoint per event.
         self.conn()
-            .execute_batch("SAVEPOINT unavez_sp")
+            .execute("SAVEPOINT unavez_sp", [])
             .map_err(|e| E::from(e.into()))?;
         match f(self) {
             Ok(v) => {
                 self.conn()
-                    .execute_batch("RELEASE unavez_sp")
+                    .execute("RELEASE unavez_sp", [])
                     .map_err(|e| E::from(e.into()))?;
                 Ok(v)
             }

@@ -1,0 +1,129 @@
+//! Read-only views of the ledger for the chaos harness's history checker
+//! (`crate::chaos::check`). They expose the global order of history rows
+//! (`intention_history.id`, assigned in commit order because every writer
+//! goes through `BEGIN IMMEDIATE`), which is what lets the checker tell a
+//! send validated before a cancellation from one validated after it.
+
+use rusqlite::params;
+
+use super::{Result, Tx};
+
+/// One intention as the checker sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedIntention {
+    pub id: i64,
+    pub key: String,
+    pub commitment_id: i64,
+    pub commitment_ref: String,
+    pub version: i64,
+    pub purpose: String,
+    pub state: String,
+    pub state_reason: Option<String>,
+    /// History id of the first successful claim (validity passed), if any.
+    pub first_claim: Option<i64>,
+    /// Attempts recorded for it.
+    pub attempts: i64,
+    /// When it falls due (ms since the epoch), and when a deferral or
+    /// backoff lets it be claimed again.
+    pub due_at_ms: i64,
+    pub next_attempt_at_ms: Option<i64>,
+}
+
+/// The first history row written for a commitment at a given version: the
+/// moment, in the ledger's global order, the commitment reached it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionMark {
+    pub commitment_id: i64,
+    pub version: i64,
+    pub first_history_id: i64,
+}
+
+/// A commitment's final state, for the model check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedCommitment {
+    pub reference: String,
+    pub version: i64,
+    pub status: String,
+}
+
+impl Tx<'_> {
+    /// Every intention with its first claim and attempt count.
+    pub fn chaos_intentions(&self) -> Result<Vec<CheckedIntention>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT i.id, i.key, i.commitment_id, c.ref, i.commitment_version, i.purpose, i.state, i.state_reason,
+                    (SELECT min(h.id) FROM intention_history h
+                      WHERE h.intention_id = i.id AND h.signal = 'claim' AND h.applied = 1),
+                    (SELECT count(*) FROM attempts a WHERE a.intention_id = i.id),
+                    i.due_at, i.next_attempt_at
+             FROM intentions i JOIN commitments c ON c.id = i.commitment_id
+             ORDER BY i.id",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(CheckedIntention {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    commitment_id: r.get(2)?,
+                    commitment_ref: r.get(3)?,
+                    version: r.get(4)?,
+                    purpose: r.get(5)?,
+                    state: r.get(6)?,
+                    state_reason: r.get(7)?,
+                    first_claim: r.get(8)?,
+                    attempts: r.get(9)?,
+                    due_at_ms: r.get(10)?,
+                    next_attempt_at_ms: r.get(11)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// For each commitment and version, the first history row that names
+    /// that version (the reservation or closure written by the event that
+    /// raised it, in the same transaction).
+    pub fn chaos_version_marks(&self) -> Result<Vec<VersionMark>> {
+        let mut stmt = self.conn().prepare(
+            "SELECT i.commitment_id, h.commitment_version, min(h.id)
+             FROM intention_history h JOIN intentions i ON i.id = h.intention_id
+             WHERE h.commitment_version IS NOT NULL
+             GROUP BY i.commitment_id, h.commitment_version",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(VersionMark {
+                    commitment_id: r.get(0)?,
+                    version: r.get(1)?,
+                    first_history_id: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Every commitment's final version and status.
+    pub fn chaos_commitments(&self) -> Result<Vec<CheckedCommitment>> {
+        let mut stmt = self
+            .conn()
+            .prepare("SELECT ref, version, status FROM commitments ORDER BY id")?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(CheckedCommitment {
+                    reference: r.get(0)?,
+                    version: r.get(1)?,
+                    status: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Whether a booking event id is in the log.
+    pub fn chaos_has_event(&self, event_id: &str) -> Result<bool> {
+        let n: i64 = self
+            .conn()
+            .prepare_cached("SELECT count(*) FROM commitment_events WHERE event_id = ?1")?
+            .query_row(params![event_id], |r| r.get(0))?;
+        Ok(n > 0)
+    }
+}
