@@ -399,3 +399,152 @@ fn a_dispatcher_that_could_not_start_keeps_its_reason_in_the_header() {
     let screen = tui_support::render(&app, 100, 30);
     assert!(screen.contains("despachador: detenido"), "{screen}");
 }
+
+/// A console with the dispatcher embedded: the worker holds its switch.
+fn with_dispatcher(fx: &mut Fixture, app: &mut App) -> unavez::dispatch::Control {
+    let control = unavez::dispatch::Control::new();
+    fx.ctx.control = Some(control.clone());
+    app.dispatcher.running = Some(true);
+    let reqs = app.load();
+    fx.run(app, reqs);
+    control
+}
+
+#[test]
+fn a_supervisor_pauses_and_resumes_dispatch_with_a_reason_and_a_confirmation() {
+    let mut fx = clinic(20);
+    let mut app = fx.app("supervisora", Role::Supervisor);
+    let control = with_dispatcher(&mut fx, &mut app);
+    assert!(!app.dispatcher.paused);
+    assert!(tui_support::render(&app, 120, 30).contains("en marcha"));
+
+    // The reason is mandatory.
+    fx.act(&mut app, Action::Op(OpKind::PauseDispatch));
+    assert_eq!(app.mode, Mode::Form);
+    fx.act(&mut app, Action::Submit);
+    assert_eq!(app.mode, Mode::Form);
+    assert!(app.form.as_ref().unwrap().error.is_some());
+    // Declining the confirmation changes nothing.
+    fx.type_text(&mut app, "el motor responde mal");
+    fx.act(&mut app, Action::Submit);
+    assert_eq!(app.mode, Mode::Confirm);
+    assert!(app.confirm.as_ref().unwrap().scope.contains("Pausar"), "{:?}", app.confirm);
+    fx.act(&mut app, Action::Abort);
+    assert!(!control.is_paused());
+    assert!(actions(&mut fx).is_empty());
+
+    fill_form(&mut fx, &mut app, OpKind::PauseDispatch, "el motor responde mal");
+    fx.act(&mut app, Action::Confirm);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
+    assert!(control.is_paused());
+    assert!(app.dispatcher.paused);
+    assert!(tui_support::render(&app, 120, 30).contains("en pausa"));
+    let log = actions(&mut fx);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].action, "pause_dispatch");
+    assert_eq!(log[0].operator, "supervisora");
+    assert_eq!(log[0].reason, "el motor responde mal");
+    assert_eq!(log[0].result, "done");
+
+    // The same key now resumes.
+    fx.act(&mut app, Action::Op(OpKind::PauseDispatch));
+    assert_eq!(app.form.as_ref().unwrap().op, OpKind::ResumeDispatch);
+    fx.type_text(&mut app, "el motor ya responde");
+    fx.act(&mut app, Action::Submit);
+    assert!(app.confirm.as_ref().unwrap().scope.contains("Reanudar"), "{:?}", app.confirm);
+    fx.act(&mut app, Action::Confirm);
+    assert!(!control.is_paused());
+    assert!(!app.dispatcher.paused);
+    assert!(tui_support::render(&app, 120, 30).contains("en marcha"));
+    let log = actions(&mut fx);
+    assert_eq!(log[0].action, "resume_dispatch");
+    assert_eq!(log[0].reason, "el motor ya responde");
+}
+
+#[test]
+fn the_header_follows_the_services_status() {
+    let mut fx = clinic(20);
+    let mut app = fx.app("tecnico", Role::Technician);
+    let control = with_dispatcher(&mut fx, &mut app);
+    // Paused elsewhere (another console on the same services): the next
+    // status read shows it.
+    control.pause();
+    let reqs = app.tick(now());
+    fx.run(&mut app, reqs);
+    assert!(app.dispatcher.paused);
+    assert_eq!(app.dispatcher.running, Some(true));
+    // A technician resumes it.
+    fill_form(&mut fx, &mut app, OpKind::PauseDispatch, "reanudar tras revisar");
+    assert!(app.confirm.as_ref().unwrap().scope.contains("Reanudar"));
+    fx.act(&mut app, Action::Confirm);
+    assert!(!control.is_paused());
+}
+
+#[test]
+fn front_desk_may_not_pause_dispatch_in_the_console_nor_in_the_library() {
+    let mut fx = clinic(20);
+    let mut app = fx.app("recepcion", Role::FrontDesk);
+    let control = with_dispatcher(&mut fx, &mut app);
+    // The key is refused with an explanation; no form opens.
+    let reqs = app.on_action(Action::Refused(OpKind::PauseDispatch));
+    assert!(reqs.is_empty());
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
+    // Even built directly, the action never reaches the form.
+    fx.act(&mut app, Action::Op(OpKind::PauseDispatch));
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
+    // And the worker refuses a request forged past the console.
+    let resp = unavez::tui::worker::handle(
+        &mut fx.store,
+        &fx.ctx,
+        unavez::tui::worker::Request::Op {
+            op: unavez::tui::worker::PendingOp::PauseDispatch,
+            operator: "recepcion".into(),
+            role: Role::FrontDesk,
+            reason: "quiero pausar".into(),
+            now: now(),
+        },
+    );
+    assert!(
+        matches!(resp, unavez::tui::worker::Response::Op(Err(ref e)) if e.contains("may not")),
+        "{resp:?}"
+    );
+    assert!(!control.is_paused());
+    assert!(actions(&mut fx).is_empty());
+    let err = fx
+        .store
+        .write(|tx| {
+            ops::switch_dispatch(
+                tx,
+                &Actor {
+                    name: "recepcion",
+                    role: Role::FrontDesk,
+                },
+                true,
+                "quiero pausar",
+                now(),
+            )
+        })
+        .unwrap_err();
+    assert!(matches!(err, OpsError::NotAllowed { .. }), "{err:?}");
+}
+
+#[test]
+fn pausing_without_an_embedded_dispatcher_or_read_only_is_refused() {
+    let mut fx = clinic(20);
+    let mut app = fx.app("supervisora", Role::Supervisor);
+    let reqs = app.load();
+    fx.run(&mut app, reqs);
+    // `--no-dispatch`: nothing to pause.
+    fx.act(&mut app, Action::Op(OpKind::PauseDispatch));
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
+    assert!(app.flash.as_ref().unwrap().text.contains("despachador"), "{:?}", app.flash);
+    // Read-only: refused too.
+    let control = with_dispatcher(&mut fx, &mut app);
+    app.access.read_only = true;
+    fx.act(&mut app, Action::Op(OpKind::PauseDispatch));
+    assert_eq!(app.mode, Mode::Normal);
+    assert!(!control.is_paused());
+    assert!(actions(&mut fx).is_empty());
+}

@@ -178,3 +178,40 @@ fn typing_modes_turn_letters_into_text() {
     );
     assert_eq!(action_for(&key('c'), Screen::Attention, a, Mode::Confirm), None);
 }
+
+#[test]
+fn pause_key_is_for_supervisors_and_technicians_on_every_screen() {
+    let screens = [
+        Screen::Attention,
+        Screen::Upcoming,
+        Screen::Board,
+        Screen::Counter,
+        Screen::Detail,
+        Screen::Reprocess,
+    ];
+    for screen in screens {
+        for role in ROLES {
+            let got = action_for(&key('p'), screen, access(role), Mode::Normal);
+            let want = match role {
+                Role::FrontDesk => Action::Refused(OpKind::PauseDispatch),
+                Role::Supervisor | Role::Technician => Action::Op(OpKind::PauseDispatch),
+            };
+            assert_eq!(got, Some(want), "{role:?} on {screen:?}");
+            let in_help = visible(screen, access(role)).any(|c| c.op() == Some(OpKind::PauseDispatch));
+            assert_eq!(in_help, role != Role::FrontDesk, "{role:?} on {screen:?}");
+        }
+        let ro = Access {
+            role: Role::Supervisor,
+            read_only: true,
+        };
+        assert_eq!(action_for(&key('p'), screen, ro, Mode::Normal), Some(Action::ReadOnly));
+        assert!(!visible(screen, ro).any(|c| c.op() == Some(OpKind::PauseDispatch)));
+    }
+    // Typing a reason with a `p` in it is text, not the key.
+    assert_eq!(
+        action_for(&key('p'), Screen::Attention, access(Role::Supervisor), Mode::Form),
+        Some(Action::Input('p'))
+    );
+    assert!(allowed(Role::Technician, OpKind::ResumeDispatch));
+    assert!(!allowed(Role::FrontDesk, OpKind::ResumeDispatch));
+}

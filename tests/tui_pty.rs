@@ -303,10 +303,36 @@ fn the_demo_opens_the_console_as_a_supervisor_with_the_dispatcher_running() {
     console.wait_for("cita-10");
     console.keys("3");
     console.wait_for("Planificadas");
+    // The supervisor pauses sending (reason, confirmation) and resumes it.
+    console.keys("p");
+    console.wait_for("pausar envíos");
+    console.keys("el motor va lento\r");
+    console.wait_for("Pausar los envíos");
+    console.keys("s");
+    console.wait_for("despachador: en pausa");
+    console.keys("p");
+    console.wait_for("reanudar envíos");
+    console.keys("ya responde\r");
+    console.wait_for("Reanudar los envíos");
+    console.keys("s");
+    console.wait_for("despachador: en marcha");
     let output = console.quit();
     let text = String::from_utf8_lossy(&output);
     assert!(text.contains("STATE"), "no summary after the console closed");
-    assert!(dir.path().join("unavez-demo.db").exists());
+    let db = dir.path().join("unavez-demo.db");
+    assert!(db.exists());
+    let log = Store::open(&db).unwrap().read(|tx| tx.operator_actions(10)).unwrap();
+    let got: Vec<(&str, &str, &str)> = log
+        .iter()
+        .map(|a| (a.action.as_str(), a.operator.as_str(), a.reason.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("resume_dispatch", "supervisora", "ya responde"),
+            ("pause_dispatch", "supervisora", "el motor va lento"),
+        ]
+    );
 }
 
 #[test]

@@ -85,6 +85,7 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
         refresh: Duration::from_secs(2),
         dispatcher_running: running,
         dispatcher_error: error,
+        control: background.as_ref().map(|b| b.control()),
     });
     if let Some(b) = background {
         b.stop().context("stopping the embedded dispatcher")?;
@@ -174,6 +175,7 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
             refresh: Duration::from_secs(1),
             dispatcher_running: Some(true),
             dispatcher_error: None,
+            control: Some(background.control()),
         })
     };
     let sim = background.sim_stats();

@@ -4,6 +4,7 @@
 //!
 //! | file | job |
 //! |---|---|
+//! | [`control`] | pause/resume, status snapshot, activity notifications for the console |
 //! | `worker.rs` | claim due intentions in batches (validity checked in the claim transaction), send with bounded concurrency, record results |
 //! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend |
 //! | [`reprocess`] | re-evaluate one operating day by state, with a dry run |
@@ -13,6 +14,7 @@
 //! blocking pool through [`Db`], so a slow fsync never stalls the sends in
 //! flight.
 
+pub mod control;
 mod reconcile;
 pub mod reprocess;
 pub mod request;
@@ -33,6 +35,7 @@ use crate::config::Config;
 use crate::domain::validity::Rules;
 use crate::store::{Store, StoreError};
 
+pub use control::{Activity, Control, ServiceState, ServiceStatus};
 pub use reconcile::{ReconcileReport, reconcile_once};
 pub use worker::{DispatchReport, dispatch_once, dispatch_until_idle};
 
@@ -153,6 +156,7 @@ pub struct ServiceReport {
 /// `stop` to shut down gracefully and collect their reports.
 pub struct Services {
     stop: watch::Sender<bool>,
+    control: Control,
     dispatcher: Option<JoinHandle<Result<DispatchReport>>>,
     reconciler: Option<JoinHandle<Result<ReconcileReport>>>,
 }
@@ -162,23 +166,51 @@ impl Services {
     /// runtime (call it inside one), each with its own connection to the
     /// ledger at `db_path`.
     pub fn start(db_path: &Path, settings: Settings, channel: Arc<dyn Channel>) -> Result<Services> {
+        Services::start_with(db_path, settings, channel, Control::new())
+    }
+
+    /// [`Services::start`] driven by `control` (created paused, or sharing
+    /// an [`Activity`] counter with the webhook server).
+    pub fn start_with(
+        db_path: &Path,
+        settings: Settings,
+        channel: Arc<dyn Channel>,
+        control: Control,
+    ) -> Result<Services> {
         let (stop, rx) = watch::channel(false);
         let settings = Arc::new(settings);
         let d_db = Db::open(db_path)?;
         let r_db = Db::open(db_path)?;
-        let dispatcher = tokio::spawn(worker::dispatch_loop(
+        let d_loop = worker::dispatch_loop(
             d_db,
             settings.clone(),
             channel.clone(),
             rx.clone(),
             worker::Mode::Forever,
-        ));
-        let reconciler = tokio::spawn(reconcile::reconcile_loop(r_db, settings, channel, rx));
+            control.clone(),
+        );
+        let c = control.clone();
+        // A dispatcher that ends on its own (an error) shows as stopped.
+        let dispatcher = tokio::spawn(async move {
+            let r = d_loop.await;
+            if let Err(e) = &r {
+                c.error(e);
+            }
+            c.set_stopped();
+            r
+        });
+        let reconciler = tokio::spawn(reconcile::reconcile_loop(r_db, settings, channel, rx, control.clone()));
         Ok(Services {
             stop,
+            control,
             dispatcher: Some(dispatcher),
             reconciler: Some(reconciler),
         })
+    }
+
+    /// A handle to pause/resume dispatch and read the status.
+    pub fn control(&self) -> Control {
+        self.control.clone()
     }
 
     /// Graceful shutdown: stop claiming, wait for sends in flight up to the
@@ -186,6 +218,7 @@ impl Services {
     /// return both reports.
     pub async fn stop(mut self) -> Result<ServiceReport> {
         let _ = self.stop.send(true);
+        self.control.set_stopped();
         let mut report = ServiceReport::default();
         if let Some(h) = self.dispatcher.take() {
             report.dispatch = h.await.map_err(|e| DispatchError::Worker(e.to_string()))??;
@@ -200,6 +233,7 @@ impl Services {
 impl Drop for Services {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
+        self.control.set_stopped();
     }
 }
 

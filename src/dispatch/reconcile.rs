@@ -105,6 +105,7 @@ pub(crate) async fn reconcile_loop(
     settings: Arc<Settings>,
     channel: Arc<dyn Channel>,
     mut stop: watch::Receiver<bool>,
+    control: super::Control,
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
     loop {
@@ -112,8 +113,14 @@ pub(crate) async fn reconcile_loop(
             break;
         }
         match reconcile_once(&db, &settings, &channel, None).await {
-            Ok(r) => report.merge(&r),
+            Ok(r) => {
+                if r.expired_leases > 0 || r.examined > 0 {
+                    control.bump();
+                }
+                report.merge(&r)
+            }
             Err(e) => {
+                control.error(&e);
                 report.store_errors += 1;
                 tracing::warn!("reconciliation pass failed, retrying: {e}");
             }

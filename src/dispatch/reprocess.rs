@@ -235,7 +235,15 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
         .collect();
     if !to_claim.is_empty() {
         let (_tx, rx) = tokio::sync::watch::channel(false);
-        let d = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::Ids(to_claim)).await?;
+        let d = dispatch_loop(
+            db.clone(),
+            settings.clone(),
+            channel.clone(),
+            rx,
+            Mode::Ids(to_claim),
+            super::Control::new(),
+        )
+        .await?;
         report.dispatch = Some(d);
     }
     if !to_reconcile.is_empty() {

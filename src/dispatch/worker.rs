@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::{Id, JoinSet};
 
 use super::request::{attempt_result, send_request};
-use super::{Db, Result, Settings};
+use super::{Control, Db, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
 use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
 
@@ -73,7 +73,15 @@ pub async fn dispatch_once(
 ) -> Result<(DispatchReport, super::ReconcileReport)> {
     let (_tx, rx) = watch::channel(false);
     let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
-    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::Once).await?;
+    let report = dispatch_loop(
+        db.clone(),
+        settings.clone(),
+        channel.clone(),
+        rx,
+        Mode::Once,
+        Control::new(),
+    )
+    .await?;
     let more = super::reconcile_once(&db, &settings, &channel, None).await?;
     rec.merge(&more);
     Ok((report, rec))
@@ -89,7 +97,15 @@ pub async fn dispatch_until_idle(
 ) -> Result<(DispatchReport, super::ReconcileReport)> {
     let (_tx, rx) = watch::channel(false);
     let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
-    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, Mode::UntilIdle).await?;
+    let report = dispatch_loop(
+        db.clone(),
+        settings.clone(),
+        channel.clone(),
+        rx,
+        Mode::UntilIdle,
+        Control::new(),
+    )
+    .await?;
     let more = super::reconcile_once(&db, &settings, &channel, None).await?;
     rec.merge(&more);
     Ok((report, rec))
@@ -101,8 +117,11 @@ pub(crate) async fn dispatch_loop(
     channel: Arc<dyn Channel>,
     mut stop: watch::Receiver<bool>,
     mode: Mode,
+    ctl: Control,
 ) -> Result<DispatchReport> {
     let mut report = DispatchReport::default();
+    // Paused: no new claims; in flight finishes (see `control.rs`).
+    let mut paused = ctl.paused_rx();
     let mut claimed_once = false;
     let mut inflight: JoinSet<Done> = JoinSet::new();
     // Which attempt each task carries, to record it if the task dies.
@@ -120,7 +139,7 @@ pub(crate) async fn dispatch_loop(
         let free = settings.concurrency.saturating_sub(inflight.len());
         let mut full_batch = false;
         let mut claimed_any = false;
-        if free > 0 && !(matches!(mode, Mode::Once) && claimed_once) {
+        if free > 0 && !*paused.borrow_and_update() && !(matches!(mode, Mode::Once) && claimed_once) {
             claimed_once = true;
             let want = u32::try_from(free).unwrap_or(u32::MAX).min(settings.batch_size);
             let scope = match &mode {
@@ -129,6 +148,9 @@ pub(crate) async fn dispatch_loop(
             };
             match claim(&db, &settings, &channel, &scope, want).await {
                 Ok(decisions) => {
+                    if !decisions.is_empty() {
+                        ctl.bump();
+                    }
                     full_batch = decisions.len() as u32 >= want || (matches!(mode, Mode::Ids(_)) && !queue.is_empty());
                     claimed_any = !decisions.is_empty() || !queue.is_empty();
                     for d in decisions {
@@ -149,6 +171,7 @@ pub(crate) async fn dispatch_loop(
                     }
                 }
                 Err(e) => {
+                    ctl.error(&e);
                     report.store_errors += 1;
                     tracing::warn!("claim failed, retrying after the poll interval: {e}");
                 }
@@ -164,6 +187,7 @@ pub(crate) async fn dispatch_loop(
             tokio::select! {
                 _ = tokio::time::sleep(settings.poll) => {}
                 _ = stop.changed() => {}
+                _ = paused.changed() => {}
             }
             continue;
         }
@@ -179,13 +203,13 @@ pub(crate) async fn dispatch_loop(
                 while let Some(next) = inflight.try_join_next_with_id() {
                     collect(Some(next), &mut attempts, &mut done, &mut dead);
                 }
-                record(&db, &settings, done, dead, "the send task ended without an answer", &mut report).await;
+                record(&db, &settings, done, dead, "the send task ended without an answer", &mut report, &ctl).await;
             }
             _ = tokio::time::sleep(settings.poll), if !full_batch => {}
             _ = stop.changed() => {}
         }
     }
-    drain(&db, &settings, &mut inflight, &mut attempts, &mut report).await;
+    drain(&db, &settings, &mut inflight, &mut attempts, &mut report, &ctl).await;
     Ok(report)
 }
 
@@ -242,6 +266,7 @@ async fn record(
     dead: Vec<i64>,
     why: &'static str,
     report: &mut DispatchReport,
+    ctl: &Control,
 ) {
     if done.is_empty() && dead.is_empty() {
         return;
@@ -277,12 +302,14 @@ async fn record(
         Ok(finished) => {
             // Chaos kill point: results committed.
             crate::failpoint::hit("after_result");
+            ctl.bump();
             for f in finished {
                 report.add_finished(f);
             }
             report.abandoned += n_dead;
         }
         Err(e) => {
+            ctl.error(&e);
             // The lease will expire and the reconciler will treat these as
             // uncertain: safe, only slower.
             report.store_errors += 1;
@@ -299,6 +326,7 @@ async fn drain(
     inflight: &mut JoinSet<Done>,
     attempts: &mut HashMap<Id, i64>,
     report: &mut DispatchReport,
+    ctl: &Control,
 ) {
     let deadline = tokio::time::Instant::now() + settings.shutdown_grace;
     let mut done = Vec::new();
@@ -321,6 +349,7 @@ async fn drain(
         dead,
         "shutdown while the send was in flight: it may have been processed",
         report,
+        ctl,
     )
     .await;
 }

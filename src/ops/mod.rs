@@ -9,11 +9,14 @@
 //! error: it is recorded as a refusal and returned with a [`Refusal`] the
 //! console explains in the operator's language.
 //!
-//! `contact.rs` holds manual contact and verification through the channel.
+//! `contact.rs` holds manual contact and verification through the channel;
+//! `pause.rs` pausing and resuming the embedded dispatcher.
 
 mod contact;
+mod pause;
 
 pub use contact::{manual_contact, verify_with_channel};
+pub use pause::switch_dispatch;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -39,15 +42,20 @@ pub enum OpKind {
     AuthorizeResend,
     ManualContact,
     Reprocess,
+    /// Stop new claims of the embedded dispatcher.
+    PauseDispatch,
+    ResumeDispatch,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 5] = [
+    pub const ALL: [OpKind; 7] = [
         Self::Cancel,
         Self::Verify,
         Self::AuthorizeResend,
         Self::ManualContact,
         Self::Reprocess,
+        Self::PauseDispatch,
+        Self::ResumeDispatch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -57,6 +65,8 @@ impl OpKind {
             OpKind::AuthorizeResend => "authorize_resend",
             OpKind::ManualContact => "manual_contact",
             OpKind::Reprocess => "reprocess",
+            OpKind::PauseDispatch => "pause_dispatch",
+            OpKind::ResumeDispatch => "resume_dispatch",
         }
     }
 }
@@ -69,6 +79,9 @@ pub fn allowed(role: Role, op: OpKind) -> bool {
         OpKind::Verify => true,
         OpKind::AuthorizeResend => role == Role::Supervisor,
         OpKind::Reprocess => role == Role::Technician,
+        // The desk works the lists; stopping the sends is a call for the
+        // people who answer for the whole queue.
+        OpKind::PauseDispatch | OpKind::ResumeDispatch => matches!(role, Role::Supervisor | Role::Technician),
     }
 }
 
@@ -213,7 +226,7 @@ pub enum OpsError {
     Key(#[from] KeyError),
 }
 
-fn check(actor: &Actor<'_>, op: OpKind, reason: &str) -> Result<(), OpsError> {
+pub(crate) fn check(actor: &Actor<'_>, op: OpKind, reason: &str) -> Result<(), OpsError> {
     if !allowed(actor.role, op) {
         return Err(OpsError::NotAllowed {
             role: actor.role.as_str(),

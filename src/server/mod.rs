@@ -320,6 +320,17 @@ pub fn spawn(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServerHandle, ServerError> {
+    spawn_notifying(state, listener, shutdown, None)
+}
+
+/// [`spawn`], bumping `activity` after every accepted POST (an embedding
+/// console refreshes on it instead of waiting for its tick).
+pub fn spawn_notifying(
+    state: AppState,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    activity: Option<crate::dispatch::Activity>,
+) -> Result<ServerHandle, ServerError> {
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -327,7 +338,24 @@ pub fn spawn(
         let _ = stop_tx.send(true);
     });
     tokio::spawn(sweep_loop(state.clone(), stop_rx.clone()));
-    let app = router(state);
+    let mut app = router(state);
+    if let Some(activity) = activity {
+        // Only accepted POSTs write to the ledger; scrapes and health
+        // checks must not wake the console.
+        app = app.layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let activity = activity.clone();
+                async move {
+                    let post = req.method() == axum::http::Method::POST;
+                    let res = next.run(req).await;
+                    if post && res.status().is_success() {
+                        activity.bump();
+                    }
+                    res
+                }
+            },
+        ));
+    }
     let mut rx = stop_rx;
     let join = tokio::spawn(async move {
         axum::serve(listener, app)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::channel::Channel;
 use crate::channel::motor::MotorChannel;
 use crate::config::Config;
-use crate::dispatch::{DispatchError, ServiceReport, Services, Settings};
+use crate::dispatch::{Activity, Control, DispatchError, ServiceReport, Services, Settings};
 use crate::server::{self, ServerHandle};
 use crate::sim::{self, DEV_WEBHOOK_SECRET, FaultSpec, SimHandle, SimOptions, SimStats};
 use crate::templates::Templates;
@@ -44,6 +44,7 @@ pub struct Background {
     server: Option<(ServerHandle, tokio::sync::watch::Sender<bool>)>,
     pub channel: Arc<dyn Channel>,
     pub settings: Settings,
+    control: Control,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, BackgroundError> {
@@ -62,9 +63,10 @@ impl Background {
             crate::channel::from_config(&config.channel).map_err(|e| BackgroundError::Channel(e.to_string()))?;
         let rt = runtime()?;
         let settings = Settings::from_config(config);
+        let control = Control::new();
         let services = {
             let _enter = rt.enter();
-            Services::start(db, settings.clone(), channel.clone())?
+            Services::start_with(db, settings.clone(), channel.clone(), control.clone())?
         };
         Ok(Background {
             rt,
@@ -73,6 +75,7 @@ impl Background {
             server: None,
             channel,
             settings,
+            control,
         })
     }
 
@@ -89,6 +92,10 @@ impl Background {
         // The webhook server first: the simulator posts its signed status
         // events (duplicated and reordered by the faults) to it.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        // One activity counter for the webhook server and the services: the
+        // console refreshes when either commits something.
+        let activity = Activity::new();
+        let server_activity = activity.clone();
         let server = rt
             .block_on(async {
                 let listener = server::bind("127.0.0.1:0").await?;
@@ -98,9 +105,14 @@ impl Background {
                 };
                 let state = server::AppState::new(config.clone(), templates.clone(), db.to_path_buf(), secrets)?;
                 let mut rx = stop_rx;
-                server::spawn(state, listener, async move {
-                    let _ = rx.wait_for(|s| *s).await;
-                })
+                server::spawn_notifying(
+                    state,
+                    listener,
+                    async move {
+                        let _ = rx.wait_for(|s| *s).await;
+                    },
+                    Some(server_activity),
+                )
             })
             .map_err(|e| BackgroundError::Sim(format!("webhook server: {e}")))?;
         let faults = FaultSpec::parse(DEMO_FAULTS).map_err(|e| BackgroundError::Sim(e.to_string()))?;
@@ -124,9 +136,10 @@ impl Background {
                 .map_err(|e| BackgroundError::Channel(e.to_string()))?,
         );
         let settings = Settings::from_config(config);
+        let control = Control::with_activity(activity);
         let services = {
             let _enter = rt.enter();
-            Services::start(db, settings.clone(), channel.clone())?
+            Services::start_with(db, settings.clone(), channel.clone(), control.clone())?
         };
         Ok(Background {
             rt,
@@ -135,7 +148,13 @@ impl Background {
             server: Some((server, stop_tx)),
             channel,
             settings,
+            control,
         })
+    }
+
+    /// Pause/resume, status and activity of the embedded services.
+    pub fn control(&self) -> Control {
+        self.control.clone()
     }
 
     /// The simulator's counters (demo only).

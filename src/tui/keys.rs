@@ -247,6 +247,16 @@ pub static REGISTRY: &[Command] = &[
         screens: &[S::Reprocess],
     },
     Command {
+        // Pauses or resumes, whichever applies (see `App::open_form`).
+        // Help only: the footer is kept for the row actions, and the
+        // header already shows the dispatcher's state.
+        keys: &[KeySpec::Char('p')],
+        action: Action::Op(OpKind::PauseDispatch),
+        label: |t| t.act_pause_toggle,
+        hint: false,
+        screens: &[],
+    },
+    Command {
         keys: &[KeySpec::Enter],
         action: Action::Open,
         label: |t| t.act_open,

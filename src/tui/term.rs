@@ -15,11 +15,12 @@ use crossterm::event::{self, Event, KeyEventKind};
 
 use super::app::App;
 use super::keys::{Access, action_for};
+use super::refresh::Refresh;
 use super::view;
 use super::worker::{self, ReprocessCtx, Request, WorkerCtx};
 use crate::channel::Channel;
 use crate::config::{Config, Role};
-use crate::dispatch::Settings;
+use crate::dispatch::{Control, Settings};
 use crate::store::{Store, StoreError};
 use crate::templates::Templates;
 use std::sync::Arc;
@@ -40,7 +41,13 @@ pub struct ConsoleOptions {
     pub dispatcher_error: Option<String>,
     /// The channel reprocessing sends through (`None`: dry runs only).
     pub channel: Option<Arc<dyn Channel>>,
+    /// The embedded services' switch, status and activity (`None`: not
+    /// embedded): `p` pauses through it, panels refresh on its activity.
+    pub control: Option<Control>,
 }
+
+/// At most one activity-driven refresh per this interval.
+pub const ACTIVITY_DEBOUNCE: Duration = Duration::from_millis(250);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -60,6 +67,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     let tz = opts.config.tz();
     let t = crate::i18n::strings(opts.config.language);
     let channel_configured = opts.channel.is_some();
+    let activity = opts.control.as_ref().map(|c| c.activity().subscribe());
     let worker = worker::spawn(
         store,
         WorkerCtx {
@@ -70,6 +78,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
             }),
             config: opts.config,
             templates: opts.templates,
+            control: opts.control.clone(),
         },
         req_rx,
         resp_tx,
@@ -96,7 +105,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
             Ok(())
         };
         send(app.load())?;
-        let mut last_tick = Instant::now();
+        let mut refresh = Refresh::new(opts.refresh, ACTIVITY_DEBOUNCE, activity, Instant::now());
         while !app.quit {
             terminal.draw(|f| view::draw(f, &app))?;
             if event::poll(Duration::from_millis(100))? {
@@ -120,8 +129,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
                     Err(mpsc::TryRecvError::Disconnected) => return Err(ConsoleError::WorkerGone),
                 }
             }
-            if last_tick.elapsed() >= opts.refresh {
-                last_tick = Instant::now();
+            if refresh.due(Instant::now()) {
                 let reqs = app.tick(Utc::now());
                 send(reqs)?;
             }

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 
 use crate::channel::{Channel, LookupOutcome};
 use crate::config::{Config, Role};
-use crate::dispatch::{Db, Settings, reprocess};
+use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
 use crate::ops::{self, Actor, OpKind, OpReport, VerifyOutcome};
 use crate::planner::Planner;
@@ -48,6 +48,9 @@ pub enum PendingOp {
     VerifyChannel {
         intention_id: i64,
     },
+    /// Stop new claims of the embedded dispatcher.
+    PauseDispatch,
+    ResumeDispatch,
 }
 
 impl PendingOp {
@@ -59,6 +62,8 @@ impl PendingOp {
             PendingOp::ManualContact { .. } => OpKind::ManualContact,
             PendingOp::Reprocess { .. } => OpKind::Reprocess,
             PendingOp::VerifyChannel { .. } => OpKind::Verify,
+            PendingOp::PauseDispatch => OpKind::PauseDispatch,
+            PendingOp::ResumeDispatch => OpKind::ResumeDispatch,
         }
     }
 }
@@ -123,6 +128,9 @@ pub enum Response {
     Status {
         queue: Option<i64>,
         last_error: Option<String>,
+        /// The embedded services' own state (`None`: not embedded); its
+        /// error is dropped once older than the attempts' window.
+        service: Option<ServiceStatus>,
     },
     Op(Result<OpReport, String>),
 }
@@ -134,6 +142,8 @@ pub struct WorkerCtx {
     /// The ledger file and channel for reprocessing (which runs the
     /// dispatcher's code on its own connection); `None` disables it.
     pub reprocess: Option<ReprocessCtx>,
+    /// The embedded dispatcher's switch and status; `None`: not embedded.
+    pub control: Option<Control>,
 }
 
 /// What reprocessing needs besides the request.
@@ -236,16 +246,23 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
         ),
         Request::Status { now } => {
             let since = now - chrono::Duration::minutes(5);
+            let service = ctx.control.as_ref().map(|c| {
+                let mut st = c.status();
+                st.last_error = st.last_error.filter(|(at, _)| *at >= since);
+                st
+            });
             let read =
                 store.read(|tx| Ok::<_, crate::store::StoreError>((tx.due_queue(now)?, tx.last_attempt_error(since)?)));
             match read {
                 Ok((queue, last_error)) => Response::Status {
                     queue: Some(queue),
                     last_error,
+                    service,
                 },
                 Err(_) => Response::Status {
                     queue: None,
                     last_error: None,
+                    service,
                 },
             }
         }
@@ -263,6 +280,16 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 tz: ctx.config.tz(),
             };
             let tz = ctx.config.tz();
+            if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
+                return Response::Op(switch_dispatch(
+                    store,
+                    ctx,
+                    &actor,
+                    op == PendingOp::PauseDispatch,
+                    &reason,
+                    now,
+                ));
+            }
             // A verification through the channel asks it first, outside any
             // transaction (a slow channel must not hold the write lock).
             let lookup = match &op {
@@ -285,15 +312,43 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 PendingOp::VerifyChannel { intention_id } => {
                     ops::verify_with_channel(tx, &actor, intention_id, lookup.as_ref(), &reason, now)
                 }
-                // The app sends reprocessing as its own request; never here.
-                PendingOp::Reprocess { .. } => Err(ops::OpsError::NotAllowed {
-                    role: role.as_str(),
-                    op: "reprocess",
-                }),
+                // The app sends reprocessing as its own request, and the
+                // dispatch switch returned above; never here.
+                PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
+                    Err(ops::OpsError::NotAllowed {
+                        role: role.as_str(),
+                        op: "reprocess",
+                    })
+                }
             });
             Response::Op(r.map_err(|e| e.to_string()))
         }
     }
+}
+
+/// Records the pause/resume, then flips the switch: committed first, so a
+/// switch nobody can account for never happens.
+fn switch_dispatch(
+    store: &mut Store,
+    ctx: &WorkerCtx,
+    actor: &Actor<'_>,
+    pause: bool,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, String> {
+    let control = ctx
+        .control
+        .as_ref()
+        .ok_or_else(|| "the dispatcher does not run in this console".to_string())?;
+    let report = store
+        .write(|tx| ops::switch_dispatch(tx, actor, pause, reason, now))
+        .map_err(|e| e.to_string())?;
+    if pause {
+        control.pause();
+    } else {
+        control.resume();
+    }
+    Ok(report)
 }
 
 /// Asks the channel where the intention's command is. `None` when the

@@ -64,6 +64,7 @@ pub fn clinic(appointments: usize) -> Fixture {
             config,
             templates,
             reprocess: None,
+            control: None,
         },
     }
 }

@@ -39,6 +39,7 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
         config,
         templates: Templates::embedded(),
         reprocess: None,
+        control: None,
     };
     // The first frame exactly as the console builds it: the app's load
     // requests through the database worker's handler, then a draw.

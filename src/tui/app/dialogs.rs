@@ -126,6 +126,8 @@ impl App {
                 fill(t.scope_verify, &vals),
             ),
             OpKind::AuthorizeResend => (PendingOp::Resend { intention_id: iid }, fill(t.scope_resend, &vals)),
+            OpKind::PauseDispatch => (PendingOp::PauseDispatch, fill(t.scope_pause, &vals)),
+            OpKind::ResumeDispatch => (PendingOp::ResumeDispatch, fill(t.scope_resume, &vals)),
             OpKind::ManualContact => (
                 PendingOp::ManualContact {
                     commitment_id: target.commitment_id,
@@ -249,11 +251,22 @@ impl App {
                 self.detail = Some(d);
                 self.detail_loading = false;
             }
-            Response::Status { queue, last_error } => {
+            Response::Status {
+                queue,
+                last_error,
+                service,
+            } => {
                 self.dispatcher.queue = queue;
+                let service_error = service.as_ref().and_then(|s| s.last_error.clone()).map(|(_, e)| e);
+                if let Some(s) = &service {
+                    self.dispatcher.running = Some(s.state != ServiceState::Stopped);
+                    self.dispatcher.paused = s.state == ServiceState::Paused;
+                }
                 // A start-up error (channel unavailable) stays until restart.
                 if self.dispatcher.running == Some(true) {
-                    self.dispatcher.last_error = last_error;
+                    self.dispatcher.last_error = service_error.or(last_error);
+                } else if service_error.is_some() {
+                    self.dispatcher.last_error = service_error;
                 }
             }
             Response::Attention(Err(e))
@@ -281,6 +294,14 @@ impl App {
 
     pub(super) fn op_flash(&mut self, r: &OpReport) {
         let t = self.t;
+        if let (OpKind::PauseDispatch | OpKind::ResumeDispatch, OpOutcome::Done { .. }) = (r.op, &r.outcome) {
+            // Shown at once; the next status read confirms it.
+            let pause = r.op == OpKind::PauseDispatch;
+            self.dispatcher.paused = pause;
+            let what = if pause { t.done_paused } else { t.done_resumed };
+            self.flash(FlashKind::Success, fill(t.flash_done, &[("what", what)]));
+            return;
+        }
         let target = match (&r.intention_id, &r.intention_key) {
             (Some(id), Some(key)) => format!("#{id} {key}"),
             _ => r.commitment_ref.clone(),

@@ -17,7 +17,7 @@ use chrono_tz::Tz;
 use super::keys::{Access, Action, Mode, Screen};
 use super::worker::{PendingOp, Request, Response};
 use crate::config::Role;
-use crate::dispatch::reprocess;
+use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
 use crate::ops::{OpKind, OpOutcome, OpReport, VerifyOutcome, allowed};
@@ -129,6 +129,8 @@ pub struct Flash {
 pub struct DispatcherView {
     /// `None`: not embedded (`--no-dispatch`).
     pub running: Option<bool>,
+    /// Running but not claiming (an operator paused it).
+    pub paused: bool,
     pub last_error: Option<String>,
     pub queue: Option<i64>,
 }

@@ -249,6 +249,9 @@ impl App {
     }
 
     pub(super) fn open_form(&mut self, op: OpKind) -> Vec<Request> {
+        if matches!(op, OpKind::PauseDispatch | OpKind::ResumeDispatch) {
+            return self.open_dispatch_form();
+        }
         if op == OpKind::Reprocess {
             if self.reprocess.plan.is_none() {
                 let why = self
@@ -283,6 +286,43 @@ impl App {
                 self.flash(FlashKind::Info, self.t.flash_no_selection.into());
                 return vec![];
             }
+        };
+        self.form = Some(Form {
+            op,
+            target,
+            reason: String::new(),
+            outcome: 0,
+            error: None,
+        });
+        self.mode = Mode::Form;
+        vec![]
+    }
+
+    /// One key pauses or resumes, whichever applies now.
+    fn open_dispatch_form(&mut self) -> Vec<Request> {
+        if self.dispatcher.running != Some(true) {
+            self.flash(FlashKind::Refused, self.t.flash_no_dispatcher.into());
+            return vec![];
+        }
+        let op = if self.dispatcher.paused {
+            OpKind::ResumeDispatch
+        } else {
+            OpKind::PauseDispatch
+        };
+        // The key is already hidden and refused for these; this guards
+        // callers that build the action directly.
+        if self.access.read_only {
+            return self.on_action(Action::ReadOnly);
+        }
+        if !allowed(self.role(), op) {
+            return self.on_action(Action::Refused(op));
+        }
+        let target = Target {
+            intention_id: None,
+            key: None,
+            state: None,
+            commitment_id: 0,
+            commitment_ref: format!("{}: {}", self.t.dispatcher, self.t.op_label(op)),
         };
         self.form = Some(Form {
             op,

@@ -86,8 +86,9 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     let d = &app.dispatcher;
     let state = match d.running {
         None => t.dispatcher_off,
+        Some(true) if d.paused => t.dispatcher_paused,
         Some(true) => t.dispatcher_running,
-        Some(false) => t.dispatcher_paused,
+        Some(false) => t.dispatcher_stopped,
     };
     let mut right = format!("{}: {state}", t.dispatcher);
     if let Some(q) = d.queue {

@@ -1,0 +1,181 @@
+//! What the console (or any embedder) can see and switch on the running
+//! background services: pause/resume dispatch, a status snapshot, and a
+//! cheap "the ledger changed" signal.
+//!
+//! Pausing stops **new claims** only. Sends already in flight finish and
+//! their results are recorded (abandoning them would turn them into
+//! `uncertain` for no reason), and the reconciler keeps resolving evidence:
+//! settling an outcome that is already out there is not a new message, and
+//! an operator who pauses because something looks wrong wants the picture
+//! to keep getting clearer, not to freeze. A repeat the reconciler sends to
+//! an idempotent channel carries the original command's key, so the engine
+//! answers with the command it already has instead of sending again.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::watch;
+
+/// A counter bumped after each committed batch of results (dispatcher,
+/// reconciler, webhook server). Readers only learn "something changed":
+/// they re-read the ledger, so a missed or coalesced bump costs nothing.
+#[derive(Clone)]
+pub struct Activity(Arc<watch::Sender<u64>>);
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity::new()
+    }
+}
+
+impl Activity {
+    pub fn new() -> Activity {
+        Activity(Arc::new(watch::channel(0).0))
+    }
+
+    /// Notes one committed change.
+    pub fn bump(&self) {
+        self.0.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A receiver whose `has_changed` turns true after the next bump.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+}
+
+/// Whether the services are dispatching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceState {
+    Running,
+    /// No new claims; in-flight sends finish, reconciliation continues.
+    Paused,
+    /// Shut down (or the dispatcher task ended on an error).
+    Stopped,
+}
+
+/// A snapshot for the console's header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServiceStatus {
+    pub state: ServiceState,
+    /// The last error a service survived (or died of), and when.
+    pub last_error: Option<(DateTime<Utc>, String)>,
+}
+
+struct Shared {
+    paused: watch::Sender<bool>,
+    stopped: AtomicBool,
+    last_error: Mutex<Option<(DateTime<Utc>, String)>>,
+    activity: Activity,
+}
+
+/// A cheap, cloneable handle on running [`super::Services`].
+#[derive(Clone)]
+pub struct Control(Arc<Shared>);
+
+impl Default for Control {
+    fn default() -> Self {
+        Control::new()
+    }
+}
+
+impl Control {
+    /// Running, with its own activity counter.
+    pub fn new() -> Control {
+        Control::with_activity(Activity::new())
+    }
+
+    /// Running, bumping `activity` (shared with e.g. the webhook server).
+    pub fn with_activity(activity: Activity) -> Control {
+        Control(Arc::new(Shared {
+            paused: watch::channel(false).0,
+            stopped: AtomicBool::new(false),
+            last_error: Mutex::new(None),
+            activity,
+        }))
+    }
+
+    /// Stops new claims. Returns whether the state changed.
+    pub fn pause(&self) -> bool {
+        self.0.paused.send_if_modified(|p| !std::mem::replace(p, true))
+    }
+
+    /// Claims again. Returns whether the state changed.
+    pub fn resume(&self) -> bool {
+        self.0.paused.send_if_modified(|p| std::mem::replace(p, false))
+    }
+
+    pub fn is_paused(&self) -> bool {
+        *self.0.paused.borrow()
+    }
+
+    pub fn status(&self) -> ServiceStatus {
+        let state = if self.0.stopped.load(Ordering::Acquire) {
+            ServiceState::Stopped
+        } else if self.is_paused() {
+            ServiceState::Paused
+        } else {
+            ServiceState::Running
+        };
+        let last_error = self.0.last_error.lock().map(|e| e.clone()).unwrap_or(None);
+        ServiceStatus { state, last_error }
+    }
+
+    /// The activity counter the services bump.
+    pub fn activity(&self) -> &Activity {
+        &self.0.activity
+    }
+
+    pub(crate) fn paused_rx(&self) -> watch::Receiver<bool> {
+        self.0.paused.subscribe()
+    }
+
+    pub(crate) fn bump(&self) {
+        self.0.activity.bump();
+    }
+
+    pub(crate) fn error(&self, e: &dyn std::fmt::Display) {
+        if let Ok(mut g) = self.0.last_error.lock() {
+            *g = Some((Utc::now(), e.to_string()));
+        }
+    }
+
+    pub(crate) fn set_stopped(&self) {
+        self.0.stopped.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pause_and_resume_report_changes_and_status() {
+        let c = Control::new();
+        assert_eq!(c.status().state, ServiceState::Running);
+        assert!(c.pause());
+        assert!(!c.pause());
+        assert_eq!(c.status().state, ServiceState::Paused);
+        assert!(c.resume());
+        assert!(!c.resume());
+        c.error(&"boom");
+        c.set_stopped();
+        let s = c.status();
+        assert_eq!(s.state, ServiceState::Stopped);
+        assert_eq!(s.last_error.map(|e| e.1).as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn a_bump_is_seen_by_subscribers() {
+        let a = Activity::new();
+        let mut rx = a.subscribe();
+        assert!(!rx.has_changed().unwrap());
+        a.bump();
+        assert!(rx.has_changed().unwrap());
+        rx.borrow_and_update();
+        assert!(!rx.has_changed().unwrap());
+    }
+}
