@@ -33,19 +33,28 @@ fn req(key: &str, window: bool) -> SendRequest {
 async fn accepted_with_wamid_and_logged() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cloud.jsonl");
-    let fake =
-        CloudFake::spawn(CloudFakeOptions { log: Some(log.clone()), token: Some("tok".into()), ..Default::default() })
-            .await
-            .unwrap();
+    let fake = CloudFake::spawn(CloudFakeOptions {
+        log: Some(log.clone()),
+        token: Some("tok".into()),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     let ch = channel(&fake, 5_000);
     assert_eq!(ch.kind(), "cloud");
     let caps = ch.capabilities();
     assert!(!caps.idempotent_keys && !caps.command_lookup && !caps.cancel);
-    let SendOutcome::Accepted { message_id: Some(wamid), command_id: None, .. } = ch.send(&req("k1", true)).await
+    let SendOutcome::Accepted {
+        message_id: Some(wamid),
+        command_id: None,
+        ..
+    } = ch.send(&req("k1", true)).await
     else {
         panic!()
     };
-    let SendOutcome::Accepted { .. } = ch.send(&req("k2", false)).await else { panic!() };
+    let SendOutcome::Accepted { .. } = ch.send(&req("k2", false)).await else {
+        panic!()
+    };
     let rec = fake.received();
     assert_eq!(rec[0].wamid.as_deref(), Some(wamid.as_str()));
     assert_eq!(rec[0].phone_number_id, "1234567890");
@@ -57,11 +66,18 @@ async fn accepted_with_wamid_and_logged() {
     assert_eq!(fake.sent()[1].text, "[cita_recordatorio] Ana | 09:30");
     assert_eq!(fake.sent()[0].key, "k1");
     // No lookup and no cancel on this channel.
-    assert!(matches!(ch.lookup(&req("k1", true), None).await, LookupOutcome::Unavailable { .. }));
+    assert!(matches!(
+        ch.lookup(&req("k1", true), None).await,
+        LookupOutcome::Unavailable { .. }
+    ));
     assert_eq!(ch.cancel("x").await, CancelOutcome::Unsupported);
     // A wrong token is a definitive failure (code 190).
     let bad = CloudChannel::with_token(
-        &CloudConfig { base_url: fake.base_url(), phone_number_id: "1234567890".into(), ..CloudConfig::default() },
+        &CloudConfig {
+            base_url: fake.base_url(),
+            phone_number_id: "1234567890".into(),
+            ..CloudConfig::default()
+        },
         "wrong",
     )
     .unwrap();
@@ -98,20 +114,40 @@ async fn graph_error_codes_are_classified() {
 
 #[tokio::test]
 async fn timeout_after_recording_is_uncertain_and_the_message_went_out() {
-    let fake = CloudFake::spawn(CloudFakeOptions { hold_ms: 5_000, ..Default::default() }).await.unwrap();
+    let fake = CloudFake::spawn(CloudFakeOptions {
+        hold_ms: 5_000,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     let ch = channel(&fake, 300);
     fake.push(CloudBehavior::TimeoutAfterRecord);
-    let SendOutcome::Uncertain { detail } = ch.send(&req("t1", true)).await else { panic!() };
+    let SendOutcome::Uncertain { detail } = ch.send(&req("t1", true)).await else {
+        panic!()
+    };
     assert!(detail.contains("not resent"), "{detail}");
     assert_eq!(fake.sent().len(), 1);
     let wamid = fake.received()[0].wamid.clone().unwrap();
     // The status webhook a test can post to the webhook server.
     let hook = cloud_fake::status_webhook("1234567890", &wamid, "delivered", "+51987654321", Some("t1"));
-    assert_eq!(hook["entry"][0]["changes"][0]["value"]["statuses"][0]["id"], wamid.as_str());
-    assert_eq!(hook["entry"][0]["changes"][0]["value"]["statuses"][0]["biz_opaque_callback_data"], "t1");
-    assert!(hook["entry"][0]["changes"][0]["value"]["statuses"][0].get("errors").is_none());
+    assert_eq!(
+        hook["entry"][0]["changes"][0]["value"]["statuses"][0]["id"],
+        wamid.as_str()
+    );
+    assert_eq!(
+        hook["entry"][0]["changes"][0]["value"]["statuses"][0]["biz_opaque_callback_data"],
+        "t1"
+    );
+    assert!(
+        hook["entry"][0]["changes"][0]["value"]["statuses"][0]
+            .get("errors")
+            .is_none()
+    );
     let failed = cloud_fake::status_webhook("1234567890", &wamid, "failed", "+51987654321", None);
-    assert_eq!(failed["entry"][0]["changes"][0]["value"]["statuses"][0]["errors"][0]["code"], 131026);
+    assert_eq!(
+        failed["entry"][0]["changes"][0]["value"]["statuses"][0]["errors"][0]["code"],
+        131026
+    );
     fake.shutdown().await;
 }
 
@@ -120,5 +156,8 @@ async fn unreachable_is_retry() {
     let fake = CloudFake::spawn(CloudFakeOptions::default()).await.unwrap();
     let ch = channel(&fake, 2_000);
     fake.shutdown().await;
-    assert!(matches!(ch.send(&req("u1", true)).await, SendOutcome::Retry { http_status: None, .. }));
+    assert!(matches!(
+        ch.send(&req("u1", true)).await,
+        SendOutcome::Retry { http_status: None, .. }
+    ));
 }

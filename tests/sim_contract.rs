@@ -8,7 +8,12 @@ use unavez::sim::{self, SentLine, SimHandle, SimOptions};
 const INST: &str = "clinica-principal";
 
 async fn start(log: Option<std::path::PathBuf>) -> SimHandle {
-    sim::spawn(SimOptions { log, ..SimOptions::default() }).await.unwrap()
+    sim::spawn(SimOptions {
+        log,
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap()
 }
 
 async fn post(sim: &SimHandle, inst: &str, key: Option<&str>, body: &str) -> (u16, Value) {
@@ -26,8 +31,12 @@ async fn post(sim: &SimHandle, inst: &str, key: Option<&str>, body: &str) -> (u1
 }
 
 async fn get(sim: &SimHandle, path: &str) -> (u16, Value) {
-    let resp =
-        reqwest::Client::new().get(format!("{}{path}", sim.base_url())).bearer_auth("app-key").send().await.unwrap();
+    let resp = reqwest::Client::new()
+        .get(format!("{}{path}", sim.base_url()))
+        .bearer_auth("app-key")
+        .send()
+        .await
+        .unwrap();
     (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
 }
 
@@ -35,7 +44,10 @@ async fn get(sim: &SimHandle, path: &str) -> (u16, Value) {
 async fn until<F: FnMut() -> bool>(what: &str, mut f: F) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -48,7 +60,10 @@ async fn until_estado(sim: &SimHandle, id: &str, estado: &str) -> Value {
         if c["estado"] == estado {
             return c;
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "command {id} never reached {estado}: {c}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "command {id} never reached {estado}: {c}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -75,8 +90,11 @@ async fn same_key_same_content_returns_the_same_command_and_sends_once() {
     assert_eq!(c2["estado"], "leido");
     assert_eq!(c2["provider_message_id"], sent["provider_message_id"]);
     // Exactly one line in the ground truth.
-    let lines: Vec<SentLine> =
-        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<SentLine> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0].key, "pedido-1042-confirmacion");
     assert_eq!(lines[0].recipient, "+51987654321");
@@ -166,7 +184,10 @@ async fn expired_commands_fail_with_comando_vencido_and_send_nothing() {
 async fn relink_fails_queued_commands_with_generacion_cambiada() {
     // Slow sending so the command is still queued when the instance re-links.
     let sim = sim::spawn(SimOptions {
-        timing: sim::SimTiming { send_ms: 60_000, ..Default::default() },
+        timing: sim::SimTiming {
+            send_ms: 60_000,
+            ..Default::default()
+        },
         ..SimOptions::default()
     })
     .await
@@ -205,7 +226,10 @@ async fn relink_fails_queued_commands_with_generacion_cambiada() {
 #[tokio::test]
 async fn cancel_withdraws_a_queued_command_and_repeats_return_it() {
     let sim = sim::spawn(SimOptions {
-        timing: sim::SimTiming { send_ms: 60_000, ..Default::default() },
+        timing: sim::SimTiming {
+            send_ms: 60_000,
+            ..Default::default()
+        },
         ..SimOptions::default()
     })
     .await
@@ -271,7 +295,11 @@ async fn state_file_keeps_keys_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("sim-state.jsonl");
     let log = dir.path().join("sent.jsonl");
-    let opts = SimOptions { state: Some(state.clone()), log: Some(log.clone()), ..SimOptions::default() };
+    let opts = SimOptions {
+        state: Some(state.clone()),
+        log: Some(log.clone()),
+        ..SimOptions::default()
+    };
     let sim = sim::spawn(opts.clone()).await.unwrap();
     let (_, c1) = post(&sim, INST, Some("persist"), BODY).await;
     until("sent", || sim.stats().sent == 1).await;
@@ -282,10 +310,21 @@ async fn state_file_keeps_keys_across_a_restart() {
     assert_eq!(c2["command_id"], c1["command_id"]);
     assert_ne!(c2["estado"], "en_cola");
     assert_eq!(
-        post(&sim, INST, Some("persist"), r#"{"destino":{"telefono":"+51987654321"},"texto":"x"}"#).await.0,
+        post(
+            &sim,
+            INST,
+            Some("persist"),
+            r#"{"destino":{"telefono":"+51987654321"},"texto":"x"}"#
+        )
+        .await
+        .0,
         409
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1, "no second send after restart");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap().lines().count(),
+        1,
+        "no second send after restart"
+    );
     sim.shutdown().await;
 }

@@ -15,7 +15,12 @@ use unavez::sim::{self, FaultSpec, PauseMode, SimHandle, SimOptions, SimTiming};
 const INST: &str = "clinica-principal";
 
 async fn sim_with(faults: &str) -> SimHandle {
-    sim::spawn(SimOptions { faults: FaultSpec::parse(faults).unwrap(), ..SimOptions::default() }).await.unwrap()
+    sim::spawn(SimOptions {
+        faults: FaultSpec::parse(faults).unwrap(),
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap()
 }
 
 fn motor(sim: &SimHandle, timeout_ms: u64) -> MotorChannel {
@@ -46,7 +51,10 @@ fn req(key: &str) -> SendRequest {
 async fn until<F: FnMut() -> bool>(what: &str, mut f: F) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -57,10 +65,24 @@ async fn accepted_then_repeat_returns_the_same_command() {
     let ch = motor(&sim, 5_000);
     assert_eq!(ch.kind(), "motor");
     assert!(ch.capabilities().idempotent_keys && ch.capabilities().command_lookup && ch.capabilities().cancel);
-    let SendOutcome::Accepted { command_id, state, http_status, .. } = ch.send(&req("a1")).await else { panic!() };
+    let SendOutcome::Accepted {
+        command_id,
+        state,
+        http_status,
+        ..
+    } = ch.send(&req("a1")).await
+    else {
+        panic!()
+    };
     assert_eq!((state, http_status), (ChannelState::Queued, Some(202)));
     until("sent", || sim.stats().sent == 1).await;
-    let SendOutcome::Accepted { command_id: again, state, message_id, .. } = ch.send(&req("a1")).await else {
+    let SendOutcome::Accepted {
+        command_id: again,
+        state,
+        message_id,
+        ..
+    } = ch.send(&req("a1")).await
+    else {
         panic!()
     };
     assert_eq!(again, command_id);
@@ -71,9 +93,14 @@ async fn accepted_then_repeat_returns_the_same_command() {
         panic!()
     };
     assert_eq!(by_id, command_id);
-    let LookupOutcome::Found { command_id: by_key, .. } = ch.lookup(&req("a1"), None).await else { panic!() };
+    let LookupOutcome::Found { command_id: by_key, .. } = ch.lookup(&req("a1"), None).await else {
+        panic!()
+    };
     assert_eq!(by_key, command_id);
-    assert_eq!(ch.lookup(&req("a1"), Some("cmd_unknown")).await, LookupOutcome::NotFound);
+    assert_eq!(
+        ch.lookup(&req("a1"), Some("cmd_unknown")).await,
+        LookupOutcome::NotFound
+    );
     assert_eq!(sim.stats().sent, 1);
     sim.shutdown().await;
 }
@@ -85,11 +112,15 @@ async fn conflict_and_failed_classes() {
     assert!(matches!(ch.send(&req("c1")).await, SendOutcome::Accepted { .. }));
     let mut other = req("c1");
     other.body = "Otro texto".into();
-    let SendOutcome::Conflict { detail, http_status } = ch.send(&other).await else { panic!() };
+    let SendOutcome::Conflict { detail, http_status } = ch.send(&other).await else {
+        panic!()
+    };
     assert_eq!(http_status, Some(409));
     assert!(detail.contains("otro contenido"), "{detail}");
     // 201-character key → 422 → failed, not retried.
-    let SendOutcome::Failed { http_status, .. } = ch.send(&req(&"k".repeat(201))).await else { panic!() };
+    let SendOutcome::Failed { http_status, .. } = ch.send(&req(&"k".repeat(201))).await else {
+        panic!()
+    };
     assert_eq!(http_status, Some(422));
     // generacion_esperada mismatch → conflict.
     let cfg = MotorConfig {
@@ -99,7 +130,9 @@ async fn conflict_and_failed_classes() {
         ..MotorConfig::default()
     };
     let g = MotorChannel::with_api_key(&cfg, "test-key").unwrap();
-    let SendOutcome::Conflict { detail, .. } = g.send(&req("g1")).await else { panic!() };
+    let SendOutcome::Conflict { detail, .. } = g.send(&req("g1")).await else {
+        panic!()
+    };
     assert!(detail.contains("generacion_cambiada"), "{detail}");
     sim.shutdown().await;
 }
@@ -108,7 +141,9 @@ async fn conflict_and_failed_classes() {
 async fn error5xx_is_retry_and_stores_nothing() {
     let sim = sim_with("error5xx=1.0").await;
     let ch = motor(&sim, 5_000);
-    let SendOutcome::Retry { http_status, .. } = ch.send(&req("e1")).await else { panic!() };
+    let SendOutcome::Retry { http_status, .. } = ch.send(&req("e1")).await else {
+        panic!()
+    };
     assert_eq!(http_status, Some(503));
     assert!(sim.command_by_key(INST, "e1").is_none());
     sim.set_faults(FaultSpec::none());
@@ -142,7 +177,13 @@ async fn refused_connection_is_retry() {
     }
     // Unavailable mode answers 503 → retry.
     sim.pause(PauseMode::Unavailable, None);
-    assert!(matches!(ch.send(&req("r3")).await, SendOutcome::Retry { http_status: Some(503), .. }));
+    assert!(matches!(
+        ch.send(&req("r3")).await,
+        SendOutcome::Retry {
+            http_status: Some(503),
+            ..
+        }
+    ));
     sim.resume();
     sim.shutdown().await;
 }
@@ -159,13 +200,17 @@ async fn timeout_after_processing_is_uncertain_and_the_message_still_goes_out_on
     .await
     .unwrap();
     let ch = motor(&sim, 300);
-    let SendOutcome::Uncertain { .. } = ch.send(&req("t1")).await else { panic!() };
+    let SendOutcome::Uncertain { .. } = ch.send(&req("t1")).await else {
+        panic!()
+    };
     // Processed: stored and sent.
     until("sent", || sim.stats().sent == 1).await;
     assert!(sim.command_by_key(INST, "t1").is_some());
     // Reconcile by repeating with the same key (fault off): same command, no second send.
     sim.set_faults(FaultSpec::none());
-    let LookupOutcome::Found { state, message_id, .. } = ch.lookup(&req("t1"), None).await else { panic!() };
+    let LookupOutcome::Found { state, message_id, .. } = ch.lookup(&req("t1"), None).await else {
+        panic!()
+    };
     assert_ne!(state, ChannelState::Queued);
     assert!(message_id.is_some());
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
@@ -178,7 +223,9 @@ async fn dropped_held_response_is_uncertain() {
     // The server drops the connection itself (hold shorter than the client timeout).
     let sim = sim_with("timeout_after=1.0,hold_ms=10").await;
     let ch = motor(&sim, 10_000);
-    let SendOutcome::Uncertain { detail } = ch.send(&req("t2")).await else { panic!() };
+    let SendOutcome::Uncertain { detail } = ch.send(&req("t2")).await else {
+        panic!()
+    };
     assert!(detail.contains("connection lost"), "{detail}");
     until("sent", || sim.stats().sent == 1).await;
     sim.shutdown().await;
@@ -189,7 +236,9 @@ async fn reset_before_processing_is_uncertain_and_stores_nothing() {
     let sim = sim_with("reset=1.0").await;
     let ch = motor(&sim, 5_000);
     // The client cannot tell a reset before processing from one after.
-    let SendOutcome::Uncertain { .. } = ch.send(&req("x1")).await else { panic!() };
+    let SendOutcome::Uncertain { .. } = ch.send(&req("x1")).await else {
+        panic!()
+    };
     assert!(sim.command_by_key(INST, "x1").is_none());
     assert_eq!(sim.stats().faults.reset, 1);
     sim.shutdown().await;
@@ -199,12 +248,28 @@ async fn reset_before_processing_is_uncertain_and_stores_nothing() {
 async fn rate429_carries_the_stored_command_for_a_known_key() {
     let sim = sim_with("").await;
     let ch = motor(&sim, 5_000);
-    let SendOutcome::Accepted { command_id, .. } = ch.send(&req("q1")).await else { panic!() };
+    let SendOutcome::Accepted { command_id, .. } = ch.send(&req("q1")).await else {
+        panic!()
+    };
     sim.set_faults(FaultSpec::parse("rate429=1.0").unwrap());
-    let SendOutcome::Accepted { command_id: again, http_status, .. } = ch.send(&req("q1")).await else { panic!() };
+    let SendOutcome::Accepted {
+        command_id: again,
+        http_status,
+        ..
+    } = ch.send(&req("q1")).await
+    else {
+        panic!()
+    };
     assert_eq!((again, http_status), (command_id, Some(429)));
     // A new key under a 429: retry, nothing stored.
-    let SendOutcome::Retry { http_status, retry_after_secs, .. } = ch.send(&req("q2")).await else { panic!() };
+    let SendOutcome::Retry {
+        http_status,
+        retry_after_secs,
+        ..
+    } = ch.send(&req("q2")).await
+    else {
+        panic!()
+    };
     assert_eq!((http_status, retry_after_secs), (Some(429), Some(1)));
     assert!(sim.command_by_key(INST, "q2").is_none());
     sim.shutdown().await;
@@ -217,7 +282,10 @@ async fn ambiguous_commands_resolve_and_the_log_agrees() {
     let sim = sim::spawn(SimOptions {
         faults: FaultSpec::parse("ambiguous=1.0").unwrap(),
         log: Some(log.clone()),
-        timing: SimTiming { resolve_ms: 50, ..SimTiming::default() },
+        timing: SimTiming {
+            resolve_ms: 50,
+            ..SimTiming::default()
+        },
         ..SimOptions::default()
     })
     .await
@@ -227,7 +295,12 @@ async fn ambiguous_commands_resolve_and_the_log_agrees() {
     for k in &keys {
         assert!(matches!(ch.send(&req(k)).await, SendOutcome::Accepted { .. }));
     }
-    until("all resolved", || sim.commands().iter().all(|c| c.estado != "en_cola" && c.estado != "ambiguo")).await;
+    until("all resolved", || {
+        sim.commands()
+            .iter()
+            .all(|c| c.estado != "en_cola" && c.estado != "ambiguo")
+    })
+    .await;
     let sent: Vec<String> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
@@ -252,22 +325,45 @@ async fn ambiguous_commands_resolve_and_the_log_agrees() {
 #[tokio::test]
 async fn cancel_through_the_client() {
     let sim = sim::spawn(SimOptions {
-        timing: SimTiming { send_ms: 60_000, ..SimTiming::default() },
+        timing: SimTiming {
+            send_ms: 60_000,
+            ..SimTiming::default()
+        },
         ..SimOptions::default()
     })
     .await
     .unwrap();
     let ch = motor(&sim, 5_000);
-    let SendOutcome::Accepted { command_id: Some(id), .. } = ch.send(&req("n1")).await else { panic!() };
+    let SendOutcome::Accepted {
+        command_id: Some(id), ..
+    } = ch.send(&req("n1")).await
+    else {
+        panic!()
+    };
     assert_eq!(ch.cancel(&id).await, CancelOutcome::Cancelled);
-    assert_eq!(ch.cancel(&id).await, CancelOutcome::Cancelled, "repeat returns the same cancelled command");
+    assert_eq!(
+        ch.cancel(&id).await,
+        CancelOutcome::Cancelled,
+        "repeat returns the same cancelled command"
+    );
     // A repeat of the send now reports the cancelled command.
-    assert!(matches!(ch.send(&req("n1")).await, SendOutcome::Accepted { state: ChannelState::Cancelled, .. }));
+    assert!(matches!(
+        ch.send(&req("n1")).await,
+        SendOutcome::Accepted {
+            state: ChannelState::Cancelled,
+            ..
+        }
+    ));
     assert!(matches!(ch.cancel("cmd_nope").await, CancelOutcome::Unavailable { .. }));
     sim.shutdown().await;
     let sim = sim_with("").await;
     let ch = motor(&sim, 5_000);
-    let SendOutcome::Accepted { command_id: Some(id), .. } = ch.send(&req("n2")).await else { panic!() };
+    let SendOutcome::Accepted {
+        command_id: Some(id), ..
+    } = ch.send(&req("n2")).await
+    else {
+        panic!()
+    };
     until("sent", || sim.stats().sent == 1).await;
     assert!(matches!(ch.cancel(&id).await, CancelOutcome::TooLate { .. }));
     sim.shutdown().await;
@@ -315,7 +411,10 @@ async fn webhooks_are_signed_and_cover_every_state() {
         axum::routing::post(move |headers: HeaderMap, body: Bytes| {
             let rec = rec.clone();
             async move {
-                let sig = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+                let sig = headers
+                    .get(SIGNATURE_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
                 let ok = motor_event::verify(b"s3cret", &body, sig);
                 let ev: MotorEvent = serde_json::from_slice(&body).unwrap();
                 rec.lock().unwrap().push((ev, ok));
@@ -335,7 +434,12 @@ async fn webhooks_are_signed_and_cover_every_state() {
     .await
     .unwrap();
     let ch = motor(&sim, 5_000);
-    let SendOutcome::Accepted { command_id: Some(id), .. } = ch.send(&req("w1")).await else { panic!() };
+    let SendOutcome::Accepted {
+        command_id: Some(id), ..
+    } = ch.send(&req("w1")).await
+    else {
+        panic!()
+    };
     // 4 states (en_cola, enviado, entregado, leido), each delivered twice.
     until("8 deliveries", || received.lock().unwrap().len() == 8).await;
     let got = received.lock().unwrap().clone();
@@ -351,7 +455,11 @@ async fn webhooks_are_signed_and_cover_every_state() {
         // Duplicates share the event id.
         assert_eq!(got.iter().filter(|(o, _)| o.event_id == e.event_id).count(), 2);
     }
-    assert!(!motor_event::verify(b"wrong", b"{}", &motor_event::sign(b"s3cret", b"{}")));
+    assert!(!motor_event::verify(
+        b"wrong",
+        b"{}",
+        &motor_event::sign(b"s3cret", b"{}")
+    ));
     sim.shutdown().await;
     server.abort();
 }
@@ -362,24 +470,45 @@ async fn in_process_channel_shares_the_engine_with_http() {
     let http = motor(&sim, 5_000);
     let inproc = sim.channel("test-key", INST, None);
     assert_eq!(inproc.kind(), "motor");
-    let SendOutcome::Accepted { command_id, .. } = inproc.send(&req("ip1")).await else { panic!() };
+    let SendOutcome::Accepted { command_id, .. } = inproc.send(&req("ip1")).await else {
+        panic!()
+    };
     // The HTTP client with the same key sees the same command.
-    let SendOutcome::Accepted { command_id: via_http, .. } = http.send(&req("ip1")).await else { panic!() };
+    let SendOutcome::Accepted {
+        command_id: via_http, ..
+    } = http.send(&req("ip1")).await
+    else {
+        panic!()
+    };
     assert_eq!(command_id, via_http);
     let mut other = req("ip1");
     other.body = "otro".into();
     assert!(matches!(inproc.send(&other).await, SendOutcome::Conflict { .. }));
-    let LookupOutcome::Found { command_id: found, .. } = inproc.lookup(&req("ip1"), None).await else { panic!() };
+    let LookupOutcome::Found { command_id: found, .. } = inproc.lookup(&req("ip1"), None).await else {
+        panic!()
+    };
     assert_eq!(found, command_id);
-    assert_eq!(inproc.lookup(&req("ip1"), Some("cmd_nope")).await, LookupOutcome::NotFound);
+    assert_eq!(
+        inproc.lookup(&req("ip1"), Some("cmd_nope")).await,
+        LookupOutcome::NotFound
+    );
     until("sent", || sim.stats().sent == 1).await;
-    assert!(matches!(inproc.cancel(command_id.as_deref().unwrap()).await, CancelOutcome::TooLate { .. }));
+    assert!(matches!(
+        inproc.cancel(command_id.as_deref().unwrap()).await,
+        CancelOutcome::TooLate { .. }
+    ));
     // Faults apply the same way: a lost answer is uncertain but the message goes out.
     sim.set_faults(FaultSpec::parse("timeout_after=1.0").unwrap());
     assert!(matches!(inproc.send(&req("ip2")).await, SendOutcome::Uncertain { .. }));
     until("second sent", || sim.stats().sent == 2).await;
     sim.set_faults(FaultSpec::parse("error5xx=1.0").unwrap());
-    assert!(matches!(inproc.send(&req("ip3")).await, SendOutcome::Retry { http_status: Some(503), .. }));
+    assert!(matches!(
+        inproc.send(&req("ip3")).await,
+        SendOutcome::Retry {
+            http_status: Some(503),
+            ..
+        }
+    ));
     sim.set_faults(FaultSpec::none());
     sim.pause(PauseMode::Unavailable, None);
     assert!(matches!(inproc.send(&req("ip3")).await, SendOutcome::Retry { .. }));
@@ -421,13 +550,20 @@ async fn webhooks_keep_per_command_order_without_reorder_and_retry_non_2xx() {
     .unwrap();
     let ch = motor(&sim, 5_000);
     for i in 0..10 {
-        assert!(matches!(ch.send(&req(&format!("ord-{i}"))).await, SendOutcome::Accepted { .. }));
+        assert!(matches!(
+            ch.send(&req(&format!("ord-{i}"))).await,
+            SendOutcome::Accepted { .. }
+        ));
     }
     until("40 events", || received.lock().unwrap().len() == 40).await;
     let got = received.lock().unwrap().clone();
     for i in 0..10 {
         let key = format!("ord-{i}");
-        let seq: Vec<&str> = got.iter().filter(|e| e.idempotency_key == key).map(|e| e.estado.as_str()).collect();
+        let seq: Vec<&str> = got
+            .iter()
+            .filter(|e| e.idempotency_key == key)
+            .map(|e| e.estado.as_str())
+            .collect();
         assert_eq!(seq, ["en_cola", "enviado", "entregado", "leido"], "{key}");
     }
     assert_eq!(sim.stats().webhooks_delivered, 40);

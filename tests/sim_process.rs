@@ -29,9 +29,17 @@ fn start(args: &[&str]) -> Sim {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    Sim { child, base: format!("http://{addr}") }
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    Sim {
+        child,
+        base: format!("http://{addr}"),
+    }
 }
 
 async fn post(sim: &Sim, key: &str, text: &str) -> (u16, Value) {
@@ -53,7 +61,10 @@ fn lines(p: &std::path::Path) -> usize {
 async fn until<F: FnMut() -> bool>(what: &str, mut f: F) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -63,7 +74,14 @@ async fn the_sim_process_keeps_its_keys_across_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sent.jsonl");
     let state = dir.path().join("state.jsonl");
-    let args = ["--log", log.to_str().unwrap(), "--state", state.to_str().unwrap(), "--seed", "7"];
+    let args = [
+        "--log",
+        log.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+        "--seed",
+        "7",
+    ];
     let mut sim = start(&args);
     let (s, first) = post(&sim, "pedido-1", "Hola").await;
     assert_eq!(s, 202);
@@ -76,7 +94,12 @@ async fn the_sim_process_keeps_its_keys_across_sigkill() {
     assert_eq!(s, 202);
     assert_eq!(again["command_id"], first["command_id"]);
     assert_eq!(post(&sim, "pedido-1", "Otro").await.0, 409);
-    let stats: Value = reqwest::get(format!("{}/sim/stats", sim.base)).await.unwrap().json().await.unwrap();
+    let stats: Value = reqwest::get(format!("{}/sim/stats", sim.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(stats["commands"], 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(lines(&log), 1, "never a second send for a known key");
@@ -87,10 +110,20 @@ async fn runtime_pause_and_faults_over_http() {
     let sim = start(&["--faults", "error5xx=1.0"]);
     assert_eq!(post(&sim, "a", "Hola").await.0, 503);
     let c = reqwest::Client::new();
-    let r = c.post(format!("{}/sim/faults", sim.base)).body("").send().await.unwrap();
+    let r = c
+        .post(format!("{}/sim/faults", sim.base))
+        .body("")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     assert_eq!(post(&sim, "a", "Hola").await.0, 202);
-    let r = c.post(format!("{}/sim/faults", sim.base)).body("bogus=1").send().await.unwrap();
+    let r = c
+        .post(format!("{}/sim/faults", sim.base))
+        .body("bogus=1")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 422);
     // Down for a while (503), then back by itself.
     let r = c

@@ -394,7 +394,10 @@ fn a_dispatcher_that_could_not_start_keeps_its_reason_in_the_header() {
     app.dispatcher.last_error = Some("channel: UNAVEZ_MOTOR_API_KEY is not set".into());
     let reqs = app.load();
     fx.run(&mut app, reqs);
-    assert_eq!(app.dispatcher.last_error.as_deref(), Some("channel: UNAVEZ_MOTOR_API_KEY is not set"));
+    assert_eq!(
+        app.dispatcher.last_error.as_deref(),
+        Some("channel: UNAVEZ_MOTOR_API_KEY is not set")
+    );
     assert!(app.dispatcher.queue.is_some());
     let screen = tui_support::render(&app, 100, 30);
     assert!(screen.contains("despachador: detenido"), "{screen}");
@@ -428,7 +431,11 @@ fn a_supervisor_pauses_and_resumes_dispatch_with_a_reason_and_a_confirmation() {
     fx.type_text(&mut app, "el motor responde mal");
     fx.act(&mut app, Action::Submit);
     assert_eq!(app.mode, Mode::Confirm);
-    assert!(app.confirm.as_ref().unwrap().scope.contains("Pausar"), "{:?}", app.confirm);
+    assert!(
+        app.confirm.as_ref().unwrap().scope.contains("Pausar"),
+        "{:?}",
+        app.confirm
+    );
     fx.act(&mut app, Action::Abort);
     assert!(!control.is_paused());
     assert!(actions(&mut fx).is_empty());
@@ -451,7 +458,11 @@ fn a_supervisor_pauses_and_resumes_dispatch_with_a_reason_and_a_confirmation() {
     assert_eq!(app.form.as_ref().unwrap().op, OpKind::ResumeDispatch);
     fx.type_text(&mut app, "el motor ya responde");
     fx.act(&mut app, Action::Submit);
-    assert!(app.confirm.as_ref().unwrap().scope.contains("Reanudar"), "{:?}", app.confirm);
+    assert!(
+        app.confirm.as_ref().unwrap().scope.contains("Reanudar"),
+        "{:?}",
+        app.confirm
+    );
     fx.act(&mut app, Action::Confirm);
     assert!(!control.is_paused());
     assert!(!app.dispatcher.paused);
@@ -539,7 +550,11 @@ fn pausing_without_an_embedded_dispatcher_or_read_only_is_refused() {
     fx.act(&mut app, Action::Op(OpKind::PauseDispatch));
     assert_eq!(app.mode, Mode::Normal);
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
-    assert!(app.flash.as_ref().unwrap().text.contains("despachador"), "{:?}", app.flash);
+    assert!(
+        app.flash.as_ref().unwrap().text.contains("despachador"),
+        "{:?}",
+        app.flash
+    );
     // Read-only: refused too.
     let control = with_dispatcher(&mut fx, &mut app);
     app.access.read_only = true;

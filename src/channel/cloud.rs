@@ -37,7 +37,10 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
     let http_status = Some(status.as_u16());
     let json: Option<Value> = serde_json::from_slice(body).ok();
     if status.is_success() {
-        let wamid = json.as_ref().and_then(|v| v.pointer("/messages/0/id")).and_then(Value::as_str);
+        let wamid = json
+            .as_ref()
+            .and_then(|v| v.pointer("/messages/0/id"))
+            .and_then(Value::as_str);
         return match wamid {
             Some(id) => SendOutcome::Accepted {
                 command_id: None,
@@ -45,32 +48,58 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
                 state: ChannelState::Queued,
                 http_status,
             },
-            None => SendOutcome::Uncertain { detail: format!("HTTP {} without messages[0].id", status.as_u16()) },
+            None => SendOutcome::Uncertain {
+                detail: format!("HTTP {} without messages[0].id", status.as_u16()),
+            },
         };
     }
     let err = json.as_ref().and_then(|v| v.get("error"));
     let code = err.and_then(|e| e.get("code")).and_then(Value::as_i64);
     let title = err
-        .and_then(|e| e.get("error_user_title").or_else(|| e.get("title")).or_else(|| e.get("message")))
+        .and_then(|e| {
+            e.get("error_user_title")
+                .or_else(|| e.get("title"))
+                .or_else(|| e.get("message"))
+        })
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
     let Some(code) = code else {
         let raw: String = String::from_utf8_lossy(body).chars().take(300).collect();
-        let detail = format!("HTTP {} {}: {raw}", status.as_u16(), status.canonical_reason().unwrap_or(""));
+        let detail = format!(
+            "HTTP {} {}: {raw}",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        );
         return if status.is_server_error() {
-            SendOutcome::Uncertain { detail: format!("{detail} (the Cloud API may have sent it; not resent)") }
+            SendOutcome::Uncertain {
+                detail: format!("{detail} (the Cloud API may have sent it; not resent)"),
+            }
         } else {
-            SendOutcome::Failed { code: format!("http_{}", status.as_u16()), detail, http_status }
+            SendOutcome::Failed {
+                code: format!("http_{}", status.as_u16()),
+                detail,
+                http_status,
+            }
         };
     };
     let detail = |why: &str| format!("Cloud API error {code} ({why}): {title}");
     match code {
-        131026 => SendOutcome::Failed { code: code.to_string(), detail: detail("message undeliverable"), http_status },
-        131049 => SendOutcome::Failed { code: code.to_string(), detail: detail("marketing message cap"), http_status },
-        131047 => {
-            SendOutcome::Failed { code: code.to_string(), detail: detail("outside the 24-hour window"), http_status }
-        }
+        131026 => SendOutcome::Failed {
+            code: code.to_string(),
+            detail: detail("message undeliverable"),
+            http_status,
+        },
+        131049 => SendOutcome::Failed {
+            code: code.to_string(),
+            detail: detail("marketing message cap"),
+            http_status,
+        },
+        131047 => SendOutcome::Failed {
+            code: code.to_string(),
+            detail: detail("outside the 24-hour window"),
+            http_status,
+        },
         130429 | 131056 => SendOutcome::Retry {
             detail: detail("rate limit; retry later"),
             http_status,
@@ -149,7 +178,11 @@ impl CloudChannel {
                 "text": {"preview_url": false, "body": req.body},
             })
         } else {
-            let params: Vec<Value> = req.parameters.iter().map(|p| json!({"type": "text", "text": p})).collect();
+            let params: Vec<Value> = req
+                .parameters
+                .iter()
+                .map(|p| json!({"type": "text", "text": p}))
+                .collect();
             let mut template = json!({"name": req.template, "language": {"code": req.language}});
             if !params.is_empty() {
                 template["components"] = json!([{"type": "body", "parameters": params}]);
@@ -167,7 +200,13 @@ impl CloudChannel {
     }
 
     async fn do_send(&self, req: &SendRequest) -> SendOutcome {
-        let resp = self.client.post(&self.url).bearer_auth(&self.token).json(&CloudChannel::body(req)).send().await;
+        let resp = self
+            .client
+            .post(&self.url)
+            .bearer_auth(&self.token)
+            .json(&CloudChannel::body(req))
+            .send()
+            .await;
         let resp = match resp {
             Ok(r) => r,
             Err(e) => return classify_transport(&e),
@@ -191,7 +230,11 @@ pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
             retry_after_secs: None,
         }
     } else if e.is_builder() {
-        SendOutcome::Failed { code: "request_invalido".into(), detail: e.to_string(), http_status: None }
+        SendOutcome::Failed {
+            code: "request_invalido".into(),
+            detail: e.to_string(),
+            http_status: None,
+        }
     } else {
         SendOutcome::Uncertain {
             detail: format!("answer lost after sending (not resent; waiting for a status webhook): {e}"),
@@ -205,7 +248,11 @@ impl Channel for CloudChannel {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_keys: false, command_lookup: false, cancel: false }
+        Capabilities {
+            idempotent_keys: false,
+            command_lookup: false,
+            cancel: false,
+        }
     }
 
     fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
@@ -231,7 +278,11 @@ mod tests {
     use reqwest::header::HeaderMap;
 
     fn classify(status: u16, body: Value) -> SendOutcome {
-        classify_send(StatusCode::from_u16(status).unwrap(), &HeaderMap::new(), body.to_string().as_bytes())
+        classify_send(
+            StatusCode::from_u16(status).unwrap(),
+            &HeaderMap::new(),
+            body.to_string().as_bytes(),
+        )
     }
 
     fn graph(code: i64) -> Value {
@@ -252,9 +303,15 @@ mod tests {
             );
         }
         for code in [130429, 131056] {
-            assert!(matches!(classify(429, graph(code)), SendOutcome::Retry { .. }), "{code}");
+            assert!(
+                matches!(classify(429, graph(code)), SendOutcome::Retry { .. }),
+                "{code}"
+            );
         }
-        assert!(matches!(classify(502, json!("bad gateway")), SendOutcome::Uncertain { .. }));
+        assert!(matches!(
+            classify(502, json!("bad gateway")),
+            SendOutcome::Uncertain { .. }
+        ));
         assert!(matches!(classify(404, json!("nope")), SendOutcome::Failed { code, .. } if code == "http_404"));
     }
 

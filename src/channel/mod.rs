@@ -156,13 +156,24 @@ pub trait Channel: Send + Sync {
 pub enum ChannelError {
     /// The environment variable that should hold a secret is unset or empty.
     #[error("channel `{channel}`: environment variable {var} (the {what}) is not set or empty")]
-    MissingSecret { channel: &'static str, var: String, what: &'static str },
+    MissingSecret {
+        channel: &'static str,
+        var: String,
+        what: &'static str,
+    },
     /// A configuration value is unusable.
     #[error("channel `{channel}`: config field {field}: {reason}")]
-    Config { channel: &'static str, field: &'static str, reason: String },
+    Config {
+        channel: &'static str,
+        field: &'static str,
+        reason: String,
+    },
     /// The HTTP client could not be built (TLS backend).
     #[error("channel `{channel}`: cannot build the HTTP client: {source}")]
-    Client { channel: &'static str, source: reqwest::Error },
+    Client {
+        channel: &'static str,
+        source: reqwest::Error,
+    },
 }
 
 /// Builds the channel selected by `[channel] kind`, reading its secret
@@ -178,7 +189,11 @@ pub fn from_config(cfg: &ChannelConfig) -> Result<Arc<dyn Channel>, ChannelError
 pub(crate) fn secret_from_env(channel: &'static str, var: &str, what: &'static str) -> Result<String, ChannelError> {
     match std::env::var(var) {
         Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
-        _ => Err(ChannelError::MissingSecret { channel, var: var.to_string(), what }),
+        _ => Err(ChannelError::MissingSecret {
+            channel,
+            var: var.to_string(),
+            what,
+        }),
     }
 }
 
@@ -196,17 +211,26 @@ mod tests {
     fn from_config_names_the_missing_env_var() {
         let cfg = ChannelConfig {
             kind: ChannelKind::Motor,
-            motor: MotorConfig { api_key_env: "UNAVEZ_TEST_UNSET_MOTOR_KEY".into(), ..MotorConfig::default() },
+            motor: MotorConfig {
+                api_key_env: "UNAVEZ_TEST_UNSET_MOTOR_KEY".into(),
+                ..MotorConfig::default()
+            },
             cloud: CloudConfig::default(),
         };
         let e = from_config(&cfg).err().unwrap().to_string();
         assert!(e.contains("UNAVEZ_TEST_UNSET_MOTOR_KEY") && e.contains("motor"), "{e}");
         let cfg = ChannelConfig {
             kind: ChannelKind::Cloud,
-            cloud: CloudConfig { token_env: "UNAVEZ_TEST_UNSET_CLOUD_TOKEN".into(), ..CloudConfig::default() },
+            cloud: CloudConfig {
+                token_env: "UNAVEZ_TEST_UNSET_CLOUD_TOKEN".into(),
+                ..CloudConfig::default()
+            },
             ..cfg
         };
         let e = from_config(&cfg).err().unwrap().to_string();
-        assert!(e.contains("UNAVEZ_TEST_UNSET_CLOUD_TOKEN") && e.contains("cloud"), "{e}");
+        assert!(
+            e.contains("UNAVEZ_TEST_UNSET_CLOUD_TOKEN") && e.contains("cloud"),
+            "{e}"
+        );
     }
 }

@@ -83,11 +83,22 @@ fn error_detail(status: StatusCode, body: &[u8]) -> String {
             }
         })
         .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(300).collect());
-    format!("HTTP {} {}: {}", status.as_u16(), status.canonical_reason().unwrap_or(""), text)
+    format!(
+        "HTTP {} {}: {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        text
+    )
 }
 
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
-    headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Classifies a complete engine answer to `POST …/messages` (seed 003,
@@ -128,10 +139,15 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
         }
         // 2xx without a readable command: it was processed, but we cannot
         // tell into what.
-        return SendOutcome::Uncertain { detail: format!("HTTP {} without a command in the body", status.as_u16()) };
+        return SendOutcome::Uncertain {
+            detail: format!("HTTP {} without a command in the body", status.as_u16()),
+        };
     }
     if status == StatusCode::CONFLICT {
-        return SendOutcome::Conflict { detail: error_detail(status, body), http_status };
+        return SendOutcome::Conflict {
+            detail: error_detail(status, body),
+            http_status,
+        };
     }
     if status.is_server_error() {
         return SendOutcome::Retry {
@@ -146,7 +162,11 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
         .and_then(Value::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| format!("http_{}", status.as_u16()));
-    SendOutcome::Failed { code, detail: error_detail(status, body), http_status }
+    SendOutcome::Failed {
+        code,
+        detail: error_detail(status, body),
+        http_status,
+    }
 }
 
 /// Classifies a transport error: only a failure to connect proves the
@@ -160,11 +180,19 @@ pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
             retry_after_secs: None,
         }
     } else if e.is_builder() {
-        SendOutcome::Failed { code: "request_invalido".into(), detail: e.to_string(), http_status: None }
+        SendOutcome::Failed {
+            code: "request_invalido".into(),
+            detail: e.to_string(),
+            http_status: None,
+        }
     } else if e.is_timeout() {
-        SendOutcome::Uncertain { detail: format!("no answer in time after sending: {e}") }
+        SendOutcome::Uncertain {
+            detail: format!("no answer in time after sending: {e}"),
+        }
     } else {
-        SendOutcome::Uncertain { detail: format!("connection lost after sending: {}", error_chain(e)) }
+        SendOutcome::Uncertain {
+            detail: format!("connection lost after sending: {}", error_chain(e)),
+        }
     }
 }
 
@@ -296,19 +324,33 @@ impl MotorChannel {
             let url = format!("{}/v1/commands/{}", self.base_url, id);
             let resp = match self.client.get(url).bearer_auth(&self.api_key).send().await {
                 Ok(r) => r,
-                Err(e) => return LookupOutcome::Unavailable { detail: error_chain(&e) },
+                Err(e) => {
+                    return LookupOutcome::Unavailable {
+                        detail: error_chain(&e),
+                    };
+                }
             };
             let status = resp.status();
             let body = match resp.bytes().await {
                 Ok(b) => b,
-                Err(e) => return LookupOutcome::Unavailable { detail: error_chain(&e) },
+                Err(e) => {
+                    return LookupOutcome::Unavailable {
+                        detail: error_chain(&e),
+                    };
+                }
             };
             if status == StatusCode::NOT_FOUND {
                 return LookupOutcome::NotFound;
             }
-            return match serde_json::from_slice::<Value>(&body).ok().as_ref().and_then(command_view) {
+            return match serde_json::from_slice::<Value>(&body)
+                .ok()
+                .as_ref()
+                .and_then(command_view)
+            {
                 Some(c) if status.is_success() => found(c),
-                _ => LookupOutcome::Unavailable { detail: error_detail(status, &body) },
+                _ => LookupOutcome::Unavailable {
+                    detail: error_detail(status, &body),
+                },
             };
         }
         // No command id: repeat the request with the same key and content.
@@ -316,13 +358,20 @@ impl MotorChannel {
         // takes it now if it never arrived, which is the send we wanted).
         match self.post(req).await {
             Ok((status, _, body)) => {
-                let view = serde_json::from_slice::<Value>(&body).ok().as_ref().and_then(command_view);
+                let view = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .as_ref()
+                    .and_then(command_view);
                 match view {
                     Some(c) if status.is_success() || status == StatusCode::TOO_MANY_REQUESTS => found(c),
-                    _ => LookupOutcome::Unavailable { detail: error_detail(status, &body) },
+                    _ => LookupOutcome::Unavailable {
+                        detail: error_detail(status, &body),
+                    },
                 }
             }
-            Err(e) => LookupOutcome::Unavailable { detail: error_chain(&e) },
+            Err(e) => LookupOutcome::Unavailable {
+                detail: error_chain(&e),
+            },
         }
     }
 
@@ -330,23 +379,42 @@ impl MotorChannel {
         let url = format!("{}/v1/commands/{}/cancel", self.base_url, command_id);
         let resp = match self.client.post(url).bearer_auth(&self.api_key).send().await {
             Ok(r) => r,
-            Err(e) => return CancelOutcome::Unavailable { detail: error_chain(&e) },
+            Err(e) => {
+                return CancelOutcome::Unavailable {
+                    detail: error_chain(&e),
+                };
+            }
         };
         let status = resp.status();
         let body = match resp.bytes().await {
             Ok(b) => b,
-            Err(e) => return CancelOutcome::Unavailable { detail: error_chain(&e) },
+            Err(e) => {
+                return CancelOutcome::Unavailable {
+                    detail: error_chain(&e),
+                };
+            }
         };
-        match serde_json::from_slice::<Value>(&body).ok().as_ref().and_then(command_view) {
+        match serde_json::from_slice::<Value>(&body)
+            .ok()
+            .as_ref()
+            .and_then(command_view)
+        {
             Some(c) if status.is_success() && c.state == ChannelState::Cancelled => CancelOutcome::Cancelled,
             Some(c) if status.is_success() => CancelOutcome::TooLate { state: c.state },
-            _ => CancelOutcome::Unavailable { detail: error_detail(status, &body) },
+            _ => CancelOutcome::Unavailable {
+                detail: error_detail(status, &body),
+            },
         }
     }
 }
 
 fn found(c: CommandView) -> LookupOutcome {
-    LookupOutcome::Found { command_id: Some(c.command_id), message_id: c.message_id, state: c.state, detail: c.detail }
+    LookupOutcome::Found {
+        command_id: Some(c.command_id),
+        message_id: c.message_id,
+        state: c.state,
+        detail: c.detail,
+    }
 }
 
 impl Channel for MotorChannel {
@@ -355,7 +423,11 @@ impl Channel for MotorChannel {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_keys: true, command_lookup: true, cancel: true }
+        Capabilities {
+            idempotent_keys: true,
+            command_lookup: true,
+            cancel: true,
+        }
     }
 
     fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
@@ -377,7 +449,11 @@ mod tests {
     use reqwest::header::HeaderMap;
 
     fn classify(status: u16, body: Value) -> SendOutcome {
-        classify_send(StatusCode::from_u16(status).unwrap(), &HeaderMap::new(), body.to_string().as_bytes())
+        classify_send(
+            StatusCode::from_u16(status).unwrap(),
+            &HeaderMap::new(),
+            body.to_string().as_bytes(),
+        )
     }
 
     #[test]
@@ -385,10 +461,23 @@ mod tests {
         let cmd = json!({"command_id": "c1", "estado": "en_cola", "idempotency_key": "k"});
         assert!(matches!(
             classify(202, cmd.clone()),
-            SendOutcome::Accepted { state: ChannelState::Queued, http_status: Some(202), .. }
+            SendOutcome::Accepted {
+                state: ChannelState::Queued,
+                http_status: Some(202),
+                ..
+            }
         ));
-        assert!(matches!(classify(429, cmd.clone()), SendOutcome::Accepted { http_status: Some(429), .. }));
-        assert!(matches!(classify(429, json!({"error": "ritmo_excedido"})), SendOutcome::Retry { .. }));
+        assert!(matches!(
+            classify(429, cmd.clone()),
+            SendOutcome::Accepted {
+                http_status: Some(429),
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify(429, json!({"error": "ritmo_excedido"})),
+            SendOutcome::Retry { .. }
+        ));
         let SendOutcome::Conflict { detail, .. } =
             classify(409, json!({"error": "clave_en_uso", "detail": "otro contenido"}))
         else {
@@ -399,13 +488,25 @@ mod tests {
             matches!(classify(422, json!({"error": "clave_invalida"})), SendOutcome::Failed { code, .. } if code == "clave_invalida")
         );
         assert!(matches!(classify(401, json!({})), SendOutcome::Failed { code, .. } if code == "http_401"));
-        assert!(matches!(classify(503, json!({})), SendOutcome::Retry { http_status: Some(503), .. }));
+        assert!(matches!(
+            classify(503, json!({})),
+            SendOutcome::Retry {
+                http_status: Some(503),
+                ..
+            }
+        ));
         assert!(matches!(classify(500, json!("oops")), SendOutcome::Retry { .. }));
         assert!(matches!(classify(202, json!({})), SendOutcome::Uncertain { .. }));
         let failed = json!({"command_id": "c1", "estado": "fallido", "detail": "comando_vencido"});
         assert!(matches!(classify(202, failed), SendOutcome::Failed { code, .. } if code == "comando_vencido"));
         let amb = json!({"command_id": "c1", "estado": "ambiguo"});
-        assert!(matches!(classify(202, amb), SendOutcome::Accepted { state: ChannelState::Ambiguous, .. }));
+        assert!(matches!(
+            classify(202, amb),
+            SendOutcome::Accepted {
+                state: ChannelState::Ambiguous,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -426,7 +527,10 @@ mod tests {
 
     #[test]
     fn construction_errors_name_the_problem() {
-        let mut cfg = MotorConfig { api_key_env: "UNAVEZ_TEST_SURELY_UNSET_KEY".into(), ..MotorConfig::default() };
+        let mut cfg = MotorConfig {
+            api_key_env: "UNAVEZ_TEST_SURELY_UNSET_KEY".into(),
+            ..MotorConfig::default()
+        };
         let e = MotorChannel::new(&cfg).unwrap_err().to_string();
         assert!(e.contains("UNAVEZ_TEST_SURELY_UNSET_KEY"), "{e}");
         cfg.base_url = "ftp://x".into();

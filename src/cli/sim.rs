@@ -79,7 +79,11 @@ pub fn run(_ctx: &Ctx, args: SimArgs) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async move {
         let faults = opts.faults.to_string();
-        let key_note = if opts.api_key.is_some() { "only the key in UNAVEZ_MOTOR_API_KEY" } else { "any bearer key" };
+        let key_note = if opts.api_key.is_some() {
+            "only the key in UNAVEZ_MOTOR_API_KEY"
+        } else {
+            "any bearer key"
+        };
         let stop = stop_signal()?;
         let handle = sim::spawn(opts).await?;
         // The first stdout line is machine-readable for scripts and tests.

@@ -280,7 +280,9 @@ pub fn router(state: AppState) -> Router {
 async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> Result<Response, ApiError> {
     // A cheap indexed read: proves the file opens and answers, without the
     // full scan of an integrity check.
-    let check = state.blocking(|_, store| store.read(|tx| tx.pending_status_count()).map(|_| ())).await?;
+    let check = state
+        .blocking(|_, store| store.read(|tx| tx.pending_status_count()).map(|_| ()))
+        .await?;
     check?;
     Ok((StatusCode::OK, "ok\n").into_response())
 }

@@ -39,7 +39,11 @@ pub enum CloudBehavior {
 
 impl CloudBehavior {
     pub fn error(http_status: u16, code: i64, title: &str) -> CloudBehavior {
-        CloudBehavior::Error { http_status, code, title: title.to_string() }
+        CloudBehavior::Error {
+            http_status,
+            code,
+            title: title.to_string(),
+        }
     }
 }
 
@@ -57,7 +61,12 @@ pub struct CloudFakeOptions {
 
 impl Default for CloudFakeOptions {
     fn default() -> Self {
-        CloudFakeOptions { listen: SocketAddr::from(([127, 0, 0, 1], 0)), log: None, token: None, hold_ms: 30_000 }
+        CloudFakeOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            log: None,
+            token: None,
+            hold_ms: 30_000,
+        }
     }
 }
 
@@ -91,16 +100,24 @@ pub struct CloudFake {
 
 impl CloudFake {
     pub async fn spawn(opts: CloudFakeOptions) -> Result<CloudFake, SimError> {
-        let listener =
-            TcpListener::bind(opts.listen).await.map_err(|source| SimError::Bind { addr: opts.listen, source })?;
-        let addr = listener.local_addr().map_err(|source| SimError::Bind { addr: opts.listen, source })?;
+        let listener = TcpListener::bind(opts.listen).await.map_err(|source| SimError::Bind {
+            addr: opts.listen,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind {
+            addr: opts.listen,
+            source,
+        })?;
         let log = match &opts.log {
             Some(p) => Some(
                 OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(p)
-                    .map_err(|source| SimError::Log { path: p.clone(), source })?,
+                    .map_err(|source| SimError::Log {
+                        path: p.clone(),
+                        source,
+                    })?,
             ),
             None => None,
         };
@@ -113,11 +130,19 @@ impl CloudFake {
             sent: Mutex::new(Vec::new()),
             log: Mutex::new(log),
         });
-        let router = Router::new().route("/{version}/{phone}/messages", post(messages)).with_state(state.clone());
+        let router = Router::new()
+            .route("/{version}/{phone}/messages", post(messages))
+            .with_state(state.clone());
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (mode, mode_rx) = watch::channel(PauseMode::Up);
         let task = tokio::spawn(super::serve(listener, addr, router, mode_rx, shutdown_rx));
-        Ok(CloudFake { addr, state, shutdown, _mode: mode, task })
+        Ok(CloudFake {
+            addr,
+            state,
+            shutdown,
+            _mode: mode,
+            task,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -226,8 +251,10 @@ async fn messages(
     kill: Option<Extension<ConnKill>>,
     body: axum::body::Bytes,
 ) -> Response {
-    let bearer =
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
     let authorized = match (&st.token, bearer) {
         (_, None) => false,
         (Some(t), Some(b)) => t == b,
@@ -242,12 +269,25 @@ async fn messages(
     let to = v.get("to").and_then(Value::as_str).unwrap_or("").to_string();
     let text = visible_text(&v);
     if v.get("messaging_product").and_then(Value::as_str) != Some("whatsapp") || to.is_empty() || text.is_none() {
-        lock(&st.received).push(CloudReceived { phone_number_id: phone, body: v, wamid: None });
+        lock(&st.received).push(CloudReceived {
+            phone_number_id: phone,
+            body: v,
+            wamid: None,
+        });
         return graph_error(StatusCode::BAD_REQUEST, 100, "Invalid parameter");
     }
     let behavior = lock(&st.queue).pop_front().unwrap_or_else(|| lock(&st.default).clone());
-    if let CloudBehavior::Error { http_status, code, title } = &behavior {
-        lock(&st.received).push(CloudReceived { phone_number_id: phone, body: v, wamid: None });
+    if let CloudBehavior::Error {
+        http_status,
+        code,
+        title,
+    } = &behavior
+    {
+        lock(&st.received).push(CloudReceived {
+            phone_number_id: phone,
+            body: v,
+            wamid: None,
+        });
         let status = StatusCode::from_u16(*http_status).unwrap_or(StatusCode::BAD_REQUEST);
         return graph_error(status, *code, title);
     }
@@ -255,7 +295,11 @@ async fn messages(
         let mut rec = lock(&st.received);
         let wamid = format!("wamid.FAKE{:08X}", rec.len() + 1);
         let line = SentLine {
-            key: v.get("biz_opaque_callback_data").and_then(Value::as_str).unwrap_or("").to_string(),
+            key: v
+                .get("biz_opaque_callback_data")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             instance_id: phone.clone(),
             command_id: String::new(),
             provider_message_id: wamid.clone(),
@@ -270,7 +314,11 @@ async fn messages(
             let _ = f.write_all(&bytes);
         }
         lock(&st.sent).push(line);
-        rec.push(CloudReceived { phone_number_id: phone, body: v, wamid: Some(wamid.clone()) });
+        rec.push(CloudReceived {
+            phone_number_id: phone,
+            body: v,
+            wamid: Some(wamid.clone()),
+        });
         wamid
     };
     if behavior == CloudBehavior::TimeoutAfterRecord {

@@ -82,14 +82,20 @@ impl Core {
         shutdown: watch::Receiver<bool>,
     ) -> Result<Core, SimError> {
         let log = match log_path {
-            Some(p) => Some(open_append(p).map_err(|source| SimError::Log { path: p.to_path_buf(), source })?),
+            Some(p) => Some(open_append(p).map_err(|source| SimError::Log {
+                path: p.to_path_buf(),
+                source,
+            })?),
             None => None,
         };
         let mut engine = Engine::default();
         let journal = match state_path {
             Some(p) => {
                 replay_journal(p, &mut engine)?;
-                Some(open_append(p).map_err(|source| SimError::State { path: p.to_path_buf(), source })?)
+                Some(open_append(p).map_err(|source| SimError::State {
+                    path: p.to_path_buf(),
+                    source,
+                })?)
             }
             None => None,
         };
@@ -151,7 +157,10 @@ impl Core {
     }
 
     pub fn generation_changed(&self, instance_id: &str, generation: i64) {
-        self.journal(&JournalRecord::Generation { instance_id: instance_id.into(), generation });
+        self.journal(&JournalRecord::Generation {
+            instance_id: instance_id.into(),
+            generation,
+        });
     }
 
     fn journal(&self, rec: &JournalRecord) {
@@ -170,7 +179,10 @@ impl Core {
         let Some(tx) = &self.events else { return };
         let r = if resolves_ambiguous { "r" } else { "" };
         let ev = MotorEvent {
-            event_id: format!("evt_{:016x}", self.dice.raw(&["event", &cmd.command_id, &cmd.estado, r])),
+            event_id: format!(
+                "evt_{:016x}",
+                self.dice.raw(&["event", &cmd.command_id, &cmd.estado, r])
+            ),
             kind: "comando.estado".into(),
             instance_id: cmd.instance_id.clone(),
             command_id: cmd.command_id.clone(),
@@ -236,7 +248,9 @@ impl Core {
         let mut engine = lock(&self.engine);
         match step {
             Step::GoOut => {
-                let Some(cmd) = engine.commands.get(id).cloned() else { return };
+                let Some(cmd) = engine.commands.get(id).cloned() else {
+                    return;
+                };
                 if cmd.estado != estado::EN_COLA {
                     return;
                 }
@@ -258,9 +272,9 @@ impl Core {
                     return;
                 }
                 let wamid = self.wamid(id);
-                if let Some(c) = engine
-                    .transition(id, estado::EN_COLA, estado::ENVIADO, now, |c| c.provider_message_id = Some(wamid))
-                {
+                if let Some(c) = engine.transition(id, estado::EN_COLA, estado::ENVIADO, now, |c| {
+                    c.provider_message_id = Some(wamid)
+                }) {
                     // Journal first, then the ground-truth line: a crash in
                     // between can lose a line, never invent a second send.
                     self.journal(&JournalRecord::Command(Box::new(c.clone())));
@@ -274,17 +288,17 @@ impl Core {
                 let went_out = self.dice.chance(0.5, &["resolve", id]);
                 if went_out {
                     let wamid = self.wamid(id);
-                    if let Some(c) = engine
-                        .transition(id, estado::AMBIGUO, estado::ENVIADO, now, |c| c.provider_message_id = Some(wamid))
-                    {
+                    if let Some(c) = engine.transition(id, estado::AMBIGUO, estado::ENVIADO, now, |c| {
+                        c.provider_message_id = Some(wamid)
+                    }) {
                         self.journal(&JournalRecord::Command(Box::new(c.clone())));
                         self.log_sent(&c, now);
                         self.emit(&c, true);
                         self.schedule(id.to_string(), Step::Deliver, self.timing.deliver_ms);
                     }
-                } else if let Some(c) =
-                    engine.transition(id, estado::AMBIGUO, estado::FALLIDO, now, |c| c.detail = Some("no_salio".into()))
-                {
+                } else if let Some(c) = engine.transition(id, estado::AMBIGUO, estado::FALLIDO, now, |c| {
+                    c.detail = Some("no_salio".into())
+                }) {
                     self.changed(&c, true);
                 }
             }
@@ -308,7 +322,12 @@ impl Core {
 
     /// Every unfinished command restarts its timers (after a journal replay).
     pub fn resume_all(self: &Arc<Self>) {
-        let pending: Vec<Command> = lock(&self.engine).commands.values().filter(|c| !c.is_final()).cloned().collect();
+        let pending: Vec<Command> = lock(&self.engine)
+            .commands
+            .values()
+            .filter(|c| !c.is_final())
+            .cloned()
+            .collect();
         for c in pending {
             self.resume_command(&c);
         }
@@ -330,18 +349,27 @@ fn replay_journal(p: &Path, engine: &mut Engine) -> Result<(), SimError> {
     let f = match File::open(p) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => return Err(SimError::State { path: p.to_path_buf(), source }),
+        Err(source) => {
+            return Err(SimError::State {
+                path: p.to_path_buf(),
+                source,
+            });
+        }
     };
     for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.map_err(|source| SimError::State { path: p.to_path_buf(), source })?;
+        let line = line.map_err(|source| SimError::State {
+            path: p.to_path_buf(),
+            source,
+        })?;
         if line.trim().is_empty() {
             continue;
         }
         match serde_json::from_str::<JournalRecord>(&line) {
             Ok(JournalRecord::Command(c)) => engine.insert(*c),
-            Ok(JournalRecord::Generation { instance_id, generation }) => {
-                engine.set_generation(&instance_id, generation)
-            }
+            Ok(JournalRecord::Generation {
+                instance_id,
+                generation,
+            }) => engine.set_generation(&instance_id, generation),
             Err(e) => tracing::warn!("{}:{}: skipping unreadable sim state line: {e}", p.display(), i + 1),
         }
     }

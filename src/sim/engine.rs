@@ -64,7 +64,10 @@ impl Command {
     }
 
     pub fn is_final(&self) -> bool {
-        matches!(self.estado.as_str(), estado::LEIDO | estado::FALLIDO | estado::CANCELADO)
+        matches!(
+            self.estado.as_str(),
+            estado::LEIDO | estado::FALLIDO | estado::CANCELADO
+        )
     }
 }
 
@@ -89,18 +92,27 @@ pub struct BodyError {
 }
 
 fn body_err(field: &str, reason: &str) -> BodyError {
-    BodyError { field: field.into(), reason: reason.into() }
+    BodyError {
+        field: field.into(),
+        reason: reason.into(),
+    }
 }
 
 /// Checks the key per seed 003: 1–200 characters after trimming.
 pub fn validate_key(raw: Option<&str>) -> Result<String, BodyError> {
     let k = raw.map(str::trim).unwrap_or("");
     if k.is_empty() {
-        return Err(body_err("Idempotency-Key", "obligatoria en POST …/messages (1 a 200 caracteres)"));
+        return Err(body_err(
+            "Idempotency-Key",
+            "obligatoria en POST …/messages (1 a 200 caracteres)",
+        ));
     }
     let n = k.chars().count();
     if n > MAX_KEY_CHARS {
-        return Err(body_err("Idempotency-Key", &format!("tiene {n} caracteres; el máximo es {MAX_KEY_CHARS}")));
+        return Err(body_err(
+            "Idempotency-Key",
+            &format!("tiene {n} caracteres; el máximo es {MAX_KEY_CHARS}"),
+        ));
     }
     Ok(k.to_string())
 }
@@ -114,7 +126,9 @@ pub fn validate_key(raw: Option<&str>) -> Result<String, BodyError> {
 /// *current* generation is deliberately left out: seed 003 says a retry
 /// after re-linking returns the original command, not a 409.
 pub fn parse_message(instance_id: &str, body: &Value) -> Result<MessageRequest, BodyError> {
-    let obj = body.as_object().ok_or_else(|| body_err("body", "se esperaba un objeto JSON"))?;
+    let obj = body
+        .as_object()
+        .ok_or_else(|| body_err("body", "se esperaba un objeto JSON"))?;
     let recipient = obj
         .get("destino")
         .and_then(|d| d.get("telefono"))
@@ -124,7 +138,10 @@ pub fn parse_message(instance_id: &str, body: &Value) -> Result<MessageRequest, 
         .ok_or_else(|| body_err("destino.telefono", "obligatorio"))?;
     let digits = recipient.strip_prefix('+').unwrap_or(recipient);
     if digits.len() < 6 || digits.len() > 16 || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return Err(body_err("destino.telefono", "se esperaba un número E.164 como +51987654321"));
+        return Err(body_err(
+            "destino.telefono",
+            "se esperaba un número E.164 como +51987654321",
+        ));
     }
     let texto = match obj.get("texto") {
         None | Some(Value::Null) => None,
@@ -174,7 +191,10 @@ pub fn parse_message(instance_id: &str, body: &Value) -> Result<MessageRequest, 
     };
     let expected_generation = match obj.get("generacion_esperada") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_i64().ok_or_else(|| body_err("generacion_esperada", "se esperaba un entero"))?),
+        Some(v) => Some(
+            v.as_i64()
+                .ok_or_else(|| body_err("generacion_esperada", "se esperaba un entero"))?,
+        ),
     };
     let fp = fingerprint(&json!({"tipo": "mensaje", "instance_id": instance_id, "body": body}));
     Ok(MessageRequest {
@@ -237,7 +257,9 @@ impl Engine {
             return if existing.fingerprint == req.fingerprint {
                 Submit::Existing(existing.clone())
             } else {
-                Submit::KeyConflict { existing: existing.clone() }
+                Submit::KeyConflict {
+                    existing: existing.clone(),
+                }
             };
         }
         let (app, instance_id, key) = scope.clone();
@@ -270,8 +292,10 @@ impl Engine {
 
     /// Stores (or replaces) a command; used by submit and journal replay.
     pub fn insert(&mut self, cmd: Command) {
-        self.by_key
-            .insert((cmd.app.clone(), cmd.instance_id.clone(), cmd.idempotency_key.clone()), cmd.command_id.clone());
+        self.by_key.insert(
+            (cmd.app.clone(), cmd.instance_id.clone(), cmd.idempotency_key.clone()),
+            cmd.command_id.clone(),
+        );
         self.commands.insert(cmd.command_id.clone(), cmd);
     }
 
@@ -349,7 +373,9 @@ mod tests {
     }
 
     fn now() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-10-24T12:00:00Z").unwrap().with_timezone(&Utc)
+        DateTime::parse_from_rfc3339("2026-10-24T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
     }
 
     #[test]
@@ -372,9 +398,11 @@ mod tests {
         assert_eq!(e.field, "texto");
         let e = parse_message("i", &json!({"destino": {"telefono": "abc"}, "texto": "x"})).unwrap_err();
         assert_eq!(e.field, "destino.telefono");
-        let e =
-            parse_message("i", &json!({"destino": {"telefono": "+51987654321"}, "texto": "x", "expires_at": "mañana"}))
-                .unwrap_err();
+        let e = parse_message(
+            "i",
+            &json!({"destino": {"telefono": "+51987654321"}, "texto": "x", "expires_at": "mañana"}),
+        )
+        .unwrap_err();
         assert_eq!(e.field, "expires_at");
         let ok = parse_message(
             "i",
@@ -395,7 +423,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(req("i", a.clone()).fingerprint, req("i", b).fingerprint);
-        assert_ne!(req("i", a.clone()).fingerprint, req("j", a.clone()).fingerprint, "instance");
+        assert_ne!(
+            req("i", a.clone()).fingerprint,
+            req("j", a.clone()).fingerprint,
+            "instance"
+        );
         for change in [
             json!({"texto": "Hola!"}),
             json!({"destino": {"telefono": "+51987654322"}}),
@@ -416,20 +448,33 @@ mod tests {
         let mut e = Engine::default();
         let body = json!({"destino": {"telefono": "+51987654321"}, "texto": "Hola"});
         let r = req("i1", body.clone());
-        let Submit::Created(c) = e.submit(&scope("i1", "k"), &r, "c1".into(), now()) else { panic!() };
+        let Submit::Created(c) = e.submit(&scope("i1", "k"), &r, "c1".into(), now()) else {
+            panic!()
+        };
         assert_eq!(c.estado, "en_cola");
         // Same key, same content → the same command, current state.
-        e.transition("c1", "en_cola", "enviado", now(), |c| c.provider_message_id = Some("w1".into())).unwrap();
-        let Submit::Existing(again) = e.submit(&scope("i1", "k"), &r, "c2".into(), now()) else { panic!() };
+        e.transition("c1", "en_cola", "enviado", now(), |c| {
+            c.provider_message_id = Some("w1".into())
+        })
+        .unwrap();
+        let Submit::Existing(again) = e.submit(&scope("i1", "k"), &r, "c2".into(), now()) else {
+            panic!()
+        };
         assert_eq!(again.command_id, "c1");
         assert_eq!(again.estado, "enviado");
         assert_eq!(again.provider_message_id.as_deref(), Some("w1"));
         // Same key, other content → conflict.
         let other = req("i1", json!({"destino": {"telefono": "+51987654321"}, "texto": "Chau"}));
-        assert!(matches!(e.submit(&scope("i1", "k"), &other, "c3".into(), now()), Submit::KeyConflict { .. }));
+        assert!(matches!(
+            e.submit(&scope("i1", "k"), &other, "c3".into(), now()),
+            Submit::KeyConflict { .. }
+        ));
         // Same key in another instance → another command.
         let r2 = req("i2", body.clone());
-        assert!(matches!(e.submit(&scope("i2", "k"), &r2, "c4".into(), now()), Submit::Created(_)));
+        assert!(matches!(
+            e.submit(&scope("i2", "k"), &r2, "c4".into(), now()),
+            Submit::Created(_)
+        ));
         // Another app, same instance and key → another command.
         let s3: Scope = ("app2".into(), "i1".into(), "k".into());
         assert!(matches!(e.submit(&s3, &r, "c5".into(), now()), Submit::Created(_)));
@@ -444,13 +489,21 @@ mod tests {
         assert_eq!(g, 2);
         assert_eq!(changed.len(), 1);
         assert_eq!(changed[0].detail.as_deref(), Some("generacion_cambiada"));
-        let Submit::Existing(c) = e.submit(&scope("i1", "k"), &r, "c9".into(), now()) else { panic!() };
+        let Submit::Existing(c) = e.submit(&scope("i1", "k"), &r, "c9".into(), now()) else {
+            panic!()
+        };
         assert_eq!((c.command_id.as_str(), c.estado.as_str()), ("c1", "fallido"));
         // generacion_esperada mismatch on a new key: 409, nothing stored.
-        let g1 = req("i1", json!({"destino": {"telefono": "+51987654321"}, "texto": "Hola", "generacion_esperada": 1}));
+        let g1 = req(
+            "i1",
+            json!({"destino": {"telefono": "+51987654321"}, "texto": "Hola", "generacion_esperada": 1}),
+        );
         assert_eq!(
             e.submit(&scope("i1", "k2"), &g1, "c10".into(), now()),
-            Submit::GenerationMismatch { expected: 1, current: 2 }
+            Submit::GenerationMismatch {
+                expected: 1,
+                current: 2
+            }
         );
         assert!(e.by_key(&scope("i1", "k2")).is_none());
     }

@@ -78,7 +78,10 @@ impl FaultSpec {
     pub fn parse(spec: &str) -> Result<FaultSpec, FaultSpecError> {
         let mut f = FaultSpec::default();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let err = |reason: &str| FaultSpecError { item: item.to_string(), reason: reason.to_string() };
+            let err = |reason: &str| FaultSpecError {
+                item: item.to_string(),
+                reason: reason.to_string(),
+            };
             let (name, value) = item.split_once('=').ok_or_else(|| err("expected name=value"))?;
             let (name, value) = (name.trim(), value.trim());
             match name {
@@ -127,7 +130,9 @@ impl fmt::Display for FaultSpec {
 }
 
 fn parse_prob(v: &str) -> Result<f64, String> {
-    let p: f64 = v.parse().map_err(|_| "expected a probability such as 0.3".to_string())?;
+    let p: f64 = v
+        .parse()
+        .map_err(|_| "expected a probability such as 0.3".to_string())?;
     if !(0.0..=1.0).contains(&p) {
         return Err("probability must be between 0 and 1".into());
     }
@@ -138,7 +143,10 @@ fn parse_range(v: &str) -> Result<RangeInclusive<u64>, String> {
     let bad = || "expected milliseconds N or a range A..B".to_string();
     match v.split_once("..") {
         Some((a, b)) => {
-            let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+            let (a, b): (u64, u64) = (
+                a.trim().parse().map_err(|_| bad())?,
+                b.trim().parse().map_err(|_| bad())?,
+            );
             if a > b {
                 return Err("range start is after its end".into());
             }

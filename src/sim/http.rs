@@ -56,7 +56,11 @@ fn auth(core: &Core, headers: &HeaderMap) -> Result<String, Response> {
         .map(str::trim)
         .filter(|s| !s.is_empty());
     let Some(bearer) = bearer else {
-        return Err(error(StatusCode::UNAUTHORIZED, "no_autorizado", "falta Authorization: Bearer <api key>"));
+        return Err(error(
+            StatusCode::UNAUTHORIZED,
+            "no_autorizado",
+            "falta Authorization: Bearer <api key>",
+        ));
     };
     if let Some(expected) = &core.api_key
         && expected != bearer
@@ -67,8 +71,13 @@ fn auth(core: &Core, headers: &HeaderMap) -> Result<String, Response> {
 }
 
 fn unavailable(core: &Core) -> Option<Response> {
-    (*core.mode.borrow() == PauseMode::Unavailable)
-        .then(|| error(StatusCode::SERVICE_UNAVAILABLE, "motor_no_disponible", "el motor está en pausa"))
+    (*core.mode.borrow() == PauseMode::Unavailable).then(|| {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "motor_no_disponible",
+            "el motor está en pausa",
+        )
+    })
 }
 
 /// Closes the connection with no response at all.
@@ -98,17 +107,28 @@ async fn post_message(
         Err(r) => return r,
     };
     // Keys may carry UTF-8 (seed 003 counts characters, not bytes).
-    let raw_key = match headers.get("idempotency-key").map(|v| std::str::from_utf8(v.as_bytes())) {
+    let raw_key = match headers
+        .get("idempotency-key")
+        .map(|v| std::str::from_utf8(v.as_bytes()))
+    {
         None => None,
         Some(Ok(k)) => Some(k),
         Some(Err(_)) => {
             core.bump(|s| s.rejected += 1);
-            return error(StatusCode::UNPROCESSABLE_ENTITY, "clave_invalida", "Idempotency-Key: no es UTF-8 válido");
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "clave_invalida",
+                "Idempotency-Key: no es UTF-8 válido",
+            );
         }
     };
     let key = raw_key.unwrap_or_default();
     match handle_message(&core, &app, &instance_id, key, &body).await {
-        Reply::Json { status, body, retry_after } => {
+        Reply::Json {
+            status,
+            body,
+            retry_after,
+        } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut r = (status, Json(body)).into_response();
             if let Some(secs) = retry_after {
@@ -136,7 +156,11 @@ async fn get_command(State(core): State<Arc<Core>>, Path(id): Path<String>, head
     };
     match lock(&core.engine).commands.get(&id).filter(|c| c.app == app) {
         Some(c) => (StatusCode::OK, Json(c.to_json())).into_response(),
-        None => error(StatusCode::NOT_FOUND, "comando_desconocido", format!("no hay comando {id} en esta app")),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "comando_desconocido",
+            format!("no hay comando {id} en esta app"),
+        ),
     }
 }
 
@@ -156,7 +180,11 @@ async fn cancel_command(State(core): State<Arc<Core>>, Path(id): Path<String>, h
             }
             (StatusCode::OK, Json(c.to_json())).into_response()
         }
-        None => error(StatusCode::NOT_FOUND, "comando_desconocido", format!("no hay comando {id} en esta app")),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "comando_desconocido",
+            format!("no hay comando {id} en esta app"),
+        ),
     }
 }
 

@@ -28,7 +28,12 @@ pub struct InProcessChannel {
 
 impl InProcessChannel {
     pub(super) fn new(core: Arc<Core>, api_key: &str, instance_id: &str, expected_generation: Option<i64>) -> Self {
-        InProcessChannel { core, app: app_id(api_key), instance_id: instance_id.to_string(), expected_generation }
+        InProcessChannel {
+            core,
+            app: app_id(api_key),
+            instance_id: instance_id.to_string(),
+            expected_generation,
+        }
     }
 
     fn down(&self) -> bool {
@@ -46,7 +51,11 @@ impl InProcessChannel {
         }
         let body = request_body(req, self.expected_generation).to_string();
         match handle_message(&self.core, &self.app, &self.instance_id, &req.key, body.as_bytes()).await {
-            Reply::Json { status, body, retry_after } => {
+            Reply::Json {
+                status,
+                body,
+                retry_after,
+            } => {
                 let mut headers = HeaderMap::new();
                 if let Some(s) = retry_after {
                     headers.insert(RETRY_AFTER, HeaderValue::from(s));
@@ -54,15 +63,21 @@ impl InProcessChannel {
                 let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 classify_send(status, &headers, body.to_string().as_bytes())
             }
-            Reply::Reset => SendOutcome::Uncertain { detail: "connection lost after sending (simulated reset)".into() },
-            Reply::Lost { .. } => {
-                SendOutcome::Uncertain { detail: "no answer in time after sending (simulated)".into() }
-            }
+            Reply::Reset => SendOutcome::Uncertain {
+                detail: "connection lost after sending (simulated reset)".into(),
+            },
+            Reply::Lost { .. } => SendOutcome::Uncertain {
+                detail: "no answer in time after sending (simulated)".into(),
+            },
         }
     }
 
     fn read(&self, command_id: &str) -> LookupOutcome {
-        match lock(&self.core.engine).commands.get(command_id).filter(|c| c.app == self.app) {
+        match lock(&self.core.engine)
+            .commands
+            .get(command_id)
+            .filter(|c| c.app == self.app)
+        {
             Some(c) => LookupOutcome::Found {
                 command_id: Some(c.command_id.clone()),
                 message_id: c.provider_message_id.clone(),
@@ -75,7 +90,9 @@ impl InProcessChannel {
 
     async fn lookup_by_repeat(&self, req: &SendRequest) -> LookupOutcome {
         match self.submit(req).await {
-            SendOutcome::Accepted { command_id: Some(id), .. } => self.read(&id),
+            SendOutcome::Accepted {
+                command_id: Some(id), ..
+            } => self.read(&id),
             // A repeat that comes back failed still names its command.
             SendOutcome::Failed { .. } => {
                 let scope = (self.app.clone(), self.instance_id.clone(), req.key.trim().to_string());
@@ -83,16 +100,22 @@ impl InProcessChannel {
                 let id = lock(&self.core.engine).by_key(&scope).map(|c| c.command_id.clone());
                 match id {
                     Some(id) => self.read(&id),
-                    None => LookupOutcome::Unavailable { detail: "the engine refused the repeat".into() },
+                    None => LookupOutcome::Unavailable {
+                        detail: "the engine refused the repeat".into(),
+                    },
                 }
             }
-            other => LookupOutcome::Unavailable { detail: format!("{other:?}") },
+            other => LookupOutcome::Unavailable {
+                detail: format!("{other:?}"),
+            },
         }
     }
 
     fn do_cancel(&self, command_id: &str) -> CancelOutcome {
         if self.down() {
-            return CancelOutcome::Unavailable { detail: "engine paused".into() };
+            return CancelOutcome::Unavailable {
+                detail: "engine paused".into(),
+            };
         }
         let mut engine = lock(&self.core.engine);
         match engine.cancel(&self.app, command_id, Utc::now()) {
@@ -102,10 +125,14 @@ impl InProcessChannel {
                 }
                 match map_estado(&c.estado) {
                     Some(ChannelState::Cancelled) => CancelOutcome::Cancelled,
-                    state => CancelOutcome::TooLate { state: state.unwrap_or(ChannelState::Ambiguous) },
+                    state => CancelOutcome::TooLate {
+                        state: state.unwrap_or(ChannelState::Ambiguous),
+                    },
                 }
             }
-            None => CancelOutcome::Unavailable { detail: format!("unknown command {command_id}") },
+            None => CancelOutcome::Unavailable {
+                detail: format!("unknown command {command_id}"),
+            },
         }
     }
 }
@@ -116,7 +143,11 @@ impl Channel for InProcessChannel {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { idempotent_keys: true, command_lookup: true, cancel: true }
+        Capabilities {
+            idempotent_keys: true,
+            command_lookup: true,
+            cancel: true,
+        }
     }
 
     fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
@@ -126,7 +157,9 @@ impl Channel for InProcessChannel {
     fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome> {
         Box::pin(async move {
             if self.down() {
-                return LookupOutcome::Unavailable { detail: "engine paused".into() };
+                return LookupOutcome::Unavailable {
+                    detail: "engine paused".into(),
+                };
             }
             match command_id {
                 Some(id) => self.read(id),

@@ -17,7 +17,11 @@ use super::engine::{Scope, Submit, parse_message, validate_key};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// Answer with this status and JSON body (and `Retry-After`, in seconds).
-    Json { status: u16, body: Value, retry_after: Option<u64> },
+    Json {
+        status: u16,
+        body: Value,
+        retry_after: Option<u64>,
+    },
     /// Close the connection without answering; nothing was processed.
     Reset,
     /// Processed (stored; it will go out), but the answer is lost after
@@ -26,7 +30,11 @@ pub enum Reply {
 }
 
 fn json_error(status: u16, code: &str, detail: impl Into<String>) -> Reply {
-    Reply::Json { status, body: json!({"error": code, "detail": detail.into()}), retry_after: None }
+    Reply::Json {
+        status,
+        body: json!({"error": code, "detail": detail.into()}),
+        retry_after: None,
+    }
 }
 
 /// The opaque app identity of a bearer key (a hash: the key itself is
@@ -50,7 +58,15 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
     // Fault decisions depend on the key's attempt number, not on timing.
     let attempt = lock(&core.engine).next_attempt(&scope).to_string();
     let faults = core.faults();
-    let roll = |fault: &'static str| [fault, scope.0.as_str(), scope.1.as_str(), scope.2.as_str(), attempt.as_str()];
+    let roll = |fault: &'static str| {
+        [
+            fault,
+            scope.0.as_str(),
+            scope.1.as_str(),
+            scope.2.as_str(),
+            attempt.as_str(),
+        ]
+    };
 
     let latency = core.dice.pick(&faults.latency_ms, &roll("latency"));
     if latency > 0 {
@@ -83,7 +99,11 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
         // The key is resolved first: a known key comes back with its command.
         let stored = lock(&core.engine).by_key(&scope).map(|c| c.to_json());
         return match stored {
-            Some(body) => Reply::Json { status: 429, body, retry_after: Some(1) },
+            Some(body) => Reply::Json {
+                status: 429,
+                body,
+                retry_after: Some(1),
+            },
             None => Reply::Json {
                 status: 429,
                 body: json!({"error": "ritmo_excedido", "detail": "demasiados pedidos; repite con la misma clave"}),
@@ -104,11 +124,19 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
         Submit::Created(c) => {
             core.bump(|s| s.created += 1);
             core.resume_command(&c);
-            Reply::Json { status: 202, body: c.to_json(), retry_after: None }
+            Reply::Json {
+                status: 202,
+                body: c.to_json(),
+                retry_after: None,
+            }
         }
         Submit::Existing(c) => {
             core.bump(|s| s.repeated += 1);
-            Reply::Json { status: 202, body: c.to_json(), retry_after: None }
+            Reply::Json {
+                status: 202,
+                body: c.to_json(),
+                retry_after: None,
+            }
         }
         Submit::KeyConflict { existing } => {
             core.bump(|s| s.conflicts += 1);
@@ -132,7 +160,9 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
     };
     if core.dice.chance(faults.timeout_after, &roll("timeout_after")) {
         core.bump(|s| s.faults.timeout_after += 1);
-        return Reply::Lost { hold_ms: faults.hold_ms };
+        return Reply::Lost {
+            hold_ms: faults.hold_ms,
+        };
     }
     reply
 }

@@ -61,7 +61,12 @@ pub struct SimTiming {
 
 impl Default for SimTiming {
     fn default() -> Self {
-        SimTiming { send_ms: 20, deliver_ms: 30, read_ms: 50, resolve_ms: 200 }
+        SimTiming {
+            send_ms: 20,
+            deliver_ms: 30,
+            read_ms: 50,
+            resolve_ms: 200,
+        }
     }
 }
 
@@ -258,9 +263,14 @@ pub(crate) fn pause_core(core: &Arc<Core>, mode: PauseMode, for_duration: Option
 
 /// Starts a simulator on the current tokio runtime.
 pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
-    let listener =
-        TcpListener::bind(opts.listen).await.map_err(|source| SimError::Bind { addr: opts.listen, source })?;
-    let addr = listener.local_addr().map_err(|source| SimError::Bind { addr: opts.listen, source })?;
+    let listener = TcpListener::bind(opts.listen).await.map_err(|source| SimError::Bind {
+        addr: opts.listen,
+        source,
+    })?;
+    let addr = listener.local_addr().map_err(|source| SimError::Bind {
+        addr: opts.listen,
+        source,
+    })?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (events_tx, events_rx) = match &opts.webhook {
         Some(_) => {
@@ -281,12 +291,29 @@ pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
     )?);
     let mut tasks = Vec::new();
     if let (Some(url), Some(rx)) = (opts.webhook.clone(), events_rx) {
-        tasks.push(webhook::spawn(core.clone(), url, opts.webhook_secret.clone(), rx, shutdown_rx.clone()));
+        tasks.push(webhook::spawn(
+            core.clone(),
+            url,
+            opts.webhook_secret.clone(),
+            rx,
+            shutdown_rx.clone(),
+        ));
     }
     core.resume_all();
     let router = http::router(core.clone());
-    tasks.push(tokio::spawn(serve(listener, addr, router, core.mode.subscribe(), shutdown_rx)));
-    Ok(SimHandle { addr, core, shutdown: shutdown_tx, tasks })
+    tasks.push(tokio::spawn(serve(
+        listener,
+        addr,
+        router,
+        core.mode.subscribe(),
+        shutdown_rx,
+    )));
+    Ok(SimHandle {
+        addr,
+        core,
+        shutdown: shutdown_tx,
+        tasks,
+    })
 }
 
 /// Our own accept loop (instead of `axum::serve`) so a handler can drop its

@@ -25,8 +25,16 @@ pub fn spawn(
     mut rx: mpsc::UnboundedReceiver<MotorEvent>,
     mut shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap_or_default();
-    let ctx = Arc::new(Ctx { core, client, url, secret: secret.into() });
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap_or_default();
+    let ctx = Arc::new(Ctx {
+        core,
+        client,
+        url,
+        secret: secret.into(),
+    });
     let lanes: Vec<mpsc::UnboundedSender<MotorEvent>> = (0..LANES)
         .map(|_| {
             let (tx, mut lane_rx) = mpsc::unbounded_channel::<MotorEvent>();
@@ -81,12 +89,23 @@ impl Ctx {
     /// when the seeded duplication fires.
     fn copies(&self, ev: &MotorEvent) -> Vec<(u32, u64)> {
         let faults = self.core.faults();
-        let n = if self.core.dice.chance(faults.webhook_dup, &["webhook_dup", &ev.event_id]) { 2 } else { 1 };
+        let n = if self
+            .core
+            .dice
+            .chance(faults.webhook_dup, &["webhook_dup", &ev.event_id])
+        {
+            2
+        } else {
+            1
+        };
         (0..n)
             .map(|copy| {
                 (
                     copy,
-                    self.core.dice.pick(&faults.webhook_delay_ms, &["webhook_delay", &ev.event_id, &copy.to_string()]),
+                    self.core.dice.pick(
+                        &faults.webhook_delay_ms,
+                        &["webhook_delay", &ev.event_id, &copy.to_string()],
+                    ),
                 )
             })
             .collect()

@@ -51,22 +51,24 @@ fn mix(i: u64) -> u64 {
 /// past days look like a working clinic's history, future days are mostly
 /// planned with some cancellations.
 fn state_for(i: u64, past: bool) -> (&'static str, Option<&'static str>) {
-    let p = mix(i ^ 0x5555) % 100;
+    let p = mix(i ^ 0x5555) % 1000;
     if !past {
-        return if p < 85 {
+        return if p < 850 {
             ("planned", None)
         } else {
             ("cancelled", Some("superseded"))
         };
     }
+    // Per mille: a working clinic where uncertain and review are the
+    // exceptions the console exists for (0.2 % and 0.3 %), not the norm.
     match p {
-        0..40 => ("read", None),
-        40..65 => ("delivered", None),
-        65..75 => ("sent", None),
-        75..79 => ("accepted", None),
-        79..82 => ("failed", Some("invalid_number")),
-        82..91 => ("cancelled", Some("commitment_cancelled")),
-        91..94 => ("uncertain", Some("timeout")),
+        0..450 => ("read", None),
+        450..720 => ("delivered", None),
+        720..820 => ("sent", None),
+        820..850 => ("accepted", None),
+        850..870 => ("failed", Some("invalid_number")),
+        870..995 => ("cancelled", Some("commitment_cancelled")),
+        995..997 => ("uncertain", Some("timeout")),
         _ => ("review", Some("reconciliation_exhausted")),
     }
 }

@@ -6,9 +6,11 @@ use chrono::{DateTime, Duration, Utc};
 use super::*;
 use crate::config::Policy;
 use crate::domain::event::BookingEvent;
+use crate::domain::state::IntentionState;
 use crate::domain::validity::Rules;
 use crate::ingest::ingest;
 use crate::planner::Planner;
+use crate::store::{AttemptResult, Finished, RetryPolicy};
 use crate::store::{Store, StoreError};
 use crate::templates::Templates;
 
@@ -258,7 +260,15 @@ fn an_expired_lease_with_an_open_attempt_becomes_uncertain_never_planned() {
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
     assert_eq!(att[0].outcome, "uncertain", "the closing outcome stays");
     assert_eq!(att[0].message_id.as_deref(), Some("wamid.9"));
-    assert!(att[0].error_detail.as_deref().unwrap().ends_with("late answer: accepted"), "{:?}", att[0]);
+    assert!(
+        att[0]
+            .error_detail
+            .as_deref()
+            .unwrap()
+            .ends_with("late answer: accepted"),
+        "{:?}",
+        att[0]
+    );
     // Taken for reconciliation: nothing left uncertain.
     let items = store
         .write(|tx| tx.take_uncertain(now + Duration::seconds(41), Duration::seconds(5), 10))

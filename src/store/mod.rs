@@ -9,6 +9,7 @@
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
+mod attempts;
 pub mod bench;
 pub mod chaos;
 mod console;
@@ -22,16 +23,17 @@ mod queries;
 mod uncertain;
 mod webhooks;
 
+pub use attempts::{AttemptResult, Finished, RetryPolicy};
 pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
-pub use dispatch::{AttemptResult, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
-pub use uncertain::UncertainItem;
+pub use dispatch::{ClaimDecision, ClaimScope, Claimed};
+pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
+pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use operator::{OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, IntentFilter, IntentionDetail};
-pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
-pub use inbound::SignalRow;
+pub use uncertain::UncertainItem;
 pub use webhooks::{ChannelEventRow, NewChannelEvent, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome};
 
 use std::path::{Path, PathBuf};
