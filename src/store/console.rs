@@ -1,13 +1,15 @@
 //! The operator console's screen queries. Each one is paginated and served
-//! by an index of `0001_ledger.sql`, so opening a screen costs the same with
-//! a thousand intentions as with a million:
+//! by an index or a derived table, so opening a screen costs about the same
+//! with a thousand intentions as with a million:
 //!
-//! - Atención: `intentions_state_due` for uncertain/review/failed,
-//!   `intentions_lease` for stuck dispatches, `commitments_starts_at` (over a
-//!   bounded window) for reschedule requests;
+//! - Atención: `intentions_attention` (0002: uncertain/review/failed by the
+//!   commitment's start time) walked from `now` both ways up to the page,
+//!   `intentions_lease` for stuck dispatches, `commitments_reschedule` for
+//!   reschedule requests; the total from `intention_counts`;
 //! - Próximas citas: `commitments_starts_at`, then `intentions_commitment`
 //!   for the rows of one page only;
-//! - Tablero: `intentions_day_state` (covering) for one operating day.
+//! - Tablero: `intention_counts` (0002, kept by triggers) for one operating
+//!   day, `intentions_day_state` for closures, `contacts_opt_out`.
 
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::{Row, params};
@@ -123,7 +125,8 @@ pub struct Board {
     pub duplicate_events: i64,
     pub opt_outs: i64,
     /// Median milliseconds from due time to the channel's acceptance, over
-    /// the day's accepted attempts (sampled).
+    /// the day's accepted attempts (a sample of at most 500: each one is
+    /// an attempt lookup, and a busy day has ten thousand).
     pub latency_ms_median: Option<i64>,
     pub latency_samples: i64,
 }
@@ -192,23 +195,52 @@ impl Tx<'_> {
             .as_deref()
             .filter(|f| !f.trim().is_empty())
             .map(|f| format!("%{}%", f.trim()));
-        // Two phases so the cost does not grow with the attention set: the
-        // ordering keys (with the evidence count) for the whole set, then the
-        // display columns and the last event for one page only.
+        // The page is computed from candidates, never from the whole
+        // attention set. Uncertain/review/failed rows are walked through
+        // `intentions_attention` (a partial index by the commitment's start
+        // time, copied onto each intention by migration 0002's triggers),
+        // upcoming ones ascending from `now`, past ones descending, and each
+        // walk stops at the (offset + limit)-th row, keeping every row tied
+        // with it: a row on the page has fewer than offset + limit rows
+        // strictly before it, so it is a candidate of its own walk. Rows
+        // without a start time (all tied) are only needed when the two walks
+        // together hold fewer rows than that. Stuck dispatches and
+        // reschedule requests are few and always candidates. Only then is
+        // evidence counted, for the candidates alone.
         // ?5 is NULL when there is no filter; the OR short-circuits.
-        let cond = "(i.state IN ('uncertain', 'review')
+        let filter = "(?5 IS NULL OR c.ref LIKE ?5 OR i.key LIKE ?5)";
+        let cond = format!(
+            "(i.state IN ('uncertain', 'review')
                     OR (i.state = 'failed' AND i.due_at >= ?2)
                     OR (i.state = 'dispatching' AND i.lease_until < ?1))
-                AND (?5 IS NULL OR c.ref LIKE ?5 OR i.key LIKE ?5)";
+                AND {filter}"
+        );
         let resched = "c.starts_at BETWEEN ?3 AND ?4 AND c.reschedule_requested_at IS NOT NULL
                 AND c.status != 'cancelled' AND (?5 IS NULL OR c.ref LIKE ?5)";
         let keys = format!(
-            "SELECT 'intention' AS kind, i.id AS iid, i.commitment_id AS cid, c.starts_at AS starts,
-                (SELECT count(*) FROM intention_history h WHERE h.intention_id = i.id
-                    AND (h.evidence IS NOT NULL OR h.signal IN {EVIDENCE_SIGNALS})) AS ev
-             FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE {cond}
-             UNION ALL
-             SELECT 'reschedule', NULL, c.id, c.starts_at, 0 FROM commitments c WHERE {resched}"
+            "WITH att AS NOT MATERIALIZED (
+                 SELECT i.id AS iid, i.commitment_id AS cid, i.starts_at AS s
+                 FROM intentions i INDEXED BY intentions_attention JOIN commitments c ON c.id = i.commitment_id
+                 WHERE i.state IN ('uncertain', 'review', 'failed')
+                   AND (i.state != 'failed' OR i.due_at >= ?2) AND {filter}),
+             up AS MATERIALIZED (SELECT * FROM att WHERE s >= ?1 AND s <= coalesce(
+                 (SELECT s FROM att WHERE s >= ?1 ORDER BY s LIMIT 1 OFFSET ?6 + ?7 - 1), 9223372036854775807)),
+             past AS MATERIALIZED (SELECT * FROM att WHERE s < ?1 AND s >= coalesce(
+                 (SELECT s FROM att WHERE s < ?1 ORDER BY s DESC LIMIT 1 OFFSET ?6 + ?7 - 1), -9223372036854775808)),
+             cand AS (
+                 SELECT 'intention' AS kind, iid, cid, s AS starts FROM up
+                 UNION ALL SELECT 'intention', iid, cid, s FROM past
+                 UNION ALL SELECT 'intention', iid, cid, s FROM att
+                     WHERE s IS NULL AND (SELECT count(*) FROM up) + (SELECT count(*) FROM past) < ?6 + ?7
+                 UNION ALL SELECT 'intention', i.id, i.commitment_id, c.starts_at
+                     FROM intentions i JOIN commitments c ON c.id = i.commitment_id
+                     WHERE i.state = 'dispatching' AND i.lease_until < ?1 AND {filter}
+                 UNION ALL SELECT 'reschedule', NULL, c.id, c.starts_at FROM commitments c WHERE {resched})
+             SELECT kind, iid, cid, starts,
+                 CASE WHEN kind = 'intention' THEN (SELECT count(*) FROM intention_history h
+                     WHERE h.intention_id = cand.iid
+                       AND (h.evidence IS NOT NULL OR h.signal IN {EVIDENCE_SIGNALS})) ELSE 0 END AS ev
+             FROM cand"
         );
         let order = "ORDER BY CASE WHEN p.starts IS NULL THEN 2 WHEN p.starts >= ?1 THEN 0 ELSE 1 END,
                 CASE WHEN p.starts >= ?1 THEN p.starts ELSE -p.starts END, p.ev, p.iid";
@@ -233,14 +265,28 @@ impl Tx<'_> {
                 attention_row,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let total: i64 = self.conn().query_row(
-            &format!(
+        // Unfiltered, the total never touches the attention set row by
+        // row: uncertain and review from `intention_counts`, recent failures
+        // and stuck dispatches by index ranges, reschedule requests by their
+        // partial index. (Every intention has its commitment: foreign key.)
+        let total_sql = if like.is_none() {
+            format!(
+                "SELECT (SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state IN ('uncertain', 'review'))
+                      + (SELECT count(*) FROM intentions WHERE state = 'failed' AND due_at >= ?2)
+                      + (SELECT count(*) FROM intentions WHERE state = 'dispatching' AND lease_until < ?1)
+                      + (SELECT count(*) FROM commitments c WHERE {resched})"
+            )
+        } else {
+            format!(
                 "SELECT (SELECT count(*) FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE {cond})
                       + (SELECT count(*) FROM commitments c WHERE {resched})"
-            ),
-            params![now, failed_since, win_lo, win_hi, like],
-            |r| r.get(0),
-        )?;
+            )
+        };
+        let total: i64 = self
+            .conn()
+            .query_row(&total_sql, params![now, failed_since, win_lo, win_hi, like], |r| {
+                r.get(0)
+            })?;
         Ok(Page {
             rows,
             total,
@@ -316,7 +362,7 @@ impl Tx<'_> {
     pub fn board(&self, day: &str) -> Result<Board> {
         let by_state: Vec<(String, i64)> = self
             .conn()
-            .prepare_cached("SELECT state, count(*) FROM intentions WHERE day = ?1 GROUP BY state ORDER BY state")?
+            .prepare_cached("SELECT state, n FROM intention_counts WHERE day = ?1 AND n > 0 ORDER BY state")?
             .query_map([day], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let closures: Vec<(String, i64)> = self
@@ -337,7 +383,7 @@ impl Tx<'_> {
             .prepare_cached(
                 "SELECT a.ended_at - i.due_at FROM intentions i JOIN attempts a ON a.intention_id = i.id
                  WHERE i.day = ?1 AND i.state IN ('accepted','sent','delivered','read')
-                   AND a.outcome = 'accepted' AND a.ended_at IS NOT NULL LIMIT 10000",
+                   AND a.outcome = 'accepted' AND a.ended_at IS NOT NULL LIMIT 500",
             )?
             .query_map([day], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
@@ -460,3 +506,7 @@ impl Tx<'_> {
             .optional()?)
     }
 }
+
+#[cfg(test)]
+#[path = "console_tests.rs"]
+mod tests;

@@ -209,15 +209,18 @@ impl Tx<'_> {
             table: "intentions",
             detail: e.to_string(),
         })?;
+        // `starts_at` is the commitment's (migration 0002), set here so the
+        // trigger that would otherwise copy it has nothing to do.
         let inserted: Option<i64> = self
             .conn()
             .query_row(
                 "INSERT INTO intentions(key, commitment_id, commitment_version, purpose, contact_id, recipient,
                      category, channel, template, language, parameters, body, fingerprint, correlation_id,
                      asks_confirmation, due_at, expires_at, day, state, state_changed_at, related_id, created_by,
-                     authorized_by, reason, created_at, updated_at)
+                     authorized_by, reason, created_at, updated_at, starts_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                     'planned', ?19, ?20, ?21, ?22, ?23, ?19, ?19)
+                     'planned', ?19, ?20, ?21, ?22, ?23, ?19, ?19,
+                     (SELECT starts_at FROM commitments WHERE id = ?2))
                  ON CONFLICT(key) DO NOTHING RETURNING id",
                 params![
                     n.key.as_str(),

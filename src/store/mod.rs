@@ -78,7 +78,10 @@ impl StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("migrations/0001_ledger.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("migrations/0001_ledger.sql")),
+    (2, include_str!("migrations/0002_console_speed.sql")),
+];
 
 /// One connection to the ledger. Not `Sync`: each thread or task that
 /// writes opens its own (cheap) or goes through a channel to one owner.
