@@ -81,6 +81,13 @@ pub(crate) fn row_errors(file: &str, line: usize, raw: &str, errs: Vec<FieldErro
         .collect()
 }
 
+fn distinct_lines(errors: &[RowError]) -> usize {
+    let mut lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+    lines.sort_unstable();
+    lines.dedup();
+    lines.len()
+}
+
 /// Reads a file into events and per-row errors, by extension. `tz` is the
 /// operating zone, used for iCalendar floating times.
 pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
@@ -194,7 +201,8 @@ pub fn import_file(
     let file = path.display().to_string();
     let mut report = ImportReport {
         file: file.clone(),
-        events: rows.len() + rejected.len(),
+        // One row may carry several errors: count rows, not errors.
+        events: rows.len() + distinct_lines(&rejected),
         ..Default::default()
     };
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
@@ -233,8 +241,12 @@ pub fn import_file(
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("{file}.rejected")));
         let mut text = String::new();
-        for e in &rejected {
-            text.push_str(&format!("# {e}\n{}\n", e.raw));
+        // Every error of a row as a comment, then the row once.
+        for (i, e) in rejected.iter().enumerate() {
+            text.push_str(&format!("# {e}\n"));
+            if rejected.get(i + 1).is_none_or(|next| next.line != e.line) {
+                text.push_str(&format!("{}\n", e.raw));
+            }
         }
         std::fs::write(&target, text).map_err(|source| ImportError::WriteRejects {
             path: target.clone(),

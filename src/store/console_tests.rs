@@ -32,7 +32,9 @@ fn generated() -> (tempfile::TempDir, Store) {
     store.write(|tx| tx.bench_generate_intentions(&shape, 0, 3000)).unwrap();
     store
         .conn
-        .execute_batch("UPDATE intentions SET state = 'uncertain', state_reason = 'timeout' WHERE id % 13 = 0 AND state = 'read'")
+        .execute_batch(
+            "UPDATE intentions SET state = 'uncertain', state_reason = 'timeout' WHERE id % 13 = 0 AND state = 'read'",
+        )
         .unwrap();
     (dir, store)
 }
