@@ -138,3 +138,114 @@ fn an_unreachable_channel_is_explained_and_changes_nothing() {
     let a = &fx.store.read(|tx| tx.operator_actions(10)).unwrap()[0];
     assert_eq!((a.action.as_str(), a.result.as_str()), ("verify", "refused"));
 }
+
+fn cancel_from_detail(fx: &mut Fixture, app: &mut unavez::tui::app::App, id: i64) {
+    fx.act(app, Action::OpenCommand);
+    fx.type_text(app, &format!("detalle {id}"));
+    fx.act(app, Action::Submit);
+    fx.act(app, Action::Op(OpKind::Cancel));
+    assert_eq!(app.mode, Mode::Form);
+    fx.type_text(app, "la cita se reprogramó por teléfono");
+    fx.act(app, Action::Submit);
+    fx.act(app, Action::Confirm);
+}
+
+#[test]
+fn cancelling_an_accepted_but_queued_command_withdraws_it_from_the_engine() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // Commands stay queued for a minute: the operator is in time.
+    let opts = SimOptions {
+        timing: sim::SimTiming {
+            send_ms: 60_000,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let engine = rt.block_on(sim::spawn(opts)).unwrap();
+    let motor = MotorConfig {
+        base_url: engine.base_url(),
+        ..MotorConfig::default()
+    };
+    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
+    let mut fx = clinic(40);
+    fx.ctx.reprocess = Some(ReprocessCtx {
+        db: fx.db.clone(),
+        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
+        channel: Some(channel.clone()),
+    });
+    let id = uncertain(&mut fx)[0];
+    let mut app = fx.app("supervisora", Role::Supervisor);
+    app.channel_verify = true;
+    // The reconciliation makes it accepted with the engine's command id.
+    verify_with_channel(&mut fx, &mut app, id);
+    let row = fx.store.read(|tx| tx.intention(id)).unwrap();
+    assert_eq!(row.state, IntentionState::Accepted, "{:?}", app.flash);
+    assert!(row.provider_command_id.is_some());
+
+    cancel_from_detail(&mut fx, &mut app, id);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
+    let row = fx.store.read(|tx| tx.intention(id)).unwrap();
+    assert_eq!(row.state, IntentionState::Cancelled);
+    assert_eq!(row.state_reason.as_deref(), Some("withdrawn"));
+    assert_eq!(engine.stats().sent, 0, "the withdrawn command never went out");
+    let a = &fx.store.read(|tx| tx.operator_actions(10)).unwrap()[0];
+    assert_eq!((a.action.as_str(), a.operator.as_str()), ("cancel", "supervisora"));
+    rt.block_on(engine.shutdown());
+}
+
+#[test]
+fn cancelling_a_command_that_already_went_out_is_explained_and_changes_nothing() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
+    let motor = MotorConfig {
+        base_url: engine.base_url(),
+        ..MotorConfig::default()
+    };
+    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
+    let mut fx = clinic(40);
+    fx.ctx.reprocess = Some(ReprocessCtx {
+        db: fx.db.clone(),
+        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
+        channel: Some(channel.clone()),
+    });
+    let id = uncertain(&mut fx)[0];
+    let row = fx.store.read(|tx| tx.intention(id)).unwrap();
+    let out = rt.block_on(channel.send(&send_request(&row, None, tui_support::now())));
+    let unavez::channel::SendOutcome::Accepted {
+        command_id: Some(cmd), ..
+    } = out
+    else {
+        panic!("{out:?}")
+    };
+    // Let the engine send it, then record only the acceptance in the ledger.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while engine.stats().sent == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(engine.stats().sent, 1);
+    fx.store
+        .write(|tx| {
+            tx.signal(
+                id,
+                unavez::domain::state::Signal::Accepted,
+                &unavez::store::Entry {
+                    signal: "accepted",
+                    cause: unavez::store::Cause::Reconciler,
+                    evidence: Some(&cmd),
+                    note: None,
+                    commitment_version: None,
+                },
+                tui_support::now(),
+            )?;
+            tx.set_provider_refs(id, Some(&cmd), None, tui_support::now())
+        })
+        .unwrap();
+    let mut app = fx.app("supervisora", Role::Supervisor);
+    cancel_from_detail(&mut fx, &mut app, id);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused, "{:?}", app.flash);
+    assert_eq!(
+        fx.store.read(|tx| tx.intention(id)).unwrap().state,
+        IntentionState::Accepted
+    );
+    rt.block_on(engine.shutdown());
+}

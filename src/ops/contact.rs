@@ -103,9 +103,18 @@ pub fn verify_with_channel(
         Some(LookupOutcome::Unavailable { detail }) => {
             OpOutcome::Refused(Refusal::ChannelUnavailable { detail: detail.clone() })
         }
-        Some(LookupOutcome::Found { command_id, state, .. }) => match evidence_for(*state) {
+        Some(LookupOutcome::Found {
+            command_id,
+            message_id,
+            state,
+            ..
+        }) => match evidence_for(*state) {
             None => OpOutcome::Refused(Refusal::ChannelUnsure),
             Some(signal) => {
+                // The channel's references make later statuses, lookups and
+                // a withdrawal possible; early statuses waiting for them apply.
+                tx.set_provider_refs(row.id, command_id.as_deref(), message_id.as_deref(), now)?;
+                tx.apply_pending_statuses_for(row.id, now)?;
                 let evidence = format!("channel_lookup:{}", command_id.as_deref().unwrap_or("-"));
                 let note = note_text(actor, reason);
                 let r = tx.signal(

@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-use crate::channel::LookupOutcome;
+use crate::channel::{CancelOutcome, LookupOutcome};
 use crate::config::Role;
 use crate::dispatch::request::evidence_for;
 use crate::domain::event::{BookingEvent, EventType};
@@ -362,6 +362,67 @@ pub fn cancel(
             }
         }
         Transition::Record(_) | Transition::Refuse => OpOutcome::Refused(cancel_refusal(&row)),
+    };
+    let note_history = matches!(outcome, OpOutcome::Refused(_));
+    finish(
+        tx,
+        actor,
+        OpKind::Cancel,
+        Some(&row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        outcome,
+        note_history,
+        now,
+    )
+}
+
+/// Cancels an intention the channel accepted but may still hold queued:
+/// `withdraw` is the channel's answer to `cancel(command_id)`, asked by the
+/// caller outside the transaction. Only the channel's own confirmation
+/// closes it (`withdrawn`); "too late" or "unreachable" is explained and
+/// changes nothing. Any other state goes through [`cancel`].
+pub fn cancel_with_channel(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    intention_id: i64,
+    withdraw: Option<&CancelOutcome>,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    let row = tx.intention(intention_id)?;
+    let (Some(answer), IntentionState::Accepted) = (withdraw, row.state) else {
+        return cancel(tx, actor, intention_id, reason, now);
+    };
+    check(actor, OpKind::Cancel, reason)?;
+    let note = note_text(actor, reason);
+    let outcome = match answer {
+        CancelOutcome::Cancelled => {
+            let r = tx.signal(
+                row.id,
+                Signal::Cancel(CancelReason::Withdrawn),
+                &Entry {
+                    signal: "cancel",
+                    cause: Cause::Operator,
+                    evidence: row.provider_command_id.as_deref(),
+                    note: Some(&format!("{note} — the channel withdrew the queued command")),
+                    commitment_version: Some(row.commitment_version),
+                },
+                now,
+            )?;
+            match r.transition {
+                Transition::Move(to) => OpOutcome::Done {
+                    state: Some(to),
+                    new_intention: None,
+                    closed: 0,
+                },
+                _ => OpOutcome::Refused(cancel_refusal(&row)),
+            }
+        }
+        CancelOutcome::TooLate { .. } | CancelOutcome::Unsupported => OpOutcome::Refused(cancel_refusal(&row)),
+        CancelOutcome::Unavailable { detail } => {
+            OpOutcome::Refused(Refusal::ChannelUnavailable { detail: detail.clone() })
+        }
     };
     let note_history = matches!(outcome, OpOutcome::Refused(_));
     finish(

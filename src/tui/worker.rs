@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::channel::{Channel, LookupOutcome};
+use crate::channel::{CancelOutcome, Channel, LookupOutcome};
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
@@ -299,8 +299,19 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 },
                 _ => None,
             };
+            // Cancelling an accepted command asks the channel to withdraw
+            // it first, also outside any transaction.
+            let withdraw = match &op {
+                PendingOp::Cancel { intention_id } => match channel_withdraw(store, ctx, *intention_id) {
+                    Ok(w) => w,
+                    Err(e) => return Response::Op(Err(e)),
+                },
+                _ => None,
+            };
             let r = store.write(|tx| match op {
-                PendingOp::Cancel { intention_id } => ops::cancel(tx, &actor, intention_id, &reason, now),
+                PendingOp::Cancel { intention_id } => {
+                    ops::cancel_with_channel(tx, &actor, intention_id, withdraw.as_ref(), &reason, now)
+                }
                 PendingOp::Verify { intention_id, outcome } => {
                     ops::verify_manual(tx, &actor, intention_id, outcome, &reason, now)
                 }
@@ -376,6 +387,26 @@ fn channel_lookup(
     Ok(Some(
         rt.block_on(channel.lookup(&req, row.provider_command_id.as_deref())),
     ))
+}
+
+/// For an accepted intention on a channel that can withdraw queued
+/// commands: the channel's answer to `cancel`. `None` for any other state
+/// (the ledger decides alone) or when there is no channel to ask.
+fn channel_withdraw(store: &mut Store, ctx: &WorkerCtx, intention_id: i64) -> Result<Option<CancelOutcome>, String> {
+    let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
+    let channel = ctx.reprocess.as_ref().and_then(|r| r.channel.clone());
+    let (Some(channel), Some(command_id), IntentionState::Accepted) = (channel, row.provider_command_id, row.state)
+    else {
+        return Ok(None);
+    };
+    if !channel.capabilities().cancel {
+        return Ok(Some(CancelOutcome::Unsupported));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(Some(rt.block_on(channel.cancel(&command_id))))
 }
 
 /// Starts the worker thread. It stops when the request channel closes.
