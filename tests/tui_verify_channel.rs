@@ -51,22 +51,28 @@ fn verify_with_channel(fx: &mut Fixture, app: &mut unavez::tui::app::App, id: i6
     fx.act(app, Action::Confirm);
 }
 
-#[test]
-fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
+/// A seeded clinic whose console reaches the engine at `base_url`.
+fn clinic_with_engine(base_url: String, connect_timeout_ms: u64) -> (Fixture, Arc<dyn Channel>) {
     let motor = MotorConfig {
-        base_url: engine.base_url(),
+        base_url,
+        connect_timeout_ms,
         ..MotorConfig::default()
     };
     let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
-
     let mut fx = clinic(40);
     fx.ctx.reprocess = Some(ReprocessCtx {
         db: fx.db.clone(),
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel.clone()),
     });
+    (fx, channel)
+}
+
+#[test]
+fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
+    let (mut fx, channel) = clinic_with_engine(engine.base_url(), 1000);
     let ids = uncertain(&mut fx);
     let (sent_id, never_sent_id) = (ids[0], ids[1]);
     // The engine did receive the first one (the response was what got lost).
@@ -112,18 +118,7 @@ fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
 
 #[test]
 fn an_unreachable_channel_is_explained_and_changes_nothing() {
-    let motor = MotorConfig {
-        base_url: "http://127.0.0.1:9".into(),
-        connect_timeout_ms: 500,
-        ..MotorConfig::default()
-    };
-    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
-    let mut fx = clinic(40);
-    fx.ctx.reprocess = Some(ReprocessCtx {
-        db: fx.db.clone(),
-        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
-        channel: Some(channel),
-    });
+    let (mut fx, _channel) = clinic_with_engine("http://127.0.0.1:9".into(), 500);
     let id = uncertain(&mut fx)[0];
     let mut app = fx.app("recepcion", Role::FrontDesk);
     app.channel_verify = true;
@@ -162,17 +157,7 @@ fn cancelling_an_accepted_but_queued_command_withdraws_it_from_the_engine() {
         ..Default::default()
     };
     let engine = rt.block_on(sim::spawn(opts)).unwrap();
-    let motor = MotorConfig {
-        base_url: engine.base_url(),
-        ..MotorConfig::default()
-    };
-    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
-    let mut fx = clinic(40);
-    fx.ctx.reprocess = Some(ReprocessCtx {
-        db: fx.db.clone(),
-        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
-        channel: Some(channel.clone()),
-    });
+    let (mut fx, _channel) = clinic_with_engine(engine.base_url(), 1000);
     let id = uncertain(&mut fx)[0];
     let mut app = fx.app("supervisora", Role::Supervisor);
     app.channel_verify = true;
@@ -197,17 +182,7 @@ fn cancelling_an_accepted_but_queued_command_withdraws_it_from_the_engine() {
 fn cancelling_a_command_that_already_went_out_is_explained_and_changes_nothing() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
-    let motor = MotorConfig {
-        base_url: engine.base_url(),
-        ..MotorConfig::default()
-    };
-    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
-    let mut fx = clinic(40);
-    fx.ctx.reprocess = Some(ReprocessCtx {
-        db: fx.db.clone(),
-        settings: Arc::new(Settings::from_config(&fx.ctx.config)),
-        channel: Some(channel.clone()),
-    });
+    let (mut fx, channel) = clinic_with_engine(engine.base_url(), 1000);
     let id = uncertain(&mut fx)[0];
     let row = fx.store.read(|tx| tx.intention(id)).unwrap();
     let out = rt.block_on(channel.send(&send_request(&row, None, tui_support::now())));

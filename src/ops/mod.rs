@@ -363,18 +363,7 @@ pub fn cancel(
         }
         Transition::Record(_) | Transition::Refuse => OpOutcome::Refused(cancel_refusal(&row)),
     };
-    let note_history = matches!(outcome, OpOutcome::Refused(_));
-    finish(
-        tx,
-        actor,
-        OpKind::Cancel,
-        Some(&row),
-        (row.commitment_id, &row.commitment_ref),
-        reason,
-        outcome,
-        note_history,
-        now,
-    )
+    finish_cancel(tx, actor, &row, reason, outcome, now)
 }
 
 /// Cancels an intention the channel accepted but may still hold queued:
@@ -424,12 +413,25 @@ pub fn cancel_with_channel(
             OpOutcome::Refused(Refusal::ChannelUnavailable { detail: detail.clone() })
         }
     };
+    finish_cancel(tx, actor, &row, reason, outcome, now)
+}
+
+/// Records a cancel (done or refused) in `operator_actions`, and a refusal
+/// in the intention's history too, for both ways of cancelling.
+fn finish_cancel(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    row: &IntentionRow,
+    reason: &str,
+    outcome: OpOutcome,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
     let note_history = matches!(outcome, OpOutcome::Refused(_));
     finish(
         tx,
         actor,
         OpKind::Cancel,
-        Some(&row),
+        Some(row),
         (row.commitment_id, &row.commitment_ref),
         reason,
         outcome,

@@ -161,11 +161,7 @@ fn reprocess_request(
     // An empty error means "not available": the console says it in the
     // operator's language.
     let r = ctx.reprocess.as_ref().ok_or_else(String::new)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
+    block_on(async {
         let db = Db::open(&r.db).map_err(|e| e.to_string())?;
         if req.dry_run {
             return reprocess::plan(&db, &r.settings, &req.day, &req.states)
@@ -181,7 +177,7 @@ fn reprocess_request(
             .await
             .map(|rep| Err(Box::new(rep)))
             .map_err(|e| e.to_string())
-    })
+    })?
 }
 
 /// Answers one request.
@@ -380,13 +376,9 @@ fn channel_lookup(
     }
     let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
     let req = crate::dispatch::request::send_request(&row, None, now);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok(Some(
-        rt.block_on(channel.lookup(&req, row.provider_command_id.as_deref())),
-    ))
+    Ok(Some(block_on(
+        channel.lookup(&req, row.provider_command_id.as_deref()),
+    )?))
 }
 
 /// For an accepted intention on a channel that can withdraw queued
@@ -402,11 +394,17 @@ fn channel_withdraw(store: &mut Store, ctx: &WorkerCtx, intention_id: i64) -> Re
     if !channel.capabilities().cancel {
         return Ok(Some(CancelOutcome::Unsupported));
     }
+    Ok(Some(block_on(channel.cancel(&command_id))?))
+}
+
+/// Runs async work (a channel call, reprocessing) to completion on this
+/// blocking worker thread.
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    Ok(Some(rt.block_on(channel.cancel(&command_id))))
+    Ok(rt.block_on(f))
 }
 
 /// Starts the worker thread. It stops when the request channel closes.
