@@ -11,4 +11,5 @@ pub mod key;
 pub mod mask;
 pub mod state;
 pub mod status;
+pub mod text;
 pub mod validity;
