@@ -22,6 +22,7 @@ use super::app::{App, FlashKind, age};
 use super::keys::{Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
+use crate::domain::text::inert;
 use crate::ops::OpKind;
 use crate::store::{AttentionRow, RowKind, UpcomingRow};
 
