@@ -308,7 +308,11 @@ impl Strings {
         let at = |t: chrono::DateTime<chrono::Utc>| t.with_timezone(&tz).format("%d/%m %H:%M").to_string();
         let mut parts = vec![format!(
             "{} #{} {} · {}",
-            if is_original { self.resend_original } else { self.resend_nth },
+            if is_original {
+                self.resend_original
+            } else {
+                self.resend_nth
+            },
             m.id,
             inert(&m.key),
             self.state(m.state.as_str())

@@ -79,7 +79,9 @@ impl ResendEvidence {
 }
 
 fn has_reached(m: &FamilyMember) -> bool {
-    m.delivered_at.is_some() || m.read_at.is_some() || matches!(m.state, IntentionState::Delivered | IntentionState::Read)
+    m.delivered_at.is_some()
+        || m.read_at.is_some()
+        || matches!(m.state, IntentionState::Delivered | IntentionState::Read)
 }
 
 /// Everything the guard reads, in the caller's transaction.

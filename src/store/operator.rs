@@ -123,7 +123,9 @@ impl Tx<'_> {
                 "SELECT action_id, original_id, operator, at, evidence FROM resend_acknowledgements
                  WHERE intention_id = ?1",
             )?
-            .query_row([intention_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .query_row([intention_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
             .optional()?;
         row.map(|(action_id, original_id, operator, at, evidence)| {
             let evidence = serde_json::from_str(&evidence).map_err(|e| StoreError::Corrupt {

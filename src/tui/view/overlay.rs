@@ -22,17 +22,18 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
     f.render_widget(Clear, area);
     let target = match (&form.target.intention_id, &form.target.key) {
         (Some(id), Some(key)) if form.op != OpKind::ManualContact => format!(
-            "#{id} {key} ({})",
-            form.target.state.as_deref().map(|s| t.state(s)).unwrap_or("")
+            "#{id} {} ({})",
+            inert(key),
+            inert(form.target.state.as_deref().map(|s| t.state(s)).unwrap_or(""))
         ),
-        _ => form.target.commitment_ref.clone(),
+        _ => inert(&form.target.commitment_ref).into_owned(),
     };
     let mut lines = vec![
         Line::from(target),
         Line::from(format!(
             "{}: {} ({})",
             t.form_responsible,
-            app.operator,
+            inert(&app.operator),
             t.role(app.role())
         )),
     ];
@@ -52,7 +53,7 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
             .join(" ");
         lines.push(Line::from(format!("{}: {options}", t.form_outcome)));
     }
-    lines.push(Line::from(format!("{}: {}▏", t.form_reason, form.reason)));
+    lines.push(Line::from(format!("{}: {}▏", t.form_reason, inert(&form.reason))));
     if let Some(e) = form.error {
         lines.push(Line::styled(e, Style::new().fg(Color::Red)));
     }
