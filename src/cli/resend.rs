@@ -70,9 +70,9 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
     let Some(op) = ctx.config.operator(&a.operator) else {
         let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
         eprintln!(
-            "error: --operator: unknown operator {:?}; add it as [[operator]] in the config (known: {})",
+            "error: --operator: unknown operator \"{}\"; add it as [[operator]] in the config (known: {})",
             inert(&a.operator),
-            known.join(", ")
+            inert(&known.join(", "))
         );
         return Ok(ExitCode::from(EXIT_BAD_INPUT));
     };
@@ -95,7 +95,7 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
     let id = match store.read(|tx| tx.find_intention(&a.key)) {
         Ok(row) => row.id,
         Err(StoreError::NoIntention(_)) => {
-            eprintln!("error: no intention with key or id {:?}", inert(&a.key));
+            eprintln!("error: no intention with key or id \"{}\"", inert(&a.key));
             return Ok(ExitCode::from(EXIT_BAD_INPUT));
         }
         Err(e) => return Err(e.into()),
