@@ -121,7 +121,11 @@ fn a_resend_is_created_and_a_second_one_is_refused_while_the_first_is_pending() 
     // Every authorization, done or refused, is an operator action.
     let actions = l.actions();
     assert_eq!(actions.len(), 6, "{actions:?}");
-    assert!(actions.iter().all(|a| a.action == "authorize_resend" && a.operator == "supervisora"));
+    assert!(
+        actions
+            .iter()
+            .all(|a| a.action == "authorize_resend" && a.operator == "supervisora")
+    );
     assert_eq!(actions.iter().filter(|a| a.result == "done").count(), 1);
 }
 
@@ -139,7 +143,11 @@ fn a_delivered_or_read_message_needs_the_acknowledgement_and_it_is_recorded() {
         "{}",
         r.stderr
     );
-    assert!(r.stdout.contains("entregada") && r.stdout.contains("entregado "), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("entregada") && r.stdout.contains("entregado "),
+        "{}",
+        r.stdout
+    );
     assert!(!l.exists(&format!("{KEY}:reenvio:1")));
 
     let r = resend(&l, KEY, &["--acknowledge-delivered", "--json"]);
@@ -155,7 +163,11 @@ fn a_delivered_or_read_message_needs_the_acknowledgement_and_it_is_recorded() {
     assert_eq!(ack.action_id, j["action_id"].as_i64().unwrap());
     assert_eq!(ack.evidence[0]["key"], KEY);
     assert_eq!(ack.evidence[0]["state"], "delivered");
-    assert!(d.history.iter().any(|h| h.signal == "acknowledged_delivery"), "{:?}", d.history);
+    assert!(
+        d.history.iter().any(|h| h.signal == "acknowledged_delivery"),
+        "{:?}",
+        d.history
+    );
     let action = &l.actions()[0];
     assert_eq!(action.result, "done");
     assert!(
@@ -196,21 +208,49 @@ fn the_daily_cap_refuses_the_third_resend_of_the_day_naming_its_rule() {
     assert_eq!((r.code, r.json()["rule"].as_str()), (3, Some("daily_cap")));
 
     // The refusal speaks the configured language.
-    let en = l.alt_config("en.toml", Extra {
-        top: "language = \"en\"",
-        ..Extra::default()
-    });
-    let r = l.run_with(&en, &["intents", "resend", KEY, "--operator", "supervisora", "--reason", "again"]);
+    let en = l.alt_config(
+        "en.toml",
+        Extra {
+            top: "language = \"en\"",
+            ..Extra::default()
+        },
+    );
+    let r = l.run_with(
+        &en,
+        &[
+            "intents",
+            "resend",
+            KEY,
+            "--operator",
+            "supervisora",
+            "--reason",
+            "again",
+        ],
+    );
     assert_eq!(r.code, 3);
     assert!(r.stderr.contains("Refused [daily_cap]: daily-cap rule"), "{}", r.stderr);
     assert!(r.stdout.contains("Resends authorized today: 2 of 2"), "{}", r.stdout);
 
     // A site that allows three a day gets the third.
-    let three = l.alt_config("three.toml", Extra {
-        policy: "max_resends_per_day = 3",
-        ..Extra::default()
-    });
-    let r = l.run_with(&three, &["intents", "resend", KEY, "--operator", "supervisora", "--reason", "again"]);
+    let three = l.alt_config(
+        "three.toml",
+        Extra {
+            policy: "max_resends_per_day = 3",
+            ..Extra::default()
+        },
+    );
+    let r = l.run_with(
+        &three,
+        &[
+            "intents",
+            "resend",
+            KEY,
+            "--operator",
+            "supervisora",
+            "--reason",
+            "again",
+        ],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(l.exists(&format!("{KEY}:reenvio:3")));
 }
@@ -218,11 +258,17 @@ fn the_daily_cap_refuses_the_third_resend_of_the_day_naming_its_rule() {
 #[test]
 fn a_bad_cap_in_the_config_is_an_error_naming_the_field() {
     let l = Ledger::new(Extra::default());
-    let bad = l.alt_config("bad.toml", Extra {
-        policy: "max_resends_per_day = 0",
-        ..Extra::default()
-    });
-    let r = l.run_with(&bad, &["intents", "resend", KEY, "--operator", "supervisora", "--reason", "x"]);
+    let bad = l.alt_config(
+        "bad.toml",
+        Extra {
+            policy: "max_resends_per_day = 0",
+            ..Extra::default()
+        },
+    );
+    let r = l.run_with(
+        &bad,
+        &["intents", "resend", KEY, "--operator", "supervisora", "--reason", "x"],
+    );
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("policy.max_resends_per_day"), "{}", r.stderr);
 }
@@ -233,7 +279,13 @@ fn stored_text_is_printed_inert_and_json_stays_exact() {
     // reason with a carriage return and a bell.
     let toml_name: String = EVIL
         .chars()
-        .map(|c| if c.is_control() { format!("\\u{:04X}", c as u32) } else { c.to_string() })
+        .map(|c| {
+            if c.is_control() {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
         .collect();
     let tables = format!("[[operator]]\nname = \"{toml_name}\"\nrole = \"supervisor\"\n");
     let l = Ledger::new(Extra {
@@ -261,7 +313,10 @@ fn stored_text_is_printed_inert_and_json_stays_exact() {
     assert_eq!(j["evidence"]["messages"][1]["authorized_by"], EVIL);
     let r = l.run(&["intents", "show", &format!("{KEY}:reenvio:1"), "--json"]);
     let reason_json = r.json()["intention"]["reason"].as_str().unwrap().to_string();
-    assert!(reason_json.contains(reason) && reason_json.contains(EVIL), "{reason_json:?}");
+    assert!(
+        reason_json.contains(reason) && reason_json.contains(EVIL),
+        "{reason_json:?}"
+    );
 
     // Error lines quote input inert too.
     let r = l.run(&["intents", "resend", EVIL, "--operator", EVIL, "--reason", "x"]);

@@ -188,7 +188,8 @@ fn print_outcome(
     let tz = ctx.config.tz();
     println!("{}", t.resend_evidence_title);
     for m in &evidence.messages {
-        println!("  {}", t.resend_member(m, m.id == evidence.original_id, tz));
+        let [head, detail] = t.resend_member(m, m.id == evidence.original_id, tz);
+        println!("  {head}\n      {detail}");
     }
     println!(
         "{}",

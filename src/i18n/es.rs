@@ -184,7 +184,7 @@ pub static ES: Strings = Strings {
     resend_read: "leído",
     resend_no_evidence: "sin evidencia de entrega",
     resend_authorized_by: "autorizó {who}",
-    resend_by_system: "planificado por el sistema",
+    resend_by_system: "lo planificó el sistema",
     resend_cap_line: "Reenvíos autorizados hoy: {n} de {limit}",
     resend_would_refuse: "Se rechazará: {why}",
     resend_reached_warning: "ATENCIÓN: el cliente ya recibió este mensaje. Un reenvío le llegará otra vez.",

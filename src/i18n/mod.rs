@@ -302,11 +302,12 @@ impl Strings {
     }
 
     /// One message of a resend family as the supervisor reads it before
-    /// authorizing another: which one, its state, when the channel took it,
-    /// when it was delivered and read (local time), and who authorized it.
-    pub fn resend_member(&self, m: &FamilyMember, is_original: bool, tz: Tz) -> String {
+    /// authorizing another, in two lines: which one and its state; then
+    /// when the channel took it, when it was delivered and read (local
+    /// time), and who authorized it.
+    pub fn resend_member(&self, m: &FamilyMember, is_original: bool, tz: Tz) -> [String; 2] {
         let at = |t: chrono::DateTime<chrono::Utc>| t.with_timezone(&tz).format("%d/%m %H:%M").to_string();
-        let mut parts = vec![format!(
+        let head = format!(
             "{} #{} {} · {}",
             if is_original {
                 self.resend_original
@@ -316,7 +317,8 @@ impl Strings {
             m.id,
             inert(&m.key),
             self.state(m.state.as_str())
-        )];
+        );
+        let mut parts = Vec::new();
         let times = [
             (self.resend_accepted, m.accepted_at),
             (self.resend_delivered, m.delivered_at),
@@ -334,7 +336,7 @@ impl Strings {
             Some(who) => fill(self.resend_authorized_by, &[("who", &inert(who))]),
             None => self.resend_by_system.to_string(),
         });
-        parts.join(" · ")
+        [head, parts.join(" · ")]
     }
 }
 

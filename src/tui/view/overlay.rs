@@ -67,7 +67,7 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
 pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
     let Some(c) = &app.confirm else { return };
     let t = app.t;
-    let width: u16 = if c.resend.is_some() { 92 } else { 76 };
+    let width: u16 = if c.resend.is_some() { 98 } else { 76 };
     let mut lines = vec![Line::from(inert(&c.scope).into_owned())];
     if let Some(r) = &c.resend {
         lines.push(Line::from(""));
@@ -77,7 +77,7 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
     match c.resend.as_ref().filter(|_| app.mode == Mode::ConfirmWord) {
         Some(r) => {
             let word = t.resend_word;
-            lines.push(Line::styled(format!("{word}? {}▏", inert(&r.word)), HEAD));
+            lines.push(Line::styled(format!("» {}▏", inert(&r.word)), HEAD));
             if let Some(e) = &r.error {
                 lines.push(Line::styled(e.clone(), Style::new().fg(Color::Red)));
             }
@@ -108,12 +108,14 @@ fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(t.resend_evidence_title, HEAD)];
     for m in &ev.messages {
         let reached = m.delivered_at.is_some() || m.read_at.is_some();
-        let text = format!("  {}", t.resend_member(m, m.id == ev.original_id, app.tz));
-        lines.push(if reached {
-            Line::styled(text, Style::new().fg(Color::Green))
+        let [head, detail] = t.resend_member(m, m.id == ev.original_id, app.tz);
+        let style = if reached {
+            Style::new().fg(Color::Green)
         } else {
-            Line::from(text)
-        });
+            Style::new()
+        };
+        lines.push(Line::styled(format!("  {head}"), style));
+        lines.push(Line::styled(format!("      {detail}"), style));
     }
     lines.push(Line::from(fill(
         t.resend_cap_line,
