@@ -83,6 +83,9 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
             }
             lines.push(Line::styled(fill(t.resend_type_word, &[("word", word)]), HEAD));
         }
+        // Nothing to confirm until the evidence is on screen (`s` is
+        // ignored meanwhile), so the hint waits for it too.
+        None if c.resend.as_ref().is_some_and(|r| r.evidence.is_none()) => {}
         None => lines.push(Line::styled(t.confirm_hint, HEAD)),
     }
     // Room for the lines as wrapped inside the borders.
