@@ -324,3 +324,18 @@ fn stored_text_is_printed_inert_and_json_stays_exact() {
     assert!(!has_controls(&r.stderr), "{:?}", r.stderr);
     assert!(r.stderr.contains(EVIL_SHOWN), "{}", r.stderr);
 }
+
+#[test]
+fn a_late_delivery_on_a_failed_message_still_counts_as_the_customer_having_it() {
+    let l = Ledger::new(Extra::default());
+    l.book(&["cita-r1"], "Ana");
+    // Failed first, then the engine reported it delivered after all: the
+    // state stays failed, but the customer has the message.
+    l.signals(KEY, &[Signal::Claim, Signal::Failed, Signal::Delivered]);
+    assert_eq!(l.intention(KEY).state, IntentionState::Failed);
+    let r = resend(&l, KEY, &["--json"]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let j = r.json();
+    assert_eq!(j["rule"], "acknowledge_delivery");
+    assert!(j["evidence"]["messages"][0]["delivered_at"].is_string(), "{j}");
+}

@@ -56,7 +56,9 @@ fn start_sim(log: &std::path::Path, webhook: &str) -> (Proc, String) {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let addr = line
         .trim()
         .strip_prefix("listening on ")
@@ -83,7 +85,12 @@ fn sent(log: &std::path::Path) -> Vec<String> {
         .unwrap_or_default()
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["key"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect()
 }
 
@@ -137,7 +144,12 @@ fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement() {
     // She says she cannot find it: the first resend already needs the
     // acknowledgement, since the engine reported it read.
     let r = resend(&l, KEY, false);
-    assert_eq!((r.code, r.json()["rule"].as_str()), (3, Some("acknowledge_delivery")), "{}", r.stdout);
+    assert_eq!(
+        (r.code, r.json()["rule"].as_str()),
+        (3, Some("acknowledge_delivery")),
+        "{}",
+        r.stdout
+    );
     let r = resend(&l, KEY, true);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let first = format!("{KEY}:reenvio:1");
@@ -152,7 +164,10 @@ fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement() {
     assert_eq!(j["rule"], "acknowledge_delivery");
     assert_eq!(j["refusal"]["key"], first.as_str());
     assert_eq!(j["refusal"]["state"], "read");
-    assert!(j["message"].as_str().unwrap().contains("regla de entrega reconocida"), "{j}");
+    assert!(
+        j["message"].as_str().unwrap().contains("regla de entrega reconocida"),
+        "{j}"
+    );
     let messages = j["evidence"]["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);
     assert!(messages.iter().all(|m| m["read_at"].is_string()), "{j}");
@@ -173,7 +188,12 @@ fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement() {
 
     // Two resends today: the cap refuses a third even when acknowledged.
     let r = resend(&l, KEY, true);
-    assert_eq!((r.code, r.json()["rule"].as_str()), (3, Some("daily_cap")), "{}", r.stdout);
+    assert_eq!(
+        (r.code, r.json()["rule"].as_str()),
+        (3, Some("daily_cap")),
+        "{}",
+        r.stdout
+    );
 
     // Ground truth: each authorized message reached the engine once, and
     // nothing that was refused did.

@@ -14,6 +14,7 @@ use unavez::ops::OpKind;
 use unavez::store::{Cause, Entry, IntentFilter};
 use unavez::tui::app::{App, FlashKind};
 use unavez::tui::keys::{Access, Action, Mode, Screen, action_for};
+use unavez::tui::worker::Request;
 
 use tui_support::{Fixture, clinic, now, render};
 
@@ -145,7 +146,20 @@ fn a_failed_message_without_delivery_evidence_confirms_with_s() {
     let (id, key) = first_in(&mut fx, IntentionState::Failed);
     let mut app = fx.app("supervisora", Role::Supervisor);
     open_detail(&mut fx, &mut app, id);
-    ask_resend(&mut fx, &mut app, "número corregido");
+
+    // Until the worker answers, the dialog says it is loading and `s` does
+    // nothing: a resend is never decided without its evidence on screen.
+    fx.act(&mut app, Action::Op(OpKind::AuthorizeResend));
+    fx.type_text(&mut app, "número corregido");
+    let reqs = app.on_action(Action::Submit);
+    assert!(matches!(reqs.as_slice(), [Request::ResendEvidence { .. }]), "{reqs:?}");
+    let screen = render(&app, 100, 30);
+    assert!(screen.contains("cargando la evidencia…"), "{screen}");
+    assert!(!screen.contains("s confirmar"), "{screen}");
+    assert!(app.on_action(Action::Confirm).is_empty());
+    assert_eq!(app.mode, Mode::Confirm);
+    fx.run(&mut app, reqs);
+
     assert_eq!(app.mode, Mode::Confirm);
     let screen = render(&app, 100, 30);
     assert!(screen.contains("sin evidencia de entrega"), "{screen}");
