@@ -91,7 +91,7 @@ fn a_resend_is_created_and_a_second_one_is_refused_while_the_first_is_pending() 
     assert_eq!(created.state, IntentionState::Planned);
     assert_eq!(created.related_id, Some(l.intention(KEY).id));
     assert_eq!(created.authorized_by.as_deref(), Some("supervisora"));
-    assert_eq!(l.detail(&new_key).acknowledged_delivery, false);
+    assert!(!l.detail(&new_key).acknowledged_delivery);
 
     // The first resend has not left: a second one is refused, whether asked
     // on the original or on the resend itself.

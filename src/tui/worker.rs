@@ -290,75 +290,85 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             role,
             reason,
             now,
-        } => {
-            let actor = Actor { name: &operator, role };
-            let planner = Planner {
-                policy: &ctx.config.policy,
-                templates: &ctx.templates,
-                tz: ctx.config.tz(),
-            };
-            let tz = ctx.config.tz();
-            if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
-                return Response::Op(switch_dispatch(
-                    store,
-                    ctx,
-                    &actor,
-                    op == PendingOp::PauseDispatch,
-                    &reason,
-                    now,
-                ));
-            }
-            // A verification through the channel asks it first, outside any
-            // transaction (a slow channel must not hold the write lock).
-            let lookup = match &op {
-                PendingOp::VerifyChannel { intention_id } => match channel_lookup(store, ctx, *intention_id, now) {
-                    Ok(l) => l,
-                    Err(e) => return Response::Op(Err(e)),
-                },
-                _ => None,
-            };
-            // Cancelling an accepted command asks the channel to withdraw
-            // it first, also outside any transaction.
-            let withdraw = match &op {
-                PendingOp::Cancel { intention_id } => match channel_withdraw(store, ctx, *intention_id) {
-                    Ok(w) => w,
-                    Err(e) => return Response::Op(Err(e)),
-                },
-                _ => None,
-            };
-            let r = store.write(|tx| match op {
-                PendingOp::Cancel { intention_id } => {
-                    ops::cancel_with_channel(tx, &actor, intention_id, withdraw.as_ref(), &reason, now)
-                }
-                PendingOp::Verify { intention_id, outcome } => {
-                    ops::verify_manual(tx, &actor, intention_id, outcome, &reason, now)
-                }
-                PendingOp::Resend {
-                    intention_id,
-                    acknowledge_delivered,
-                } => {
-                    let guard = ResendGuard::from_policy(&ctx.config.policy, acknowledge_delivered);
-                    ops::authorize_resend(tx, &actor, intention_id, &reason, guard, tz, now)
-                }
-                PendingOp::ManualContact {
-                    commitment_id,
-                    intention_id,
-                } => ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now),
-                PendingOp::VerifyChannel { intention_id } => {
-                    ops::verify_with_channel(tx, &actor, intention_id, lookup.as_ref(), &reason, now)
-                }
-                // The app sends reprocessing as its own request, and the
-                // dispatch switch returned above; never here.
-                PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
-                    Err(ops::OpsError::NotAllowed {
-                        role: role.as_str(),
-                        op: "reprocess",
-                    })
-                }
-            });
-            Response::Op(r.map_err(|e| e.to_string()))
-        }
+        } => operator_action(store, ctx, op, &Actor { name: &operator, role }, &reason, now),
     }
+}
+
+/// Runs one confirmed operator action: asks the channel first where the
+/// action needs it (outside any transaction), then decides in one write.
+fn operator_action(
+    store: &mut Store,
+    ctx: &WorkerCtx,
+    op: PendingOp,
+    actor: &Actor<'_>,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Response {
+    let planner = Planner {
+        policy: &ctx.config.policy,
+        templates: &ctx.templates,
+        tz: ctx.config.tz(),
+    };
+    let tz = ctx.config.tz();
+    if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
+        return Response::Op(switch_dispatch(
+            store,
+            ctx,
+            actor,
+            op == PendingOp::PauseDispatch,
+            reason,
+            now,
+        ));
+    }
+    // A verification through the channel asks it first, outside any
+    // transaction (a slow channel must not hold the write lock).
+    let lookup = match &op {
+        PendingOp::VerifyChannel { intention_id } => match channel_lookup(store, ctx, *intention_id, now) {
+            Ok(l) => l,
+            Err(e) => return Response::Op(Err(e)),
+        },
+        _ => None,
+    };
+    // Cancelling an accepted command asks the channel to withdraw
+    // it first, also outside any transaction.
+    let withdraw = match &op {
+        PendingOp::Cancel { intention_id } => match channel_withdraw(store, ctx, *intention_id) {
+            Ok(w) => w,
+            Err(e) => return Response::Op(Err(e)),
+        },
+        _ => None,
+    };
+    let r = store.write(|tx| match op {
+        PendingOp::Cancel { intention_id } => {
+            ops::cancel_with_channel(tx, actor, intention_id, withdraw.as_ref(), reason, now)
+        }
+        PendingOp::Verify { intention_id, outcome } => {
+            ops::verify_manual(tx, actor, intention_id, outcome, reason, now)
+        }
+        PendingOp::Resend {
+            intention_id,
+            acknowledge_delivered,
+        } => {
+            let guard = ResendGuard::from_policy(&ctx.config.policy, acknowledge_delivered);
+            ops::authorize_resend(tx, actor, intention_id, reason, guard, tz, now)
+        }
+        PendingOp::ManualContact {
+            commitment_id,
+            intention_id,
+        } => ops::manual_contact(tx, &planner, actor, commitment_id, intention_id, reason, now),
+        PendingOp::VerifyChannel { intention_id } => {
+            ops::verify_with_channel(tx, actor, intention_id, lookup.as_ref(), reason, now)
+        }
+        // The app sends reprocessing as its own request, and the
+        // dispatch switch returned above; never here.
+        PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
+            Err(ops::OpsError::NotAllowed {
+                role: actor.role.as_str(),
+                op: "reprocess",
+            })
+        }
+    });
+    Response::Op(r.map_err(|e| e.to_string()))
 }
 
 /// Records the pause/resume, then flips the switch: committed first, so a
