@@ -4,7 +4,9 @@
 -- acknowledge it to authorize a new one; this is that acknowledgement, tied
 -- to the operator action that authorized the resend and to the new
 -- intention it created. Append-only, like the action it belongs to.
-CREATE TABLE resend_acknowledgements (
+-- `IF NOT EXISTS`: a ledger rewound to an older user_version (as the
+-- console's migration test does) replays this without harm.
+CREATE TABLE IF NOT EXISTS resend_acknowledgements (
     id                INTEGER PRIMARY KEY,
     action_id         INTEGER NOT NULL UNIQUE REFERENCES operator_actions(id),
     intention_id      INTEGER NOT NULL UNIQUE REFERENCES intentions(id),  -- the new resend
@@ -14,7 +16,7 @@ CREATE TABLE resend_acknowledgements (
     at                INTEGER NOT NULL
 );
 
-CREATE TRIGGER resend_acknowledgements_no_update BEFORE UPDATE ON resend_acknowledgements
+CREATE TRIGGER IF NOT EXISTS resend_acknowledgements_no_update BEFORE UPDATE ON resend_acknowledgements
 BEGIN SELECT RAISE(ABORT, 'resend_acknowledgements is append-only'); END;
-CREATE TRIGGER resend_acknowledgements_no_delete BEFORE DELETE ON resend_acknowledgements
+CREATE TRIGGER IF NOT EXISTS resend_acknowledgements_no_delete BEFORE DELETE ON resend_acknowledgements
 BEGIN SELECT RAISE(ABORT, 'resend_acknowledgements is append-only'); END;
