@@ -342,3 +342,50 @@ fn acknowledge(
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_its_rule_as_its_json_tag() {
+        let all = [
+            Refusal::InFlight,
+            Refusal::Uncertain,
+            Refusal::ChannelHasIt {
+                state: IntentionState::Sent,
+            },
+            Refusal::Delivered {
+                state: IntentionState::Read,
+            },
+            Refusal::Closed {
+                state: IntentionState::Failed,
+                reason: None,
+            },
+            Refusal::NotSentYet {
+                state: IntentionState::Planned,
+            },
+            Refusal::ResendPending { key: "k".into() },
+            Refusal::AcknowledgeDelivery {
+                key: "k".into(),
+                state: IntentionState::Read,
+            },
+            Refusal::DailyCap {
+                limit: 2,
+                authorized_today: 2,
+            },
+            Refusal::StaleVersion { planned: 1, current: 2 },
+            Refusal::CommitmentCancelled,
+            Refusal::Expired,
+            Refusal::NotAnAppointment,
+            Refusal::NoLookup,
+            Refusal::ChannelUnsure,
+            Refusal::ChannelNoRecord,
+            Refusal::ChannelUnavailable { detail: "x".into() },
+        ];
+        for r in all {
+            let json = serde_json::to_value(&r).unwrap();
+            assert_eq!(json["refusal"], r.rule(), "{r:?}");
+        }
+    }
+}
