@@ -121,6 +121,10 @@ pub struct Policy {
     pub max_reconcile_attempts: u32,
     /// Channel name in order keys (`pedido-88:enviado:v5:whatsapp`).
     pub order_channel: String,
+    /// Resends a supervisor may authorize for one intention (the original
+    /// and its resends together) per operating day: each one is a message
+    /// the patient may get twice, so the count is a policy, not a habit.
+    pub max_resends_per_day: u32,
 }
 
 impl Default for Policy {
@@ -143,6 +147,7 @@ impl Default for Policy {
             uncertain_review_minutes: 30,
             max_reconcile_attempts: 20,
             order_channel: "whatsapp".into(),
+            max_resends_per_day: 2,
         }
     }
 }
@@ -400,6 +405,14 @@ impl Config {
         if self.policy.backoff_seconds.is_empty() {
             return Err(invalid("policy.backoff_seconds", "needs at least one value".into()));
         }
+        // Zero would refuse every resend while still offering the key; who
+        // may resend is the roles' business.
+        if self.policy.max_resends_per_day == 0 {
+            return Err(invalid(
+                "policy.max_resends_per_day",
+                "must be at least 1 (only supervisors may authorize resends; remove the role to forbid them)".into(),
+            ));
+        }
         if self.dispatcher.concurrency == 0 || self.dispatcher.batch_size == 0 {
             return Err(invalid(
                 "dispatcher",
@@ -440,6 +453,18 @@ mod tests {
         let cfg = Config::parse(text, Path::new("config.example.toml")).unwrap();
         assert_eq!(cfg.tz(), chrono_tz::America::Lima);
         assert_eq!(cfg.policy.reminder_offsets_minutes, vec![1440, 120]);
+        assert_eq!(cfg.policy.max_resends_per_day, 2);
+    }
+
+    #[test]
+    fn the_resend_cap_is_read_and_checked() {
+        let cfg = Config::parse("[policy]\nmax_resends_per_day = 5\n", Path::new("c.toml")).unwrap();
+        assert_eq!(cfg.policy.max_resends_per_day, 5);
+        assert_eq!(Config::default().policy.max_resends_per_day, 2);
+        let e = Config::parse("[policy]\nmax_resends_per_day = 0\n", Path::new("c.toml")).unwrap_err();
+        assert!(e.to_string().contains("policy.max_resends_per_day"), "{e}");
+        let e = Config::parse("[policy]\nmax_resends_per_day = -1\n", Path::new("c.toml")).unwrap_err();
+        assert!(e.to_string().starts_with("c.toml:2:"), "{e}");
     }
 
     #[test]

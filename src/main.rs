@@ -6,7 +6,9 @@ fn main() -> ExitCode {
     match unavez::cli::run() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", describe(&e));
+            // Errors quote input and stored text (keys, file rows): inert,
+            // so a control character in them never acts on the terminal.
+            eprintln!("error: {}", unavez::domain::text::inert(&describe(&e)));
             ExitCode::FAILURE
         }
     }

@@ -227,6 +227,10 @@ fn a_supervisor_authorizes_a_resend_as_a_new_related_intention() {
                 },
                 planned,
                 "x",
+                ops::ResendGuard {
+                    acknowledge_delivered: false,
+                    max_per_day: 2,
+                },
                 chrono_tz::America::Lima,
                 now(),
             )
@@ -258,6 +262,10 @@ fn front_desk_is_refused_the_resend_by_the_console_and_by_the_library() {
                 },
                 id,
                 "x",
+                ops::ResendGuard {
+                    acknowledge_delivered: false,
+                    max_per_day: 2,
+                },
                 chrono_tz::America::Lima,
                 now(),
             )

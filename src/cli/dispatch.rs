@@ -10,6 +10,7 @@ use crate::channel::Channel;
 use crate::config::{ChannelKind, Config};
 use crate::dispatch::{self, Db, Settings, reprocess};
 use crate::domain::state::IntentionState;
+use crate::domain::text::inert;
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -237,10 +238,10 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         println!(
             "  #{:<6} {:<40} {:<11} {:<15} {}{result}",
             i.id,
-            i.key,
+            inert(&i.key),
             i.state.as_str(),
             i.action.as_str(),
-            i.why
+            inert(&i.why)
         );
     }
     let summary: Vec<String> = report

@@ -5,6 +5,7 @@
 mod chaos;
 mod dispatch;
 mod ledger;
+mod resend;
 mod sim;
 mod tui;
 
@@ -47,7 +48,7 @@ pub enum Command {
     Commitments(ledger::CommitmentsCmd),
     /// Intentions (one per business message).
     #[command(subcommand)]
-    Intents(ledger::IntentsCmd),
+    Intents(IntentsCmd),
     /// Run the demo clinic: simulator, dispatcher and console.
     Demo(tui::DemoArgs),
     /// Open the operator console.
@@ -62,6 +63,22 @@ pub enum Command {
     Reprocess(dispatch::ReprocessArgs),
     /// Chaos harness: kill dispatchers, inject faults, check the history.
     Chaos(chaos::ChaosArgs),
+}
+
+/// `unavez intents …`: the listings, and the operator actions that have a
+/// command-line twin.
+#[derive(Debug, Subcommand)]
+pub enum IntentsCmd {
+    #[command(flatten)]
+    Ledger(ledger::IntentsCmd),
+    /// Authorize a resend of a message (supervisors), with the console's guard.
+    ///
+    /// Creates a NEW intention related to the original. Refused while an
+    /// earlier one is planned, dispatching or uncertain, over
+    /// `[policy] max_resends_per_day`, or, without --acknowledge-delivered,
+    /// when an earlier one was delivered or read. Exit 0 created, 3 refused,
+    /// 2 unknown key, operator or blank reason.
+    Resend(resend::ResendArgs),
 }
 
 /// What every command needs: configuration, database path and templates.
@@ -111,7 +128,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         }
         Command::Import(a) => ledger::import(&ctx, a),
         Command::Commitments(c) => ledger::commitments(&ctx, c),
-        Command::Intents(c) => ledger::intents(&ctx, c),
+        Command::Intents(IntentsCmd::Ledger(c)) => ledger::intents(&ctx, c),
+        Command::Intents(IntentsCmd::Resend(a)) => resend::run(&ctx, a),
         Command::Demo(a) => tui::demo(&ctx, a),
         Command::Tui(a) => tui::tui(&ctx, a),
         Command::Sim(a) => sim::run(&ctx, a),

@@ -5,8 +5,12 @@
 //! key) so that a missing translation is a compile error, not a blank label.
 //! Templates with placeholders use `{name}` and are filled with [`fill`].
 
+use chrono_tz::Tz;
+
 use crate::config::{Language, Role};
+use crate::domain::text::inert;
 use crate::ops::{OpKind, Refusal, VerifyOutcome};
+use crate::store::FamilyMember;
 
 /// Every label, hint and message of the console.
 #[derive(Debug)]
@@ -166,6 +170,29 @@ pub struct Strings {
     pub states: &'static [(&'static str, &'static str)],
     /// `(code, label)` for closure reasons.
     pub reasons: &'static [(&'static str, &'static str)],
+    // Resend guard (issue 9): refusals, the confirmation's evidence, the
+    // typed acknowledgement word, and the command line's lines.
+    pub ref_acknowledge_delivery: &'static str,
+    pub ref_daily_cap: &'static str,
+    pub resend_word: &'static str,
+    pub resend_evidence_title: &'static str,
+    pub resend_evidence_loading: &'static str,
+    pub resend_original: &'static str,
+    pub resend_nth: &'static str,
+    pub resend_accepted: &'static str,
+    pub resend_delivered: &'static str,
+    pub resend_read: &'static str,
+    pub resend_no_evidence: &'static str,
+    pub resend_authorized_by: &'static str,
+    pub resend_by_system: &'static str,
+    pub resend_cap_line: &'static str,
+    pub resend_would_refuse: &'static str,
+    pub resend_reached_warning: &'static str,
+    pub resend_type_word: &'static str,
+    pub resend_word_mismatch: &'static str,
+    pub cli_resend_created: &'static str,
+    pub cli_resend_acknowledged: &'static str,
+    pub cli_refused: &'static str,
 }
 
 mod en;
@@ -236,7 +263,7 @@ impl Strings {
             Refusal::Closed { state, reason } => {
                 let reason = reason
                     .as_deref()
-                    .map(|r| format!(": {}", self.reason(r)))
+                    .map(|r| format!(": {}", inert(self.reason(r))))
                     .unwrap_or_default();
                 fill(
                     self.ref_closed,
@@ -244,7 +271,22 @@ impl Strings {
                 )
             }
             Refusal::NotSentYet { state } => fill(self.ref_not_sent, &[("state", self.state(state.as_str()))]),
-            Refusal::ResendPending { key } => fill(self.ref_resend_pending, &[("key", key)]),
+            Refusal::ResendPending { key } => fill(self.ref_resend_pending, &[("key", &inert(key))]),
+            Refusal::AcknowledgeDelivery { key, state } => fill(
+                self.ref_acknowledge_delivery,
+                &[
+                    ("key", &inert(key)),
+                    ("state", self.state(state.as_str())),
+                    ("word", self.resend_word),
+                ],
+            ),
+            Refusal::DailyCap {
+                limit,
+                authorized_today,
+            } => fill(
+                self.ref_daily_cap,
+                &[("n", &authorized_today.to_string()), ("limit", &limit.to_string())],
+            ),
             Refusal::StaleVersion { planned, current } => fill(
                 self.ref_stale,
                 &[("planned", &planned.to_string()), ("current", &current.to_string())],
@@ -255,8 +297,46 @@ impl Strings {
             Refusal::NoLookup => self.ref_no_lookup.into(),
             Refusal::ChannelUnsure => self.ref_channel_unsure.into(),
             Refusal::ChannelNoRecord => self.ref_channel_no_record.into(),
-            Refusal::ChannelUnavailable { detail } => fill(self.ref_channel_unavailable, &[("detail", detail)]),
+            Refusal::ChannelUnavailable { detail } => fill(self.ref_channel_unavailable, &[("detail", &inert(detail))]),
         }
+    }
+
+    /// One message of a resend family as the supervisor reads it before
+    /// authorizing another, in two lines: which one and its state; then
+    /// when the channel took it, when it was delivered and read (local
+    /// time), and who authorized it.
+    pub fn resend_member(&self, m: &FamilyMember, is_original: bool, tz: Tz) -> [String; 2] {
+        let at = |t: chrono::DateTime<chrono::Utc>| t.with_timezone(&tz).format("%d/%m %H:%M").to_string();
+        let head = format!(
+            "{} #{} {} · {}",
+            if is_original {
+                self.resend_original
+            } else {
+                self.resend_nth
+            },
+            m.id,
+            inert(&m.key),
+            self.state(m.state.as_str())
+        );
+        let mut parts = Vec::new();
+        let times = [
+            (self.resend_accepted, m.accepted_at),
+            (self.resend_delivered, m.delivered_at),
+            (self.resend_read, m.read_at),
+        ];
+        for (label, t) in times {
+            if let Some(t) = t {
+                parts.push(format!("{label} {}", at(t)));
+            }
+        }
+        if m.delivered_at.is_none() && m.read_at.is_none() {
+            parts.push(self.resend_no_evidence.to_string());
+        }
+        parts.push(match &m.authorized_by {
+            Some(who) => fill(self.resend_authorized_by, &[("who", &inert(who))]),
+            None => self.resend_by_system.to_string(),
+        });
+        [head, parts.join(" · ")]
     }
 }
 

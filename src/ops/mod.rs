@@ -10,24 +10,25 @@
 //! console explains in the operator's language.
 //!
 //! `contact.rs` holds manual contact and verification through the channel;
-//! `pause.rs` pausing and resuming the embedded dispatcher.
+//! `pause.rs` pausing and resuming the embedded dispatcher; `resend.rs`
+//! authorizing a resend and the guard around it.
 
 mod contact;
 mod pause;
+mod resend;
 
 pub use contact::{manual_contact, verify_with_channel};
 pub use pause::switch_dispatch;
+pub use resend::{ResendEvidence, ResendGuard, authorize_resend, resend_evidence};
 
 use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
 use serde::Serialize;
 
 use crate::channel::{CancelOutcome, LookupOutcome};
 use crate::config::Role;
 use crate::dispatch::request::evidence_for;
 use crate::domain::event::{BookingEvent, EventType};
-use crate::domain::intention::{NewIntention, correlation_id, operating_day};
-use crate::domain::key::{IntentionKey, KeyError};
+use crate::domain::key::KeyError;
 use crate::domain::state::{CancelReason, IntentionState, Signal, Transition};
 use crate::ingest::{IngestError, Outcome, ingest};
 use crate::planner::Planner;
@@ -123,6 +124,13 @@ pub enum Refusal {
     NotSentYet { state: IntentionState },
     /// A resend of this intention is still pending.
     ResendPending { key: String },
+    /// An earlier message of this intention (the original or a resend)
+    /// was already delivered or read, and the supervisor did not
+    /// acknowledge it.
+    AcknowledgeDelivery { key: String, state: IntentionState },
+    /// `[policy] max_resends_per_day` resends were already authorized for
+    /// this intention today.
+    DailyCap { limit: u32, authorized_today: u32 },
     /// The commitment changed since this message was planned: its content is
     /// no longer the truth.
     StaleVersion { planned: i64, current: i64 },
@@ -156,6 +164,17 @@ impl std::fmt::Display for Refusal {
             },
             Refusal::NotSentYet { state } => write!(f, "nothing was sent yet ({state})"),
             Refusal::ResendPending { key } => write!(f, "a resend is already pending: {key}"),
+            Refusal::AcknowledgeDelivery { key, state } => write!(
+                f,
+                "the customer already has {key} ({state}); a resend needs the supervisor's explicit acknowledgement"
+            ),
+            Refusal::DailyCap {
+                limit,
+                authorized_today,
+            } => write!(
+                f,
+                "{authorized_today} resend(s) already authorized today for this intention (policy.max_resends_per_day = {limit})"
+            ),
             Refusal::StaleVersion { planned, current } => {
                 write!(
                     f,
@@ -169,6 +188,32 @@ impl std::fmt::Display for Refusal {
             Refusal::ChannelUnsure => write!(f, "the channel itself does not know yet (ambiguous); it will report"),
             Refusal::ChannelNoRecord => write!(f, "the channel has no record of the message: it never arrived"),
             Refusal::ChannelUnavailable { detail } => write!(f, "the channel could not be asked: {detail}"),
+        }
+    }
+}
+
+impl Refusal {
+    /// The rule that refused, as a stable code (the `refusal` tag of the
+    /// JSON form): what scripts match on, whatever the console language.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Refusal::InFlight => "in_flight",
+            Refusal::Uncertain => "uncertain",
+            Refusal::ChannelHasIt { .. } => "channel_has_it",
+            Refusal::Delivered { .. } => "delivered",
+            Refusal::Closed { .. } => "closed",
+            Refusal::NotSentYet { .. } => "not_sent_yet",
+            Refusal::ResendPending { .. } => "resend_pending",
+            Refusal::AcknowledgeDelivery { .. } => "acknowledge_delivery",
+            Refusal::DailyCap { .. } => "daily_cap",
+            Refusal::StaleVersion { .. } => "stale_version",
+            Refusal::CommitmentCancelled => "commitment_cancelled",
+            Refusal::Expired => "expired",
+            Refusal::NotAnAppointment => "not_an_appointment",
+            Refusal::NoLookup => "no_lookup",
+            Refusal::ChannelUnsure => "channel_unsure",
+            Refusal::ChannelNoRecord => "channel_no_record",
+            Refusal::ChannelUnavailable { .. } => "channel_unavailable",
         }
     }
 }
@@ -257,6 +302,39 @@ fn finish(
     note_history: bool,
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
+    record(tx, actor, op, row, commitment, reason, outcome, note_history, None, now)
+}
+
+/// [`finish`] for a done action whose record must say more than its
+/// outcome (a resend's acknowledgement), with the history note.
+#[allow(clippy::too_many_arguments)]
+fn finish_with(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    op: OpKind,
+    row: Option<&IntentionRow>,
+    commitment: (i64, &str),
+    reason: &str,
+    outcome: OpOutcome,
+    extra: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    record(tx, actor, op, row, commitment, reason, outcome, true, extra, now)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    op: OpKind,
+    row: Option<&IntentionRow>,
+    commitment: (i64, &str),
+    reason: &str,
+    outcome: OpOutcome,
+    note_history: bool,
+    extra: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
     let detail = match &outcome {
         OpOutcome::Refused(r) => Some(r.to_string()),
         OpOutcome::Recorded { state } => Some(format!("recorded only; state stays {state}")),
@@ -268,6 +346,10 @@ fn finish(
             state: Some(s), closed, ..
         } => Some(format!("state {s}; {closed} closed")),
         OpOutcome::Done { closed, .. } => Some(format!("{closed} planned reminders closed")),
+    };
+    let detail = match (detail, extra) {
+        (Some(d), Some(e)) => Some(format!("{d}; {e}")),
+        (d, e) => d.or(e.map(str::to_string)),
     };
     let scope = row
         .map(|r| format!("intention #{} {}", r.id, r.key))
@@ -500,93 +582,6 @@ pub fn verify_manual(
         reason,
         result,
         note_history,
-        now,
-    )
-}
-
-/// Supervisors only: a NEW intention related to the original, same
-/// content, key `…:reenvio:{n}`, with reason and responsible.
-pub fn authorize_resend(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    intention_id: i64,
-    reason: &str,
-    tz: Tz,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    check(actor, OpKind::AuthorizeResend, reason)?;
-    let row = tx.intention(intention_id)?;
-    let commitment = tx.commitment_by_id(row.commitment_id)?;
-    let refusal = match row.state {
-        IntentionState::Planned => Some(Refusal::NotSentYet { state: row.state }),
-        IntentionState::Dispatching => Some(Refusal::InFlight),
-        _ if commitment.commitment.is_cancelled() => Some(Refusal::CommitmentCancelled),
-        _ if commitment.commitment.version != row.commitment_version => Some(Refusal::StaleVersion {
-            planned: row.commitment_version,
-            current: commitment.commitment.version,
-        }),
-        _ if row.expires_at.is_some_and(|e| e <= now) => Some(Refusal::Expired),
-        _ => tx
-            .pending_resend(row.id)?
-            .map(|(_, key)| Refusal::ResendPending { key }),
-    };
-    if let Some(r) = refusal {
-        return finish(
-            tx,
-            actor,
-            OpKind::AuthorizeResend,
-            Some(&row),
-            (row.commitment_id, &row.commitment_ref),
-            reason,
-            OpOutcome::Refused(r),
-            true,
-            now,
-        );
-    }
-    let original = IntentionKey::parse(&row.key)?;
-    let mut n = u32::try_from(tx.resend_count(row.id)?).unwrap_or(0) + 1;
-    let mut key = IntentionKey::resend(&original, n)?;
-    while tx.intention_id(key.as_str())?.is_some() {
-        n += 1;
-        key = IntentionKey::resend(&original, n)?;
-    }
-    let new = NewIntention {
-        commitment_ref: row.commitment_ref.clone(),
-        commitment_version: row.commitment_version,
-        purpose: row.purpose(),
-        recipient: row.recipient.clone(),
-        category: row.category(),
-        channel: row.channel.clone(),
-        template: row.template.clone(),
-        language: row.language.clone(),
-        parameters: row.parameters.clone(),
-        body: row.body.clone(),
-        due_at: now,
-        expires_at: row.expires_at,
-        asks_confirmation: row.asks_confirmation,
-        correlation_id: correlation_id(&key),
-        day: operating_day(now, tz),
-        created_by: actor.name.to_string(),
-        authorized_by: Some(actor.name.to_string()),
-        reason: Some(note_text(actor, reason)),
-        related_key: Some(original),
-        key,
-    };
-    let id = tx.reserve(&new, row.commitment_id, commitment.contact_id, now)?.id();
-    let outcome = OpOutcome::Done {
-        state: Some(IntentionState::Planned),
-        new_intention: Some((id, new.key.to_string())),
-        closed: 0,
-    };
-    finish(
-        tx,
-        actor,
-        OpKind::AuthorizeResend,
-        Some(&row),
-        (row.commitment_id, &row.commitment_ref),
-        reason,
-        outcome,
-        true,
         now,
     )
 }

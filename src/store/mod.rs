@@ -31,8 +31,8 @@ pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
-pub use operator::{OperatorAction, OperatorActionRow};
-pub use queries::{AttemptRow, IntentFilter, IntentionDetail};
+pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
+pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
 pub use uncertain::UncertainItem;
 pub use webhooks::{ChannelEventRow, NewChannelEvent, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome};
 
@@ -81,6 +81,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_ledger.sql")),
     (2, include_str!("migrations/0002_console_speed.sql")),
+    (4, include_str!("migrations/0004_resend_acknowledgements.sql")),
 ];
 
 /// One connection to the ledger. Not `Sync`: each thread or task that

@@ -6,6 +6,7 @@ use rusqlite::{Row, params_from_iter, types::Value};
 use serde::Serialize;
 
 use super::intents::{HistoryRow, INTENTION_COLS, IntentionRow, intention_row};
+use super::operator::AcknowledgementRow;
 use super::{Result, StoreError, Tx, from_ms};
 use crate::domain::state::IntentionState;
 
@@ -42,6 +43,28 @@ pub struct IntentionDetail {
     pub attempts: Vec<AttemptRow>,
     /// Intentions related to this one (resends of it, or the one it resends).
     pub related: Vec<RelatedRow>,
+    /// A resend authorized although an earlier message of the same
+    /// intention was already delivered or read, with the supervisor's
+    /// explicit acknowledgement (`acknowledgement` says who, when and what).
+    pub acknowledged_delivery: bool,
+    pub acknowledgement: Option<AcknowledgementRow>,
+}
+
+/// One message of a resend family (the original or one of its resends)
+/// with the evidence it has: what a supervisor must see before authorizing
+/// another one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FamilyMember {
+    pub id: i64,
+    pub key: String,
+    pub state: IntentionState,
+    pub created_by: String,
+    pub authorized_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    /// First time the channel took it (accepted or sent).
+    pub accepted_at: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub read_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -194,12 +217,56 @@ impl Tx<'_> {
 
     pub fn intention_detail(&self, id_or_key: &str) -> Result<IntentionDetail> {
         let intention = self.find_intention(id_or_key)?;
+        let acknowledgement = self.resend_acknowledgement(intention.id)?;
         Ok(IntentionDetail {
             history: self.history(intention.id)?,
             attempts: self.attempts(intention.id)?,
             related: self.related(&intention)?,
+            acknowledged_delivery: acknowledgement.is_some(),
+            acknowledgement,
             intention,
         })
+    }
+
+    /// `root_id` and every resend descending from it, in creation order,
+    /// each with the first time it was accepted, delivered and read. A
+    /// signal recorded without moving the state (a late "delivered" on a
+    /// message already read, or on one cancelled meanwhile) is evidence too:
+    /// the customer has the message either way.
+    pub fn resend_family(&self, root_id: i64) -> Result<Vec<FamilyMember>> {
+        let mut stmt = self.conn().prepare_cached(
+            "WITH RECURSIVE fam(id) AS (
+                 SELECT ?1
+                 UNION SELECT i.id FROM intentions i JOIN fam ON i.related_id = fam.id
+             )
+             SELECT i.id, i.key, i.state, i.created_by, i.authorized_by, i.created_at,
+                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
+                     AND (h.to_state IN ('accepted', 'sent') OR h.signal IN ('accepted', 'sent'))),
+                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
+                     AND (h.to_state = 'delivered' OR h.signal = 'delivered')),
+                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
+                     AND (h.to_state = 'read' OR h.signal = 'read'))
+             FROM fam JOIN intentions i ON i.id = fam.id ORDER BY i.id",
+        )?;
+        let rows = stmt
+            .query_map([root_id], |r| {
+                let state: String = r.get(2)?;
+                Ok(FamilyMember {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    state: state.parse().map_err(|e: crate::domain::state::UnknownState| {
+                        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, e.to_string().into())
+                    })?,
+                    created_by: r.get(3)?,
+                    authorized_by: r.get(4)?,
+                    created_at: from_ms(r.get(5)?),
+                    accepted_at: r.get::<_, Option<i64>>(6)?.map(from_ms),
+                    delivered_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
+                    read_at: r.get::<_, Option<i64>>(8)?.map(from_ms),
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
     }
 
     /// Intention counts by state (whole ledger).

@@ -57,6 +57,9 @@ pub enum Mode {
     Form,
     /// The two-step confirmation of an action.
     Confirm,
+    /// A confirmation that must be typed: a resend of a message the
+    /// customer already has needs the confirmation word, not one key.
+    ConfirmWord,
     /// The `?` overlay.
     Help,
 }
@@ -413,7 +416,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
         return Some(Action::Quit);
     }
     match mode {
-        Mode::Filter | Mode::Command | Mode::Form => match key.code {
+        Mode::Filter | Mode::Command | Mode::Form | Mode::ConfirmWord => match key.code {
             KeyCode::Esc => Some(Action::Abort),
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Backspace => Some(Action::Backspace),

@@ -17,7 +17,7 @@ use crate::channel::{CancelOutcome, Channel, LookupOutcome};
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
-use crate::ops::{self, Actor, OpKind, OpReport, VerifyOutcome};
+use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence, ResendGuard, VerifyOutcome};
 use crate::planner::Planner;
 use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, Store, UpcomingRow};
 use crate::templates::Templates;
@@ -32,8 +32,11 @@ pub enum PendingOp {
         intention_id: i64,
         outcome: VerifyOutcome,
     },
+    /// Authorize a resend; `acknowledge_delivered` when the supervisor
+    /// typed the word after seeing an earlier message was delivered or read.
     Resend {
         intention_id: i64,
+        acknowledge_delivered: bool,
     },
     ManualContact {
         commitment_id: i64,
@@ -103,6 +106,11 @@ pub enum Request {
     Detail {
         id_or_key: String,
     },
+    /// What already exists for a resend's family, for its confirmation.
+    ResendEvidence {
+        intention_id: i64,
+        now: DateTime<Utc>,
+    },
     Status {
         now: DateTime<Utc>,
     },
@@ -133,6 +141,10 @@ pub enum Response {
         service: Option<ServiceStatus>,
     },
     Op(Result<OpReport, String>),
+    ResendEvidence {
+        intention_id: i64,
+        evidence: Result<Box<ResendEvidence>, String>,
+    },
 }
 
 /// What the worker needs besides the store: the planner's inputs.
@@ -240,6 +252,16 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 .map(Box::new)
                 .map_err(s),
         ),
+        Request::ResendEvidence { intention_id, now } => {
+            let (cap, tz) = (ctx.config.policy.max_resends_per_day, ctx.config.tz());
+            Response::ResendEvidence {
+                intention_id,
+                evidence: store
+                    .read(|tx| ops::resend_evidence(tx, intention_id, cap, tz, now))
+                    .map(Box::new)
+                    .map_err(|e| e.to_string()),
+            }
+        }
         Request::Status { now } => {
             let since = now - chrono::Duration::minutes(5);
             let service = ctx.control.as_ref().map(|c| {
@@ -268,69 +290,85 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             role,
             reason,
             now,
-        } => {
-            let actor = Actor { name: &operator, role };
-            let planner = Planner {
-                policy: &ctx.config.policy,
-                templates: &ctx.templates,
-                tz: ctx.config.tz(),
-            };
-            let tz = ctx.config.tz();
-            if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
-                return Response::Op(switch_dispatch(
-                    store,
-                    ctx,
-                    &actor,
-                    op == PendingOp::PauseDispatch,
-                    &reason,
-                    now,
-                ));
-            }
-            // A verification through the channel asks it first, outside any
-            // transaction (a slow channel must not hold the write lock).
-            let lookup = match &op {
-                PendingOp::VerifyChannel { intention_id } => match channel_lookup(store, ctx, *intention_id, now) {
-                    Ok(l) => l,
-                    Err(e) => return Response::Op(Err(e)),
-                },
-                _ => None,
-            };
-            // Cancelling an accepted command asks the channel to withdraw
-            // it first, also outside any transaction.
-            let withdraw = match &op {
-                PendingOp::Cancel { intention_id } => match channel_withdraw(store, ctx, *intention_id) {
-                    Ok(w) => w,
-                    Err(e) => return Response::Op(Err(e)),
-                },
-                _ => None,
-            };
-            let r = store.write(|tx| match op {
-                PendingOp::Cancel { intention_id } => {
-                    ops::cancel_with_channel(tx, &actor, intention_id, withdraw.as_ref(), &reason, now)
-                }
-                PendingOp::Verify { intention_id, outcome } => {
-                    ops::verify_manual(tx, &actor, intention_id, outcome, &reason, now)
-                }
-                PendingOp::Resend { intention_id } => ops::authorize_resend(tx, &actor, intention_id, &reason, tz, now),
-                PendingOp::ManualContact {
-                    commitment_id,
-                    intention_id,
-                } => ops::manual_contact(tx, &planner, &actor, commitment_id, intention_id, &reason, now),
-                PendingOp::VerifyChannel { intention_id } => {
-                    ops::verify_with_channel(tx, &actor, intention_id, lookup.as_ref(), &reason, now)
-                }
-                // The app sends reprocessing as its own request, and the
-                // dispatch switch returned above; never here.
-                PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
-                    Err(ops::OpsError::NotAllowed {
-                        role: role.as_str(),
-                        op: "reprocess",
-                    })
-                }
-            });
-            Response::Op(r.map_err(|e| e.to_string()))
-        }
+        } => operator_action(store, ctx, op, &Actor { name: &operator, role }, &reason, now),
     }
+}
+
+/// Runs one confirmed operator action: asks the channel first where the
+/// action needs it (outside any transaction), then decides in one write.
+fn operator_action(
+    store: &mut Store,
+    ctx: &WorkerCtx,
+    op: PendingOp,
+    actor: &Actor<'_>,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Response {
+    let planner = Planner {
+        policy: &ctx.config.policy,
+        templates: &ctx.templates,
+        tz: ctx.config.tz(),
+    };
+    let tz = ctx.config.tz();
+    if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
+        return Response::Op(switch_dispatch(
+            store,
+            ctx,
+            actor,
+            op == PendingOp::PauseDispatch,
+            reason,
+            now,
+        ));
+    }
+    // A verification through the channel asks it first, outside any
+    // transaction (a slow channel must not hold the write lock).
+    let lookup = match &op {
+        PendingOp::VerifyChannel { intention_id } => match channel_lookup(store, ctx, *intention_id, now) {
+            Ok(l) => l,
+            Err(e) => return Response::Op(Err(e)),
+        },
+        _ => None,
+    };
+    // Cancelling an accepted command asks the channel to withdraw
+    // it first, also outside any transaction.
+    let withdraw = match &op {
+        PendingOp::Cancel { intention_id } => match channel_withdraw(store, ctx, *intention_id) {
+            Ok(w) => w,
+            Err(e) => return Response::Op(Err(e)),
+        },
+        _ => None,
+    };
+    let r = store.write(|tx| match op {
+        PendingOp::Cancel { intention_id } => {
+            ops::cancel_with_channel(tx, actor, intention_id, withdraw.as_ref(), reason, now)
+        }
+        PendingOp::Verify { intention_id, outcome } => {
+            ops::verify_manual(tx, actor, intention_id, outcome, reason, now)
+        }
+        PendingOp::Resend {
+            intention_id,
+            acknowledge_delivered,
+        } => {
+            let guard = ResendGuard::from_policy(&ctx.config.policy, acknowledge_delivered);
+            ops::authorize_resend(tx, actor, intention_id, reason, guard, tz, now)
+        }
+        PendingOp::ManualContact {
+            commitment_id,
+            intention_id,
+        } => ops::manual_contact(tx, &planner, actor, commitment_id, intention_id, reason, now),
+        PendingOp::VerifyChannel { intention_id } => {
+            ops::verify_with_channel(tx, actor, intention_id, lookup.as_ref(), reason, now)
+        }
+        // The app sends reprocessing as its own request, and the
+        // dispatch switch returned above; never here.
+        PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
+            Err(ops::OpsError::NotAllowed {
+                role: actor.role.as_str(),
+                op: "reprocess",
+            })
+        }
+    });
+    Response::Op(r.map_err(|e| e.to_string()))
 }
 
 /// Records the pause/resume, then flips the switch: committed first, so a

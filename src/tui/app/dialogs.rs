@@ -83,8 +83,18 @@ impl App {
                 }
                 let form = form.clone();
                 self.form = None;
-                self.confirm = Some(self.confirmation(&form));
+                let c = self.confirmation(&form);
+                // A resend's confirmation shows the evidence first: ask for it.
+                let reqs = match c.op {
+                    PendingOp::Resend { intention_id, .. } => vec![Request::ResendEvidence {
+                        intention_id,
+                        now: self.now,
+                    }],
+                    _ => vec![],
+                };
+                self.confirm = Some(c);
                 self.mode = Mode::Confirm;
+                return reqs;
             }
             Action::Quit => self.quit = true,
             _ => {}
@@ -125,7 +135,13 @@ impl App {
                 },
                 fill(t.scope_verify, &vals),
             ),
-            OpKind::AuthorizeResend => (PendingOp::Resend { intention_id: iid }, fill(t.scope_resend, &vals)),
+            OpKind::AuthorizeResend => (
+                PendingOp::Resend {
+                    intention_id: iid,
+                    acknowledge_delivered: false,
+                },
+                fill(t.scope_resend, &vals),
+            ),
             OpKind::PauseDispatch => (PendingOp::PauseDispatch, fill(t.scope_pause, &vals)),
             OpKind::ResumeDispatch => (PendingOp::ResumeDispatch, fill(t.scope_resume, &vals)),
             OpKind::ManualContact => (
@@ -163,37 +179,49 @@ impl App {
                 )
             }
         };
-        Confirmation { op, reason, scope }
+        let resend = matches!(op, PendingOp::Resend { .. }).then(ResendConfirm::default);
+        Confirmation {
+            op,
+            reason,
+            scope,
+            resend,
+        }
     }
 
     pub(super) fn on_confirm(&mut self, a: Action) -> Vec<Request> {
         match a {
-            Action::Confirm => {
-                self.mode = Mode::Normal;
-                let Some(c) = self.confirm.take() else { return vec![] };
-                // The library checks again; this only avoids a pointless trip.
-                if !allowed(self.role(), c.op.kind()) || self.access.read_only {
-                    self.flash(FlashKind::Refused, self.t.flash_read_only.into());
+            Action::Confirm if self.mode == Mode::Confirm => {
+                // A resend is not decided before its evidence is on screen.
+                if self
+                    .confirm
+                    .as_ref()
+                    .and_then(|c| c.resend.as_ref())
+                    .is_some_and(|r| r.evidence.is_none())
+                {
                     return vec![];
                 }
-                self.ops_in_flight += 1;
-                if let PendingOp::Reprocess { day, states } = c.op {
-                    return vec![Request::Reprocess {
-                        day,
-                        states,
-                        operator: self.operator.clone(),
-                        role: self.role(),
-                        reason: c.reason,
-                    }];
+                match self.confirm.take() {
+                    Some(c) => self.fire(c),
+                    None => {
+                        self.mode = Mode::Normal;
+                        vec![]
+                    }
                 }
-                vec![Request::Op {
-                    op: c.op,
-                    operator: self.operator.clone(),
-                    role: self.role(),
-                    reason: c.reason,
-                    now: self.now,
-                }]
             }
+            Action::Input(ch) if self.mode == Mode::ConfirmWord => {
+                if let Some(r) = self.confirm.as_mut().and_then(|c| c.resend.as_mut()) {
+                    r.word.push(ch);
+                    r.error = None;
+                }
+                vec![]
+            }
+            Action::Backspace if self.mode == Mode::ConfirmWord => {
+                if let Some(r) = self.confirm.as_mut().and_then(|c| c.resend.as_mut()) {
+                    r.word.pop();
+                }
+                vec![]
+            }
+            Action::Submit if self.mode == Mode::ConfirmWord => self.submit_word(),
             Action::Abort => {
                 self.confirm = None;
                 self.mode = Mode::Normal;
@@ -205,6 +233,89 @@ impl App {
                 vec![]
             }
             _ => vec![],
+        }
+    }
+
+    /// The typed acknowledgement: the word (any case, surrounding spaces
+    /// ignored) authorizes the resend as acknowledged; anything else keeps
+    /// the dialog open and says what to type.
+    fn submit_word(&mut self) -> Vec<Request> {
+        let word = self.t.resend_word;
+        let Some(mut c) = self.confirm.take() else {
+            self.mode = Mode::Normal;
+            return vec![];
+        };
+        let typed = c.resend.as_ref().map(|r| r.word.trim().to_string()).unwrap_or_default();
+        if !typed.eq_ignore_ascii_case(word) {
+            if let Some(r) = c.resend.as_mut() {
+                r.error = Some(fill(self.t.resend_word_mismatch, &[("word", word)]));
+            }
+            self.confirm = Some(c);
+            return vec![];
+        }
+        if let PendingOp::Resend {
+            acknowledge_delivered, ..
+        } = &mut c.op
+        {
+            *acknowledge_delivered = true;
+        }
+        self.fire(c)
+    }
+
+    /// Sends a confirmed action to the worker.
+    fn fire(&mut self, c: Confirmation) -> Vec<Request> {
+        self.mode = Mode::Normal;
+        // The library checks again; this only avoids a pointless trip.
+        if !allowed(self.role(), c.op.kind()) || self.access.read_only {
+            self.flash(FlashKind::Refused, self.t.flash_read_only.into());
+            return vec![];
+        }
+        self.ops_in_flight += 1;
+        if let PendingOp::Reprocess { day, states } = c.op {
+            return vec![Request::Reprocess {
+                day,
+                states,
+                operator: self.operator.clone(),
+                role: self.role(),
+                reason: c.reason,
+            }];
+        }
+        vec![Request::Op {
+            op: c.op,
+            operator: self.operator.clone(),
+            role: self.role(),
+            reason: c.reason,
+            now: self.now,
+        }]
+    }
+
+    /// The evidence for an open resend confirmation: shown, and when the
+    /// customer already has a message of the family (and no other rule
+    /// refuses), the dialog asks for the typed word instead of `s`.
+    fn on_resend_evidence(&mut self, intention_id: i64, evidence: Result<Box<ResendEvidence>, String>) {
+        let Some(c) = self.confirm.as_mut() else { return };
+        let open_for = match c.op {
+            PendingOp::Resend { intention_id: id, .. } => id,
+            _ => return,
+        };
+        if open_for != intention_id {
+            return;
+        }
+        match evidence {
+            Ok(ev) => {
+                if ev.needs_acknowledgement() && ev.refusal.is_none() {
+                    self.mode = Mode::ConfirmWord;
+                }
+                c.resend = Some(ResendConfirm {
+                    evidence: Some(ev),
+                    ..ResendConfirm::default()
+                });
+            }
+            Err(e) => {
+                self.confirm = None;
+                self.mode = Mode::Normal;
+                self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)]));
+            }
         }
     }
 
@@ -280,6 +391,7 @@ impl App {
                 self.detail_loading = false;
                 self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)]));
             }
+            Response::ResendEvidence { intention_id, evidence } => self.on_resend_evidence(intention_id, evidence),
             Response::Op(r) => {
                 self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
                 match r {

@@ -20,7 +20,7 @@ use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
-use crate::ops::{OpKind, OpOutcome, OpReport, VerifyOutcome, allowed};
+use crate::ops::{OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
 use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, RowKind, UpcomingRow};
 
 /// A paginated list with a cursor.
@@ -102,12 +102,24 @@ pub enum VerifyChoice {
     Channel,
 }
 
-/// The second step: exactly what will happen, waiting for `s`.
+/// The second step: exactly what will happen, waiting for `s` (or, for
+/// a resend of a message the customer already has, the typed word).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirmation {
     pub op: PendingOp,
     pub reason: String,
     pub scope: String,
+    /// Resends only: the evidence shown before anything is decided.
+    pub resend: Option<ResendConfirm>,
+}
+
+/// A resend's confirmation: the family's evidence (loading until the
+/// worker answers) and the acknowledgement being typed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResendConfirm {
+    pub evidence: Option<Box<ResendEvidence>>,
+    pub word: String,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ impl App {
         match self.mode {
             Mode::Filter | Mode::Command => return self.on_input(a),
             Mode::Form => return self.on_form(a),
-            Mode::Confirm => return self.on_confirm(a),
+            Mode::Confirm | Mode::ConfirmWord => return self.on_confirm(a),
             Mode::Help => {
                 match a {
                     Action::Quit => self.quit = true,

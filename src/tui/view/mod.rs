@@ -22,6 +22,7 @@ use super::app::{App, FlashKind, age};
 use super::keys::{Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
+use crate::domain::text::inert;
 use crate::ops::OpKind;
 use crate::store::{AttentionRow, RowKind, UpcomingRow};
 
@@ -71,9 +72,27 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
     draw_footer(f, app, footer);
     match app.mode {
         Mode::Form => draw_form(f, app),
-        Mode::Confirm => draw_confirm(f, app),
+        Mode::Confirm | Mode::ConfirmWord => draw_confirm(f, app),
         Mode::Help => draw_help(f, app),
         _ => {}
+    }
+    neutralize_controls(f);
+}
+
+/// The last line of defence: stored text is made inert where it is put on
+/// screen, but a cell that still holds a control character would reach the
+/// terminal as a command (ratatui writes cell symbols as they are), so it
+/// is shown as U+FFFD instead.
+fn neutralize_controls(f: &mut Frame<'_>) {
+    let buf = f.buffer_mut();
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let cell = &mut buf[(x, y)];
+            if cell.symbol().chars().any(crate::domain::text::is_control) {
+                cell.set_symbol("\u{fffd}");
+            }
+        }
     }
 }
 
@@ -95,7 +114,7 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
         right.push_str(&format!(" · {} {q}", t.queue));
     }
     if let Some(e) = &d.last_error {
-        right.push_str(&format!(" · {}: {e}", t.last_error));
+        right.push_str(&format!(" · {}: {}", t.last_error, inert(e)));
     }
     right.push_str(&format!(" · {}", local(app, app.now, "%d/%m %H:%M")));
     let mut left = vec![
@@ -106,7 +125,7 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
                 .bg(Color::Cyan)
                 .add_modifier(Modifier::BOLD),
         ),
-        Span::raw(format!(" {} ({})", app.operator, t.role(app.role()))),
+        Span::raw(format!(" {} ({})", inert(&app.operator), t.role(app.role()))),
     ];
     if app.access.read_only {
         left.push(Span::styled(
@@ -142,7 +161,7 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     spans.push(Span::styled(app.breadcrumbs(), HEAD));
     if !app.filter.is_empty() {
         spans.push(Span::styled(
-            format!("  [{}: {}]", t.filter, app.filter),
+            format!("  [{}: {}]", t.filter, inert(&app.filter)),
             Style::new().fg(Color::Yellow),
         ));
     }
@@ -188,7 +207,7 @@ fn draw_attention_like(
                     .as_deref()
                     .map(|r| t.reason(r))
                     .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
-                format!(" {} {} · {} ", t.board_day, q.day, what)
+                format!(" {} {} · {} ", t.board_day, inert(&q.day), inert(what))
             })
             .unwrap_or_default()
     } else {
@@ -226,17 +245,17 @@ fn draw_attention_like(
         };
         let evidence = match (&r.last_event, r.evidence_count) {
             (_, 0) if r.kind == RowKind::Intention => {
-                format!("0 · {}", r.last_event.as_deref().unwrap_or(t.no_evidence))
+                format!("0 · {}", inert(r.last_event.as_deref().unwrap_or(t.no_evidence)))
             }
-            (Some(e), n) => format!("{n} · {e}"),
+            (Some(e), n) => format!("{n} · {}", inert(e)),
             (None, _) => String::new(),
         };
         Row::new([
-            Cell::from(r.commitment_ref.clone()),
+            Cell::from(inert(&r.commitment_ref).into_owned()),
             Cell::from(when),
-            Cell::from(phone),
-            Cell::from(purpose),
-            Cell::from(t.state(&r.state).to_string()).style(state_style(&r.state)),
+            Cell::from(inert(&phone).into_owned()),
+            Cell::from(inert(&purpose).into_owned()),
+            Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)),
             Cell::from(age(app.now, r.since)),
             Cell::from(evidence),
         ])
@@ -324,7 +343,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             ""
         };
         let mut status = if u.kind == "order" {
-            u.status.clone()
+            inert(&u.status).into_owned()
         } else {
             status.to_string()
         };
@@ -342,7 +361,12 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             .map(|n| {
                 let p = short_purpose(&n.purpose);
                 let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
-                format!("{}{p}:{}", if n.is_resend { "↻" } else { "" }, t.state(&n.state))
+                format!(
+                    "{}{}:{}",
+                    if n.is_resend { "↻" } else { "" },
+                    inert(&p),
+                    inert(t.state(&n.state))
+                )
             })
             .collect::<Vec<_>>()
             .join(" ");
@@ -353,8 +377,8 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         };
         Row::new([
             Cell::from(when),
-            Cell::from(u.commitment_ref.clone()),
-            Cell::from(u.phone.as_deref().map(mask_phone).unwrap_or_default()),
+            Cell::from(inert(&u.commitment_ref).into_owned()),
+            Cell::from(inert(&u.phone.as_deref().map(mask_phone).unwrap_or_default()).into_owned()),
             Cell::from(status).style(style),
             Cell::from(notes),
         ])
@@ -389,7 +413,11 @@ fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
     let header = Row::new([t.col_counter, t.col_value]).style(HEAD);
     let rows = items.iter().map(|i| {
         let style = if i.query.is_some() { Style::new() } else { DIM };
-        Row::new([Cell::from(i.label.clone()), Cell::from(i.value.clone())]).style(style)
+        Row::new([
+            Cell::from(inert(&i.label).into_owned()),
+            Cell::from(inert(&i.value).into_owned()),
+        ])
+        .style(style)
     });
     let table = Table::new(rows, [Constraint::Min(30), Constraint::Length(16)])
         .header(header)
@@ -401,8 +429,8 @@ fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
 
 fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
     let line = match app.mode {
-        Mode::Filter => Line::from(format!("/{}▏", app.input)),
-        Mode::Command => Line::from(format!(":{}▏", app.input)),
+        Mode::Filter => Line::from(format!("/{}▏", inert(&app.input))),
+        Mode::Command => Line::from(format!(":{}▏", inert(&app.input))),
         _ => match &app.flash {
             Some(fl) => {
                 let style = match fl.kind {
@@ -411,7 +439,7 @@ fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
                     FlashKind::Refused => Style::new().fg(Color::Yellow),
                     FlashKind::Error => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
                 };
-                Line::styled(fl.text.clone(), style)
+                Line::styled(inert(&fl.text).into_owned(), style)
             }
             None => Line::from(""),
         },

@@ -1,6 +1,8 @@
 //! Overlays: an action's form, its confirmation, and the `?` help.
 
 use super::*;
+use crate::i18n::fill;
+use crate::tui::app::ResendConfirm;
 
 pub(super) fn popup(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width.saturating_sub(2)).max(10);
@@ -20,17 +22,18 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
     f.render_widget(Clear, area);
     let target = match (&form.target.intention_id, &form.target.key) {
         (Some(id), Some(key)) if form.op != OpKind::ManualContact => format!(
-            "#{id} {key} ({})",
-            form.target.state.as_deref().map(|s| t.state(s)).unwrap_or("")
+            "#{id} {} ({})",
+            inert(key),
+            inert(form.target.state.as_deref().map(|s| t.state(s)).unwrap_or(""))
         ),
-        _ => form.target.commitment_ref.clone(),
+        _ => inert(&form.target.commitment_ref).into_owned(),
     };
     let mut lines = vec![
         Line::from(target),
         Line::from(format!(
             "{}: {} ({})",
             t.form_responsible,
-            app.operator,
+            inert(&app.operator),
             t.role(app.role())
         )),
     ];
@@ -50,7 +53,7 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
             .join(" ");
         lines.push(Line::from(format!("{}: {options}", t.form_outcome)));
     }
-    lines.push(Line::from(format!("{}: {}▏", t.form_reason, form.reason)));
+    lines.push(Line::from(format!("{}: {}▏", t.form_reason, inert(&form.reason))));
     if let Some(e) = form.error {
         lines.push(Line::styled(e, Style::new().fg(Color::Red)));
     }
@@ -64,18 +67,78 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
 pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
     let Some(c) = &app.confirm else { return };
     let t = app.t;
-    let area = popup(f.area(), 76, 8);
+    let width: u16 = if c.resend.is_some() { 98 } else { 76 };
+    let mut lines = vec![Line::from(inert(&c.scope).into_owned())];
+    if let Some(r) = &c.resend {
+        lines.push(Line::from(""));
+        lines.extend(resend_lines(app, r));
+    }
+    lines.push(Line::from(""));
+    match c.resend.as_ref().filter(|_| app.mode == Mode::ConfirmWord) {
+        Some(r) => {
+            let word = t.resend_word;
+            lines.push(Line::styled(format!("» {}▏", inert(&r.word)), HEAD));
+            if let Some(e) = &r.error {
+                lines.push(Line::styled(e.clone(), Style::new().fg(Color::Red)));
+            }
+            lines.push(Line::styled(fill(t.resend_type_word, &[("word", word)]), HEAD));
+        }
+        // Nothing to confirm until the evidence is on screen (`s` is
+        // ignored meanwhile), so the hint waits for it too.
+        None if c.resend.as_ref().is_some_and(|r| r.evidence.is_none()) => {}
+        None => lines.push(Line::styled(t.confirm_hint, HEAD)),
+    }
+    // Room for the lines as wrapped inside the borders.
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX).max(8));
     f.render_widget(Clear, area);
-    let lines = vec![
-        Line::from(c.scope.clone()),
-        Line::from(""),
-        Line::styled(t.confirm_hint, HEAD),
-    ];
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", t.confirm_title))
         .border_style(Style::new().fg(Color::Yellow));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+/// A resend's evidence: every earlier message of the family with its
+/// times and who authorized it, the day's count against the cap, and what
+/// the guard will say.
+fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
+    let t = app.t;
+    let Some(ev) = &r.evidence else {
+        return vec![Line::styled(t.resend_evidence_loading, DIM)];
+    };
+    let mut lines = vec![Line::styled(t.resend_evidence_title, HEAD)];
+    for m in &ev.messages {
+        let reached = m.delivered_at.is_some() || m.read_at.is_some();
+        let [head, detail] = t.resend_member(m, m.id == ev.original_id, app.tz);
+        let style = if reached {
+            Style::new().fg(Color::Green)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(format!("  {head}"), style));
+        lines.push(Line::styled(format!("      {detail}"), style));
+    }
+    lines.push(Line::from(fill(
+        t.resend_cap_line,
+        &[
+            ("n", &ev.authorized_today.to_string()),
+            ("limit", &ev.max_per_day.to_string()),
+        ],
+    )));
+    if let Some(why) = &ev.refusal {
+        lines.push(Line::styled(
+            fill(t.resend_would_refuse, &[("why", &t.refusal(why))]),
+            Style::new().fg(Color::Yellow),
+        ));
+    } else if ev.needs_acknowledgement() {
+        lines.push(Line::styled(
+            t.resend_reached_warning,
+            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ));
+    }
+    lines
 }
 
 pub(super) fn draw_help(f: &mut Frame<'_>, app: &App) {

@@ -19,21 +19,21 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         t.state(i.state.as_str()),
         i.state_reason
             .as_deref()
-            .map(|r| format!(" ({})", t.reason(r)))
+            .map(|r| format!(" ({})", inert(t.reason(r))))
             .unwrap_or_default()
     );
     lines.push(Line::from(vec![
-        Span::styled(format!("#{} {}", i.id, i.key), HEAD),
+        Span::styled(format!("#{} {}", i.id, inert(&i.key)), HEAD),
         Span::raw("  "),
         Span::styled(state_line, state_style(i.state.as_str())),
     ]));
     lines.push(Line::from(format!(
         "{} {} v{} · {} {} · {} {}",
         t.col_commitment,
-        i.commitment_ref,
+        inert(&i.commitment_ref),
         i.commitment_version,
         t.detail_to,
-        mask_phone(&i.recipient),
+        inert(&mask_phone(&i.recipient)),
         t.detail_due,
         local(app, i.due_at, "%d/%m %H:%M")
     )));
@@ -41,36 +41,39 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         lines.push(Line::from(format!(
             "{}: {} · {} {} · {}",
             t.form_responsible,
-            i.created_by,
+            inert(&i.created_by),
             t.detail_authorized,
-            i.authorized_by.clone().unwrap_or_else(none),
-            reason
+            inert(&i.authorized_by.clone().unwrap_or_else(none)),
+            inert(reason)
         )));
     }
     lines.push(Line::styled(t.detail_content, HEAD));
     lines.push(Line::from(format!(
-        "  {}: {} [{}] {:?}",
-        t.detail_template, i.template, i.language, i.parameters
+        "  {}: {} [{}] {}",
+        t.detail_template,
+        inert(&i.template),
+        inert(&i.language),
+        inert(&format!("{:?}", i.parameters))
     )));
-    lines.push(Line::from(format!("  {}: {}", t.detail_text, i.body)));
+    lines.push(Line::from(format!("  {}: {}", t.detail_text, inert(&i.body))));
     lines.push(Line::styled(t.detail_history, HEAD));
     for h in &d.history {
         let mut s = format!(
             "  {} {} → {} {} ({})",
             local(app, h.at, "%d/%m %H:%M:%S"),
-            h.from_state.as_deref().map(|s| t.state(s)).unwrap_or("·"),
-            t.state(&h.to_state),
-            h.signal,
-            h.cause
+            inert(h.from_state.as_deref().map(|s| t.state(s)).unwrap_or("·")),
+            inert(t.state(&h.to_state)),
+            inert(&h.signal),
+            inert(&h.cause)
         );
         if !h.applied {
             s.push_str(&format!(" {}", t.detail_recorded_only));
         }
         if let Some(e) = &h.evidence {
-            s.push_str(&format!(" [{e}]"));
+            s.push_str(&format!(" [{}]", inert(e)));
         }
         if let Some(n) = &h.note {
-            s.push_str(&format!(" {n}"));
+            s.push_str(&format!(" {}", inert(n)));
         }
         lines.push(Line::from(s).style(if h.applied { Style::new() } else { DIM }));
     }
@@ -83,11 +86,11 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
             "  {} {} {} http {} cmd {} msg {} {}",
             a.n,
             local(app, a.started_at, "%H:%M:%S"),
-            a.outcome,
+            inert(&a.outcome),
             a.http_status.map(|s| s.to_string()).unwrap_or_else(none),
-            a.command_id.clone().unwrap_or_else(none),
-            a.message_id.clone().unwrap_or_else(none),
-            a.error_detail.clone().unwrap_or_default()
+            inert(&a.command_id.clone().unwrap_or_else(none)),
+            inert(&a.message_id.clone().unwrap_or_else(none)),
+            inert(&a.error_detail.clone().unwrap_or_default())
         )));
     }
     lines.push(Line::styled(t.detail_related, HEAD));
@@ -98,9 +101,9 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         lines.push(Line::from(format!(
             "  #{} {} {} ({})",
             r.id,
-            r.key,
-            t.state(&r.state),
-            r.relation
+            inert(&r.key),
+            inert(t.state(&r.state)),
+            inert(&r.relation)
         )));
     }
     let p = Paragraph::new(lines)
@@ -133,7 +136,7 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
         (Some(done), _) if done.day == app.day.format("%Y-%m-%d").to_string() => (t.screen_reprocess, &done.items),
         (_, Some(plan)) => (t.reprocess_preview, plan),
         _ => {
-            let msg = v.error.clone().unwrap_or_else(|| t.reprocess_unavailable.to_string());
+            let msg = inert(&v.error.clone().unwrap_or_else(|| t.reprocess_unavailable.to_string())).into_owned();
             let block = Block::default()
                 .borders(Borders::ALL)
                 .title_bottom(format!(" {} ", t.reprocess_hint));
@@ -155,10 +158,10 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
             None => t.state(i.state.as_str()).to_string(),
         };
         Row::new([
-            Cell::from(i.key.clone()),
+            Cell::from(inert(&i.key).into_owned()),
             Cell::from(state),
             Cell::from(i.action.as_str()),
-            Cell::from(i.why.clone()),
+            Cell::from(inert(&i.why).into_owned()),
         ])
     });
     let widths = [

@@ -1,0 +1,391 @@
+//! Authorizing a resend, and the guard that keeps it from silently
+//! duplicating a message the customer already has (issue 9).
+//!
+//! A resend belongs to a *family*: the original intention and every resend
+//! authorized for it (`…:reenvio:{n}`, all related to the original). The
+//! guard looks at the whole family, whichever member the supervisor
+//! selected, and refuses, naming the rule:
+//!
+//! - while any member is still planned, dispatching or uncertain (its
+//!   outcome will arrive, or must be verified first);
+//! - when the family already had `max_resends_per_day` resends authorized
+//!   this operating day;
+//! - when any member was already delivered or read, unless the supervisor
+//!   acknowledges it explicitly (the typed word in the console,
+//!   `--acknowledge-delivered` on the command line). The acknowledgement is
+//!   recorded with the operator action and on the new resend.
+//!
+//! The console's confirmation and `unavez intents resend` both show
+//! [`ResendEvidence`] first and call [`authorize_resend`], so the rules are
+//! the same wherever a resend is authorized.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::Serialize;
+
+use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Refusal, check, finish, finish_with, note_text};
+use crate::config::Policy;
+use crate::domain::intention::{NewIntention, correlation_id, operating_day};
+use crate::domain::key::IntentionKey;
+use crate::domain::state::IntentionState;
+use crate::store::{Cause, CommitmentRow, Entry, FamilyMember, IntentionRow, NewAcknowledgement, Tx};
+
+/// What the supervisor brings to the guard besides the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResendGuard {
+    /// The supervisor saw that an earlier message was delivered or read and
+    /// resends anyway.
+    pub acknowledge_delivered: bool,
+    /// `[policy] max_resends_per_day`.
+    pub max_per_day: u32,
+}
+
+impl ResendGuard {
+    pub fn from_policy(policy: &Policy, acknowledge_delivered: bool) -> ResendGuard {
+        ResendGuard {
+            acknowledge_delivered,
+            max_per_day: policy.max_resends_per_day,
+        }
+    }
+}
+
+/// What already exists for an intention's family, shown before a resend is
+/// authorized.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResendEvidence {
+    pub original_id: i64,
+    pub original_key: String,
+    /// The original first, then each resend in the order authorized.
+    pub messages: Vec<FamilyMember>,
+    /// Resends of this family authorized in the current operating day.
+    pub authorized_today: u32,
+    pub max_per_day: u32,
+    /// The rule that would refuse a resend now, acknowledgement aside
+    /// (`None`: it would be created, after the acknowledgement if
+    /// [`ResendEvidence::needs_acknowledgement`]).
+    pub refusal: Option<Refusal>,
+}
+
+impl ResendEvidence {
+    /// The members the customer already has (delivered or read).
+    pub fn reached(&self) -> impl Iterator<Item = &FamilyMember> {
+        self.messages.iter().filter(|m| has_reached(m))
+    }
+
+    /// Whether authorizing needs the explicit acknowledgement.
+    pub fn needs_acknowledgement(&self) -> bool {
+        self.reached().next().is_some()
+    }
+}
+
+fn has_reached(m: &FamilyMember) -> bool {
+    m.delivered_at.is_some()
+        || m.read_at.is_some()
+        || matches!(m.state, IntentionState::Delivered | IntentionState::Read)
+}
+
+/// Everything the guard reads, in the caller's transaction.
+struct Family {
+    /// The member the supervisor selected.
+    row: IntentionRow,
+    original: IntentionRow,
+    commitment: CommitmentRow,
+    evidence: ResendEvidence,
+}
+
+/// The original of a family: resends made before the guard existed could
+/// relate to another resend, so follow the chain up.
+fn original_of(tx: &Tx<'_>, row: &IntentionRow) -> Result<IntentionRow, OpsError> {
+    let mut current = row.clone();
+    // A chain longer than this is a corrupt ledger, not a family.
+    for _ in 0..64 {
+        match current.related_id {
+            Some(parent) => current = tx.intention(parent)?,
+            None => break,
+        }
+    }
+    Ok(current)
+}
+
+fn load(tx: &Tx<'_>, intention_id: i64, max_per_day: u32, tz: Tz, now: DateTime<Utc>) -> Result<Family, OpsError> {
+    let row = tx.intention(intention_id)?;
+    let original = original_of(tx, &row)?;
+    let commitment = tx.commitment_by_id(original.commitment_id)?;
+    let messages = tx.resend_family(original.id)?;
+    let today = operating_day(now, tz);
+    let authorized_today = messages
+        .iter()
+        .filter(|m| m.id != original.id && m.authorized_by.is_some() && operating_day(m.created_at, tz) == today)
+        .count();
+    let mut evidence = ResendEvidence {
+        original_id: original.id,
+        original_key: original.key.clone(),
+        messages,
+        authorized_today: u32::try_from(authorized_today).unwrap_or(u32::MAX),
+        max_per_day,
+        refusal: None,
+    };
+    evidence.refusal = rule_refusal(&original, &commitment, &evidence, now);
+    Ok(Family {
+        row,
+        original,
+        commitment,
+        evidence,
+    })
+}
+
+/// Every rule but the acknowledgement, in the order a supervisor can act
+/// on them: what the original is, whether its content is still the truth,
+/// what is still pending, and the day's cap.
+fn rule_refusal(
+    original: &IntentionRow,
+    commitment: &CommitmentRow,
+    ev: &ResendEvidence,
+    now: DateTime<Utc>,
+) -> Option<Refusal> {
+    match original.state {
+        IntentionState::Planned => return Some(Refusal::NotSentYet { state: original.state }),
+        IntentionState::Dispatching => return Some(Refusal::InFlight),
+        IntentionState::Uncertain => return Some(Refusal::Uncertain),
+        _ => {}
+    }
+    if commitment.commitment.is_cancelled() {
+        return Some(Refusal::CommitmentCancelled);
+    }
+    if commitment.commitment.version != original.commitment_version {
+        return Some(Refusal::StaleVersion {
+            planned: original.commitment_version,
+            current: commitment.commitment.version,
+        });
+    }
+    if original.expires_at.is_some_and(|e| e <= now) {
+        return Some(Refusal::Expired);
+    }
+    let pending = ev.messages.iter().find(|m| {
+        m.id != original.id
+            && matches!(
+                m.state,
+                IntentionState::Planned | IntentionState::Dispatching | IntentionState::Uncertain
+            )
+    });
+    if let Some(p) = pending {
+        return Some(Refusal::ResendPending { key: p.key.clone() });
+    }
+    if ev.authorized_today >= ev.max_per_day {
+        return Some(Refusal::DailyCap {
+            limit: ev.max_per_day,
+            authorized_today: ev.authorized_today,
+        });
+    }
+    None
+}
+
+/// The evidence a supervisor sees before authorizing a resend of
+/// `intention_id` (any member of the family). Reads only.
+pub fn resend_evidence(
+    tx: &Tx<'_>,
+    intention_id: i64,
+    max_per_day: u32,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> Result<ResendEvidence, OpsError> {
+    Ok(load(tx, intention_id, max_per_day, tz, now)?.evidence)
+}
+
+/// Supervisors only: a NEW intention related to the original, same
+/// content, key `{original}:reenvio:{n}`, with reason and responsible, if
+/// the guard allows it (see the module header). A refusal is recorded as
+/// the action's result and in the selected intention's history.
+pub fn authorize_resend(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    intention_id: i64,
+    reason: &str,
+    guard: ResendGuard,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    check(actor, OpKind::AuthorizeResend, reason)?;
+    let fam = load(tx, intention_id, guard.max_per_day, tz, now)?;
+    let last_reached = fam.evidence.reached().last().cloned();
+    let refusal = fam.evidence.refusal.clone().or_else(|| match &last_reached {
+        Some(m) if !guard.acknowledge_delivered => Some(Refusal::AcknowledgeDelivery {
+            key: m.key.clone(),
+            state: m.state,
+        }),
+        _ => None,
+    });
+    let row = &fam.row;
+    if let Some(r) = refusal {
+        return finish(
+            tx,
+            actor,
+            OpKind::AuthorizeResend,
+            Some(row),
+            (row.commitment_id, &row.commitment_ref),
+            reason,
+            OpOutcome::Refused(r),
+            true,
+            now,
+        );
+    }
+    let new = resend_of(tx, actor, &fam.original, reason, tz, now)?;
+    let id = tx
+        .reserve(&new, fam.original.commitment_id, fam.commitment.contact_id, now)?
+        .id();
+    let outcome = OpOutcome::Done {
+        state: Some(IntentionState::Planned),
+        new_intention: Some((id, new.key.to_string())),
+        closed: 0,
+    };
+    let acknowledged = last_reached.is_some().then(|| {
+        let list = fam
+            .evidence
+            .reached()
+            .map(|m| format!("#{} {} ({})", m.id, m.key, m.state))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("delivery acknowledged: the customer already has {list}")
+    });
+    let report = finish_with(
+        tx,
+        actor,
+        OpKind::AuthorizeResend,
+        Some(row),
+        (row.commitment_id, &row.commitment_ref),
+        reason,
+        outcome,
+        acknowledged.as_deref(),
+        now,
+    )?;
+    if let Some(what) = &acknowledged {
+        acknowledge(tx, actor, &fam, id, report.action_id, what, now)?;
+    }
+    Ok(report)
+}
+
+/// The new intention: the original's content under the next free
+/// `…:reenvio:{n}` key.
+fn resend_of(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    original: &IntentionRow,
+    reason: &str,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> Result<NewIntention, OpsError> {
+    let original_key = IntentionKey::parse(&original.key)?;
+    let mut n = u32::try_from(tx.resend_count(original.id)?).unwrap_or(0) + 1;
+    let mut key = IntentionKey::resend(&original_key, n)?;
+    while tx.intention_id(key.as_str())?.is_some() {
+        n += 1;
+        key = IntentionKey::resend(&original_key, n)?;
+    }
+    Ok(NewIntention {
+        commitment_ref: original.commitment_ref.clone(),
+        commitment_version: original.commitment_version,
+        purpose: original.purpose(),
+        recipient: original.recipient.clone(),
+        category: original.category(),
+        channel: original.channel.clone(),
+        template: original.template.clone(),
+        language: original.language.clone(),
+        parameters: original.parameters.clone(),
+        body: original.body.clone(),
+        due_at: now,
+        expires_at: original.expires_at,
+        asks_confirmation: original.asks_confirmation,
+        correlation_id: correlation_id(&key),
+        day: operating_day(now, tz),
+        created_by: actor.name.to_string(),
+        authorized_by: Some(actor.name.to_string()),
+        reason: Some(note_text(actor, reason)),
+        related_key: Some(original_key),
+        key,
+    })
+}
+
+/// Records what the supervisor acknowledged: a row tied to the action and
+/// the new resend, and a note in the new resend's history.
+fn acknowledge(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    fam: &Family,
+    new_id: i64,
+    action_id: i64,
+    what: &str,
+    now: DateTime<Utc>,
+) -> Result<(), OpsError> {
+    let reached: Vec<&FamilyMember> = fam.evidence.reached().collect();
+    let evidence = serde_json::to_value(&reached).unwrap_or(serde_json::Value::Null);
+    tx.record_resend_acknowledgement(
+        &NewAcknowledgement {
+            action_id,
+            intention_id: new_id,
+            original_id: fam.original.id,
+            operator: actor.name,
+            evidence: &evidence,
+        },
+        now,
+    )?;
+    let note = format!("{} ({}): {what}", actor.name, actor.role.as_str());
+    tx.note(
+        new_id,
+        &Entry {
+            signal: "acknowledged_delivery",
+            cause: Cause::Operator,
+            evidence: Some(&format!("operator_action:{action_id}")),
+            note: Some(&note),
+            commitment_version: Some(fam.original.commitment_version),
+        },
+        now,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_its_rule_as_its_json_tag() {
+        let all = [
+            Refusal::InFlight,
+            Refusal::Uncertain,
+            Refusal::ChannelHasIt {
+                state: IntentionState::Sent,
+            },
+            Refusal::Delivered {
+                state: IntentionState::Read,
+            },
+            Refusal::Closed {
+                state: IntentionState::Failed,
+                reason: None,
+            },
+            Refusal::NotSentYet {
+                state: IntentionState::Planned,
+            },
+            Refusal::ResendPending { key: "k".into() },
+            Refusal::AcknowledgeDelivery {
+                key: "k".into(),
+                state: IntentionState::Read,
+            },
+            Refusal::DailyCap {
+                limit: 2,
+                authorized_today: 2,
+            },
+            Refusal::StaleVersion { planned: 1, current: 2 },
+            Refusal::CommitmentCancelled,
+            Refusal::Expired,
+            Refusal::NotAnAppointment,
+            Refusal::NoLookup,
+            Refusal::ChannelUnsure,
+            Refusal::ChannelNoRecord,
+            Refusal::ChannelUnavailable { detail: "x".into() },
+        ];
+        for r in all {
+            let json = serde_json::to_value(&r).unwrap();
+            assert_eq!(json["refusal"], r.rule(), "{r:?}");
+        }
+    }
+}
