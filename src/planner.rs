@@ -15,7 +15,7 @@ use crate::domain::event::BookingEvent;
 use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::{IntentionKey, KeyError, Purpose};
 use crate::domain::state::CancelReason;
-use crate::templates::{Templates, date_es, time_hhmm};
+use crate::templates::{MAX_BODY_CHARS, Templates, date_es, time_hhmm};
 
 /// Which still-planned intentions of the commitment to close, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +36,32 @@ pub struct Plan {
     pub closures: Vec<Closure>,
     /// Why nothing (or less than usual) was planned, for the import report.
     pub notes: Vec<String>,
+    /// Messages that must not go out as rendered, with the reason: they are
+    /// reserved (so the ledger shows them) and handed to a person in
+    /// `review` instead of being sent. The event itself is applied, because
+    /// refusing it would also refuse what it closes (a cancellation whose
+    /// notice is too long must still stop the reminders).
+    pub held: Vec<(NewIntention, String)>,
+}
+
+impl Plan {
+    /// Moves every intention whose rendered text WhatsApp would refuse
+    /// (over [`MAX_BODY_CHARS`]) from `intentions` to `held`.
+    fn hold_oversize(&mut self) {
+        let (ok, long): (Vec<_>, Vec<_>) = std::mem::take(&mut self.intentions)
+            .into_iter()
+            .partition(|n| n.body.chars().count() <= MAX_BODY_CHARS);
+        self.intentions = ok;
+        for n in long {
+            let reason = format!(
+                "rendered text has {} characters, over WhatsApp's limit of {MAX_BODY_CHARS}: not sent; \
+                 fix the template or the booking data, then cancel this message",
+                n.body.chars().count()
+            );
+            self.notes.push(format!("{}: {reason}", n.key));
+            self.held.push((n, reason));
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,46 +89,65 @@ impl Planner<'_> {
         now: DateTime<Utc>,
     ) -> Result<Plan, PlanError> {
         let mut plan = Plan::default();
+        self.plan_into(&mut plan, after, change, ev, now)?;
+        plan.hold_oversize();
+        Ok(plan)
+    }
+
+    fn plan_into(
+        &self,
+        plan: &mut Plan,
+        after: &Commitment,
+        change: Change,
+        ev: &BookingEvent,
+        now: DateTime<Utc>,
+    ) -> Result<(), PlanError> {
+        let appointment = after.kind == CommitmentKind::Appointment;
         match change {
-            Change::Created | Change::Rescheduled | Change::Moved if after.kind == CommitmentKind::Appointment => {
+            Change::Created | Change::Rescheduled | Change::Moved if appointment => {
                 plan.closures.push(Closure::OlderThan {
                     version: after.version,
                     reason: CancelReason::Superseded,
                 });
-                if !self.fresh(ev, now, &mut plan) || !self.ahead(after, now, &mut plan) {
-                    return Ok(plan);
+                if !self.fresh(ev, now, plan) || !self.ahead(after, now, plan) {
+                    return Ok(());
                 }
-                let first = if change == Change::Created {
-                    Purpose::Booking
+                let (first, wanted) = if change == Change::Created {
+                    (Purpose::Booking, self.policy.booking_notice)
                 } else {
-                    Purpose::Update
-                };
-                let wanted = if change == Change::Created {
-                    self.policy.booking_notice
-                } else {
-                    self.policy.update_notice
+                    (Purpose::Update, self.policy.update_notice)
                 };
                 if wanted {
                     plan.intentions.push(self.appointment(after, first, now)?);
                 }
-                for &minutes in &self.policy.reminder_offsets_minutes {
-                    let due = after.starts_at.map(|s| s - Duration::minutes(minutes.into()));
-                    // A reminder whose moment already passed is covered by the
-                    // booking or update notice sent now.
-                    if due.is_some_and(|d| d > now) {
-                        plan.intentions
-                            .push(self.appointment(after, Purpose::Reminder { minutes }, now)?);
-                    }
+                self.reminders(plan, after, false, now)?;
+            }
+            // Nothing about the appointment itself moved, so no "changed"
+            // notice: the old version's messages are retired and the
+            // reminders planned again with the right recipient and text. A
+            // new phone has heard nothing yet, so it gets the booking notice.
+            Change::Recipient | Change::Details if appointment => {
+                plan.closures.push(Closure::OlderThan {
+                    version: after.version,
+                    reason: CancelReason::Superseded,
+                });
+                if after.is_cancelled() || !self.fresh(ev, now, plan) || !self.ahead(after, now, plan) {
+                    return Ok(());
+                }
+                if change == Change::Recipient && self.policy.booking_notice {
+                    plan.intentions.push(self.appointment(after, Purpose::Booking, now)?);
+                }
+                // Staff who already phoned the customer did what a reminder
+                // would do; a confirmed appointment needs no "please confirm".
+                if after.manual_contact_at.is_none() {
+                    self.reminders(plan, after, after.confirmed_at.is_some(), now)?;
                 }
             }
             Change::Cancelled => {
                 plan.closures.push(Closure::AllPlanned {
                     reason: CancelReason::CommitmentCancelled,
                 });
-                if self.policy.cancellation_notice
-                    && self.fresh(ev, now, &mut plan)
-                    && self.ahead(after, now, &mut plan)
-                {
+                if self.policy.cancellation_notice && self.fresh(ev, now, plan) && self.ahead(after, now, plan) {
                     plan.intentions
                         .push(self.appointment(after, Purpose::Cancellation, now)?);
                 }
@@ -117,15 +162,39 @@ impl Planner<'_> {
                     reason: CancelReason::ManualContact,
                 });
             }
-            Change::Created | Change::OrderState if after.kind == CommitmentKind::Order => {
-                if self.fresh(ev, now, &mut plan) {
+            Change::Created | Change::OrderState if !appointment => {
+                if self.fresh(ev, now, plan) {
                     plan.intentions.push(self.order(after, now)?);
                 }
             }
             Change::Internal => plan.notes.push("internal state: no message".into()),
             _ => plan.notes.push("no change that matters to messages".into()),
         }
-        Ok(plan)
+        Ok(())
+    }
+
+    /// The policy's reminders still ahead of `now`; `skip_confirm` leaves
+    /// out the ones that ask the customer to confirm.
+    fn reminders(
+        &self,
+        plan: &mut Plan,
+        after: &Commitment,
+        skip_confirm: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(), PlanError> {
+        for &minutes in &self.policy.reminder_offsets_minutes {
+            if skip_confirm && self.policy.confirm_reminder_offsets_minutes.contains(&minutes) {
+                continue;
+            }
+            let due = after.starts_at.map(|s| s - Duration::minutes(minutes.into()));
+            // A reminder whose moment already passed is covered by the
+            // booking or update notice sent now.
+            if due.is_some_and(|d| d > now) {
+                plan.intentions
+                    .push(self.appointment(after, Purpose::Reminder { minutes }, now)?);
+            }
+        }
+        Ok(())
     }
 
     /// Flood guard: an event older than the horizon is history.

@@ -1,8 +1,10 @@
 //! Agenda exports as CSV: `ref,starts_at,phone,name,service,location,status`
 //! with a header row. `status` is `scheduled` (also for a changed time or
 //! place), `cancelled` or `confirmed`. Each row gets a stable event id from
-//! its content, so re-importing the same export is a no-op while an edited
-//! row is a new event.
+//! its whole content, so re-importing the same export is a no-op while an
+//! edited row is a new event. Rows carry no version: a row that changes
+//! what a message says (time, place, phone, name, service) gets the next
+//! version of its appointment.
 
 use sha2::{Digest, Sha256};
 
@@ -102,8 +104,11 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
             }
         };
         let event = |kind: &str| {
-            let digest =
-                Sha256::digest(format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}").as_bytes());
+            // Every column is in the id: an edited row must be a new event,
+            // never "the same event with other content" (a conflict).
+            let digest = Sha256::digest(
+                format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}|{name}").as_bytes(),
+            );
             BookingEvent::from_value(serde_json::json!({
                 "event_id": format!("csv-{}", &hex::encode(digest)[..24]),
                 "type": kind,
@@ -137,6 +142,7 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
                     .map(|mut e| {
                         e.field = match e.field.as_str() {
                             "contact.phone" | "contact" => "phone".into(),
+                            "contact.name" => "name".into(),
                             f => f.to_string(),
                         };
                         e

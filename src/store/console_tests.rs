@@ -183,6 +183,7 @@ fn migration_0002_backfills_an_existing_database() {
              DROP INDEX intentions_day_due; DROP INDEX intentions_day_state;
              CREATE INDEX intentions_day_state ON intentions(day, state);
              ALTER TABLE intentions DROP COLUMN starts_at;
+             DROP TABLE refused_events; ALTER TABLE commitments DROP COLUMN contact_name;
              PRAGMA user_version = 1;",
         )
         .unwrap();
