@@ -507,4 +507,75 @@ mod tests {
             "Hola Luis, tu pedido pedido-88 ya está en camino."
         );
     }
+
+    #[test]
+    fn a_new_phone_gets_the_booking_notice_and_reminders_but_no_change_notice() {
+        let (c, _) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+        );
+        let moved = BookingEvent::from_json(
+            r#"{"event_id":"e2","type":"appointment.scheduled","ref":"cita-1042","starts_at":"2026-12-01T09:30:00-05:00",
+                "contact":{"phone":"+51911222333","name":"Ana"},"service":"Odontología","location":"Sede Miraflores"}"#,
+        )
+        .unwrap();
+        let (after, plan) = run(Some(&c), &moved);
+        assert_eq!(after.version, 2);
+        assert_eq!(
+            keys(&plan),
+            [
+                "cita-1042:aviso-reserva:v2",
+                "cita-1042:recordatorio-24h:v2",
+                "cita-1042:recordatorio-2h:v2"
+            ]
+        );
+        assert!(plan.intentions.iter().all(|i| i.recipient == "+51911222333"));
+        assert_eq!(
+            plan.closures,
+            [Closure::OlderThan {
+                version: 2,
+                reason: CancelReason::Superseded
+            }]
+        );
+        // A name fix on a confirmed appointment: reminders only, and none
+        // that asks to confirm again.
+        let mut confirmed = after.clone();
+        confirmed.confirmed_at = Some(now());
+        let mut renamed = moved.clone();
+        renamed.contact.as_mut().unwrap().name = Some("Ana María".into());
+        let (_, plan) = run(Some(&confirmed), &renamed);
+        assert_eq!(keys(&plan), ["cita-1042:recordatorio-2h:v3"]);
+    }
+
+    #[test]
+    fn a_text_over_whatsapps_limit_is_held_for_review_not_planned() {
+        let policy = Policy::default();
+        let long = "x".repeat(MAX_BODY_CHARS);
+        let templates = Templates::parse(
+            &crate::templates::DEFAULT_TEMPLATES
+                .replace("tu cita de {{2}} quedó reservada", &format!("{long} {{{{2}}}}")),
+            "t.toml",
+        )
+        .unwrap();
+        let p = Planner {
+            policy: &policy,
+            templates: &templates,
+            tz: chrono_tz::America::Lima,
+        };
+        let e = ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#);
+        let Effect::Applied { after, kind, .. } = apply(None, &e, now()) else {
+            panic!("applied")
+        };
+        let plan = p.plan(&after, kind, &e, now()).unwrap();
+        assert_eq!(
+            keys(&plan),
+            ["cita-1042:recordatorio-24h:v1", "cita-1042:recordatorio-2h:v1"]
+        );
+        assert_eq!(plan.held.len(), 1);
+        let (held, reason) = &plan.held[0];
+        assert_eq!(held.key.as_str(), "cita-1042:aviso-reserva:v1");
+        assert!(held.body.chars().count() > MAX_BODY_CHARS);
+        assert!(reason.contains("4096") && reason.contains("not sent"), "{reason}");
+        assert!(plan.notes.iter().any(|n| n.starts_with("cita-1042:aviso-reserva:v1: ")));
+    }
 }

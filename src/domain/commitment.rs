@@ -500,4 +500,111 @@ mod tests {
         let o = BookingEvent::from_json(r#"{"event_id":"e","type":"order.paid","ref":"cita-1"}"#).unwrap();
         assert!(matches!(apply(Some(&c), &o, now()), Effect::Rejected { .. }));
     }
+
+    fn conflict_fields(e: Effect) -> Vec<&'static str> {
+        match e {
+            Effect::Conflict { fields, .. } => fields,
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_equal_version_with_other_content_is_a_conflict_naming_the_fields() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","version":1,"location":"Sede A","service":"Odontología""#,
+            ),
+            now(),
+        ));
+        let base = r#","starts_at":"2026-12-01T09:30:00-05:00","version":1,"location":"Sede A""#;
+        let moved = ev("appointment.scheduled", &base.replace("Sede A", "Sede B"));
+        assert_eq!(conflict_fields(apply(Some(&c), &moved, now())), ["location"]);
+        let text = r#"{"event_id":"e","type":"appointment.scheduled","ref":"cita-1","version":1,
+            "starts_at":"2026-12-01T10:30:00-05:00","contact":{"phone":"+51911222333","name":"Rosa"},
+            "service":"Pediatría"}"#;
+        let other = BookingEvent::from_json(text).unwrap();
+        assert_eq!(
+            conflict_fields(apply(Some(&c), &other, now())),
+            ["starts_at", "service", "contact.phone", "contact.name"]
+        );
+        let cancel = ev("appointment.cancelled", r#","version":1"#);
+        assert_eq!(conflict_fields(apply(Some(&c), &cancel, now())), ["type"]);
+        // The same content at the same version is no change; a fact about
+        // the commitment (a confirmation) is not a content change.
+        let (_, changed, kind) = applied(apply(Some(&c), &ev("appointment.scheduled", base), now()));
+        assert_eq!((changed, kind), (false, Change::NoChange));
+        let (after, changed, kind) = applied(apply(Some(&c), &ev("appointment.confirmed", r#","version":1"#), now()));
+        assert_eq!((after.version, changed, kind), (1, false, Change::Confirmed));
+        // Orders too: another state at the same version.
+        let mk = |kind: &str, v: &str| {
+            BookingEvent::from_json(&format!(
+                r#"{{"event_id":"e","type":"{kind}","ref":"pedido-1","contact":{{"phone":"+51987654321"}}{v}}}"#
+            ))
+            .unwrap()
+        };
+        let (o, ..) = applied(apply(None, &mk("order.confirmed", r#","version":2"#), now()));
+        assert_eq!(
+            conflict_fields(apply(Some(&o), &mk("order.shipped", r#","version":2"#), now())),
+            ["type"]
+        );
+    }
+
+    #[test]
+    fn versionless_changes_of_phone_name_or_service_raise_the_version() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+            now(),
+        ));
+        let moved_phone = BookingEvent::from_json(
+            r#"{"event_id":"e","type":"appointment.scheduled","ref":"cita-1","starts_at":"2026-12-01T09:30:00-05:00",
+                "contact":{"phone":"+51911222333"}}"#,
+        )
+        .unwrap();
+        let (c2, changed, kind) = applied(apply(Some(&c), &moved_phone, now()));
+        assert_eq!((c2.version, changed, kind), (2, true, Change::Recipient));
+        assert_eq!(c2.phone.as_deref(), Some("+51911222333"));
+        let confirmed = BookingEvent::from_json(
+            r#"{"event_id":"e","type":"appointment.confirmed","ref":"cita-1","service":"Pediatría"}"#,
+        )
+        .unwrap();
+        let (c3, changed, kind) = applied(apply(Some(&c2), &confirmed, now()));
+        assert_eq!(
+            (c3.version, changed, kind),
+            (3, true, Change::Details),
+            "a confirmation that also changes the text"
+        );
+        assert!(c3.confirmed_at.is_some());
+        // The language is the person's, not the message's: no new version.
+        let lang = BookingEvent::from_json(
+            r#"{"event_id":"e","type":"appointment.confirmed","ref":"cita-1","contact":{"phone":"+51911222333","language":"en"}}"#,
+        )
+        .unwrap();
+        let (c4, changed, kind) = applied(apply(Some(&c3), &lang, now()));
+        assert_eq!((c4.version, changed, kind), (3, false, Change::NoChange));
+        assert_eq!(c4.language.as_deref(), Some("en"));
+    }
+
+    #[test]
+    fn a_higher_version_that_changes_nothing_we_track_replans_for_it() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","version":1"#,
+            ),
+            now(),
+        ));
+        let (c2, changed, kind) = applied(apply(
+            Some(&c),
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","version":2"#,
+            ),
+            now(),
+        ));
+        assert_eq!((c2.version, changed, kind), (2, true, Change::Details));
+    }
 }

@@ -418,4 +418,59 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", t.as_str()));
         }
     }
+
+    #[test]
+    fn oversize_texts_are_refused_naming_the_field() {
+        let long = |n: usize| "x".repeat(n);
+        let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        v["contact"]["name"] = long(MAX_NAME_CHARS).into();
+        v["service"] = long(MAX_LABEL_CHARS).into();
+        v["location"] = "ñ".repeat(MAX_LABEL_CHARS).into();
+        v["note"] = long(MAX_NOTE_CHARS).into();
+        assert!(
+            BookingEvent::from_value(v.clone()).is_ok(),
+            "at the limits (in characters, not bytes)"
+        );
+        v["contact"]["name"] = long(MAX_NAME_CHARS + 1).into();
+        v["service"] = long(MAX_LABEL_CHARS + 1).into();
+        v["location"] = "ñ".repeat(MAX_LABEL_CHARS + 1).into();
+        v["note"] = long(MAX_NOTE_CHARS + 1).into();
+        v["operator"] = long(MAX_NAME_CHARS + 1).into();
+        let e = BookingEvent::from_value(v).unwrap_err();
+        let shown: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "contact.name: too long: 121 characters (at most 120)",
+                "service: too long: 201 characters (at most 200)",
+                "location: too long: 201 characters (at most 200)",
+                "operator: too long: 121 characters (at most 120)",
+                "note: too long: 1001 characters (at most 1000)",
+            ]
+        );
+        let e = BookingEvent::from_json(&GOOD.replace("\"version\":1", "\"version\":9007199254740992")).unwrap_err();
+        assert_eq!(e[0].field, "version");
+    }
+
+    #[test]
+    fn differing_fields_are_named_by_their_json_paths() {
+        let a: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        let mut b = a.clone();
+        b["event_id"] = "other".into();
+        b["starts_at"] = "2026-12-01T14:30:00Z".into();
+        b["service"] = " Odontología ".into();
+        assert!(
+            differing_fields(&a, &b).is_empty(),
+            "same instant, same text, id ignored"
+        );
+        b["location"] = "Sede B".into();
+        b["contact"]["phone"] = "+51911222333".into();
+        b["note"] = "nuevo".into();
+        assert_eq!(differing_fields(&a, &b), ["contact.phone", "location", "note"]);
+        b.as_object_mut().unwrap().remove("contact");
+        assert_eq!(
+            differing_fields(&a, &b),
+            ["contact.language", "contact.name", "contact.phone", "location", "note"]
+        );
+    }
 }

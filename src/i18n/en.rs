@@ -160,6 +160,7 @@ pub static EN: Strings = Strings {
         ("cancelled", "cancelled"),
         ("stuck", "stuck"),
         ("reschedule", "reschedule"),
+        ("refused_event", "refused"),
     ],
     reasons: &[
         ("commitment_cancelled", "appointment cancelled"),
@@ -172,4 +173,5 @@ pub static EN: Strings = Strings {
         ("withdrawn", "withdrawn"),
         ("in_past", "in the past"),
     ],
+    refused_event: "event",
 };

@@ -160,6 +160,7 @@ pub static ES: Strings = Strings {
         ("cancelled", "cancelada"),
         ("stuck", "atascada"),
         ("reschedule", "reprogramar"),
+        ("refused_event", "rechazado"),
     ],
     reasons: &[
         ("commitment_cancelled", "cita cancelada"),
@@ -172,4 +173,5 @@ pub static ES: Strings = Strings {
         ("withdrawn", "retirada del canal"),
         ("in_past", "en el pasado"),
     ],
+    refused_event: "evento",
 };

@@ -166,6 +166,9 @@ pub struct Strings {
     pub states: &'static [(&'static str, &'static str)],
     /// `(code, label)` for closure reasons.
     pub reasons: &'static [(&'static str, &'static str)],
+    /// The "message" column of an Atención row that is a booking event
+    /// refused as a conflict.
+    pub refused_event: &'static str,
 }
 
 mod en;

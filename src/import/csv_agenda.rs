@@ -214,4 +214,16 @@ mod tests {
         let (_, errors) = parse("ref,phone\ncita-1,+51987654321\n", "a.csv");
         assert!(errors[0].reason.contains("starts_at"));
     }
+
+    #[test]
+    fn every_column_is_part_of_the_event_id() {
+        let head = "ref,starts_at,phone,name,service,location,status\n";
+        let row = "cita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana,Odontología,Sede A,scheduled\n";
+        let (a, _) = parse(&format!("{head}{row}"), "a.csv");
+        let (b, _) = parse(&format!("{head}{}", row.replace("Ana", "Ana María")), "a.csv");
+        assert_ne!(a[0].event.event_id, b[0].event.event_id);
+        assert_eq!(a[0].event.version, None, "agenda rows are versioned by the ledger");
+        let (_, errors) = parse(&format!("{head}{}", row.replace("Ana", &"A".repeat(121))), "a.csv");
+        assert_eq!(errors[0].field, "name", "{errors:?}");
+    }
 }

@@ -516,4 +516,34 @@ mod tests {
         assert!(g.starts_with("ics-") && check_ref(&g).is_ok(), "{g}");
         assert!(check_ref(&uid_to_ref("@@@")).is_ok());
     }
+
+    #[test]
+    fn without_sequence_the_id_follows_the_content_and_the_ledger_versions_it() {
+        let bare = ANA.replace("SEQUENCE:2\r\n", "");
+        let (a, _) = parse(&cal(&bare), "a.ics", LIMA);
+        let (same, _) = parse(&cal(&bare), "b.ics", LIMA);
+        let (moved, _) = parse(&cal(&bare.replace("20270112T093000", "20270113T093000")), "a.ics", LIMA);
+        assert_eq!(a[0].event.version, None);
+        assert_eq!(
+            a[0].event.event_id, same[0].event.event_id,
+            "a re-export is a duplicate"
+        );
+        assert_ne!(
+            a[0].event.event_id, moved[0].event.event_id,
+            "an edited VEVENT is a new event"
+        );
+        // With a SEQUENCE, the id is UID + SEQUENCE + STATUS: the same id
+        // with other content, which the ledger refuses as a conflict.
+        let (s1, _) = parse(&cal(ANA), "a.ics", LIMA);
+        let (s2, _) = parse(&cal(&ANA.replace("20270112T093000", "20270113T093000")), "a.ics", LIMA);
+        assert_eq!(s1[0].event.event_id, s2[0].event.event_id);
+    }
+
+    #[test]
+    fn an_oversize_name_is_named_as_the_name() {
+        let long = ANA.replace("CN=Ana Quispe", &format!("CN={}", "A".repeat(121)));
+        let (_, errors) = parse(&cal(&long), "a.ics", LIMA);
+        assert_eq!(errors[0].field, "name", "{errors:?}");
+        assert!(errors[0].reason.contains("too long"));
+    }
 }

@@ -142,6 +142,7 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
                     let kind = match r.kind {
                         super::RowKind::Intention => "intention",
                         super::RowKind::RescheduleRequest => "reschedule",
+                        super::RowKind::RefusedEvent => "refused",
                     };
                     (kind.to_string(), r.intention_id, r.commitment_id, r.evidence_count)
                 })
