@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::commitment::{Change, Effect, apply};
+use crate::domain::commitment::{Change, Commitment, Effect, apply};
 use crate::domain::event::{BookingEvent, ConflictKind, differing_fields};
 use crate::domain::fingerprint::fingerprint;
 use crate::domain::state::Signal;
@@ -223,26 +223,62 @@ pub fn ingest(
         return Err(StoreError::from(crate::failpoint::sqlite_error(a)).into());
     }
 
-    let plan = planner.plan(&after, kind, ev, now)?;
+    let r = realize(tx, planner, &after, kind, ev, (commitment_id, contact_id), now)?;
+    Ok(Outcome::Stored {
+        reference: after.reference.clone(),
+        effect,
+        version: after.version,
+        planned: r.planned,
+        already_present: r.already_present,
+        closed: r.closed,
+        held: r.held,
+        notes: r.notes,
+    })
+}
+
+/// What planning did for one applied event.
+struct Realized {
+    planned: Vec<String>,
+    already_present: usize,
+    closed: usize,
+    held: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// Plans for the commitment as it is now, closes what stopped being
+/// pertinent and reserves the rest; held messages go straight to `review`.
+fn realize(
+    tx: &Tx<'_>,
+    planner: &Planner<'_>,
+    after: &Commitment,
+    kind: Change,
+    ev: &BookingEvent,
+    (commitment_id, contact_id): (i64, Option<i64>),
+    now: DateTime<Utc>,
+) -> Result<Realized, IngestError> {
+    let plan = planner.plan(after, kind, ev, now)?;
     let keep: Vec<&str> = plan
         .intentions
         .iter()
         .chain(plan.held.iter().map(|(n, _)| n))
         .map(|i| i.key.as_str())
         .collect();
-    let mut closed = 0;
+    let mut r = Realized {
+        planned: Vec::new(),
+        already_present: 0,
+        closed: 0,
+        held: Vec::new(),
+        notes: Vec::new(),
+    };
     for rule in &plan.closures {
-        closed += tx.close_planned(commitment_id, *rule, &keep, after.version, now)?.len();
+        r.closed += tx.close_planned(commitment_id, *rule, &keep, after.version, now)?.len();
     }
-    let mut planned = Vec::new();
-    let mut already_present = 0;
     for n in &plan.intentions {
         match tx.reserve(n, commitment_id, contact_id, now)? {
-            Reserved::New(_) => planned.push(n.key.to_string()),
-            Reserved::Existing(_) => already_present += 1,
+            Reserved::New(_) => r.planned.push(n.key.to_string()),
+            Reserved::Existing(_) => r.already_present += 1,
         }
     }
-    let mut held = Vec::new();
     for (n, reason) in &plan.held {
         match tx.reserve(n, commitment_id, contact_id, now)? {
             Reserved::New(id) => {
@@ -254,21 +290,13 @@ pub fn ingest(
                     commitment_version: Some(n.commitment_version),
                 };
                 tx.signal(id, Signal::NeedsReview, &entry, now)?;
-                held.push(n.key.to_string());
+                r.held.push(n.key.to_string());
             }
-            Reserved::Existing(_) => already_present += 1,
+            Reserved::Existing(_) => r.already_present += 1,
         }
     }
-    Ok(Outcome::Stored {
-        reference: after.reference.clone(),
-        effect,
-        version: after.version,
-        planned,
-        already_present,
-        closed,
-        held,
-        notes: plan.notes,
-    })
+    r.notes = plan.notes;
+    Ok(r)
 }
 
 /// An event id already in the log: a duplicate when its content is the

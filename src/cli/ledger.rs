@@ -342,95 +342,104 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        IntentsCmd::Show { id_or_key, json } => {
-            let d = store.read(|tx| tx.intention_detail(&id_or_key))?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&d)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            let i = &d.intention;
-            out!("#{} {}", i.id, inert(i.key.as_str()));
+        IntentsCmd::Show { id_or_key, json } => return show_intention(&mut store, tz, &id_or_key, json),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `intents show ID|KEY`: content, history in order, attempts, related.
+fn show_intention(
+    store: &mut crate::store::Store,
+    tz: chrono_tz::Tz,
+    id_or_key: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let d = store.read(|tx| tx.intention_detail(id_or_key))?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&d)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let i = &d.intention;
+    out!("#{} {}", i.id, inert(i.key.as_str()));
+    out!(
+        "  state      {}{}",
+        i.state,
+        i.state_reason
+            .as_deref()
+            .map(|r| format!(" ({})", inert(r)))
+            .unwrap_or_default()
+    );
+    out!("  commitment {} v{}", inert(&i.commitment_ref), i.commitment_version);
+    out!(
+        "  to         {} ({}, {})",
+        mask_phone(&i.recipient),
+        i.category,
+        inert(&i.channel)
+    );
+    let params: Vec<_> = i.parameters.iter().map(|p| inert(p)).collect();
+    out!(
+        "  template   {} [{}] {:?}",
+        inert(&i.template),
+        inert(&i.language),
+        params
+    );
+    out!("  text       {}", inert(&i.body));
+    out!(
+        "  due        {}",
+        i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
+    );
+    if let Some(e) = i.expires_at {
+        out!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+    }
+    out!("  fingerprint {}", inert(&i.fingerprint));
+    if let Some(r) = &i.reason {
+        out!(
+            "  reason     {} (by {}, authorized by {})",
+            inert(r),
+            inert(&i.created_by),
+            inert(i.authorized_by.as_deref().unwrap_or("-"))
+        );
+    }
+    out!("history:");
+    for h in &d.history {
+        out!(
+            "  {} {:<11} → {:<11} {:<3} {:<16} {:<10} {}{}",
+            h.at.with_timezone(&tz).format("%m-%d %H:%M:%S%.3f"),
+            inert(h.from_state.as_deref().unwrap_or("-")),
+            inert(&h.to_state),
+            if h.applied { "" } else { "(r)" },
+            inert(&h.signal),
+            inert(&h.cause),
+            h.evidence
+                .as_deref()
+                .map(|e| format!("[{}] ", inert(e)))
+                .unwrap_or_default(),
+            inert(h.note.as_deref().unwrap_or(""))
+        );
+    }
+    out!("attempts:");
+    for a in &d.attempts {
+        out!(
+            "  {} {} {:<9} http {} cmd {} msg {} {}",
+            a.n,
+            a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
+            inert(&a.outcome),
+            a.http_status.map(|s| s.to_string()).unwrap_or("-".into()),
+            inert(a.command_id.as_deref().unwrap_or("-")),
+            inert(a.message_id.as_deref().unwrap_or("-")),
+            inert(a.error_detail.as_deref().unwrap_or(""))
+        );
+    }
+    if !d.related.is_empty() {
+        out!("related:");
+        for r in &d.related {
             out!(
-                "  state      {}{}",
-                i.state,
-                i.state_reason
-                    .as_deref()
-                    .map(|r| format!(" ({})", inert(r)))
-                    .unwrap_or_default()
+                "  #{} {} {} ({})",
+                r.id,
+                inert(r.key.as_str()),
+                inert(&r.state.to_string()),
+                inert(&r.relation.to_string())
             );
-            out!("  commitment {} v{}", inert(&i.commitment_ref), i.commitment_version);
-            out!(
-                "  to         {} ({}, {})",
-                mask_phone(&i.recipient),
-                i.category,
-                inert(&i.channel)
-            );
-            let params: Vec<_> = i.parameters.iter().map(|p| inert(p)).collect();
-            out!(
-                "  template   {} [{}] {:?}",
-                inert(&i.template),
-                inert(&i.language),
-                params
-            );
-            out!("  text       {}", inert(&i.body));
-            out!(
-                "  due        {}",
-                i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
-            );
-            if let Some(e) = i.expires_at {
-                out!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
-            }
-            out!("  fingerprint {}", inert(&i.fingerprint));
-            if let Some(r) = &i.reason {
-                out!(
-                    "  reason     {} (by {}, authorized by {})",
-                    inert(r),
-                    inert(&i.created_by),
-                    inert(i.authorized_by.as_deref().unwrap_or("-"))
-                );
-            }
-            out!("history:");
-            for h in &d.history {
-                out!(
-                    "  {} {:<11} → {:<11} {:<3} {:<16} {:<10} {}{}",
-                    h.at.with_timezone(&tz).format("%m-%d %H:%M:%S%.3f"),
-                    inert(h.from_state.as_deref().unwrap_or("-")),
-                    inert(&h.to_state),
-                    if h.applied { "" } else { "(r)" },
-                    inert(&h.signal),
-                    inert(&h.cause),
-                    h.evidence
-                        .as_deref()
-                        .map(|e| format!("[{}] ", inert(e)))
-                        .unwrap_or_default(),
-                    inert(h.note.as_deref().unwrap_or(""))
-                );
-            }
-            out!("attempts:");
-            for a in &d.attempts {
-                out!(
-                    "  {} {} {:<9} http {} cmd {} msg {} {}",
-                    a.n,
-                    a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
-                    inert(&a.outcome),
-                    a.http_status.map(|s| s.to_string()).unwrap_or("-".into()),
-                    inert(a.command_id.as_deref().unwrap_or("-")),
-                    inert(a.message_id.as_deref().unwrap_or("-")),
-                    inert(a.error_detail.as_deref().unwrap_or(""))
-                );
-            }
-            if !d.related.is_empty() {
-                out!("related:");
-                for r in &d.related {
-                    out!(
-                        "  #{} {} {} ({})",
-                        r.id,
-                        inert(r.key.as_str()),
-                        inert(&r.state.to_string()),
-                        inert(&r.relation.to_string())
-                    );
-                }
-            }
         }
     }
     Ok(ExitCode::SUCCESS)
