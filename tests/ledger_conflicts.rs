@@ -75,6 +75,10 @@ fn a_changed_row_at_the_same_version_is_refused_by_line_and_skip_invalid_keeps_i
         err.contains("nothing was stored") && !err.contains("already reserved"),
         "{err}"
     );
+    assert!(
+        err.lines().any(|l| l.starts_with(&format!("  {f}:2: version:"))),
+        "one rejected row per line: {err}"
+    );
     assert_eq!(json(&db, &["commitments", "list"]), json!([]));
 
     // --skip-invalid stores the rest and keeps the refused rows.

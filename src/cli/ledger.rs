@@ -95,7 +95,8 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             if a.json {
                 println!("{}", serde_json::json!({"file": a.file, "stored": 0, "rejected": rows}));
             } else {
-                eprintln!("{}", inert(&ImportError::Rejected(rows).to_string()));
+                // Its Display makes each row inert and keeps one per line.
+                eprintln!("{}", ImportError::Rejected(rows));
             }
             return Ok(ExitCode::from(2));
         }

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::domain::event::{BookingEvent, FieldError};
+use crate::domain::text::inert;
 use crate::ingest::{Outcome, ingest_alone};
 use crate::planner::Planner;
 use crate::store::{EventEffect, Store, StoreError};
@@ -61,10 +62,12 @@ pub enum ImportError {
     Store(#[from] StoreError),
 }
 
+/// One row per line; each row made inert, since a reason may quote the
+/// file's own text and this message is for a terminal.
 fn format_rejected(errors: &[RowError]) -> String {
     let mut s = format!("{} row(s) rejected; nothing was stored:", errors.len());
     for e in errors {
-        s.push_str(&format!("\n  {e}"));
+        s.push_str(&format!("\n  {}", inert(&e.to_string())));
     }
     s
 }
