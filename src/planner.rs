@@ -15,7 +15,7 @@ use crate::domain::event::BookingEvent;
 use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::{IntentionKey, KeyError, Purpose};
 use crate::domain::state::CancelReason;
-use crate::templates::{Templates, date_es, time_hhmm};
+use crate::templates::{MAX_BODY_CHARS, Templates, date_es, time_hhmm};
 
 /// Which still-planned intentions of the commitment to close, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +36,32 @@ pub struct Plan {
     pub closures: Vec<Closure>,
     /// Why nothing (or less than usual) was planned, for the import report.
     pub notes: Vec<String>,
+    /// Messages that must not go out as rendered, with the reason: they are
+    /// reserved (so the ledger shows them) and handed to a person in
+    /// `review` instead of being sent. The event itself is applied, because
+    /// refusing it would also refuse what it closes (a cancellation whose
+    /// notice is too long must still stop the reminders).
+    pub held: Vec<(NewIntention, String)>,
+}
+
+impl Plan {
+    /// Moves every intention whose rendered text WhatsApp would refuse
+    /// (over [`MAX_BODY_CHARS`]) from `intentions` to `held`.
+    fn hold_oversize(&mut self) {
+        let (ok, long): (Vec<_>, Vec<_>) = std::mem::take(&mut self.intentions)
+            .into_iter()
+            .partition(|n| n.body.chars().count() <= MAX_BODY_CHARS);
+        self.intentions = ok;
+        for n in long {
+            let reason = format!(
+                "rendered text has {} characters, over WhatsApp's limit of {MAX_BODY_CHARS}: not sent; \
+                 fix the template or the booking data, then cancel this message",
+                n.body.chars().count()
+            );
+            self.notes.push(format!("{}: {reason}", n.key));
+            self.held.push((n, reason));
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,46 +89,65 @@ impl Planner<'_> {
         now: DateTime<Utc>,
     ) -> Result<Plan, PlanError> {
         let mut plan = Plan::default();
+        self.plan_into(&mut plan, after, change, ev, now)?;
+        plan.hold_oversize();
+        Ok(plan)
+    }
+
+    fn plan_into(
+        &self,
+        plan: &mut Plan,
+        after: &Commitment,
+        change: Change,
+        ev: &BookingEvent,
+        now: DateTime<Utc>,
+    ) -> Result<(), PlanError> {
+        let appointment = after.kind == CommitmentKind::Appointment;
         match change {
-            Change::Created | Change::Rescheduled | Change::Moved if after.kind == CommitmentKind::Appointment => {
+            Change::Created | Change::Rescheduled | Change::Moved if appointment => {
                 plan.closures.push(Closure::OlderThan {
                     version: after.version,
                     reason: CancelReason::Superseded,
                 });
-                if !self.fresh(ev, now, &mut plan) || !self.ahead(after, now, &mut plan) {
-                    return Ok(plan);
+                if !self.fresh(ev, now, plan) || !self.ahead(after, now, plan) {
+                    return Ok(());
                 }
-                let first = if change == Change::Created {
-                    Purpose::Booking
+                let (first, wanted) = if change == Change::Created {
+                    (Purpose::Booking, self.policy.booking_notice)
                 } else {
-                    Purpose::Update
-                };
-                let wanted = if change == Change::Created {
-                    self.policy.booking_notice
-                } else {
-                    self.policy.update_notice
+                    (Purpose::Update, self.policy.update_notice)
                 };
                 if wanted {
                     plan.intentions.push(self.appointment(after, first, now)?);
                 }
-                for &minutes in &self.policy.reminder_offsets_minutes {
-                    let due = after.starts_at.map(|s| s - Duration::minutes(minutes.into()));
-                    // A reminder whose moment already passed is covered by the
-                    // booking or update notice sent now.
-                    if due.is_some_and(|d| d > now) {
-                        plan.intentions
-                            .push(self.appointment(after, Purpose::Reminder { minutes }, now)?);
-                    }
+                self.reminders(plan, after, false, now)?;
+            }
+            // Nothing about the appointment itself moved, so no "changed"
+            // notice: the old version's messages are retired and the
+            // reminders planned again with the right recipient and text. A
+            // new phone has heard nothing yet, so it gets the booking notice.
+            Change::Recipient | Change::Details if appointment => {
+                plan.closures.push(Closure::OlderThan {
+                    version: after.version,
+                    reason: CancelReason::Superseded,
+                });
+                if after.is_cancelled() || !self.fresh(ev, now, plan) || !self.ahead(after, now, plan) {
+                    return Ok(());
+                }
+                if change == Change::Recipient && self.policy.booking_notice {
+                    plan.intentions.push(self.appointment(after, Purpose::Booking, now)?);
+                }
+                // Staff who already phoned the customer did what a reminder
+                // would do; a confirmed appointment needs no "please confirm".
+                if after.manual_contact_at.is_none() {
+                    self.reminders(plan, after, after.confirmed_at.is_some(), now)?;
                 }
             }
             Change::Cancelled => {
                 plan.closures.push(Closure::AllPlanned {
                     reason: CancelReason::CommitmentCancelled,
                 });
-                if self.policy.cancellation_notice
-                    && self.fresh(ev, now, &mut plan)
-                    && self.ahead(after, now, &mut plan)
-                {
+                if self.policy.cancellation_notice && self.fresh(ev, now, plan) && self.ahead(after, now, plan) {
                     plan.intentions
                         .push(self.appointment(after, Purpose::Cancellation, now)?);
                 }
@@ -117,15 +162,39 @@ impl Planner<'_> {
                     reason: CancelReason::ManualContact,
                 });
             }
-            Change::Created | Change::OrderState if after.kind == CommitmentKind::Order => {
-                if self.fresh(ev, now, &mut plan) {
+            Change::Created | Change::OrderState if !appointment => {
+                if self.fresh(ev, now, plan) {
                     plan.intentions.push(self.order(after, now)?);
                 }
             }
             Change::Internal => plan.notes.push("internal state: no message".into()),
             _ => plan.notes.push("no change that matters to messages".into()),
         }
-        Ok(plan)
+        Ok(())
+    }
+
+    /// The policy's reminders still ahead of `now`; `skip_confirm` leaves
+    /// out the ones that ask the customer to confirm.
+    fn reminders(
+        &self,
+        plan: &mut Plan,
+        after: &Commitment,
+        skip_confirm: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(), PlanError> {
+        for &minutes in &self.policy.reminder_offsets_minutes {
+            if skip_confirm && self.policy.confirm_reminder_offsets_minutes.contains(&minutes) {
+                continue;
+            }
+            let due = after.starts_at.map(|s| s - Duration::minutes(minutes.into()));
+            // A reminder whose moment already passed is covered by the
+            // booking or update notice sent now.
+            if due.is_some_and(|d| d > now) {
+                plan.intentions
+                    .push(self.appointment(after, Purpose::Reminder { minutes }, now)?);
+            }
+        }
+        Ok(())
     }
 
     /// Flood guard: an event older than the horizon is history.
@@ -437,5 +506,76 @@ mod tests {
             plan.intentions[0].body,
             "Hola Luis, tu pedido pedido-88 ya está en camino."
         );
+    }
+
+    #[test]
+    fn a_new_phone_gets_the_booking_notice_and_reminders_but_no_change_notice() {
+        let (c, _) = run(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+        );
+        let moved = BookingEvent::from_json(
+            r#"{"event_id":"e2","type":"appointment.scheduled","ref":"cita-1042","starts_at":"2026-12-01T09:30:00-05:00",
+                "contact":{"phone":"+51911222333","name":"Ana"},"service":"Odontología","location":"Sede Miraflores"}"#,
+        )
+        .unwrap();
+        let (after, plan) = run(Some(&c), &moved);
+        assert_eq!(after.version, 2);
+        assert_eq!(
+            keys(&plan),
+            [
+                "cita-1042:aviso-reserva:v2",
+                "cita-1042:recordatorio-24h:v2",
+                "cita-1042:recordatorio-2h:v2"
+            ]
+        );
+        assert!(plan.intentions.iter().all(|i| i.recipient == "+51911222333"));
+        assert_eq!(
+            plan.closures,
+            [Closure::OlderThan {
+                version: 2,
+                reason: CancelReason::Superseded
+            }]
+        );
+        // A name fix on a confirmed appointment: reminders only, and none
+        // that asks to confirm again.
+        let mut confirmed = after.clone();
+        confirmed.confirmed_at = Some(now());
+        let mut renamed = moved.clone();
+        renamed.contact.as_mut().unwrap().name = Some("Ana María".into());
+        let (_, plan) = run(Some(&confirmed), &renamed);
+        assert_eq!(keys(&plan), ["cita-1042:recordatorio-2h:v3"]);
+    }
+
+    #[test]
+    fn a_text_over_whatsapps_limit_is_held_for_review_not_planned() {
+        let policy = Policy::default();
+        let long = "x".repeat(MAX_BODY_CHARS);
+        let templates = Templates::parse(
+            &crate::templates::DEFAULT_TEMPLATES
+                .replace("tu cita de {{2}} quedó reservada", &format!("{long} {{{{2}}}}")),
+            "t.toml",
+        )
+        .unwrap();
+        let p = Planner {
+            policy: &policy,
+            templates: &templates,
+            tz: chrono_tz::America::Lima,
+        };
+        let e = ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#);
+        let Effect::Applied { after, kind, .. } = apply(None, &e, now()) else {
+            panic!("applied")
+        };
+        let plan = p.plan(&after, kind, &e, now()).unwrap();
+        assert_eq!(
+            keys(&plan),
+            ["cita-1042:recordatorio-24h:v1", "cita-1042:recordatorio-2h:v1"]
+        );
+        assert_eq!(plan.held.len(), 1);
+        let (held, reason) = &plan.held[0];
+        assert_eq!(held.key.as_str(), "cita-1042:aviso-reserva:v1");
+        assert!(held.body.chars().count() > MAX_BODY_CHARS);
+        assert!(reason.contains("4096") && reason.contains("not sent"), "{reason}");
+        assert!(plan.notes.iter().any(|n| n.starts_with("cita-1042:aviso-reserva:v1: ")));
     }
 }

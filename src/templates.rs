@@ -11,6 +11,12 @@ use chrono::{DateTime, Datelike, Timelike, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
+/// WhatsApp's limit for a message body, in characters. A rendered text
+/// over it would be refused by the channel after the customer's slot was
+/// spent, so the planner holds it for a person instead (see
+/// [`crate::planner::Plan::held`]).
+pub const MAX_BODY_CHARS: usize = 4096;
+
 /// The embedded default templates.
 pub const DEFAULT_TEMPLATES: &str = include_str!("../assets/templates.toml");
 

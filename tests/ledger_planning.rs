@@ -6,7 +6,7 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use unavez::config::Policy;
 use unavez::domain::event::BookingEvent;
-use unavez::import::{ImportOptions, import_file};
+use unavez::import::{ImportError, ImportOptions, import_file};
 use unavez::ingest::{Outcome, ingest};
 use unavez::planner::Planner;
 use unavez::store::{EventEffect, IntentFilter, Store, StoreError};
@@ -354,10 +354,18 @@ fn ics_sequence_drives_versions_through_import_file() {
         (r.duplicates, r.stored, r.intentions_closed, r.intentions_planned),
         (1, 1, 3, 3)
     );
-    // An older export arriving late is stale.
+    // The same UID+SEQUENCE+STATUS with other properties is not "the same
+    // event again": a conflict, refused with its line, nothing stored.
     let late = write("c.ics", &vevent(0, "20261210T093000"));
-    let r = import_file(&mut store, &planner, &late, &opts, now()).unwrap();
-    assert_eq!(r.duplicates, 1, "same UID+SEQUENCE+STATUS is the same event");
+    match import_file(&mut store, &planner, &late, &opts, now()) {
+        Err(ImportError::Rejected(rows)) => {
+            let shown: Vec<String> = rows.iter().map(|e| format!("{}:{}", e.line, e.field)).collect();
+            assert_eq!(shown, ["3:version"], "{rows:?}");
+            assert!(rows[0].reason.contains("starts_at"), "{}", rows[0].reason);
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    // An older export arriving late (another STATUS, so another id) is stale.
     let stale = write(
         "d.ics",
         &vevent(0, "20261210T093000").replace("SEQUENCE:0\r\n", "SEQUENCE:0\r\nSTATUS:TENTATIVE\r\n"),

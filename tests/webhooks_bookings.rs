@@ -1,5 +1,7 @@
-//! `POST /v1/bookings/events` and `POST /webhooks/motor` over real HTTP.
+//! `POST /v1/bookings/events` and `POST /webhooks/motor` over real HTTP,
+//! and the ingest endpoint of a real `unavez serve` process.
 
+mod dispatch_support;
 mod webhooks_support;
 
 use chrono::{Duration, SecondsFormat, Utc};
@@ -98,6 +100,161 @@ async fn invalid_events_get_a_reason_each_and_nothing_half_applied() {
     h.stop().await;
 }
 
+/// `appointment.scheduled` at an explicit version, three days ahead.
+fn versioned(event_id: &str, reference: &str, version: i64, place: &str, phone: &str) -> Value {
+    let starts = (Utc::now() + Duration::days(3))
+        .date_naive()
+        .and_hms_opt(14, 30, 0)
+        .unwrap()
+        .and_utc();
+    json!({"event_id": event_id, "type": "appointment.scheduled", "ref": reference, "version": version,
+           "starts_at": starts.to_rfc3339_opts(SecondsFormat::Secs, true),
+           "contact": {"phone": phone, "name": "Ana"}, "service": "Odontología", "location": place})
+}
+
+fn outcomes(v: &Value) -> Vec<String> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// (key, state, recipient) of a commitment's intentions.
+fn snapshot(h: &Harness, reference: &str) -> Vec<(String, IntentionState, String)> {
+    let mut rows: Vec<_> = h
+        .intentions(reference)
+        .into_iter()
+        .map(|i| (i.key.to_string(), i.state, i.recipient))
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_event_at_the_same_version_is_rejected_alone_every_time_and_kept() {
+    let h = Harness::start().await;
+    let other_phone = "+51911222333";
+    let r = h
+        .post_bookings(&versioned("evt-1", "cita-1", 1, "Sede A", PHONE).to_string())
+        .await;
+    assert_eq!(r.status(), 200);
+    let before = snapshot(&h, "cita-1");
+    assert_eq!(before.len(), 3);
+
+    let batch = json!([
+        // The case: the same version, another place.
+        versioned("evt-2", "cita-1", 1, "Sede B", PHONE),
+        // An unrelated event in the same batch.
+        versioned("evt-3", "cita-2", 1, "Sede A", other_phone),
+        // A phone change at the same version (a privacy leak if ignored).
+        versioned("evt-4", "cita-1", 1, "Sede A", other_phone),
+        // An event id seen before, with other content.
+        versioned("evt-1", "cita-1", 1, "Sede C", PHONE),
+    ]);
+    for round in 0..2 {
+        let r = h.post_bookings(&batch.to_string()).await;
+        assert_eq!(r.status(), 207, "round {round}");
+        let v: Value = r.json().await.unwrap();
+        let other = if round == 0 { "stored" } else { "duplicate" };
+        assert_eq!(
+            outcomes(&v),
+            ["rejected", other, "rejected", "rejected"],
+            "round {round}: {v}"
+        );
+        let reason = |i: usize| v["results"][i]["reason"].as_str().unwrap().to_string();
+        assert!(reason(0).starts_with("version: cita-1 is already at version 1"), "{v}");
+        assert!(reason(0).contains("(location)"), "{v}");
+        assert_eq!(v["results"][0]["detail"]["conflict"]["fields"], json!(["location"]));
+        assert!(
+            reason(2).starts_with("version: ") && reason(2).contains("(contact.phone)"),
+            "{v}"
+        );
+        assert!(
+            reason(3).starts_with("version: event_id evt-1 was already received"),
+            "{v}"
+        );
+        assert!(reason(3).contains("(location)"), "{v}");
+    }
+    // Nothing of the refused events was applied: same place, same phone,
+    // the same planned messages to the same number.
+    assert_eq!(snapshot(&h, "cita-1"), before);
+    let mut store = h.store();
+    let c = store.read(|tx| tx.commitment("cita-1")).unwrap().unwrap().commitment;
+    assert_eq!(
+        (c.version, c.location.as_deref(), c.phone.as_deref()),
+        (1, Some("Sede A"), Some(PHONE))
+    );
+    assert_eq!(h.intentions("cita-2").len(), 3, "the rest of the batch was applied");
+    // Kept, each once per content, counted per presentation.
+    let refused = store.read(|tx| tx.refused_events("cita-1")).unwrap();
+    let kept: Vec<(&str, &str, i64, bool)> = refused
+        .iter()
+        .map(|r| (r.event_id.as_str(), r.conflict.as_str(), r.times, r.open))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("evt-2", "same_version", 2, true),
+            ("evt-4", "same_version", 2, true),
+            ("evt-1", "event_id_reused", 2, true)
+        ]
+    );
+    assert_eq!(refused[1].fields, ["contact.phone"]);
+    assert_eq!(refused[1].payload["contact"]["phone"], other_phone);
+    // …and shown to a person in Atención.
+    let att = store
+        .read(|tx| tx.attention(&unavez::store::AttentionQuery::new(Utc::now())))
+        .unwrap();
+    let refused_rows = att
+        .rows
+        .iter()
+        .filter(|r| r.kind == unavez::store::RowKind::RefusedEvent)
+        .count();
+    assert_eq!(refused_rows, 3);
+
+    // The booking system settles it with a higher version.
+    let r = h
+        .post_bookings(&versioned("evt-5", "cita-1", 2, "Sede B", PHONE).to_string())
+        .await;
+    assert_eq!(r.status(), 200);
+    let c = store.read(|tx| tx.commitment("cita-1")).unwrap().unwrap().commitment;
+    assert_eq!((c.version, c.location.as_deref()), (2, Some("Sede B")));
+    assert!(
+        store
+            .read(|tx| tx.refused_events("cita-1"))
+            .unwrap()
+            .iter()
+            .all(|r| !r.open)
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_fields_are_rejected_per_event_naming_the_field() {
+    let h = Harness::start().await;
+    let mut long_name = scheduled("evt-1", "cita-1", PHONE);
+    long_name["contact"]["name"] = "n".repeat(121).into();
+    let mut long_place = scheduled("evt-2", "cita-2", PHONE);
+    long_place["location"] = "p".repeat(201).into();
+    long_place["note"] = "x".repeat(1001).into();
+    let batch = json!([long_name, long_place, scheduled("evt-3", "cita-3", PHONE)]);
+    let r = h.post_bookings(&batch.to_string()).await;
+    assert_eq!(r.status(), 207);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(outcomes(&v), ["rejected", "rejected", "stored"], "{v}");
+    assert_eq!(
+        v["results"][0]["reason"],
+        "contact.name: too long: 121 characters (at most 120)"
+    );
+    assert_eq!(
+        v["results"][1]["reason"],
+        "location: too long: 201 characters (at most 200); note: too long: 1001 characters (at most 1000)"
+    );
+    h.stop().await;
+}
+
 fn motor_event(event_id: &str, key: &str, estado: &str, resolves: bool) -> String {
     json!({"event_id": event_id, "type": "comando.estado", "instance_id": "clinica-principal",
            "command_id": "cmd-77", "idempotency_key": key, "estado": estado,
@@ -193,4 +350,69 @@ async fn an_uncertain_intention_resolved_by_the_engine_records_the_evidence() {
     assert_eq!(last.evidence.as_deref(), Some("motor:evt-9"));
     assert!(last.note.unwrap().contains("resolves uncertain"));
     h.stop().await;
+}
+
+/// A store failure in the middle of one event (injected with the
+/// `ingest_event` failpoint in a real `unavez serve`) is that event's
+/// rejection: the others are applied, nothing of it is half-applied, the
+/// answer is 207 (never 500), and posting it again applies it.
+#[test]
+fn a_store_error_on_one_event_rejects_that_event_only() {
+    use dispatch_support::{Cfg, Env, Proc, free_port, runtime, wait_until};
+    let rt = runtime();
+    let port = free_port();
+    let mut cfg = Cfg::motor("http://127.0.0.1:9");
+    cfg.server_listen = format!("127.0.0.1:{port}");
+    let env = Env::new(&cfg);
+    let child = env
+        .command(&["serve"])
+        .env("UNAVEZ_INGEST_TOKEN", INGEST_TOKEN)
+        .env("UNAVEZ_FAILPOINT", "ingest_event:2:error")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut serve = Proc(Some(child));
+    let up = wait_until(std::time::Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "serve did not listen on {port}");
+    let client = reqwest::Client::new();
+    let post = |body: String| {
+        let req = client
+            .post(format!("http://127.0.0.1:{port}/v1/bookings/events"))
+            .bearer_auth(INGEST_TOKEN)
+            .header("Content-Type", "application/json")
+            .body(body);
+        rt.block_on(async {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        })
+    };
+    let batch = json!([
+        scheduled("evt-a", "cita-a", PHONE),
+        scheduled("evt-b", "cita-b", PHONE),
+        scheduled("evt-c", "cita-c", PHONE)
+    ]);
+    let (status, v) = post(batch.to_string());
+    assert_eq!(status, 207, "{v}");
+    assert_eq!(outcomes(&v), ["stored", "rejected", "stored"], "{v}");
+    let reason = v["results"][1]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("store: the ledger could not apply this event"),
+        "{reason}"
+    );
+    let mut store = env.store();
+    assert!(store.read(|tx| tx.commitment("cita-b")).unwrap().is_none());
+    assert!(
+        store.read(|tx| tx.commitment_events("cita-b")).unwrap().is_empty(),
+        "no half-applied log row"
+    );
+    for r in ["cita-a", "cita-c"] {
+        assert!(store.read(|tx| tx.commitment(r)).unwrap().is_some(), "{r}");
+    }
+    // The failure was that event's, not the ledger's: posted again, it applies.
+    let (status, v) = post(json!([scheduled("evt-b", "cita-b", PHONE)]).to_string());
+    assert_eq!((status, outcomes(&v)), (200, vec!["stored".to_string()]), "{v}");
+    serve.terminate();
 }

@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 
 use super::Ctx;
 use crate::domain::state::IntentionState;
+use crate::domain::text::inert;
 use crate::import::{ImportError, ImportOptions, import_file};
 use crate::store::IntentFilter;
 
@@ -94,6 +95,7 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             if a.json {
                 println!("{}", serde_json::json!({"file": a.file, "stored": 0, "rejected": rows}));
             } else {
+                // Its Display makes each row inert and keeps one per line.
                 eprintln!("{}", ImportError::Rejected(rows));
             }
             return Ok(ExitCode::from(2));
@@ -103,7 +105,7 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{}: {} event(s)", report.file, report.events);
+        println!("{}: {} event(s)", inert(&report.file), report.events);
         println!("  stored            {}", report.stored);
         println!("  already present   {} (duplicate event ids)", report.duplicates);
         println!("  unchanged         {}", report.unchanged);
@@ -112,14 +114,20 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             "  intentions planned {}, already present {}, closed {}",
             report.intentions_planned, report.intentions_already_present, report.intentions_closed
         );
+        if report.intentions_held > 0 {
+            println!(
+                "  held for review   {} (text over WhatsApp's limit: not sent)",
+                report.intentions_held
+            );
+        }
         for n in &report.notes {
-            println!("  note: {n}");
+            println!("  note: {}", inert(n));
         }
         for e in &report.rejected {
-            eprintln!("rejected: {e}");
+            eprintln!("rejected: {}", inert(&e.to_string()));
         }
         if let Some(f) = &report.rejects_file {
-            eprintln!("rejected rows written to {f}");
+            eprintln!("rejected rows written to {}", inert(f));
         }
     }
     Ok(if report.rejected.is_empty() {
@@ -170,9 +178,9 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                 let c = &r.commitment;
                 out!(
                     "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}{}",
-                    c.reference,
+                    inert(&c.reference),
                     c.kind.as_str(),
-                    c.status,
+                    inert(&c.status),
                     c.version,
                     c.starts_at
                         .map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string())
@@ -182,81 +190,107 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        CommitmentsCmd::Show { reference, json } => {
-            let (row, events, intents) = store.read(|tx| -> Result<_, crate::store::StoreError> {
-                let row = tx
-                    .commitment(&reference)?
-                    .ok_or_else(|| crate::store::StoreError::NoCommitment(reference.clone()))?;
-                let events = tx.commitment_events(&reference)?;
-                let intents = tx.list_intentions(&IntentFilter {
-                    commitment_ref: Some(reference.clone()),
-                    limit: 1000,
-                    ..Default::default()
-                })?;
-                Ok((row, events, intents))
-            })?;
-            if json {
-                let events: Vec<_> = events
-                    .iter()
-                    .map(|(id, t, e, b, a, at)| serde_json::json!({"event_id": id, "type": t, "effect": e, "version_before": b, "version_after": a, "received_at": at}))
-                    .collect();
-                out!(
-                    "{}",
-                    serde_json::to_string_pretty(
-                        &serde_json::json!({"commitment": row, "events": events, "intentions": intents})
-                    )?
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            let c = &row.commitment;
+        CommitmentsCmd::Show { reference, json } => return show_commitment(&mut store, tz, &reference, json),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `commitments show REF`: the commitment, its event log, the events
+/// refused as conflicts, and its intentions.
+fn show_commitment(
+    store: &mut crate::store::Store,
+    tz: chrono_tz::Tz,
+    reference: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let (row, events, refused, intents) = store.read(|tx| -> Result<_, crate::store::StoreError> {
+        let row = tx
+            .commitment(reference)?
+            .ok_or_else(|| crate::store::StoreError::NoCommitment(reference.to_string()))?;
+        let events = tx.commitment_events(reference)?;
+        let refused = tx.refused_events(reference)?;
+        let intents = tx.list_intentions(&IntentFilter {
+            commitment_ref: Some(reference.to_string()),
+            limit: 1000,
+            ..Default::default()
+        })?;
+        Ok((row, events, refused, intents))
+    })?;
+    if json {
+        let events: Vec<_> = events
+            .iter()
+            .map(|(id, t, e, b, a, at)| serde_json::json!({"event_id": id, "type": t, "effect": e, "version_before": b, "version_after": a, "received_at": at}))
+            .collect();
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "commitment": row, "events": events, "refused_events": refused, "intentions": intents
+            }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let c = &row.commitment;
+    out!(
+        "{} ({}) status {} version {}",
+        inert(&c.reference),
+        c.kind.as_str(),
+        inert(&c.status),
+        c.version
+    );
+    if let Some(s) = c.starts_at {
+        out!("  starts   {}", s.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+    }
+    out!(
+        "  contact  {} {}",
+        inert(c.name.as_deref().unwrap_or("")),
+        c.phone.as_deref().map(mask_phone).unwrap_or_default()
+    );
+    out!(
+        "  service  {}  place {}",
+        inert(c.service.as_deref().unwrap_or("-")),
+        inert(c.location.as_deref().unwrap_or("-"))
+    );
+    if let Some(t) = c.confirmed_at {
+        out!("  confirmed at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
+    }
+    if let Some(t) = c.manual_contact_at {
+        out!("  manual contact at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
+    }
+    out!("events:");
+    for (id, t, e, b, a, at) in events {
+        out!(
+            "  {} {:<28} {:<9} v{}→v{}  {}",
+            at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
+            inert(&t),
+            inert(&e),
+            b.map(|v| v.to_string()).unwrap_or("-".into()),
+            a.map(|v| v.to_string()).unwrap_or("-".into()),
+            inert(&id)
+        );
+    }
+    if !refused.is_empty() {
+        out!("refused events (conflicts, not applied):");
+        for r in &refused {
             out!(
-                "{} ({}) status {} version {}",
-                c.reference,
-                c.kind.as_str(),
-                c.status,
-                c.version
+                "  {} {:<28} {:<6} ×{} {}  {}",
+                r.last_seen_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
+                inert(&r.event_type),
+                if r.open { "open" } else { "closed" },
+                r.times,
+                inert(&r.event_id),
+                inert(&r.reason)
             );
-            if let Some(s) = c.starts_at {
-                out!("  starts   {}", s.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
-            }
-            out!(
-                "  contact  {} {}",
-                c.name.as_deref().unwrap_or(""),
-                c.phone.as_deref().map(mask_phone).unwrap_or_default()
-            );
-            out!(
-                "  service  {}  place {}",
-                c.service.as_deref().unwrap_or("-"),
-                c.location.as_deref().unwrap_or("-")
-            );
-            if let Some(t) = c.confirmed_at {
-                out!("  confirmed at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
-            }
-            if let Some(t) = c.manual_contact_at {
-                out!("  manual contact at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
-            }
-            out!("events:");
-            for (id, t, e, b, a, at) in events {
-                out!(
-                    "  {} {:<28} {:<9} v{}→v{}  {id}",
-                    at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
-                    t,
-                    e,
-                    b.map(|v| v.to_string()).unwrap_or("-".into()),
-                    a.map(|v| v.to_string()).unwrap_or("-".into())
-                );
-            }
-            out!("intentions:");
-            for i in intents {
-                out!(
-                    "  #{:<6} {:<40} {:<11} {}",
-                    i.id,
-                    i.key,
-                    i.state.as_str(),
-                    i.state_reason.unwrap_or_default()
-                );
-            }
         }
+    }
+    out!("intentions:");
+    for i in intents {
+        out!(
+            "  #{:<6} {:<40} {:<11} {}",
+            i.id,
+            inert(i.key.as_str()),
+            i.state.as_str(),
+            inert(i.state_reason.as_deref().unwrap_or_default())
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -301,84 +335,112 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
                 out!(
                     "{:>6} {:<42} {:<11} {:<16} {:<16} {}",
                     r.id,
-                    r.key,
+                    inert(r.key.as_str()),
                     r.state.as_str(),
                     r.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M"),
                     mask_phone(&r.recipient),
-                    r.state_reason.unwrap_or_default()
+                    inert(r.state_reason.as_deref().unwrap_or_default())
                 );
             }
         }
-        IntentsCmd::Show { id_or_key, json } => {
-            let d = store.read(|tx| tx.intention_detail(&id_or_key))?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&d)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            let i = &d.intention;
-            out!("#{} {}", i.id, i.key);
+        IntentsCmd::Show { id_or_key, json } => return show_intention(&mut store, tz, &id_or_key, json),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `intents show ID|KEY`: content, history in order, attempts, related.
+fn show_intention(
+    store: &mut crate::store::Store,
+    tz: chrono_tz::Tz,
+    id_or_key: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let d = store.read(|tx| tx.intention_detail(id_or_key))?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&d)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let i = &d.intention;
+    out!("#{} {}", i.id, inert(i.key.as_str()));
+    out!(
+        "  state      {}{}",
+        i.state,
+        i.state_reason
+            .as_deref()
+            .map(|r| format!(" ({})", inert(r)))
+            .unwrap_or_default()
+    );
+    out!("  commitment {} v{}", inert(&i.commitment_ref), i.commitment_version);
+    out!(
+        "  to         {} ({}, {})",
+        mask_phone(&i.recipient),
+        i.category,
+        inert(&i.channel)
+    );
+    let params: Vec<_> = i.parameters.iter().map(|p| inert(p)).collect();
+    out!(
+        "  template   {} [{}] {:?}",
+        inert(&i.template),
+        inert(&i.language),
+        params
+    );
+    out!("  text       {}", inert(&i.body));
+    out!(
+        "  due        {}",
+        i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
+    );
+    if let Some(e) = i.expires_at {
+        out!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
+    }
+    out!("  fingerprint {}", inert(&i.fingerprint));
+    if let Some(r) = &i.reason {
+        out!(
+            "  reason     {} (by {}, authorized by {})",
+            inert(r),
+            inert(&i.created_by),
+            inert(i.authorized_by.as_deref().unwrap_or("-"))
+        );
+    }
+    out!("history:");
+    for h in &d.history {
+        out!(
+            "  {} {:<11} → {:<11} {:<3} {:<16} {:<10} {}{}",
+            h.at.with_timezone(&tz).format("%m-%d %H:%M:%S%.3f"),
+            inert(h.from_state.as_deref().unwrap_or("-")),
+            inert(&h.to_state),
+            if h.applied { "" } else { "(r)" },
+            inert(&h.signal),
+            inert(&h.cause),
+            h.evidence
+                .as_deref()
+                .map(|e| format!("[{}] ", inert(e)))
+                .unwrap_or_default(),
+            inert(h.note.as_deref().unwrap_or(""))
+        );
+    }
+    out!("attempts:");
+    for a in &d.attempts {
+        out!(
+            "  {} {} {:<9} http {} cmd {} msg {} {}",
+            a.n,
+            a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
+            inert(&a.outcome),
+            a.http_status.map(|s| s.to_string()).unwrap_or("-".into()),
+            inert(a.command_id.as_deref().unwrap_or("-")),
+            inert(a.message_id.as_deref().unwrap_or("-")),
+            inert(a.error_detail.as_deref().unwrap_or(""))
+        );
+    }
+    if !d.related.is_empty() {
+        out!("related:");
+        for r in &d.related {
             out!(
-                "  state      {}{}",
-                i.state,
-                i.state_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+                "  #{} {} {} ({})",
+                r.id,
+                inert(r.key.as_str()),
+                inert(&r.state.to_string()),
+                inert(&r.relation.to_string())
             );
-            out!("  commitment {} v{}", i.commitment_ref, i.commitment_version);
-            out!(
-                "  to         {} ({}, {})",
-                mask_phone(&i.recipient),
-                i.category,
-                i.channel
-            );
-            out!("  template   {} [{}] {:?}", i.template, i.language, i.parameters);
-            out!("  text       {}", i.body);
-            out!(
-                "  due        {}",
-                i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
-            );
-            if let Some(e) = i.expires_at {
-                out!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
-            }
-            out!("  fingerprint {}", i.fingerprint);
-            if let Some(r) = &i.reason {
-                out!(
-                    "  reason     {r} (by {}, authorized by {})",
-                    i.created_by,
-                    i.authorized_by.as_deref().unwrap_or("-")
-                );
-            }
-            out!("history:");
-            for h in &d.history {
-                out!(
-                    "  {} {:<11} → {:<11} {:<3} {:<16} {:<10} {}{}",
-                    h.at.with_timezone(&tz).format("%m-%d %H:%M:%S%.3f"),
-                    h.from_state.as_deref().unwrap_or("-"),
-                    h.to_state,
-                    if h.applied { "" } else { "(r)" },
-                    h.signal,
-                    h.cause,
-                    h.evidence.as_deref().map(|e| format!("[{e}] ")).unwrap_or_default(),
-                    h.note.as_deref().unwrap_or("")
-                );
-            }
-            out!("attempts:");
-            for a in &d.attempts {
-                out!(
-                    "  {} {} {:<9} http {} cmd {} msg {} {}",
-                    a.n,
-                    a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
-                    a.outcome,
-                    a.http_status.map(|s| s.to_string()).unwrap_or("-".into()),
-                    a.command_id.as_deref().unwrap_or("-"),
-                    a.message_id.as_deref().unwrap_or("-"),
-                    a.error_detail.as_deref().unwrap_or("")
-                );
-            }
-            if !d.related.is_empty() {
-                out!("related:");
-                for r in &d.related {
-                    out!("  #{} {} {} ({})", r.id, r.key, r.state, r.relation);
-                }
-            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -2,9 +2,14 @@
 //!
 //! The version is what keeps an old message from being taken as the truth
 //! about a new state: every change that matters to what the customer is told
-//! (time, place, status) raises it, and intentions carry the version they
-//! were planned for. Confirmation and manual contact are *facts about* the
+//! (time, place, status, and for appointments the recipient's phone, name
+//! and the service) raises it, and intentions carry the version they were
+//! planned for. Confirmation and manual contact are *facts about* the
 //! commitment, not changes to it, so they do not raise the version.
+//!
+//! A version names one content, as an idempotency key does at the engine:
+//! an event that states the stored version but describes the commitment
+//! otherwise is a [`Effect::Conflict`], refused whole, never merged.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -74,6 +79,9 @@ pub enum Effect {
     /// The event refers to something we do not know and cannot create
     /// (e.g. a reschedule for an unknown appointment).
     Rejected { reason: String },
+    /// The event states the stored version but would change these fields
+    /// (their JSON names): one version cannot have two contents.
+    Conflict { version: i64, fields: Vec<&'static str> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +94,12 @@ pub enum Change {
     ManualContact,
     OrderState,
     Internal,
+    /// The phone changed (time and place did not): whatever was planned
+    /// for the old number must never reach it.
+    Recipient,
+    /// The contact's name or the service changed: the planned texts are
+    /// stale.
+    Details,
     NoChange,
 }
 
@@ -126,22 +140,92 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
                     ),
                 };
             }
-            Commitment {
-                reference: ev.reference.clone(),
-                kind,
-                status: String::new(),
-                version: 0,
-                starts_at: None,
-                service: None,
-                location: None,
-                phone: None,
-                name: None,
-                language: None,
-                confirmed_at: None,
-                manual_contact_at: None,
-            }
+            blank(ev, kind)
         }
     };
+    take_contact_and_service(&mut next, ev);
+    let (mut change, mut matters) = apply_kind(current, &mut next, ev, at);
+    if ev.location.is_some() && next.kind == CommitmentKind::Order {
+        next.location = ev.location.clone();
+    }
+    let Some(cur) = current else {
+        next.version = ev.version.unwrap_or(1);
+        return Effect::Applied {
+            after: next,
+            version_changed: true,
+            kind: change,
+        };
+    };
+    if ev.version == Some(cur.version) {
+        let fields = content_differences(cur, &next);
+        if !fields.is_empty() {
+            return Effect::Conflict {
+                version: cur.version,
+                fields,
+            };
+        }
+    }
+    // Who receives the message and what it names matter as much as when:
+    // a new phone or name makes every planned text wrong (and the old phone
+    // must never get one), so the change raises the version like a move.
+    let replans = matches!(
+        change,
+        Change::Created | Change::Rescheduled | Change::Moved | Change::Cancelled
+    );
+    if next.kind == CommitmentKind::Appointment && !replans {
+        if next.phone != cur.phone {
+            (change, matters) = (Change::Recipient, true);
+        } else if next.name != cur.name || next.service != cur.service {
+            (change, matters) = (Change::Details, true);
+        }
+    }
+    next.version = match ev.version {
+        // An event's own version (iCalendar SEQUENCE) is authoritative.
+        Some(v) => v,
+        None if matters => match cur.version.checked_add(1) {
+            Some(v) => v,
+            None => {
+                return Effect::Rejected {
+                    reason: format!("ref {} is at the largest version", cur.reference),
+                };
+            }
+        },
+        None => cur.version,
+    };
+    // A higher version from the booking system with nothing we track
+    // changed still retires the old version's messages (the dispatcher's
+    // validity check closes them): plan them again for the new one.
+    if next.kind == CommitmentKind::Appointment
+        && next.version != cur.version
+        && matches!(change, Change::NoChange | Change::Confirmed | Change::ManualContact)
+    {
+        change = Change::Details;
+    }
+    Effect::Applied {
+        version_changed: next.version != cur.version,
+        after: next,
+        kind: change,
+    }
+}
+
+fn blank(ev: &BookingEvent, kind: CommitmentKind) -> Commitment {
+    Commitment {
+        reference: ev.reference.clone(),
+        kind,
+        status: String::new(),
+        version: 0,
+        starts_at: None,
+        service: None,
+        location: None,
+        phone: None,
+        name: None,
+        language: None,
+        confirmed_at: None,
+        manual_contact_at: None,
+    }
+}
+
+fn take_contact_and_service(next: &mut Commitment, ev: &BookingEvent) {
     if let Some(c) = &ev.contact {
         next.phone = Some(c.phone.clone());
         if c.name.is_some() {
@@ -154,8 +238,17 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
     if ev.service.is_some() {
         next.service = ev.service.clone();
     }
-    let mut matters = false;
-    let change = match ev.kind {
+}
+
+/// What the event's type does to `next`: the change and whether it raises
+/// the version of a version-less event.
+fn apply_kind(
+    current: Option<&Commitment>,
+    next: &mut Commitment,
+    ev: &BookingEvent,
+    at: DateTime<Utc>,
+) -> (Change, bool) {
+    match ev.kind {
         EventType::AppointmentScheduled | EventType::AppointmentRescheduled => {
             let new_start = ev.starts_at_utc();
             let moved_place = ev.location.is_some() && ev.location != next.location;
@@ -169,79 +262,76 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
             }
             next.status = "scheduled".into();
             if current.is_none() {
-                matters = true;
-                Change::Created
+                (Change::Created, true)
             } else if moved_time || was_cancelled {
-                matters = true;
                 // A new time invalidates any earlier confirmation.
                 next.confirmed_at = None;
-                Change::Rescheduled
+                (Change::Rescheduled, true)
             } else if moved_place {
-                matters = true;
-                Change::Moved
+                (Change::Moved, true)
             } else {
-                Change::NoChange
+                (Change::NoChange, false)
             }
         }
         EventType::AppointmentCancelled => {
             if next.is_cancelled() {
-                Change::NoChange
+                (Change::NoChange, false)
             } else if current.is_none() {
                 // An appointment we never announced (e.g. the cancelled rows
                 // of an agenda export): remember it as cancelled, tell no one.
                 next.status = "cancelled".into();
                 next.starts_at = ev.starts_at_utc();
                 next.location = ev.location.clone();
-                Change::NoChange
+                (Change::NoChange, false)
             } else {
-                matters = true;
                 next.status = "cancelled".into();
-                Change::Cancelled
+                (Change::Cancelled, true)
             }
         }
         EventType::AppointmentConfirmed => {
             if next.confirmed_at.is_some() {
-                Change::NoChange
+                (Change::NoChange, false)
             } else {
                 next.confirmed_at = Some(ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(at));
-                Change::Confirmed
+                (Change::Confirmed, false)
             }
         }
         EventType::AppointmentManualContact => {
             next.manual_contact_at = Some(ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(at));
-            Change::ManualContact
+            (Change::ManualContact, false)
         }
-        EventType::OrderUpdated => Change::Internal,
+        EventType::OrderUpdated => (Change::Internal, false),
         order => {
             let state = order.order_notice().unwrap_or("actualizado");
             if current.is_none() {
                 next.status = state.into();
-                matters = true;
-                Change::Created
+                (Change::Created, true)
             } else if next.status == state && ev.version.is_none_or(|v| v == next.version) {
-                Change::NoChange
+                (Change::NoChange, false)
             } else {
                 next.status = state.into();
-                matters = true;
-                Change::OrderState
+                (Change::OrderState, true)
             }
         }
-    };
-    if ev.location.is_some() && next.kind == CommitmentKind::Order {
-        next.location = ev.location.clone();
     }
-    let before = current.map(|c| c.version).unwrap_or(0);
-    next.version = match ev.version {
-        // An event's own version (iCalendar SEQUENCE) is authoritative.
-        Some(v) => v,
-        None if matters => before + 1,
-        None => before.max(1),
-    };
-    Effect::Applied {
-        version_changed: next.version != before,
-        after: next,
-        kind: change,
-    }
+}
+
+/// The JSON names of the event fields whose content differs between the
+/// stored commitment and what the event would make of it. The status is
+/// named `type`: the event's type is what asks for it. The language is
+/// the person's (kept on the contact) and no message depends on it.
+pub fn content_differences(cur: &Commitment, next: &Commitment) -> Vec<&'static str> {
+    [
+        ("type", cur.status != next.status),
+        ("starts_at", cur.starts_at != next.starts_at),
+        ("location", cur.location != next.location),
+        ("service", cur.service != next.service),
+        ("contact.phone", cur.phone != next.phone),
+        ("contact.name", cur.name != next.name),
+    ]
+    .into_iter()
+    .filter_map(|(f, differs)| differs.then_some(f))
+    .collect()
 }
 
 #[cfg(test)]
@@ -409,5 +499,112 @@ mod tests {
         ));
         let o = BookingEvent::from_json(r#"{"event_id":"e","type":"order.paid","ref":"cita-1"}"#).unwrap();
         assert!(matches!(apply(Some(&c), &o, now()), Effect::Rejected { .. }));
+    }
+
+    fn conflict_fields(e: Effect) -> Vec<&'static str> {
+        match e {
+            Effect::Conflict { fields, .. } => fields,
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_equal_version_with_other_content_is_a_conflict_naming_the_fields() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","version":1,"location":"Sede A","service":"Odontología""#,
+            ),
+            now(),
+        ));
+        let base = r#","starts_at":"2026-12-01T09:30:00-05:00","version":1,"location":"Sede A""#;
+        let moved = ev("appointment.scheduled", &base.replace("Sede A", "Sede B"));
+        assert_eq!(conflict_fields(apply(Some(&c), &moved, now())), ["location"]);
+        let text = r#"{"event_id":"e","type":"appointment.scheduled","ref":"cita-1","version":1,
+            "starts_at":"2026-12-01T10:30:00-05:00","contact":{"phone":"+51911222333","name":"Rosa"},
+            "service":"Pediatría"}"#;
+        let other = BookingEvent::from_json(text).unwrap();
+        assert_eq!(
+            conflict_fields(apply(Some(&c), &other, now())),
+            ["starts_at", "service", "contact.phone", "contact.name"]
+        );
+        let cancel = ev("appointment.cancelled", r#","version":1"#);
+        assert_eq!(conflict_fields(apply(Some(&c), &cancel, now())), ["type"]);
+        // The same content at the same version is no change; a fact about
+        // the commitment (a confirmation) is not a content change.
+        let (_, changed, kind) = applied(apply(Some(&c), &ev("appointment.scheduled", base), now()));
+        assert_eq!((changed, kind), (false, Change::NoChange));
+        let (after, changed, kind) = applied(apply(Some(&c), &ev("appointment.confirmed", r#","version":1"#), now()));
+        assert_eq!((after.version, changed, kind), (1, false, Change::Confirmed));
+        // Orders too: another state at the same version.
+        let mk = |kind: &str, v: &str| {
+            BookingEvent::from_json(&format!(
+                r#"{{"event_id":"e","type":"{kind}","ref":"pedido-1","contact":{{"phone":"+51987654321"}}{v}}}"#
+            ))
+            .unwrap()
+        };
+        let (o, ..) = applied(apply(None, &mk("order.confirmed", r#","version":2"#), now()));
+        assert_eq!(
+            conflict_fields(apply(Some(&o), &mk("order.shipped", r#","version":2"#), now())),
+            ["type"]
+        );
+    }
+
+    #[test]
+    fn versionless_changes_of_phone_name_or_service_raise_the_version() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
+            now(),
+        ));
+        let moved_phone = BookingEvent::from_json(
+            r#"{"event_id":"e","type":"appointment.scheduled","ref":"cita-1","starts_at":"2026-12-01T09:30:00-05:00",
+                "contact":{"phone":"+51911222333"}}"#,
+        )
+        .unwrap();
+        let (c2, changed, kind) = applied(apply(Some(&c), &moved_phone, now()));
+        assert_eq!((c2.version, changed, kind), (2, true, Change::Recipient));
+        assert_eq!(c2.phone.as_deref(), Some("+51911222333"));
+        let confirmed = BookingEvent::from_json(
+            r#"{"event_id":"e","type":"appointment.confirmed","ref":"cita-1","service":"Pediatría"}"#,
+        )
+        .unwrap();
+        let (c3, changed, kind) = applied(apply(Some(&c2), &confirmed, now()));
+        assert_eq!(
+            (c3.version, changed, kind),
+            (3, true, Change::Details),
+            "a confirmation that also changes the text"
+        );
+        assert!(c3.confirmed_at.is_some());
+        // The language is the person's, not the message's: no new version.
+        let lang = BookingEvent::from_json(
+            r#"{"event_id":"e","type":"appointment.confirmed","ref":"cita-1","contact":{"phone":"+51911222333","language":"en"}}"#,
+        )
+        .unwrap();
+        let (c4, changed, kind) = applied(apply(Some(&c3), &lang, now()));
+        assert_eq!((c4.version, changed, kind), (3, false, Change::NoChange));
+        assert_eq!(c4.language.as_deref(), Some("en"));
+    }
+
+    #[test]
+    fn a_higher_version_that_changes_nothing_we_track_replans_for_it() {
+        let (c, ..) = applied(apply(
+            None,
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","version":1"#,
+            ),
+            now(),
+        ));
+        let (c2, changed, kind) = applied(apply(
+            Some(&c),
+            &ev(
+                "appointment.scheduled",
+                r#","starts_at":"2026-12-01T09:30:00-05:00","version":2"#,
+            ),
+            now(),
+        ));
+        assert_eq!((c2.version, changed, kind), (2, true, Change::Details));
     }
 }

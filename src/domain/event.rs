@@ -11,6 +11,7 @@ use chrono::{DateTime, FixedOffset, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use super::fingerprint::canonical_json;
 use super::key::check_ref;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -143,6 +144,31 @@ pub struct BookingEvent {
     pub note: Option<String>,
 }
 
+/// Why an event was refused as a conflict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictKind {
+    /// It states the stored version of its commitment with other content.
+    SameVersion,
+    /// Its event id was already received with other content.
+    EventIdReused,
+}
+
+impl ConflictKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SameVersion => "same_version",
+            Self::EventIdReused => "event_id_reused",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::SameVersion, Self::EventIdReused]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
 /// One thing wrong with an event, naming the field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldError {
@@ -162,6 +188,23 @@ fn err(field: &str, reason: impl Into<String>) -> FieldError {
         reason: reason.into(),
     }
 }
+
+/// The longest texts an event may carry, in characters. They bound what a
+/// message, a log line or a terminal row can be made to hold by one event,
+/// and they leave a rendered message well under WhatsApp's 4,096 characters
+/// with the shipped templates.
+pub const MAX_EVENT_ID_CHARS: usize = 200;
+/// A ref is part of every idempotency key (at most 200 characters with its
+/// purpose, version and any resend suffix).
+pub const MAX_REF_CHARS: usize = 120;
+pub const MAX_NAME_CHARS: usize = 120;
+/// Service and place.
+pub const MAX_LABEL_CHARS: usize = 200;
+/// Notes and reasons.
+pub const MAX_NOTE_CHARS: usize = 1000;
+/// The largest integer every JSON reader holds exactly (2^53 - 1); also
+/// keeps "the next version" of a version-less event from overflowing.
+pub const MAX_VERSION: i64 = 9_007_199_254_740_991;
 
 /// E.164: `+`, a non-zero country digit, 8 to 15 digits in all.
 pub fn is_e164(phone: &str) -> bool {
@@ -249,15 +292,74 @@ impl BookingEvent {
             _ => {}
         }
         if let Some(v) = self.version
-            && v < 1
+            && !(1..=MAX_VERSION).contains(&v)
         {
-            errors.push(err("version", format!("must be 1 or more, got {v}")));
+            errors.push(err("version", format!("must be between 1 and {MAX_VERSION}, got {v}")));
+        }
+        for (field, text, max) in self.bounded_texts() {
+            let n = text.chars().count();
+            if n > max {
+                errors.push(err(field, format!("too long: {n} characters (at most {max})")));
+            }
         }
         if errors.is_empty() { Ok(()) } else { Err(errors) }
     }
 
+    /// Every free text of the event with its JSON name and its limit.
+    fn bounded_texts(&self) -> Vec<(&'static str, &str, usize)> {
+        let c = self.contact.as_ref();
+        [
+            ("event_id", Some(self.event_id.as_str()), MAX_EVENT_ID_CHARS),
+            ("ref", Some(self.reference.as_str()), MAX_REF_CHARS),
+            ("contact.name", c.and_then(|c| c.name.as_deref()), MAX_NAME_CHARS),
+            ("service", self.service.as_deref(), MAX_LABEL_CHARS),
+            ("location", self.location.as_deref(), MAX_LABEL_CHARS),
+            ("operator", self.operator.as_deref(), MAX_NAME_CHARS),
+            ("note", self.note.as_deref(), MAX_NOTE_CHARS),
+        ]
+        .into_iter()
+        .filter_map(|(f, t, max)| t.map(|t| (f, t, max)))
+        .collect()
+    }
+
     pub fn starts_at_utc(&self) -> Option<DateTime<Utc>> {
         self.starts_at.map(|t| t.with_timezone(&Utc))
+    }
+}
+
+/// The JSON names of the fields in which two serialized events differ
+/// (`location`, `contact.phone`…), compared in canonical form so that a
+/// time written with another offset or extra whitespace is the same
+/// content. `event_id` is left out: the caller compares events that share it.
+pub fn differing_fields(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_into("", a, b, &mut out);
+    out
+}
+
+fn diff_into(prefix: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    let empty = serde_json::Map::new();
+    let (ma, mb) = match (a, b) {
+        (Value::Object(ma), Value::Object(mb)) => (ma, mb),
+        (Value::Object(ma), Value::Null) => (ma, &empty),
+        (Value::Null, Value::Object(mb)) => (&empty, mb),
+        _ => {
+            if canonical_json(a) != canonical_json(b) {
+                out.push(prefix.trim_end_matches('.').to_string());
+            }
+            return;
+        }
+    };
+    let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        if prefix.is_empty() && k == "event_id" {
+            continue;
+        }
+        let (va, vb) = (ma.get(k).unwrap_or(&Value::Null), mb.get(k).unwrap_or(&Value::Null));
+        diff_into(&format!("{prefix}{k}."), va, vb, out);
     }
 }
 
@@ -315,5 +417,60 @@ mod tests {
             let json = serde_json::to_string(&t).unwrap();
             assert_eq!(json, format!("\"{}\"", t.as_str()));
         }
+    }
+
+    #[test]
+    fn oversize_texts_are_refused_naming_the_field() {
+        let long = |n: usize| "x".repeat(n);
+        let mut v: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        v["contact"]["name"] = long(MAX_NAME_CHARS).into();
+        v["service"] = long(MAX_LABEL_CHARS).into();
+        v["location"] = "ñ".repeat(MAX_LABEL_CHARS).into();
+        v["note"] = long(MAX_NOTE_CHARS).into();
+        assert!(
+            BookingEvent::from_value(v.clone()).is_ok(),
+            "at the limits (in characters, not bytes)"
+        );
+        v["contact"]["name"] = long(MAX_NAME_CHARS + 1).into();
+        v["service"] = long(MAX_LABEL_CHARS + 1).into();
+        v["location"] = "ñ".repeat(MAX_LABEL_CHARS + 1).into();
+        v["note"] = long(MAX_NOTE_CHARS + 1).into();
+        v["operator"] = long(MAX_NAME_CHARS + 1).into();
+        let e = BookingEvent::from_value(v).unwrap_err();
+        let shown: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "contact.name: too long: 121 characters (at most 120)",
+                "service: too long: 201 characters (at most 200)",
+                "location: too long: 201 characters (at most 200)",
+                "operator: too long: 121 characters (at most 120)",
+                "note: too long: 1001 characters (at most 1000)",
+            ]
+        );
+        let e = BookingEvent::from_json(&GOOD.replace("\"version\":1", "\"version\":9007199254740992")).unwrap_err();
+        assert_eq!(e[0].field, "version");
+    }
+
+    #[test]
+    fn differing_fields_are_named_by_their_json_paths() {
+        let a: serde_json::Value = serde_json::from_str(GOOD).unwrap();
+        let mut b = a.clone();
+        b["event_id"] = "other".into();
+        b["starts_at"] = "2026-12-01T14:30:00Z".into();
+        b["service"] = " Odontología ".into();
+        assert!(
+            differing_fields(&a, &b).is_empty(),
+            "same instant, same text, id ignored"
+        );
+        b["location"] = "Sede B".into();
+        b["contact"]["phone"] = "+51911222333".into();
+        b["note"] = "nuevo".into();
+        assert_eq!(differing_fields(&a, &b), ["contact.phone", "location", "note"]);
+        b.as_object_mut().unwrap().remove("contact");
+        assert_eq!(
+            differing_fields(&a, &b),
+            ["contact.language", "contact.name", "contact.phone", "location", "note"]
+        );
     }
 }

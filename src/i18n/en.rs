@@ -160,6 +160,7 @@ pub static EN: Strings = Strings {
         ("cancelled", "cancelled"),
         ("stuck", "stuck"),
         ("reschedule", "reschedule"),
+        ("refused_event", "refused"),
     ],
     reasons: &[
         ("commitment_cancelled", "appointment cancelled"),
@@ -193,4 +194,5 @@ pub static EN: Strings = Strings {
     cli_resend_created: "Resend authorized: new intention #{id} {key} (of the original #{original} {original_key}).",
     cli_resend_acknowledged: "Earlier delivery acknowledged by {operator}; recorded with action #{action}.",
     cli_refused: "Refused [{rule}]: {why}",
+    refused_event: "event",
 };

@@ -160,6 +160,7 @@ pub static ES: Strings = Strings {
         ("cancelled", "cancelada"),
         ("stuck", "atascada"),
         ("reschedule", "reprogramar"),
+        ("refused_event", "rechazado"),
     ],
     reasons: &[
         ("commitment_cancelled", "cita cancelada"),
@@ -193,4 +194,5 @@ pub static ES: Strings = Strings {
     cli_resend_created: "Reenvío autorizado: nueva intención #{id} {key} (del original #{original} {original_key}).",
     cli_resend_acknowledged: "Entrega previa reconocida por {operator}; queda registrada con la acción #{action}.",
     cli_refused: "Rechazado [{rule}]: {why}",
+    refused_event: "evento",
 };

@@ -193,6 +193,9 @@ pub struct Strings {
     pub cli_resend_created: &'static str,
     pub cli_resend_acknowledged: &'static str,
     pub cli_refused: &'static str,
+    /// The "message" column of an Atención row that is a booking event
+    /// refused as a conflict.
+    pub refused_event: &'static str,
 }
 
 mod en;

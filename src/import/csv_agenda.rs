@@ -1,8 +1,10 @@
 //! Agenda exports as CSV: `ref,starts_at,phone,name,service,location,status`
 //! with a header row. `status` is `scheduled` (also for a changed time or
 //! place), `cancelled` or `confirmed`. Each row gets a stable event id from
-//! its content, so re-importing the same export is a no-op while an edited
-//! row is a new event.
+//! its whole content, so re-importing the same export is a no-op while an
+//! edited row is a new event. Rows carry no version: a row that changes
+//! what a message says (time, place, phone, name, service) gets the next
+//! version of its appointment.
 
 use sha2::{Digest, Sha256};
 
@@ -102,8 +104,11 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
             }
         };
         let event = |kind: &str| {
-            let digest =
-                Sha256::digest(format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}").as_bytes());
+            // Every column is in the id: an edited row must be a new event,
+            // never "the same event with other content" (a conflict).
+            let digest = Sha256::digest(
+                format!("{reference}|{starts_at}|{phone}|{location}|{service}|{kind}|{name}").as_bytes(),
+            );
             BookingEvent::from_value(serde_json::json!({
                 "event_id": format!("csv-{}", &hex::encode(digest)[..24]),
                 "type": kind,
@@ -137,6 +142,7 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
                     .map(|mut e| {
                         e.field = match e.field.as_str() {
                             "contact.phone" | "contact" => "phone".into(),
+                            "contact.name" => "name".into(),
                             f => f.to_string(),
                         };
                         e
@@ -207,5 +213,17 @@ mod tests {
     fn missing_columns_are_named() {
         let (_, errors) = parse("ref,phone\ncita-1,+51987654321\n", "a.csv");
         assert!(errors[0].reason.contains("starts_at"));
+    }
+
+    #[test]
+    fn every_column_is_part_of_the_event_id() {
+        let head = "ref,starts_at,phone,name,service,location,status\n";
+        let row = "cita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana,Odontología,Sede A,scheduled\n";
+        let (a, _) = parse(&format!("{head}{row}"), "a.csv");
+        let (b, _) = parse(&format!("{head}{}", row.replace("Ana", "Ana María")), "a.csv");
+        assert_ne!(a[0].event.event_id, b[0].event.event_id);
+        assert_eq!(a[0].event.version, None, "agenda rows are versioned by the ledger");
+        let (_, errors) = parse(&format!("{head}{}", row.replace("Ana", &"A".repeat(121))), "a.csv");
+        assert_eq!(errors[0].field, "name", "{errors:?}");
     }
 }

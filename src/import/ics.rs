@@ -5,7 +5,7 @@
 //! | iCalendar | booking event |
 //! |---|---|
 //! | `UID` | `ref` (sanitized to the ref charset, see [`uid_to_ref`]) |
-//! | `SEQUENCE` | `version` = SEQUENCE + 1 (absent → 1) |
+//! | `SEQUENCE` | `version` = SEQUENCE + 1 (absent → no version: the next one when the content changes) |
 //! | `STATUS:CANCELLED` | `appointment.cancelled`; anything else (`CONFIRMED`, `TENTATIVE`, absent) → `appointment.scheduled` |
 //! | `DTSTART` | `starts_at`: `;TZID=Area/City` (IANA), UTC `…Z`, or floating (the configured zone) |
 //! | `X-UNAVEZ-PHONE`, else `ATTENDEE…:tel:+51…` | `contact.phone` (E.164) |
@@ -14,11 +14,15 @@
 //!
 //! `STATUS:CONFIRMED` in iCalendar means the *event* is definite, not that
 //! the customer confirmed, so it never cancels "please confirm" reminders.
-//! The event id is derived from UID + SEQUENCE + STATUS, so re-importing an
-//! export is a no-op and a change is picked up only when the exporter raises
-//! `SEQUENCE`, as RFC 5545 requires. `DTSTAMP` is the export time, not the
-//! event's, so it is not used as `occurred_at`: only the past-appointment
-//! flood guard applies to calendar imports.
+//! With a `SEQUENCE`, the event id is derived from UID + SEQUENCE + STATUS,
+//! so re-importing an export is a no-op and a change must raise `SEQUENCE`,
+//! as RFC 5545 requires: two VEVENTs with one UID and one SEQUENCE but
+//! different properties are a conflict, refused. Without a `SEQUENCE` the
+//! exporter does not version its events, so the id covers the VEVENT's
+//! content (like a CSV row) and a changed VEVENT gets the next version.
+//! `DTSTAMP` is the export time, not the event's, so it is not used as
+//! `occurred_at`: only the past-appointment flood guard applies to calendar
+//! imports.
 
 use chrono::{NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -26,7 +30,7 @@ use icalendar::parser::{Component, Property, read_calendar, unfold};
 use sha2::{Digest, Sha256};
 
 use super::{Row, RowError, row_errors};
-use crate::domain::event::{BookingEvent, FieldError};
+use crate::domain::event::{BookingEvent, FieldError, MAX_VERSION};
 use crate::domain::key::check_ref;
 
 /// Parses an iCalendar text; floating times are read in `tz`.
@@ -157,15 +161,15 @@ fn to_event(c: &Component<'_>, tz: Tz) -> Result<BookingEvent, Vec<FieldError>> 
         ));
     }
     let sequence = match value(c, "SEQUENCE") {
-        None => 0,
+        None => None,
         Some(s) => match s.parse::<i64>() {
-            Ok(n) if n >= 0 => n,
+            Ok(n) if (0..MAX_VERSION).contains(&n) => Some(n),
             _ => {
                 errors.push(err(
                     "version",
-                    format!("SEQUENCE must be a non-negative integer, got {s:?}"),
+                    format!("SEQUENCE must be an integer from 0 to {}, got {s:?}", MAX_VERSION - 1),
                 ));
-                0
+                None
             }
         },
     };
@@ -203,23 +207,41 @@ fn to_event(c: &Component<'_>, tz: Tz) -> Result<BookingEvent, Vec<FieldError>> 
     if !errors.is_empty() {
         return Err(errors);
     }
-    let digest = Sha256::digest(format!("{}|{sequence}|{status}", uid.unwrap_or_default()).as_bytes());
+    let (service, location) = (value(c, "SUMMARY"), value(c, "LOCATION"));
+    let uid = uid.unwrap_or_default();
+    let identity = match sequence {
+        Some(seq) => format!("{uid}|{seq}|{status}"),
+        None => {
+            let o = |v: &Option<String>| v.clone().unwrap_or_default();
+            format!(
+                "{uid}||{status}|{}|{}|{}|{}|{}",
+                o(&starts_at),
+                o(&phone),
+                o(&name),
+                o(&service),
+                o(&location)
+            )
+        }
+    };
+    let digest = Sha256::digest(identity.as_bytes());
     let obj = serde_json::json!({
         "event_id": format!("ics-{}", &hex::encode(digest)[..24]),
         "type": kind,
         "ref": reference,
-        "version": sequence + 1,
+        "version": sequence.map(|s| s + 1),
         "starts_at": starts_at,
         "contact": phone.map(|p| serde_json::json!({"phone": p, "name": name})),
-        "service": value(c, "SUMMARY"),
-        "location": value(c, "LOCATION"),
+        "service": service,
+        "location": location,
     });
     BookingEvent::from_value(obj).map_err(|errs| {
         errs.into_iter()
             .map(|mut e| {
-                if e.field.starts_with("contact") {
-                    e.field = "phone".into();
-                }
+                e.field = match e.field.as_str() {
+                    "contact.name" => "name".into(),
+                    f if f.starts_with("contact") => "phone".into(),
+                    f => f.into(),
+                };
                 e
             })
             .collect()
@@ -407,7 +429,7 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         let c = rows[0].event.contact.as_ref().unwrap();
         assert_eq!((c.phone.as_str(), c.name.as_deref()), ("+51911222333", Some("Rosa")));
-        assert_eq!(rows[0].event.version, Some(1));
+        assert_eq!(rows[0].event.version, None, "no SEQUENCE: the ledger versions it");
         let sep = ANA.replace("tel:+51987654321", "tel:+51-987-654-321");
         let (rows, _) = parse(&cal(&sep), "a.ics", LIMA);
         assert_eq!(rows[0].event.contact.as_ref().unwrap().phone, "+51987654321");
@@ -493,5 +515,35 @@ mod tests {
         let g = uid_to_ref("1734567890123-abc@google.com");
         assert!(g.starts_with("ics-") && check_ref(&g).is_ok(), "{g}");
         assert!(check_ref(&uid_to_ref("@@@")).is_ok());
+    }
+
+    #[test]
+    fn without_sequence_the_id_follows_the_content_and_the_ledger_versions_it() {
+        let bare = ANA.replace("SEQUENCE:2\r\n", "");
+        let (a, _) = parse(&cal(&bare), "a.ics", LIMA);
+        let (same, _) = parse(&cal(&bare), "b.ics", LIMA);
+        let (moved, _) = parse(&cal(&bare.replace("20270112T093000", "20270113T093000")), "a.ics", LIMA);
+        assert_eq!(a[0].event.version, None);
+        assert_eq!(
+            a[0].event.event_id, same[0].event.event_id,
+            "a re-export is a duplicate"
+        );
+        assert_ne!(
+            a[0].event.event_id, moved[0].event.event_id,
+            "an edited VEVENT is a new event"
+        );
+        // With a SEQUENCE, the id is UID + SEQUENCE + STATUS: the same id
+        // with other content, which the ledger refuses as a conflict.
+        let (s1, _) = parse(&cal(ANA), "a.ics", LIMA);
+        let (s2, _) = parse(&cal(&ANA.replace("20270112T093000", "20270113T093000")), "a.ics", LIMA);
+        assert_eq!(s1[0].event.event_id, s2[0].event.event_id);
+    }
+
+    #[test]
+    fn an_oversize_name_is_named_as_the_name() {
+        let long = ANA.replace("CN=Ana Quispe", &format!("CN={}", "A".repeat(121)));
+        let (_, errors) = parse(&cal(&long), "a.ics", LIMA);
+        assert_eq!(errors[0].field, "name", "{errors:?}");
+        assert!(errors[0].reason.contains("too long"));
     }
 }

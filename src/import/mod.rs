@@ -17,7 +17,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::domain::event::{BookingEvent, FieldError};
-use crate::ingest::{IngestError, Outcome, ingest};
+use crate::domain::text::inert;
+use crate::ingest::{Outcome, ingest_alone};
 use crate::planner::Planner;
 use crate::store::{EventEffect, Store, StoreError};
 
@@ -61,10 +62,12 @@ pub enum ImportError {
     Store(#[from] StoreError),
 }
 
+/// One row per line; each row made inert, since a reason may quote the
+/// file's own text and this message is for a terminal.
 fn format_rejected(errors: &[RowError]) -> String {
     let mut s = format!("{} row(s) rejected; nothing was stored:", errors.len());
     for e in errors {
-        s.push_str(&format!("\n  {e}"));
+        s.push_str(&format!("\n  {}", inert(&e.to_string())));
     }
     s
 }
@@ -143,6 +146,8 @@ pub struct ImportReport {
     pub intentions_planned: usize,
     pub intentions_already_present: usize,
     pub intentions_closed: usize,
+    /// Reserved but held for a person (`review`): text over WhatsApp's limit.
+    pub intentions_held: usize,
     pub rejected: Vec<RowError>,
     pub rejects_file: Option<String>,
     pub notes: Vec<String>,
@@ -157,6 +162,7 @@ impl ImportReport {
                 planned,
                 already_present,
                 closed,
+                held,
                 notes,
                 reference,
                 ..
@@ -169,6 +175,7 @@ impl ImportReport {
                 self.intentions_planned += planned.len();
                 self.intentions_already_present += already_present;
                 self.intentions_closed += closed;
+                self.intentions_held += held.len();
                 for n in notes {
                     if self.notes.len() < 20 {
                         self.notes.push(format!("{reference}: {n}"));
@@ -209,21 +216,17 @@ pub fn import_file(
         let mut late = Vec::new();
         for row in &rows {
             // Each event whole or not at all, so a row refused by the
-            // ledger's state (e.g. a reschedule of an unknown ref) leaves
-            // no trace when skipped.
-            match tx.atomically(|tx| ingest(tx, planner, &row.event, &opts.source, now)) {
+            // ledger's state (e.g. a reschedule of an unknown ref, a
+            // conflicting version, a store error on that row) leaves no
+            // trace when skipped; a conflict is kept as a refused event.
+            match ingest_alone(tx, planner, &row.event, &opts.source, now) {
                 Ok(o) => report.add(&o),
-                Err(IngestError::Store(e)) => return Err(ImportError::Store(e)),
                 Err(e) => {
-                    let field = match &e {
-                        IngestError::Rejected(_) => "ref",
-                        _ => "type",
-                    };
                     late.push(RowError {
                         file: file.clone(),
                         line: row.line,
-                        field: field.into(),
-                        reason: e.to_string(),
+                        field: e.field().into(),
+                        reason: e.reason(),
                         raw: row.raw.clone(),
                     });
                     if !opts.skip_invalid {

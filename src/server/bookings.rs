@@ -3,10 +3,16 @@
 //! `Authorization: Bearer <token>`.
 //!
 //! Each event is applied inside its own savepoint through
-//! [`crate::ingest::ingest`], so it is applied whole or not at all, and a
-//! repeated `event_id` changes nothing. The answer lists every event:
-//! `stored`, `duplicate`, or `rejected` with the reason (naming the field).
-//! HTTP 200 when none was rejected, 422 when all were, 207 when mixed.
+//! [`crate::ingest::ingest_alone`], so it is applied whole or not at all,
+//! and a repeated `event_id` with the same content changes nothing. The
+//! answer lists every event: `stored`, `duplicate`, or `rejected` with the
+//! reason (naming the field). A conflict (the stored version with other
+//! content, or a reused `event_id`) is `rejected` naming `version` and the
+//! differing fields, every time it is posted, and kept for a person. A
+//! store error while applying one event is that event's rejection: the
+//! others are applied. HTTP 200 when none was rejected, 422 when all were,
+//! 207 when mixed; 5xx only when the request's transaction itself cannot
+//! begin or commit.
 
 use axum::Json;
 use axum::body::Body;
@@ -20,7 +26,7 @@ use serde_json::Value;
 use super::auth::{check_bearer, read_body};
 use super::{ApiError, AppState};
 use crate::domain::event::BookingEvent;
-use crate::ingest::{IngestError, Outcome, ingest};
+use crate::ingest::{IngestError, Outcome, ingest_alone};
 use crate::store::StoreError;
 
 /// One line of the answer.
@@ -81,7 +87,7 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
                             continue;
                         }
                     };
-                    match tx.atomically(|tx| ingest(tx, &planner, &ev, "http", now)) {
+                    match ingest_alone(tx, &planner, &ev, "http", now) {
                         Ok(Outcome::Duplicate { .. }) => results.push(EventResult {
                             index,
                             event_id,
@@ -96,9 +102,19 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
                             reason: None,
                             detail: serde_json::to_value(&stored).ok(),
                         }),
-                        // The database itself failed: the whole request
-                        // fails (5xx) so the sender retries it.
-                        Err(IngestError::Store(e)) => return Err(e),
+                        Err(IngestError::Conflict(c)) => {
+                            let mut r = rejected(index, event_id, format!("version: {c}"));
+                            r.detail = serde_json::to_value(&*c)
+                                .ok()
+                                .map(|c| serde_json::json!({ "conflict": c }));
+                            results.push(r);
+                        }
+                        // This event's savepoint is rolled back; the others
+                        // stand (the sender may post this one again).
+                        Err(e @ IngestError::Store(_)) => {
+                            tracing::warn!(index, error = %e, "booking event not applied: store error");
+                            results.push(rejected(index, event_id, format!("{}: {}", e.field(), e.reason())));
+                        }
                         Err(e) => results.push(rejected(index, event_id, e.to_string())),
                     }
                 }

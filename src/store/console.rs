@@ -5,7 +5,8 @@
 //! - Atención: `intentions_attention` (0002: uncertain/review/failed by the
 //!   commitment's start time) walked from `now` both ways up to the page,
 //!   `intentions_lease` for stuck dispatches, `commitments_reschedule` for
-//!   reschedule requests; the total from `intention_counts`;
+//!   reschedule requests, `refused_events_ref` (0003) for booking events
+//!   refused as conflicts; the total from `intention_counts`;
 //! - Próximas citas: `commitments_starts_at`, then `intentions_commitment`
 //!   for the rows of one page only;
 //! - Tablero: `intention_counts` (0002, kept by triggers) for one operating
@@ -25,6 +26,9 @@ pub enum RowKind {
     Intention,
     /// The customer asked to reschedule the commitment.
     RescheduleRequest,
+    /// A booking event refused as a conflict (same version, other content),
+    /// not yet settled by a newer version: a technician must look.
+    RefusedEvent,
 }
 
 /// One row of the Atención list or of a Tablero drill-down.
@@ -40,7 +44,9 @@ pub struct AttentionRow {
     pub phone: Option<String>,
     pub purpose: String,
     /// The intention state, or `stuck` for a dispatch whose lease expired,
-    /// or `reschedule` for a reschedule request.
+    /// `reschedule` for a reschedule request, `refused_event` for a refused
+    /// booking event (then `purpose` is the event's type, `state_reason`
+    /// the refusal and `last_event` its event id and the refusal).
     pub state: String,
     pub state_reason: Option<String>,
     /// Since when the row is in this situation.
@@ -150,10 +156,10 @@ const LAST_EVENT: &str =
 fn attention_row(r: &Row<'_>) -> rusqlite::Result<AttentionRow> {
     let kind: String = r.get(0)?;
     Ok(AttentionRow {
-        kind: if kind == "reschedule" {
-            RowKind::RescheduleRequest
-        } else {
-            RowKind::Intention
+        kind: match kind.as_str() {
+            "reschedule" => RowKind::RescheduleRequest,
+            "refused" => RowKind::RefusedEvent,
+            _ => RowKind::Intention,
         },
         intention_id: r.get(1)?,
         key: r.get(2)?,
@@ -184,8 +190,9 @@ fn intention_cols() -> String {
 
 impl Tx<'_> {
     /// The Atención list: uncertain, review, recently failed and stuck
-    /// intentions plus reschedule requests; nearest upcoming commitment
-    /// first (then the most recent past ones), then the least evidence.
+    /// intentions plus reschedule requests and unsettled refused booking
+    /// events; nearest upcoming commitment first (then the most recent past
+    /// ones), then the least evidence.
     pub fn attention(&self, q: &AttentionQuery) -> Result<Page<AttentionRow>> {
         let now = ms(q.now);
         let failed_since = ms(q.now - q.failed_window);
@@ -217,6 +224,10 @@ impl Tx<'_> {
         );
         let resched = "c.starts_at BETWEEN ?3 AND ?4 AND c.reschedule_requested_at IS NOT NULL
                 AND c.status != 'cancelled' AND (?5 IS NULL OR c.ref LIKE ?5)";
+        // Few by nature (a conflict is a booking system's mistake), so all
+        // are candidates; a newer version of the commitment settles one.
+        let refused = "FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
+                WHERE c.version <= r.version AND (?5 IS NULL OR c.ref LIKE ?5 OR r.event_id LIKE ?5)";
         let keys = format!(
             "WITH att AS NOT MATERIALIZED (
                  SELECT i.id AS iid, i.commitment_id AS cid, i.starts_at AS s
@@ -235,7 +246,8 @@ impl Tx<'_> {
                  UNION ALL SELECT 'intention', i.id, i.commitment_id, c.starts_at
                      FROM intentions i JOIN commitments c ON c.id = i.commitment_id
                      WHERE i.state = 'dispatching' AND i.lease_until < ?1 AND {filter}
-                 UNION ALL SELECT 'reschedule', NULL, c.id, c.starts_at FROM commitments c WHERE {resched})
+                 UNION ALL SELECT 'reschedule', NULL, c.id, c.starts_at FROM commitments c WHERE {resched}
+                 UNION ALL SELECT 'refused', r.id, c.id, c.starts_at {refused})
              SELECT kind, iid, cid, starts,
                  CASE WHEN kind = 'intention' THEN (SELECT count(*) FROM intention_history h
                      WHERE h.intention_id = cand.iid
@@ -246,13 +258,16 @@ impl Tx<'_> {
                 CASE WHEN p.starts >= ?1 THEN p.starts ELSE -p.starts END, p.ev, p.iid";
         let page_sql = format!(
             "SELECT p.kind, i.id, i.key, c.id, c.ref, c.starts_at, coalesce(i.recipient, k.phone),
-                coalesce(i.purpose, 'reprogramar'),
-                CASE WHEN p.kind = 'reschedule' THEN 'reschedule' WHEN i.state = 'dispatching' THEN 'stuck'
-                     ELSE i.state END,
-                i.state_reason, coalesce(i.state_changed_at, c.reschedule_requested_at), p.ev, {LAST_EVENT}
+                coalesce(i.purpose, r.type, 'reprogramar'),
+                CASE WHEN p.kind = 'reschedule' THEN 'reschedule' WHEN p.kind = 'refused' THEN 'refused_event'
+                     WHEN i.state = 'dispatching' THEN 'stuck' ELSE i.state END,
+                coalesce(i.state_reason, r.reason),
+                coalesce(i.state_changed_at, r.last_seen_at, c.reschedule_requested_at), p.ev,
+                coalesce({LAST_EVENT}, r.event_id || ': ' || r.reason)
              FROM (SELECT * FROM ({keys}) p {order} LIMIT ?6 OFFSET ?7) p
              JOIN commitments c ON c.id = p.cid
-             LEFT JOIN intentions i ON i.id = p.iid
+             LEFT JOIN intentions i ON i.id = p.iid AND p.kind = 'intention'
+             LEFT JOIN refused_events r ON r.id = p.iid AND p.kind = 'refused'
              LEFT JOIN contacts k ON k.id = c.contact_id
              {order}"
         );
@@ -274,12 +289,14 @@ impl Tx<'_> {
                 "SELECT (SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state IN ('uncertain', 'review'))
                       + (SELECT count(*) FROM intentions WHERE state = 'failed' AND due_at >= ?2)
                       + (SELECT count(*) FROM intentions WHERE state = 'dispatching' AND lease_until < ?1)
-                      + (SELECT count(*) FROM commitments c WHERE {resched})"
+                      + (SELECT count(*) FROM commitments c WHERE {resched})
+                      + (SELECT count(*) {refused})"
             )
         } else {
             format!(
                 "SELECT (SELECT count(*) FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE {cond})
-                      + (SELECT count(*) FROM commitments c WHERE {resched})"
+                      + (SELECT count(*) FROM commitments c WHERE {resched})
+                      + (SELECT count(*) {refused})"
             )
         };
         let total: i64 = self

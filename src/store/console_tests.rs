@@ -142,6 +142,7 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
                     let kind = match r.kind {
                         super::RowKind::Intention => "intention",
                         super::RowKind::RescheduleRequest => "reschedule",
+                        super::RowKind::RefusedEvent => "refused",
                     };
                     (kind.to_string(), r.intention_id, r.commitment_id, r.evidence_count)
                 })
@@ -183,6 +184,7 @@ fn migration_0002_backfills_an_existing_database() {
              DROP INDEX intentions_day_due; DROP INDEX intentions_day_state;
              CREATE INDEX intentions_day_state ON intentions(day, state);
              ALTER TABLE intentions DROP COLUMN starts_at;
+             DROP TABLE refused_events; ALTER TABLE commitments DROP COLUMN contact_name;
              PRAGMA user_version = 1;",
         )
         .unwrap();

@@ -54,7 +54,7 @@ impl EventEffect {
 
 const COMMITMENT_COLS: &str = "c.id, c.ref, c.kind, c.status, c.version, c.starts_at, c.service, c.location,
      c.contact_id, c.confirmed_at, c.manual_contact_at, c.reschedule_requested_at, c.updated_at,
-     k.phone, k.name, k.language";
+     k.phone, coalesce(c.contact_name, k.name), k.language";
 
 fn commitment_row(r: &Row<'_>) -> rusqlite::Result<CommitmentRow> {
     let kind: String = r.get(2)?;
@@ -93,7 +93,32 @@ fn contact_row(r: &Row<'_>) -> rusqlite::Result<ContactRow> {
     })
 }
 
+/// A booking event already in the log, as it was received.
+#[derive(Debug, Clone)]
+pub struct LoggedEvent {
+    pub commitment_ref: String,
+    pub payload: String,
+}
+
 impl Tx<'_> {
+    /// The logged event with this id, if any: a repeated id is a duplicate
+    /// only when its content is the same.
+    pub fn logged_event(&self, event_id: &str) -> Result<Option<LoggedEvent>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT commitment_ref, payload FROM commitment_events WHERE event_id = ?1",
+                [event_id],
+                |r| {
+                    Ok(LoggedEvent {
+                        commitment_ref: r.get(0)?,
+                        payload: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
     /// Appends a booking event to the log. `None` when its `event_id` was
     /// already recorded: the caller must then change nothing.
     pub fn record_commitment_event(
@@ -208,12 +233,13 @@ impl Tx<'_> {
     pub fn save_commitment(&self, c: &Commitment, contact_id: Option<i64>, at: DateTime<Utc>) -> Result<i64> {
         Ok(self.conn().query_row(
             "INSERT INTO commitments(ref, kind, status, version, starts_at, service, location, contact_id,
-                                     confirmed_at, manual_contact_at, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
+                                     confirmed_at, manual_contact_at, created_at, updated_at, contact_name)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)
              ON CONFLICT(ref) DO UPDATE SET status = excluded.status, version = excluded.version,
                  starts_at = excluded.starts_at, service = excluded.service, location = excluded.location,
                  contact_id = coalesce(excluded.contact_id, contact_id), confirmed_at = excluded.confirmed_at,
-                 manual_contact_at = excluded.manual_contact_at, updated_at = excluded.updated_at
+                 manual_contact_at = excluded.manual_contact_at, updated_at = excluded.updated_at,
+                 contact_name = excluded.contact_name
              RETURNING id",
             params![
                 c.reference,
@@ -226,7 +252,8 @@ impl Tx<'_> {
                 contact_id,
                 c.confirmed_at.map(ms),
                 c.manual_contact_at.map(ms),
-                ms(at)
+                ms(at),
+                c.name
             ],
             |r| r.get(0),
         )?)

@@ -20,6 +20,7 @@ mod ledger;
 mod metrics;
 mod operator;
 mod queries;
+mod refused;
 mod uncertain;
 mod webhooks;
 
@@ -29,10 +30,11 @@ pub use dispatch::{ClaimDecision, ClaimScope, Claimed};
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
-pub use ledger::{CommitmentRow, ContactRow, EventEffect};
+pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
+pub use refused::{NewRefusal, RefusedEventRow};
 pub use uncertain::UncertainItem;
 pub use webhooks::{ChannelEventRow, NewChannelEvent, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome};
 
@@ -81,6 +83,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_ledger.sql")),
     (2, include_str!("migrations/0002_console_speed.sql")),
+    (3, include_str!("migrations/0003_refused_events.sql")),
     (4, include_str!("migrations/0004_resend_acknowledgements.sql")),
 ];
 

@@ -388,3 +388,105 @@ fn a_failed_savepoint_leaves_the_rest_of_the_transaction() {
         })
         .unwrap();
 }
+
+fn refusal<'a>(event_id: &'a str, fingerprint: &'a str, fields: &'a [String]) -> NewRefusal<'a> {
+    NewRefusal {
+        event_id,
+        commitment_ref: "cita-1",
+        event_type: "appointment.scheduled",
+        version: 1,
+        conflict: crate::domain::event::ConflictKind::SameVersion,
+        fields,
+        reason: "cita-1 is already at version 1 with other content (location)",
+        source: "http",
+        payload: r#"{"event_id":"evt-2","location":"Sede B"}"#,
+        fingerprint,
+    }
+}
+
+#[test]
+fn a_refused_event_is_kept_once_per_content_and_counted_each_time() {
+    let (_dir, mut store) = temp_store();
+    seed(&mut store, "cita-1");
+    let fields = vec!["location".to_string()];
+    store
+        .write(|tx| {
+            tx.record_refusal(&refusal("evt-2", "sha256:b", &fields), now())?;
+            tx.record_refusal(&refusal("evt-2", "sha256:b", &fields), now() + Duration::minutes(5))?;
+            tx.record_refusal(&refusal("evt-2", "sha256:c", &fields), now())?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    let rows = store.read(|tx| tx.refused_events("cita-1")).unwrap();
+    let seen: Vec<(i64, bool)> = rows.iter().map(|r| (r.times, r.open)).collect();
+    assert_eq!(seen, [(2, true), (1, true)]);
+    assert_eq!(rows[0].fields, ["location"]);
+    assert_eq!(rows[0].payload["location"], "Sede B");
+    assert_eq!(rows[0].last_seen_at, now() + Duration::minutes(5));
+    assert_eq!(store.read(|tx| tx.counter("refused_events")).unwrap(), 3);
+    let deleted = store.write(|tx| Ok::<_, StoreError>(tx.conn().execute("DELETE FROM refused_events", [])?));
+    assert!(deleted.is_err(), "refused events are evidence: append-only");
+}
+
+#[test]
+fn the_attention_list_shows_a_refused_event_until_a_newer_version_settles_it() {
+    let (_dir, mut store) = temp_store();
+    seed(&mut store, "cita-1");
+    let fields = vec!["location".to_string()];
+    store
+        .write(|tx| tx.record_refusal(&refusal("evt-2", "sha256:b", &fields), now()))
+        .unwrap();
+    let page = store.read(|tx| tx.attention(&AttentionQuery::new(now()))).unwrap();
+    assert_eq!((page.rows.len(), page.total), (1, 1));
+    let r = &page.rows[0];
+    assert_eq!(
+        (r.kind, r.state.as_str(), r.intention_id),
+        (RowKind::RefusedEvent, "refused_event", None)
+    );
+    assert_eq!(r.commitment_ref, "cita-1");
+    assert!(
+        r.last_event
+            .as_deref()
+            .unwrap()
+            .starts_with("evt-2: cita-1 is already at version 1")
+    );
+    let mut q = AttentionQuery::new(now());
+    q.filter = Some("evt-2".into());
+    assert_eq!(store.read(|tx| tx.attention(&q)).unwrap().total, 1);
+    q.filter = Some("cita-9".into());
+    assert_eq!(store.read(|tx| tx.attention(&q)).unwrap().total, 0);
+    // The booking system sends version 2: the conflict is settled.
+    store
+        .write(|tx| {
+            let mut c = commitment("cita-1");
+            c.version = 2;
+            tx.save_commitment(&c, None, now())
+        })
+        .unwrap();
+    let page = store.read(|tx| tx.attention(&AttentionQuery::new(now()))).unwrap();
+    assert_eq!((page.rows.len(), page.total), (0, 0));
+    assert!(!store.read(|tx| tx.refused_events("cita-1")).unwrap()[0].open);
+}
+
+#[test]
+fn the_name_belongs_to_the_commitment_not_to_the_shared_phone() {
+    let (_dir, mut store) = temp_store();
+    store
+        .write(|tx| {
+            let k = tx.upsert_contact("+51987654321", Some("Juan"), None, now())?;
+            let mut a = commitment("cita-1");
+            a.name = Some("Juan".into());
+            tx.save_commitment(&a, Some(k), now())?;
+            let k = tx.upsert_contact("+51987654321", Some("Pedro"), None, now())?;
+            let mut b = commitment("cita-2");
+            b.name = Some("Pedro".into());
+            tx.save_commitment(&b, Some(k), now())?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    let names: Vec<Option<String>> = ["cita-1", "cita-2"]
+        .iter()
+        .map(|r| store.read(|tx| tx.commitment(r)).unwrap().unwrap().commitment.name)
+        .collect();
+    assert_eq!(names, [Some("Juan".into()), Some("Pedro".into())]);
+}

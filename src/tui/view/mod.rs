@@ -238,10 +238,10 @@ fn draw_attention_like(
             .map(|s| local(app, s, "%d/%m %H:%M"))
             .unwrap_or_else(|| t.detail_none.into());
         let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
-        let purpose = if r.kind == RowKind::RescheduleRequest {
-            t.reschedule_request.to_string()
-        } else {
-            short_purpose(&r.purpose)
+        let purpose = match r.kind {
+            RowKind::RescheduleRequest => t.reschedule_request.to_string(),
+            RowKind::RefusedEvent => t.refused_event.to_string(),
+            RowKind::Intention => short_purpose(&r.purpose),
         };
         let evidence = match (&r.last_event, r.evidence_count) {
             (_, 0) if r.kind == RowKind::Intention => {
