@@ -7,7 +7,12 @@
 //!    can prove ([`Capabilities`]):
 //!    - lookup available and a command id known → ask where the command is;
 //!    - idempotent keys → repeat with the same key and content (the engine
-//!      returns the original command and its state, no second message);
+//!      returns the original command and its state, no second message).
+//!      If the first request never arrived, the repeat *is* the first
+//!      delivery, so it is a send like any other: validity is checked in the
+//!      transaction that records its attempt (see [`repeat_plan`]) and again
+//!      right before it leaves ([`super::presend`]). No longer valid → not
+//!      sent: a known engine command is withdrawn, else a person reviews;
 //!    - an engine-reported *ambiguous* command is never repeated: it waits
 //!      for the engine's own resolution (webhook or lookup);
 //!    - no idempotency (Cloud API) → wait for a status webhook; after the
@@ -23,10 +28,13 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::presend::Clearance;
 use super::request::{attempt_result, evidence_for, send_request};
 use super::{Db, Result, Settings};
-use crate::channel::{Capabilities, Channel, LookupOutcome, SendOutcome};
-use crate::store::{Cause, Finished, RetryPolicy, UncertainItem};
+use crate::channel::{CancelOutcome, Capabilities, Channel, LookupOutcome, SendOutcome};
+use crate::domain::state::{CancelReason, IntentionState, ReviewReason, Signal};
+use crate::domain::validity::Validity;
+use crate::store::{Cause, Finished, Holder, RetryPolicy, UncertainItem};
 
 /// Counts of what reconciliation did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -41,6 +49,11 @@ pub struct ReconcileReport {
     pub review: u64,
     /// Repeats sent with the same key to an idempotent channel.
     pub repeats: u64,
+    /// Repeats not sent because validity refused them (withdrawn from the
+    /// engine, or handed to a person).
+    pub repeats_refused: u64,
+    /// Repeats the pre-send check stopped at the last moment.
+    pub repeats_not_sent: u64,
     pub store_errors: u64,
 }
 
@@ -52,6 +65,8 @@ impl ReconcileReport {
         self.waiting += o.waiting;
         self.review += o.review;
         self.repeats += o.repeats;
+        self.repeats_refused += o.repeats_refused;
+        self.repeats_not_sent += o.repeats_not_sent;
         self.store_errors += o.store_errors;
     }
 }
@@ -97,6 +112,77 @@ pub(crate) fn decide(caps: Capabilities, item: &UncertainItem, s: &Settings, now
         return Step::Repeat;
     }
     Step::Wait("channel has no idempotency key: waiting for a status webhook, never resending".into())
+}
+
+/// What the validity check before a repeat allows. Pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RepeatPlan {
+    /// Still valid: repeat with the same key (it may be the first delivery).
+    Send,
+    /// Not valid, and the engine may hold the command queued: ask it to
+    /// withdraw the command, and record its answer.
+    Withdraw {
+        command_id: String,
+        reason: CancelReason,
+        explanation: String,
+    },
+    /// Not valid and nothing to withdraw: the first request may or may not
+    /// have gone out, so a person confirms with the customer.
+    Review { reason: CancelReason, explanation: String },
+    /// Not now (quiet hours, daily cap): send nothing, look again then.
+    Hold { until: DateTime<Utc>, why: String },
+}
+
+/// Decides a repeat from the validity verdict (the same rules as a claim,
+/// for the intention's own commitment version) and the engine command id
+/// known for it, if any.
+pub(crate) fn repeat_plan(verdict: Validity, command_id: Option<&str>, caps: Capabilities) -> RepeatPlan {
+    match verdict {
+        Validity::Valid => RepeatPlan::Send,
+        Validity::Defer { until, why } => RepeatPlan::Hold { until, why },
+        Validity::Cancel { reason, explanation } => match command_id {
+            Some(id) if caps.cancel => RepeatPlan::Withdraw {
+                command_id: id.to_string(),
+                reason,
+                explanation,
+            },
+            _ => RepeatPlan::Review { reason, explanation },
+        },
+    }
+}
+
+/// What the engine's answer to a withdrawal means for the intention. Pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Withdrawal {
+    /// Evidence to apply: withdrawn (cancelled), or the command's real
+    /// state when it was too late.
+    Evidence(Signal, String),
+    /// This channel cannot withdraw after all: a person decides.
+    Review(String),
+    /// No answer, or the engine does not know yet: ask again later.
+    Wait(String),
+}
+
+pub(crate) fn withdrawal(answer: &CancelOutcome, command_id: &str) -> Withdrawal {
+    match answer {
+        CancelOutcome::Cancelled => Withdrawal::Evidence(
+            Signal::Cancel(CancelReason::Withdrawn),
+            format!("the engine withdrew command {command_id} before it went out"),
+        ),
+        CancelOutcome::TooLate { state } => match evidence_for(*state) {
+            Some(sig) => Withdrawal::Evidence(
+                sig,
+                format!("too late to withdraw command {command_id}: the engine reports it {state:?}"),
+            ),
+            None => Withdrawal::Wait(format!(
+                "command {command_id} could not be withdrawn: the engine reports it ambiguous"
+            )),
+        },
+        CancelOutcome::Unsupported => Withdrawal::Review(format!("the channel cannot withdraw command {command_id}")),
+        CancelOutcome::Unavailable { detail } => {
+            Withdrawal::Wait(format!("withdrawing command {command_id} failed: {detail}"))
+        }
+    }
 }
 
 /// Serve mode: expire leases and reconcile until told to stop.
@@ -189,6 +275,17 @@ enum ItemResult {
     Waiting,
     Review,
     Repeated(Finished),
+    /// Validity refused the repeat: nothing was sent; what came of it.
+    Refused(Settled),
+    /// The pre-send check stopped the repeat at the last moment.
+    NotSent,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Settled {
+    Resolved,
+    Waiting,
+    Review,
 }
 
 fn tally(report: &mut ReconcileReport, r: std::result::Result<Result<ItemResult>, tokio::task::JoinError>) {
@@ -196,6 +293,18 @@ fn tally(report: &mut ReconcileReport, r: std::result::Result<Result<ItemResult>
         Ok(Ok(ItemResult::Resolved)) => report.resolved += 1,
         Ok(Ok(ItemResult::Waiting)) => report.waiting += 1,
         Ok(Ok(ItemResult::Review)) => report.review += 1,
+        Ok(Ok(ItemResult::Refused(settled))) => {
+            report.repeats_refused += 1;
+            match settled {
+                Settled::Resolved => report.resolved += 1,
+                Settled::Waiting => report.waiting += 1,
+                Settled::Review => report.review += 1,
+            }
+        }
+        Ok(Ok(ItemResult::NotSent)) => {
+            report.repeats_not_sent += 1;
+            report.waiting += 1;
+        }
         Ok(Ok(ItemResult::Repeated(f))) => {
             report.repeats += 1;
             match f {
@@ -243,7 +352,10 @@ async fn reconcile_item(
             waiting(&db, id, why, None, wait).await?;
             Ok(ItemResult::Waiting)
         }
-        Step::Repeat => repeat(&db, &settings, &channel, &item).await,
+        Step::Repeat => {
+            let known = item.intention.provider_command_id.clone();
+            repeat(&db, &settings, &channel, &item, known).await
+        }
         Step::Lookup => {
             let req = send_request(&item.intention, item.contact.as_ref(), now);
             let command = item.intention.provider_command_id.clone();
@@ -291,8 +403,10 @@ async fn reconcile_item(
                     let ambiguous = item.last_attempt.as_ref().is_some_and(|a| a.outcome == "ambiguous");
                     if caps.idempotent_keys && !ambiguous {
                         // The request never arrived: sending it now, with the
-                        // same key, cannot duplicate anything.
-                        repeat(&db, &settings, &channel, &item).await
+                        // same key, cannot duplicate anything — and is the
+                        // first delivery, so validity decides first. The
+                        // engine knows no command to withdraw.
+                        repeat(&db, &settings, &channel, &item, None).await
                     } else {
                         waiting(&db, id, "lookup: the channel has no record of it".into(), None, wait).await?;
                         Ok(ItemResult::Waiting)
@@ -319,29 +433,144 @@ async fn waiting(db: &Db, id: i64, note: String, evidence: Option<String>, wait:
     .await
 }
 
+/// How a repeat began, decided in the transaction that would record it.
+enum Start {
+    /// The intention left `uncertain` meanwhile (evidence arrived).
+    Moved,
+    /// Valid: attempt recorded, send it (after the pre-send check).
+    Go(i64),
+    /// Not sent; the plan already written to the ledger, and the version
+    /// validity read.
+    Refused(RepeatPlan, i64),
+}
+
+/// The validity check of a repeat and what it decides, in one write
+/// transaction with the attempt it records (exactly as a claim does).
+fn start_repeat(
+    tx: &crate::store::Tx<'_>,
+    id: i64,
+    s: &Settings,
+    channel: (&str, Capabilities),
+    command_id: Option<&str>,
+    now: DateTime<Utc>,
+) -> std::result::Result<Start, crate::store::StoreError> {
+    let i = tx.intention(id)?;
+    if i.state != IntentionState::Uncertain {
+        return Ok(Start::Moved);
+    }
+    let (verdict, version, _) = tx.evaluate(&i, &s.rules, now)?;
+    let plan = repeat_plan(verdict, command_id, channel.1);
+    let entry = |signal, note| crate::store::Entry {
+        signal,
+        cause: Cause::Reconciler,
+        evidence: Some("validity_before_repeat"),
+        note,
+        commitment_version: Some(version),
+    };
+    match &plan {
+        RepeatPlan::Send => {
+            tx.note_reconcile(
+                id,
+                &format!("repeating with the same key and content (valid at v{version}; it may be the first delivery)"),
+                None,
+                now,
+            )?;
+            let worker = format!("{}/reconciler", s.owner);
+            let (attempt_id, _) = tx.start_extra_attempt(id, &worker, channel.0, version, now)?;
+            return Ok(Start::Go(attempt_id));
+        }
+        RepeatPlan::Withdraw {
+            command_id,
+            explanation,
+            ..
+        } => {
+            let note = format!("not repeated: {explanation}; asking the channel to withdraw command {command_id}");
+            tx.note(id, &entry("repeat_refused", Some(&note)), now)?;
+        }
+        RepeatPlan::Review { reason, explanation } => {
+            let note = format!("not repeated (the first request may or may not have gone out): {explanation}");
+            tx.review_refused_repeat(id, ReviewReason::for_refused_repeat(*reason), &note, version, now)?;
+        }
+        RepeatPlan::Hold { until, why } => {
+            let note = format!("not repeated now: {why} (until {})", until.to_rfc3339());
+            tx.note(id, &entry("deferred", Some(&note)), now)?;
+            tx.hold_uncertain(id, *until)?;
+        }
+    }
+    Ok(Start::Refused(plan, version))
+}
+
 /// Repeats the send with the same key and content (idempotent channels
-/// only), recorded as one more attempt started before the call.
+/// only): validity first, in the transaction that records the attempt;
+/// then the pre-send check right before the request leaves. `command_id`
+/// is the engine command known for it (`None` when the engine said it has
+/// none), which a refused repeat asks the engine to withdraw.
 async fn repeat(
     db: &Db,
     settings: &Arc<Settings>,
     channel: &Arc<dyn Channel>,
     item: &UncertainItem,
+    command_id: Option<String>,
 ) -> Result<ItemResult> {
     let id = item.intention.id;
     let s = settings.clone();
-    let kind = channel.kind();
-    let (attempt_id, _n) = db
-        .call(move |store| {
-            Ok(store.write(|tx| {
-                tx.note_reconcile(id, "repeating with the same key and content", None, Utc::now())?;
-                tx.start_extra_attempt(id, &format!("{}/reconciler", s.owner), kind, Utc::now())
-            })?)
+    let ch = (channel.kind(), channel.capabilities());
+    let start = db
+        .call(move |store| Ok(store.write(|tx| start_repeat(tx, id, &s, ch, command_id.as_deref(), Utc::now()))?))
+        .await?;
+    let wait = settings.reconcile_wait(item.tries);
+    let attempt_id = match start {
+        Start::Moved => return Ok(ItemResult::Resolved),
+        Start::Go(a) => a,
+        Start::Refused(
+            RepeatPlan::Withdraw {
+                command_id,
+                reason,
+                explanation,
+            },
+            version,
+        ) => {
+            let answer = channel.cancel(&command_id).await;
+            let step = withdrawal(&answer, &command_id);
+            let settled = db
+                .call(move |store| {
+                    let now = Utc::now();
+                    Ok(store.write(|tx| match step {
+                        Withdrawal::Evidence(sig, note) => {
+                            let note = format!("{note}; not repeated: {explanation}");
+                            tx.reconcile_evidence(id, sig, Some(&command_id), None, &note, now)?;
+                            Ok::<_, crate::store::StoreError>(Settled::Resolved)
+                        }
+                        Withdrawal::Review(note) => {
+                            let note = format!("{note}; not repeated: {explanation}");
+                            let why = ReviewReason::for_refused_repeat(reason);
+                            tx.review_refused_repeat(id, why, &note, version, now)?;
+                            Ok(Settled::Review)
+                        }
+                        Withdrawal::Wait(note) => {
+                            tx.note_reconcile(id, &note, Some(&command_id), now)?;
+                            tx.hold_uncertain(id, now + wait)?;
+                            Ok(Settled::Waiting)
+                        }
+                    })?)
+                })
+                .await?;
+            return Ok(ItemResult::Refused(settled));
+        }
+        Start::Refused(RepeatPlan::Review { .. }, _) => return Ok(ItemResult::Refused(Settled::Review)),
+        Start::Refused(_, _) => return Ok(ItemResult::Waiting),
+    };
+    if let Clearance::Stop(why) = db.presend().check(attempt_id, Holder::Reconciler).await {
+        let s = settings.clone();
+        db.call(move |store| {
+            Ok(store.write(|tx| tx.abandon_unsent(attempt_id, &Holder::Reconciler, &why, &s.rules, Utc::now()))?)
         })
         .await?;
+        return Ok(ItemResult::NotSent);
+    }
     let req = send_request(&item.intention, item.contact.as_ref(), Utc::now());
     let outcome: SendOutcome = channel.send(&req).await;
     let s = settings.clone();
-    let wait = settings.reconcile_wait(item.tries);
     let finished = db
         .call(move |store| {
             let now = Utc::now();

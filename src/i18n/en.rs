@@ -171,5 +171,13 @@ pub static EN: Strings = Strings {
         ("operator", "operator"),
         ("withdrawn", "withdrawn"),
         ("in_past", "in the past"),
+        (
+            "changed_while_uncertain",
+            "the appointment changed while we did not know whether the message went out: confirm with the patient",
+        ),
+        (
+            "invalid_while_uncertain",
+            "the message stopped being pertinent while we did not know whether it went out: confirm with the patient",
+        ),
     ],
 };

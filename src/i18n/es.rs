@@ -171,5 +171,13 @@ pub static ES: Strings = Strings {
         ("operator", "operador"),
         ("withdrawn", "retirada del canal"),
         ("in_past", "en el pasado"),
+        (
+            "changed_while_uncertain",
+            "la cita cambió mientras no sabíamos si el mensaje salió: confirmar con el paciente",
+        ),
+        (
+            "invalid_while_uncertain",
+            "el mensaje dejó de corresponder mientras no sabíamos si salió: confirmar con el paciente",
+        ),
     ],
 };
