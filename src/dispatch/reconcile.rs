@@ -722,4 +722,124 @@ mod tests {
         // …but time alone does not send an idempotent timeout to review.
         assert_eq!(decide(MOTOR, &item("uncertain", 300, 3, now), &s, now), Step::Repeat);
     }
+
+    fn cancel(reason: CancelReason) -> Validity {
+        Validity::Cancel {
+            reason,
+            explanation: "the commitment was cancelled (now v2)".into(),
+        }
+    }
+
+    #[test]
+    fn a_repeat_is_sent_only_while_valid() {
+        assert_eq!(repeat_plan(Validity::Valid, None, MOTOR), RepeatPlan::Send);
+        assert_eq!(repeat_plan(Validity::Valid, Some("cmd-1"), MOTOR), RepeatPlan::Send);
+        // Quiet hours or the daily cap: nothing now, look again then.
+        let until = Utc::now() + Duration::hours(3);
+        let plan = repeat_plan(
+            Validity::Defer {
+                until,
+                why: "quiet hours".into(),
+            },
+            None,
+            MOTOR,
+        );
+        assert_eq!(
+            plan,
+            RepeatPlan::Hold {
+                until,
+                why: "quiet hours".into()
+            }
+        );
+    }
+
+    #[test]
+    fn an_invalid_repeat_withdraws_a_known_command_or_goes_to_a_person() {
+        // No command known (the request was reset, or the engine said it
+        // has none): review, never a send.
+        let p = repeat_plan(cancel(CancelReason::CommitmentCancelled), None, MOTOR);
+        assert!(
+            matches!(&p, RepeatPlan::Review { reason: CancelReason::CommitmentCancelled, explanation } if explanation.contains("cancelled")),
+            "{p:?}"
+        );
+        // A command the engine may still hold queued: withdraw it.
+        assert_eq!(
+            repeat_plan(cancel(CancelReason::Superseded), Some("cmd-9"), MOTOR),
+            RepeatPlan::Withdraw {
+                command_id: "cmd-9".into(),
+                reason: CancelReason::Superseded,
+                explanation: "the commitment was cancelled (now v2)".into(),
+            }
+        );
+        // A channel that cannot withdraw: a person.
+        assert!(matches!(
+            repeat_plan(cancel(CancelReason::Expired), Some("cmd-9"), MOTOR_NO_LOOKUP),
+            RepeatPlan::Review {
+                reason: CancelReason::Expired,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_engines_answer_to_a_withdrawal_is_evidence_or_a_reason_to_wait() {
+        use crate::channel::ChannelState;
+        assert!(matches!(
+            withdrawal(&CancelOutcome::Cancelled, "c1"),
+            Withdrawal::Evidence(Signal::Cancel(CancelReason::Withdrawn), n) if n.contains("withdrew command c1")
+        ));
+        // Too late: its real state is the evidence.
+        assert!(matches!(
+            withdrawal(&CancelOutcome::TooLate { state: ChannelState::Delivered }, "c1"),
+            Withdrawal::Evidence(Signal::Delivered, n) if n.contains("too late")
+        ));
+        assert!(matches!(
+            withdrawal(
+                &CancelOutcome::TooLate {
+                    state: ChannelState::Failed
+                },
+                "c1"
+            ),
+            Withdrawal::Evidence(Signal::Failed, _)
+        ));
+        assert!(matches!(
+            withdrawal(
+                &CancelOutcome::TooLate {
+                    state: ChannelState::Ambiguous
+                },
+                "c1"
+            ),
+            Withdrawal::Wait(_)
+        ));
+        assert!(matches!(
+            withdrawal(&CancelOutcome::Unavailable { detail: "down".into() }, "c1"),
+            Withdrawal::Wait(n) if n.contains("down")
+        ));
+        assert!(matches!(
+            withdrawal(&CancelOutcome::Unsupported, "c1"),
+            Withdrawal::Review(_)
+        ));
+    }
+
+    #[test]
+    fn refused_repeats_carry_a_reason_the_console_can_say_in_both_languages() {
+        for (reason, review) in [
+            (CancelReason::CommitmentCancelled, ReviewReason::ChangedWhileUncertain),
+            (CancelReason::Superseded, ReviewReason::ChangedWhileUncertain),
+            (CancelReason::Expired, ReviewReason::InvalidWhileUncertain),
+            (CancelReason::OptedOut, ReviewReason::InvalidWhileUncertain),
+        ] {
+            assert_eq!(ReviewReason::for_refused_repeat(reason), review);
+        }
+        let es = crate::i18n::ES.reason(ReviewReason::ChangedWhileUncertain.as_str());
+        assert_eq!(
+            es,
+            "la cita cambió mientras no sabíamos si el mensaje salió: confirmar con el paciente"
+        );
+        let en = crate::i18n::EN.reason(ReviewReason::ChangedWhileUncertain.as_str());
+        assert!(en.starts_with("the appointment changed while we did not know"), "{en}");
+        let code = ReviewReason::InvalidWhileUncertain.as_str();
+        assert_ne!(crate::i18n::ES.reason(code), code);
+        assert_ne!(crate::i18n::EN.reason(code), code);
+    }
 }

@@ -505,3 +505,7 @@ impl Tx<'_> {
 #[cfg(test)]
 #[path = "dispatch_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "presend_tests.rs"]
+mod presend_tests;
