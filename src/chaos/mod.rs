@@ -3,8 +3,10 @@
 //! booking events imported while it runs (reschedules and cancellations
 //! included), SIGKILLs at random moments and at each step of an attempt,
 //! simulator restarts and store faults; then everything settles and a
-//! history checker ([`check`]) compares the ledger with the simulator's
-//! ground-truth log.
+//! history checker ([`check`]) compares the ledger with the simulator's own
+//! records: its ground-truth log of what went out, and its journal of when
+//! it first received each key, against the commit time of every booking
+//! change (the harness's import timeline, see [`evidence`]).
 //!
 //! | file | job |
 //! |---|---|
