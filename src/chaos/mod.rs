@@ -191,6 +191,11 @@ listen = "127.0.0.1:{server_port}"
     )
 }
 
+/// How far ahead the settle phase counts a planned intention as due: more
+/// than stopping the children takes, so nothing falls due between "settled"
+/// and the checker.
+const SETTLE_AHEAD_MS: i64 = 30_000;
+
 /// Runs the whole harness in `dir` (created), with `bin` as the `unavez`
 /// binary for the children.
 pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Result<Report, ChaosError> {
@@ -302,6 +307,9 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
         let now = Utc::now().timestamp_millis();
         // Settled: nothing due, in flight or uncertain in the ledger, and
         // everything the engine accepted has gone out (its queue drained).
+        // "Due" looks a little ahead: a retry the last faulty wave backed
+        // off for a second is still work, and it falls due while the
+        // children stop, before the checker looks.
         let gone_out: std::collections::HashSet<String> =
             read_sent(&dir.join("sent.jsonl"))?.into_iter().map(|m| m.key).collect();
         let unsettled = store
@@ -309,7 +317,7 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
             .iter()
             .any(|i| match i.state.as_str() {
                 "dispatching" | "uncertain" => true,
-                "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now,
+                "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now + SETTLE_AHEAD_MS,
                 "accepted" => !gone_out.contains(&i.key),
                 _ => false,
             });
