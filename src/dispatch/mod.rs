@@ -6,7 +6,8 @@
 //! |---|---|
 //! | [`control`] | pause/resume, status snapshot, activity notifications for the console |
 //! | `worker.rs` | claim due intentions in batches (validity checked in the claim transaction), send with bounded concurrency, record results |
-//! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend; a repeat is a send, so it passes validity first |
+//! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend |
+//! | `repeat.rs` | a reconciliation repeat is a send: validity in the transaction that records it, withdraw or review when no longer valid |
 //! | [`presend`] | the check right before each request leaves: commitment version, cancellation and the sender's own hold, re-read on a separate connection |
 //! | [`reprocess`] | re-evaluate one operating day by state, with a dry run |
 //! | [`request`] | the [`SendRequest`](crate::channel::SendRequest) built from the stored intention |
