@@ -200,35 +200,13 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
         let sent = by_key.get(i.key.as_str()).is_some_and(|m| !m.is_empty());
         let evidence = matches!(i.state.as_str(), "accepted" | "sent" | "delivered" | "read");
         if sent {
-            match (i.first_claim, stale_since(i), first_receipt(&i.key)) {
-                (None, _, _) => {
+            match judge_sent(i, stale_since(i), first_receipt(&i.key)) {
+                Sent::Fine => {}
+                Sent::InFlight => v.in_flight_across_change += 1,
+                Sent::Wrong(why) => {
                     v.wrongly_sent += 1;
-                    v.example(format!(
-                        "wrongly sent: {} (#{}) went out but was never claimed",
-                        i.key, i.id
-                    ));
+                    v.example(format!("wrongly sent: {} (#{}) {why}", i.key, i.id));
                 }
-                (Some(_), Some(stale), Some(got)) if got > stale + IN_FLIGHT_GRACE_MS => {
-                    v.wrongly_sent += 1;
-                    v.example(format!(
-                        "wrongly sent: {} (#{}) first received by the engine {} ms after its commitment moved past v{} was committed",
-                        i.key,
-                        i.id,
-                        got - stale,
-                        i.version
-                    ));
-                }
-                (Some(_), Some(stale), None) => {
-                    // Sent, but neither record says when the engine got it:
-                    // nothing proves it left before the change.
-                    v.wrongly_sent += 1;
-                    v.example(format!(
-                        "wrongly sent: {} (#{}) went out with no receipt time, and its commitment moved past v{} at {stale}",
-                        i.key, i.id, i.version
-                    ));
-                }
-                (Some(_), Some(_), Some(_)) => v.in_flight_across_change += 1,
-                (Some(_), None, _) => {}
             }
             if matches!(i.state.as_str(), "failed" | "cancelled") {
                 v.contradicted += 1;
@@ -291,6 +269,35 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
         }
     }
     v
+}
+
+/// What a message that went out says about its intention.
+enum Sent {
+    Fine,
+    InFlight,
+    Wrong(String),
+}
+
+/// The strict rule for one sent intention: never claimed, or first received
+/// by the engine more than the grace after the change that made it stale
+/// (`stale_since`, a commit time) was committed, is wrongly sent.
+fn judge_sent(i: &CheckedIntention, stale_since: Option<i64>, first_receipt: Option<i64>) -> Sent {
+    match (i.first_claim, stale_since, first_receipt) {
+        (None, _, _) => Sent::Wrong("went out but was never claimed".into()),
+        (Some(_), None, _) => Sent::Fine,
+        (Some(_), Some(stale), Some(got)) if got > stale + IN_FLIGHT_GRACE_MS => Sent::Wrong(format!(
+            "first received by the engine {} ms after its commitment moved past v{} was committed",
+            got - stale,
+            i.version
+        )),
+        (Some(_), Some(_), Some(_)) => Sent::InFlight,
+        // Neither record says when the engine got it: nothing proves it
+        // left before the change.
+        (Some(_), Some(stale), None) => Sent::Wrong(format!(
+            "went out with no receipt time, and its commitment moved past v{} at {stale}",
+            i.version
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::{Id, JoinSet};
 
-use super::presend::{Clearance, PreSend};
+use super::presend::Clearance;
 use super::request::{attempt_result, send_request};
 use super::{Control, Db, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
@@ -176,12 +176,7 @@ pub(crate) async fn dispatch_loop(
                                 crate::failpoint::hit("after_claim");
                                 report.claimed += 1;
                                 let attempt_id = c.attempt_id;
-                                let h = inflight.spawn(send_one(
-                                    channel.clone(),
-                                    *c,
-                                    db.presend().clone(),
-                                    settings.owner.clone(),
-                                ));
+                                let h = inflight.spawn(send_one(channel.clone(), *c, db.clone(), settings.clone()));
                                 attempts.insert(h.id(), attempt_id);
                             }
                             ClaimDecision::Cancelled { .. } => report.cancelled += 1,
@@ -249,13 +244,14 @@ async fn claim(
     .await
 }
 
-async fn send_one(channel: Arc<dyn Channel>, c: Claimed, check: PreSend, owner: String) -> Done {
+async fn send_one(channel: Arc<dyn Channel>, c: Claimed, db: Db, settings: Arc<Settings>) -> Done {
     // Test point: hold the claimed message here, as a busy runtime or a
     // slow store can, so the world may move before it leaves.
     if let Some(crate::failpoint::Action::Sleep(ms)) = crate::failpoint::hit("before_send") {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
-    if let Clearance::Stop(why) = check.check(c.attempt_id, Holder::Lease(owner)).await {
+    let holder = Holder::Lease(settings.owner.clone());
+    if let Clearance::Stop(why) = db.presend().check(c.attempt_id, holder).await {
         return (c.attempt_id, Sent::NotSent(why));
     }
     let req = send_request(&c.intention, c.contact.as_ref(), Utc::now());
