@@ -11,7 +11,10 @@
 //!   error instead of committing (the transaction is rolled back);
 //! - `store_begin:10:busy:5` — the 10th to 14th transactions fail to begin
 //!   with `SQLITE_BUSY`, as if another process held the write lock past the
-//!   busy timeout.
+//!   busy timeout;
+//! - `before_send:1:sleep=3000` — the 1st claimed message waits 3 s between
+//!   its claim and the pre-send check, as a busy runtime or a slow store can
+//!   make it wait (only the dispatcher's async points honour `sleep`).
 //!
 //! Without the variable every check is one relaxed atomic load, so the
 //! points stay in production code at no measurable cost, which keeps the
@@ -32,6 +35,8 @@ pub enum Action {
     Error,
     /// The operation reports `SQLITE_BUSY` (store points only).
     Busy,
+    /// The caller waits this many milliseconds, then goes on.
+    Sleep(u64),
 }
 
 #[derive(Debug)]
@@ -49,7 +54,7 @@ pub fn parse(spec: &str) -> Result<Vec<(String, u64, Action, u64)>, String> {
     let mut out = Vec::new();
     for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let parts: Vec<&str> = entry.split(':').collect();
-        let bad = || format!("{ENV}: bad entry {entry:?} (expected name:N[:abort|error|busy[:times]])");
+        let bad = || format!("{ENV}: bad entry {entry:?} (expected name:N[:abort|error|busy|sleep=MS[:times]])");
         if parts.len() < 2 || parts.len() > 4 || parts[0].is_empty() {
             return Err(bad());
         }
@@ -61,7 +66,10 @@ pub fn parse(spec: &str) -> Result<Vec<(String, u64, Action, u64)>, String> {
             "abort" => Action::Abort,
             "error" => Action::Error,
             "busy" => Action::Busy,
-            _ => return Err(bad()),
+            other => match other.strip_prefix("sleep=").map(str::parse::<u64>) {
+                Some(Ok(ms)) => Action::Sleep(ms),
+                _ => return Err(bad()),
+            },
         };
         let times: u64 = match parts.get(3) {
             Some(t) => t.parse().map_err(|_| bad())?,
@@ -135,10 +143,11 @@ mod tests {
 
     #[test]
     fn parses_the_documented_forms() {
-        let v = parse("after_claim:3, store_commit:40:error,store_begin:10:busy:5").unwrap();
+        let v = parse("after_claim:3, store_commit:40:error,store_begin:10:busy:5,before_send:1:sleep=250").unwrap();
         assert_eq!(v[0], ("after_claim".into(), 3, Action::Abort, 1));
         assert_eq!(v[1], ("store_commit".into(), 40, Action::Error, 1));
         assert_eq!(v[2], ("store_begin".into(), 10, Action::Busy, 5));
+        assert_eq!(v[3], ("before_send".into(), 1, Action::Sleep(250), 1));
         assert!(parse("").unwrap().is_empty());
     }
 
@@ -152,6 +161,8 @@ mod tests {
             "a:1:explode",
             "a:1:error:x",
             "a:1:b:2:3",
+            "a:1:sleep",
+            "a:1:sleep=x",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

@@ -1,9 +1,12 @@
 //! The history checker, Jepsen style: compares what the ledger says with
-//! what the engine (simulator) really sent, after everything settled.
+//! what the engine (simulator) really received and sent, after everything
+//! settled.
 //!
 //! Pure: it receives the ledger's view (`crate::store::chaos`), the
-//! simulator's ground-truth log and the harness's own model of the events it
-//! imported, and returns a [`Verdict`]. Definitions:
+//! simulator's own records (its ground-truth log of messages that went out,
+//! and from its state journal the moment it first received each key), the
+//! commit time of every booking change, and the harness's model of the
+//! events it imported; it returns a [`Verdict`]. Definitions:
 //!
 //! - **duplicated**: every message beyond the first for one key (the key
 //!   names one intention, so this is also "two messages for one intention"),
@@ -17,19 +20,30 @@
 //!   `cancelled`, `failed` and `review` explain a message that was not sent.
 //! - **wrongly sent**: the engine sent a message for a key the ledger does
 //!   not know, for an intention that was never claimed, or for an intention
-//!   whose first claim (the validity check) came after its commitment had
-//!   moved to a newer version (rescheduled or cancelled). Ledger order is
-//!   the `intention_history` id, which follows commit order. A send claimed
-//!   *before* the change and delivered after it is the in-flight race the
-//!   design accepts (it is recorded and an update notice follows); it is
-//!   counted apart as `in flight across a change`.
+//!   whose commitment had already moved on: the engine *first received* its
+//!   key more than [`IN_FLIGHT_GRACE_MS`] after the commit of the booking
+//!   change (reschedule or cancellation) that made it stale. Only the
+//!   engine's record counts here, never the ledger's own account: a
+//!   request that left after the change was committed is a send that a
+//!   validity check should have stopped, whichever path sent it (claim,
+//!   retry, reconciler repeat).
+//! - **in flight across a change** (informational): sent, and first
+//!   received by the engine before that commit or at most
+//!   [`IN_FLIGHT_GRACE_MS`] after it — the request left before the change
+//!   was visible (the grace covers the time between the last pre-send
+//!   check and the engine's stamp on one host). The design accepts this
+//!   race: it is recorded in history and an update notice follows.
 //! - **uncertain left unresolved**: intentions still `uncertain`.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::store::chaos::{CheckedCommitment, CheckedIntention, VersionMark};
+use crate::store::chaos::{CheckedCommitment, CheckedIntention};
+
+/// How long after a change's commit a first receipt still counts as in
+/// flight across it rather than wrongly sent.
+pub const IN_FLIGHT_GRACE_MS: i64 = 500;
 
 /// One message the engine really handed to WhatsApp (from its log).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +52,17 @@ pub struct SentMessage {
     /// The engine's own id for the message (distinct per real send).
     pub message_id: String,
     pub correlation_id: Option<String>,
+    /// When it went out (ms since the epoch), per the log.
+    pub time_ms: Option<i64>,
+}
+
+/// A booking change that raised a commitment to `version`, committed at
+/// `committed_ms` (ms since the epoch, the host clock the simulator uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeCommit {
+    pub commitment_id: i64,
+    pub version: i64,
+    pub committed_ms: i64,
 }
 
 /// What the harness expects a commitment to look like in the end.
@@ -51,7 +76,10 @@ pub struct Expected {
 /// Everything the checker needs.
 pub struct Inputs<'a> {
     pub intentions: &'a [CheckedIntention],
-    pub marks: &'a [VersionMark],
+    /// When each commitment's version was raised, by commit time.
+    pub changes: &'a [ChangeCommit],
+    /// Key → when the engine first received it (ms), from its own journal.
+    pub receipts: &'a HashMap<String, i64>,
     pub commitments: &'a [CheckedCommitment],
     pub sent: &'a [SentMessage],
     pub expected: &'a [Expected],
@@ -70,8 +98,9 @@ pub struct Verdict {
     pub lost: usize,
     pub wrongly_sent: usize,
     pub uncertain_unresolved: usize,
-    /// Informational: claimed before a reschedule/cancellation, delivered
-    /// after it (recorded in history; an update notice follows).
+    /// Informational: first received by the engine before (or within the
+    /// grace after) the reschedule/cancellation that made it stale; recorded
+    /// in history, an update notice follows.
     pub in_flight_across_change: usize,
     /// Informational: the engine sent it but the ledger says failed or
     /// cancelled — the ledger's evidence is wrong, a person could resend.
@@ -138,21 +167,30 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
         }
     }
 
-    // The first history id at which each commitment reached each version.
-    let mut marks: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    for m in input.marks {
-        marks
-            .entry(m.commitment_id)
+    // When each commitment first moved past each version.
+    let mut changes: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    for c in input.changes {
+        changes
+            .entry(c.commitment_id)
             .or_default()
-            .push((m.version, m.first_history_id));
+            .push((c.version, c.committed_ms));
     }
-    let superseded_at = |i: &CheckedIntention| -> Option<i64> {
-        marks
+    let stale_since = |i: &CheckedIntention| -> Option<i64> {
+        changes
             .get(&i.commitment_id)?
             .iter()
             .filter(|(ver, _)| *ver > i.version)
-            .map(|(_, h)| *h)
+            .map(|(_, t)| *t)
             .min()
+    };
+    // The engine's first receipt of a key; without a journal record, the
+    // first time the log shows it going out (later, so only stricter).
+    let first_receipt = |key: &str| -> Option<i64> {
+        input
+            .receipts
+            .get(key)
+            .copied()
+            .or_else(|| by_key.get(key).and_then(|m| m.iter().filter_map(|x| x.time_ms).min()))
     };
 
     let mut known: HashMap<&str, ()> = HashMap::new();
@@ -162,23 +200,13 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
         let sent = by_key.get(i.key.as_str()).is_some_and(|m| !m.is_empty());
         let evidence = matches!(i.state.as_str(), "accepted" | "sent" | "delivered" | "read");
         if sent {
-            match (i.first_claim, superseded_at(i)) {
-                (None, _) => {
+            match judge_sent(i, stale_since(i), first_receipt(&i.key)) {
+                Sent::Fine => {}
+                Sent::InFlight => v.in_flight_across_change += 1,
+                Sent::Wrong(why) => {
                     v.wrongly_sent += 1;
-                    v.example(format!(
-                        "wrongly sent: {} (#{}) went out but was never claimed",
-                        i.key, i.id
-                    ));
+                    v.example(format!("wrongly sent: {} (#{}) {why}", i.key, i.id));
                 }
-                (Some(c), Some(s)) if c > s => {
-                    v.wrongly_sent += 1;
-                    v.example(format!(
-                        "wrongly sent: {} (#{}) first claimed at history #{c}, after its commitment moved past v{} at #{s}",
-                        i.key, i.id, i.version
-                    ));
-                }
-                (Some(_), Some(_)) => v.in_flight_across_change += 1,
-                (Some(_), None) => {}
             }
             if matches!(i.state.as_str(), "failed" | "cancelled") {
                 v.contradicted += 1;
@@ -243,6 +271,35 @@ pub fn check(input: &Inputs<'_>) -> Verdict {
     v
 }
 
+/// What a message that went out says about its intention.
+enum Sent {
+    Fine,
+    InFlight,
+    Wrong(String),
+}
+
+/// The strict rule for one sent intention: never claimed, or first received
+/// by the engine more than the grace after the change that made it stale
+/// (`stale_since`, a commit time) was committed, is wrongly sent.
+fn judge_sent(i: &CheckedIntention, stale_since: Option<i64>, first_receipt: Option<i64>) -> Sent {
+    match (i.first_claim, stale_since, first_receipt) {
+        (None, _, _) => Sent::Wrong("went out but was never claimed".into()),
+        (Some(_), None, _) => Sent::Fine,
+        (Some(_), Some(stale), Some(got)) if got > stale + IN_FLIGHT_GRACE_MS => Sent::Wrong(format!(
+            "first received by the engine {} ms after its commitment moved past v{} was committed",
+            got - stale,
+            i.version
+        )),
+        (Some(_), Some(_), Some(_)) => Sent::InFlight,
+        // Neither record says when the engine got it: nothing proves it
+        // left before the change.
+        (Some(_), Some(stale), None) => Sent::Wrong(format!(
+            "went out with no receipt time, and its commitment moved past v{} at {stale}",
+            i.version
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,13 +326,24 @@ mod tests {
             key: key.into(),
             message_id: id.into(),
             correlation_id: None,
+            time_ms: None,
         }
     }
 
-    fn run(intentions: &[CheckedIntention], marks: &[VersionMark], sent: &[SentMessage]) -> Verdict {
+    fn run(intentions: &[CheckedIntention], changes: &[ChangeCommit], sent: &[SentMessage]) -> Verdict {
+        run_with(intentions, changes, sent, &HashMap::new())
+    }
+
+    fn run_with(
+        intentions: &[CheckedIntention],
+        changes: &[ChangeCommit],
+        sent: &[SentMessage],
+        receipts: &HashMap<String, i64>,
+    ) -> Verdict {
         check(&Inputs {
             intentions,
-            marks,
+            changes,
+            receipts,
             commitments: &[],
             sent,
             expected: &[],
@@ -342,26 +410,86 @@ mod tests {
         assert!(!v.failed());
     }
 
-    #[test]
-    fn claimed_after_the_commitment_moved_on_is_wrongly_sent() {
-        let marks = [
-            VersionMark {
+    fn rescheduled_at(ms: i64) -> [ChangeCommit; 2] {
+        [
+            ChangeCommit {
                 commitment_id: 1,
                 version: 1,
-                first_history_id: 1,
+                committed_ms: 0,
             },
-            VersionMark {
+            ChangeCommit {
                 commitment_id: 1,
                 version: 2,
-                first_history_id: 20,
+                committed_ms: ms,
             },
-        ];
-        let late = [intent(1, "a:v1", 1, 1, "accepted", Some(25))];
-        let v = run(&late, &marks, &[msg("a:v1", "m1")]);
+        ]
+    }
+
+    fn receipt(key: &str, ms: i64) -> HashMap<String, i64> {
+        HashMap::from([(key.to_string(), ms)])
+    }
+
+    #[test]
+    fn first_received_more_than_the_grace_after_the_change_is_wrongly_sent() {
+        let changes = rescheduled_at(10_000);
+        // Claimed long before the change: the ledger's order does not
+        // excuse it, only the engine's own receipt time counts.
+        let i = [intent(1, "a:v1", 1, 1, "accepted", Some(5))];
+        let sent = [msg("a:v1", "m1")];
+        let v = run_with(&i, &changes, &sent, &receipt("a:v1", 10_000 + IN_FLIGHT_GRACE_MS + 1));
+        assert_eq!((v.wrongly_sent, v.in_flight_across_change), (1, 0));
+        assert!(v.failed());
+        assert!(
+            v.examples[0].contains("first received by the engine 501 ms after"),
+            "{v:?}"
+        );
+        // 1.7 s after, as the seed 29 showed.
+        let v = run_with(&i, &changes, &sent, &receipt("a:v1", 11_700));
         assert_eq!(v.wrongly_sent, 1);
-        let in_flight = [intent(1, "a:v1", 1, 1, "accepted", Some(15))];
-        let v = run(&in_flight, &marks, &[msg("a:v1", "m1")]);
-        assert_eq!((v.wrongly_sent, v.in_flight_across_change), (0, 1));
+    }
+
+    #[test]
+    fn received_before_or_within_the_grace_is_in_flight_across_the_change() {
+        let changes = rescheduled_at(10_000);
+        let i = [intent(1, "a:v1", 1, 1, "accepted", Some(5))];
+        let sent = [msg("a:v1", "m1")];
+        for got in [9_000, 10_000, 10_000 + IN_FLIGHT_GRACE_MS] {
+            let v = run_with(&i, &changes, &sent, &receipt("a:v1", got));
+            assert_eq!((v.wrongly_sent, v.in_flight_across_change), (0, 1), "{got}");
+        }
+        // Not stale at all (no later version): neither.
+        let v = run_with(&i, &changes[..1], &sent, &receipt("a:v1", 50_000));
+        assert_eq!((v.wrongly_sent, v.in_flight_across_change), (0, 0));
+    }
+
+    #[test]
+    fn without_a_journal_record_the_log_time_decides_and_without_either_it_is_wrong() {
+        let changes = rescheduled_at(10_000);
+        let i = [intent(1, "a:v1", 1, 1, "sent", Some(5))];
+        let mut m = msg("a:v1", "m1");
+        m.time_ms = Some(10_100);
+        assert_eq!(run(&i, &changes, std::slice::from_ref(&m)).in_flight_across_change, 1);
+        m.time_ms = Some(12_000);
+        assert_eq!(run(&i, &changes, std::slice::from_ref(&m)).wrongly_sent, 1);
+        m.time_ms = None;
+        assert_eq!(run(&i, &changes, &[m]).wrongly_sent, 1);
+    }
+
+    #[test]
+    fn the_earliest_later_change_is_the_one_that_made_it_stale() {
+        let mut changes = rescheduled_at(10_000).to_vec();
+        changes.push(ChangeCommit {
+            commitment_id: 1,
+            version: 3,
+            committed_ms: 20_000,
+        });
+        let i = [intent(1, "a:v1", 1, 1, "accepted", Some(5))];
+        let v = run_with(&i, &changes, &[msg("a:v1", "m1")], &receipt("a:v1", 15_000));
+        assert_eq!(v.wrongly_sent, 1, "stale since v2, not v3");
+        // Another commitment's change does not matter.
+        let other = [intent(1, "b:v1", 2, 1, "accepted", Some(5))];
+        let v = run_with(&other, &changes, &[msg("b:v1", "m1")], &receipt("b:v1", 15_000));
+        assert_eq!((v.wrongly_sent, v.in_flight_across_change), (0, 0));
     }
 
     #[test]
@@ -393,7 +521,8 @@ mod tests {
         ];
         let v = check(&Inputs {
             intentions: &[],
-            marks: &[],
+            changes: &[],
+            receipts: &HashMap::new(),
             commitments: &commitments,
             sent: &[],
             expected: &expected,

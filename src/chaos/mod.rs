@@ -3,16 +3,20 @@
 //! booking events imported while it runs (reschedules and cancellations
 //! included), SIGKILLs at random moments and at each step of an attempt,
 //! simulator restarts and store faults; then everything settles and a
-//! history checker ([`check`]) compares the ledger with the simulator's
-//! ground-truth log.
+//! history checker ([`check`]) compares the ledger with the simulator's own
+//! records: its ground-truth log of what went out, and its journal of when
+//! it first received each key, against the commit time of every booking
+//! change (the harness's import timeline, see [`evidence`]).
 //!
 //! | file | job |
 //! |---|---|
 //! | [`plan`] | the seeded schedule and the model of the expected ledger |
 //! | `procs.rs` | starting, killing and restarting the child processes |
+//! | [`evidence`] | reading the simulator's log and journal, and the harness's import timeline |
 //! | [`check`] | the pure history checker |
 
 pub mod check;
+pub mod evidence;
 pub mod plan;
 mod procs;
 
@@ -24,7 +28,8 @@ use chrono::Utc;
 use serde::Serialize;
 
 use crate::store::{Store, StoreError};
-use check::{Inputs, SentMessage, Verdict};
+use check::{Inputs, Verdict};
+use evidence::{ImportWindow, read_sent};
 use plan::{Ending, Options, Plan};
 use procs::Env;
 
@@ -114,8 +119,9 @@ impl Report {
         out.push_str(&format!("wrongly sent               {}\n", v.wrongly_sent));
         out.push_str(&format!("uncertain left unresolved  {}\n", v.uncertain_unresolved));
         out.push_str(&format!(
-            "in flight across a change  {} (claimed before the change; recorded)\n",
-            v.in_flight_across_change
+            "in flight across a change  {} (first received by the engine before the change committed, or ≤ {} ms after)\n",
+            v.in_flight_across_change,
+            check::IN_FLIGHT_GRACE_MS
         ));
         out.push_str(&format!("ledger contradicts engine  {}\n", v.contradicted));
         out.push_str(&format!("PRAGMA integrity_check     {}\n", self.integrity));
@@ -185,6 +191,11 @@ listen = "127.0.0.1:{server_port}"
     )
 }
 
+/// How far ahead the settle phase counts a planned intention as due: more
+/// than stopping the children takes, so nothing falls due between "settled"
+/// and the checker.
+const SETTLE_AHEAD_MS: i64 = 30_000;
+
 /// Runs the whole harness in `dir` (created), with `bin` as the `unavez`
 /// binary for the children.
 pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Result<Report, ChaosError> {
@@ -230,10 +241,19 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
                 Ending::KillAfterMs(_) => None,
             };
             let mut d = env.start_dispatcher(failpoint)?;
+            let started_ms = Utc::now().timestamp_millis();
             if let Err(e) = env.import(&file) {
                 procs::kill(&mut d);
                 return Err(e);
             }
+            // The import has committed and exited: the checker dates this
+            // wave's booking changes by this moment.
+            let window = ImportWindow {
+                wave: w,
+                started_ms,
+                finished_ms: Utc::now().timestamp_millis(),
+            };
+            evidence::log_import(&dir.join("imports.jsonl"), &window)?;
             stats.events_imported += wave.events.len();
             let holder = wave.hold_lock_ms.map(|ms| {
                 stats.lock_holds += 1;
@@ -287,6 +307,9 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
         let now = Utc::now().timestamp_millis();
         // Settled: nothing due, in flight or uncertain in the ledger, and
         // everything the engine accepted has gone out (its queue drained).
+        // "Due" looks a little ahead: a retry the last faulty wave backed
+        // off for a second is still work, and it falls due while the
+        // children stop, before the checker looks.
         let gone_out: std::collections::HashSet<String> =
             read_sent(&dir.join("sent.jsonl"))?.into_iter().map(|m| m.key).collect();
         let unsettled = store
@@ -294,7 +317,7 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
             .iter()
             .any(|i| match i.state.as_str() {
                 "dispatching" | "uncertain" => true,
-                "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now,
+                "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now + SETTLE_AHEAD_MS,
                 "accepted" => !gone_out.contains(&i.key),
                 _ => false,
             });
@@ -311,7 +334,7 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     procs::stop(&mut sim, "INT", Duration::from_secs(5));
     hooks.stop();
 
-    let verdict = check_run(&mut store, &plan, &dir.join("sent.jsonl"))?;
+    let verdict = check_run(&mut store, &plan, dir)?;
     let integrity = store.integrity_check()?;
     stats.seconds = t0.elapsed().as_secs_f64();
     Ok(Report {
@@ -386,44 +409,13 @@ fn write(path: &Path, text: &str) -> Result<(), ChaosError> {
     std::fs::write(path, text).map_err(|e| ChaosError::Io(format!("writing {}: {e}", path.display())))
 }
 
-/// Reads the simulator's ground-truth log.
-pub fn read_sent(path: &Path) -> Result<Vec<SentMessage>, ChaosError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(ChaosError::Io(format!("reading {}: {e}", path.display()))),
-    };
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| ChaosError::Log {
-            path: path.to_path_buf(),
-            line: n + 1,
-            reason: e.to_string(),
-        })?;
-        let field = |name: &str| v.get(name).and_then(|x| x.as_str()).map(str::to_string);
-        let (Some(key), Some(message_id)) = (
-            field("key"),
-            field("provider_message_id").or_else(|| field("command_id")),
-        ) else {
-            return Err(ChaosError::Log {
-                path: path.to_path_buf(),
-                line: n + 1,
-                reason: "no key or message id".into(),
-            });
-        };
-        out.push(SentMessage {
-            key,
-            message_id,
-            correlation_id: field("correlation_id"),
-        });
-    }
-    Ok(out)
-}
-
-/// Gathers the ledger's view and the simulator's log and runs the checker.
-pub fn check_run(store: &mut Store, plan: &Plan, sent_log: &Path) -> Result<Verdict, ChaosError> {
-    let sent = read_sent(sent_log)?;
-    let (intentions, marks, commitments, missing) = store.read(|tx| {
+/// Gathers the ledger's view, the simulator's log and journal and the
+/// harness's import timeline (all in the run's `dir`) and runs the checker.
+pub fn check_run(store: &mut Store, plan: &Plan, dir: &Path) -> Result<Verdict, ChaosError> {
+    let sent = read_sent(&dir.join("sent.jsonl"))?;
+    let receipts = evidence::read_receipts(&dir.join("engine-state.jsonl"))?;
+    let imports = evidence::read_imports(&dir.join("imports.jsonl"))?;
+    let (intentions, changes, commitments, missing) = store.read(|tx| {
         let mut missing = Vec::new();
         for e in &plan.event_ids {
             if !tx.chaos_has_event(e)? {
@@ -432,14 +424,16 @@ pub fn check_run(store: &mut Store, plan: &Plan, sent_log: &Path) -> Result<Verd
         }
         Ok::<_, StoreError>((
             tx.chaos_intentions()?,
-            tx.chaos_version_marks()?,
+            tx.chaos_version_changes()?,
             tx.chaos_commitments()?,
             missing,
         ))
     })?;
+    let changes = evidence::change_commits(&changes, &imports);
     Ok(check::check(&Inputs {
         intentions: &intentions,
-        marks: &marks,
+        changes: &changes,
+        receipts: &receipts,
         commitments: &commitments,
         sent: &sent,
         expected: &plan.expected,

@@ -148,13 +148,19 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
         let d = &report.dispatch;
         let r = &report.reconcile;
         println!(
-            "stopped: claimed {}, accepted {}, failed {}, uncertain {}, retried {}, review {}, cancelled {}, deferred {}, abandoned as uncertain {}",
-            d.claimed, d.accepted, d.failed, d.uncertain, d.retried, d.review, d.cancelled, d.deferred, d.abandoned
+            "stopped: claimed {}, accepted {}, failed {}, uncertain {}, retried {}, review {}, cancelled {}, deferred {}, not sent (moved before sending) {}, abandoned as uncertain {}",
+            d.claimed,
+            d.accepted,
+            d.failed,
+            d.uncertain,
+            d.retried,
+            d.review,
+            d.cancelled,
+            d.deferred,
+            d.not_sent,
+            d.abandoned
         );
-        println!(
-            "reconciled: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}",
-            r.expired_leases, r.resolved, r.waiting, r.review, r.repeats
-        );
+        println!("{}", reconciled_line(r));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -176,15 +182,21 @@ pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::json!({"dispatch": d, "reconcile": r}));
     } else {
         println!(
-            "claimed {}, accepted {}, failed {}, uncertain {}, retried {}, review {}, cancelled {}, deferred {}",
-            d.claimed, d.accepted, d.failed, d.uncertain, d.retried, d.review, d.cancelled, d.deferred
+            "claimed {}, accepted {}, failed {}, uncertain {}, retried {}, review {}, cancelled {}, deferred {}, not sent (moved before sending) {}",
+            d.claimed, d.accepted, d.failed, d.uncertain, d.retried, d.review, d.cancelled, d.deferred, d.not_sent
         );
-        println!(
-            "reconciled: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}",
-            r.expired_leases, r.resolved, r.waiting, r.review, r.repeats
-        );
+        println!("{}", reconciled_line(&r));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reconciler's summary line: repeats sent, and those validity refused
+/// or the pre-send check stopped (nothing sent for either).
+fn reconciled_line(r: &dispatch::ReconcileReport) -> String {
+    format!(
+        "reconciled: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}, repeats refused by validity {}, repeats stopped before sending {}",
+        r.expired_leases, r.resolved, r.waiting, r.review, r.repeats, r.repeats_refused, r.repeats_not_sent
+    )
 }
 
 pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {

@@ -7,6 +7,8 @@
 //! | [`control`] | pause/resume, status snapshot, activity notifications for the console |
 //! | `worker.rs` | claim due intentions in batches (validity checked in the claim transaction), send with bounded concurrency, record results |
 //! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend |
+//! | `repeat.rs` | a reconciliation repeat is a send: validity in the transaction that records it, withdraw or review when no longer valid |
+//! | [`presend`] | the check right before each request leaves: commitment version, cancellation and the sender's own hold, re-read on a separate connection |
 //! | [`reprocess`] | re-evaluate one operating day by state, with a dry run |
 //! | [`request`] | the [`SendRequest`](crate::channel::SendRequest) built from the stored intention |
 //!
@@ -15,6 +17,7 @@
 //! flight.
 
 pub mod control;
+pub mod presend;
 mod reconcile;
 pub mod reprocess;
 pub mod request;
@@ -113,17 +116,24 @@ impl Settings {
 }
 
 /// One ledger connection shared by a task's database calls, run on the
-/// blocking pool.
+/// blocking pool, and the pre-send check of the same ledger (which reads on
+/// a connection of its own).
 #[derive(Clone)]
-pub struct Db(Arc<Mutex<Store>>);
+pub struct Db(Arc<Mutex<Store>>, presend::PreSend);
 
 impl Db {
     pub fn open(path: &Path) -> Result<Db> {
-        Ok(Db(Arc::new(Mutex::new(Store::open(path)?))))
+        Ok(Db::from_store(Store::open(path)?))
     }
 
     pub fn from_store(store: Store) -> Db {
-        Db(Arc::new(Mutex::new(store)))
+        let check = presend::PreSend::new(store.path().to_path_buf());
+        Db(Arc::new(Mutex::new(store)), check)
+    }
+
+    /// The pre-send check for sends recorded through this connection.
+    pub fn presend(&self) -> &presend::PreSend {
+        &self.1
     }
 
     /// Runs `f` with the store on the blocking pool.

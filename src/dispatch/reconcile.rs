@@ -7,7 +7,12 @@
 //!    can prove ([`Capabilities`]):
 //!    - lookup available and a command id known → ask where the command is;
 //!    - idempotent keys → repeat with the same key and content (the engine
-//!      returns the original command and its state, no second message);
+//!      returns the original command and its state, no second message).
+//!      If the first request never arrived, the repeat *is* the first
+//!      delivery, so it is a send like any other: validity is checked in the
+//!      transaction that records its attempt and again right before it
+//!      leaves ([`super::presend`]). No longer valid → not sent: a known
+//!      engine command is withdrawn, else a person reviews (`repeat.rs`);
 //!    - an engine-reported *ambiguous* command is never repeated: it waits
 //!      for the engine's own resolution (webhook or lookup);
 //!    - no idempotency (Cloud API) → wait for a status webhook; after the
@@ -23,10 +28,14 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::request::{attempt_result, evidence_for, send_request};
+use super::request::{evidence_for, send_request};
 use super::{Db, Result, Settings};
-use crate::channel::{Capabilities, Channel, LookupOutcome, SendOutcome};
-use crate::store::{Cause, Finished, RetryPolicy, UncertainItem};
+use crate::channel::{Capabilities, Channel, LookupOutcome};
+use crate::store::{Finished, UncertainItem};
+
+#[path = "repeat.rs"]
+mod repeat;
+use repeat::repeat;
 
 /// Counts of what reconciliation did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -41,6 +50,11 @@ pub struct ReconcileReport {
     pub review: u64,
     /// Repeats sent with the same key to an idempotent channel.
     pub repeats: u64,
+    /// Repeats not sent because validity refused them (withdrawn from the
+    /// engine, or handed to a person).
+    pub repeats_refused: u64,
+    /// Repeats the pre-send check stopped at the last moment.
+    pub repeats_not_sent: u64,
     pub store_errors: u64,
 }
 
@@ -52,6 +66,8 @@ impl ReconcileReport {
         self.waiting += o.waiting;
         self.review += o.review;
         self.repeats += o.repeats;
+        self.repeats_refused += o.repeats_refused;
+        self.repeats_not_sent += o.repeats_not_sent;
         self.store_errors += o.store_errors;
     }
 }
@@ -189,6 +205,17 @@ enum ItemResult {
     Waiting,
     Review,
     Repeated(Finished),
+    /// Validity refused the repeat: nothing was sent; what came of it.
+    Refused(Settled),
+    /// The pre-send check stopped the repeat at the last moment.
+    NotSent,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Settled {
+    Resolved,
+    Waiting,
+    Review,
 }
 
 fn tally(report: &mut ReconcileReport, r: std::result::Result<Result<ItemResult>, tokio::task::JoinError>) {
@@ -196,6 +223,18 @@ fn tally(report: &mut ReconcileReport, r: std::result::Result<Result<ItemResult>
         Ok(Ok(ItemResult::Resolved)) => report.resolved += 1,
         Ok(Ok(ItemResult::Waiting)) => report.waiting += 1,
         Ok(Ok(ItemResult::Review)) => report.review += 1,
+        Ok(Ok(ItemResult::Refused(settled))) => {
+            report.repeats_refused += 1;
+            match settled {
+                Settled::Resolved => report.resolved += 1,
+                Settled::Waiting => report.waiting += 1,
+                Settled::Review => report.review += 1,
+            }
+        }
+        Ok(Ok(ItemResult::NotSent)) => {
+            report.repeats_not_sent += 1;
+            report.waiting += 1;
+        }
         Ok(Ok(ItemResult::Repeated(f))) => {
             report.repeats += 1;
             match f {
@@ -243,7 +282,10 @@ async fn reconcile_item(
             waiting(&db, id, why, None, wait).await?;
             Ok(ItemResult::Waiting)
         }
-        Step::Repeat => repeat(&db, &settings, &channel, &item).await,
+        Step::Repeat => {
+            let known = item.intention.provider_command_id.clone();
+            repeat(&db, &settings, &channel, &item, known).await
+        }
         Step::Lookup => {
             let req = send_request(&item.intention, item.contact.as_ref(), now);
             let command = item.intention.provider_command_id.clone();
@@ -291,8 +333,10 @@ async fn reconcile_item(
                     let ambiguous = item.last_attempt.as_ref().is_some_and(|a| a.outcome == "ambiguous");
                     if caps.idempotent_keys && !ambiguous {
                         // The request never arrived: sending it now, with the
-                        // same key, cannot duplicate anything.
-                        repeat(&db, &settings, &channel, &item).await
+                        // same key, cannot duplicate anything — and is the
+                        // first delivery, so validity decides first. The
+                        // engine knows no command to withdraw.
+                        repeat(&db, &settings, &channel, &item, None).await
                     } else {
                         waiting(&db, id, "lookup: the channel has no record of it".into(), None, wait).await?;
                         Ok(ItemResult::Waiting)
@@ -317,46 +361,6 @@ async fn waiting(db: &Db, id: i64, note: String, evidence: Option<String>, wait:
         })?)
     })
     .await
-}
-
-/// Repeats the send with the same key and content (idempotent channels
-/// only), recorded as one more attempt started before the call.
-async fn repeat(
-    db: &Db,
-    settings: &Arc<Settings>,
-    channel: &Arc<dyn Channel>,
-    item: &UncertainItem,
-) -> Result<ItemResult> {
-    let id = item.intention.id;
-    let s = settings.clone();
-    let kind = channel.kind();
-    let (attempt_id, _n) = db
-        .call(move |store| {
-            Ok(store.write(|tx| {
-                tx.note_reconcile(id, "repeating with the same key and content", None, Utc::now())?;
-                tx.start_extra_attempt(id, &format!("{}/reconciler", s.owner), kind, Utc::now())
-            })?)
-        })
-        .await?;
-    let req = send_request(&item.intention, item.contact.as_ref(), Utc::now());
-    let outcome: SendOutcome = channel.send(&req).await;
-    let s = settings.clone();
-    let wait = settings.reconcile_wait(item.tries);
-    let finished = db
-        .call(move |store| {
-            let now = Utc::now();
-            let policy = RetryPolicy {
-                max_attempts: s.max_attempts,
-                backoff_seconds: &s.backoff_seconds,
-            };
-            Ok(store.write(|tx| {
-                let f = tx.finish_attempt(attempt_id, &attempt_result(&outcome), Cause::Reconciler, &policy, now)?;
-                tx.hold_uncertain(id, now + wait)?;
-                Ok::<_, crate::store::StoreError>(f)
-            })?)
-        })
-        .await?;
-    Ok(ItemResult::Repeated(finished))
 }
 
 #[cfg(test)]

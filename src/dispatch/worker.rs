@@ -1,6 +1,7 @@
 //! The dispatch loop: claim a batch (one transaction, one fsync, validity
 //! checked inside it, attempts recorded as started), send each claimed
-//! intention with bounded concurrency, record the results in batches.
+//! intention with bounded concurrency — each one passing the pre-send check
+//! right before its request leaves — and record the results in batches.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,10 +11,11 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::{Id, JoinSet};
 
+use super::presend::Clearance;
 use super::request::{attempt_result, send_request};
 use super::{Control, Db, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
-use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, RetryPolicy};
+use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, Holder, RetryPolicy};
 
 /// Counts of what one dispatcher run did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -30,6 +32,9 @@ pub struct DispatchReport {
     pub guarded: u64,
     /// Results that arrived after the intention had moved on.
     pub late: u64,
+    /// Stopped by the pre-send check (the commitment or the lease moved
+    /// after the claim): the request never left.
+    pub not_sent: u64,
     /// Sends still in flight at shutdown, recorded as uncertain.
     pub abandoned: u64,
     /// Store errors survived (the loop retries after the poll interval).
@@ -46,6 +51,7 @@ impl DispatchReport {
             Finished::Retry => self.retried += 1,
             Finished::Review => self.review += 1,
             Finished::Late => self.late += 1,
+            Finished::NotSent => self.not_sent += 1,
         }
     }
 }
@@ -62,7 +68,16 @@ pub(crate) enum Mode {
     Ids(Vec<i64>),
 }
 
-type Done = (i64, SendOutcome);
+/// What became of one claimed send.
+#[derive(Debug)]
+enum Sent {
+    /// The request left; the channel's answer.
+    Answered(SendOutcome),
+    /// The pre-send check stopped it; why.
+    NotSent(String),
+}
+
+type Done = (i64, Sent);
 
 /// Claims one batch, sends it and records the results (plus the same
 /// reconciliation passes as [`dispatch_until_idle`]).
@@ -161,7 +176,7 @@ pub(crate) async fn dispatch_loop(
                                 crate::failpoint::hit("after_claim");
                                 report.claimed += 1;
                                 let attempt_id = c.attempt_id;
-                                let h = inflight.spawn(send_one(channel.clone(), *c));
+                                let h = inflight.spawn(send_one(channel.clone(), *c, db.clone(), settings.clone()));
                                 attempts.insert(h.id(), attempt_id);
                             }
                             ClaimDecision::Cancelled { .. } => report.cancelled += 1,
@@ -229,12 +244,21 @@ async fn claim(
     .await
 }
 
-async fn send_one(channel: Arc<dyn Channel>, c: Claimed) -> Done {
+async fn send_one(channel: Arc<dyn Channel>, c: Claimed, db: Db, settings: Arc<Settings>) -> Done {
+    // Test point: hold the claimed message here, as a busy runtime or a
+    // slow store can, so the world may move before it leaves.
+    if let Some(crate::failpoint::Action::Sleep(ms)) = crate::failpoint::hit("before_send") {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let holder = Holder::Lease(settings.owner.clone());
+    if let Clearance::Stop(why) = db.presend().check(c.attempt_id, holder).await {
+        return (c.attempt_id, Sent::NotSent(why));
+    }
     let req = send_request(&c.intention, c.contact.as_ref(), Utc::now());
     let outcome = channel.send(&req).await;
     // Chaos kill point: the channel answered, the result is not recorded.
     crate::failpoint::hit("after_send");
-    (c.attempt_id, outcome)
+    (c.attempt_id, Sent::Answered(outcome))
 }
 
 fn collect(
@@ -282,14 +306,14 @@ async fn record(
             };
             Ok(store.write(|tx| {
                 let mut out = Vec::with_capacity(done.len());
-                for (attempt_id, outcome) in &done {
-                    out.push(tx.finish_attempt(
-                        *attempt_id,
-                        &attempt_result(outcome),
-                        Cause::Dispatcher,
-                        &policy,
-                        now,
-                    )?);
+                let holder = Holder::Lease(s.owner.clone());
+                for (attempt_id, sent) in &done {
+                    out.push(match sent {
+                        Sent::Answered(outcome) => {
+                            tx.finish_attempt(*attempt_id, &attempt_result(outcome), Cause::Dispatcher, &policy, now)?
+                        }
+                        Sent::NotSent(why) => tx.abandon_unsent(*attempt_id, &holder, why, &s.rules, now)?,
+                    });
                 }
                 for a in &dead {
                     tx.abandon_attempt(*a, why, now)?;

@@ -162,6 +162,44 @@ impl fmt::Display for CancelReason {
     }
 }
 
+/// Why an intention was handed to a person (`review`), for the reviews the
+/// console names in the operator's language (stored as `state_reason`;
+/// other reviews keep a free-text note there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewReason {
+    /// The commitment changed (rescheduled, cancelled) while we did not know
+    /// whether the message went out: the repeat was not sent.
+    ChangedWhileUncertain,
+    /// The message stopped being pertinent for another reason (expired,
+    /// opt-out, confirmed, staff called, appointment past) while we did not
+    /// know whether it went out: the repeat was not sent.
+    InvalidWhileUncertain,
+}
+
+impl ReviewReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ChangedWhileUncertain => "changed_while_uncertain",
+            Self::InvalidWhileUncertain => "invalid_while_uncertain",
+        }
+    }
+
+    /// The review a refused repeat gets, by the validity verdict that refused it.
+    pub fn for_refused_repeat(reason: CancelReason) -> ReviewReason {
+        match reason {
+            CancelReason::CommitmentCancelled | CancelReason::Superseded => Self::ChangedWhileUncertain,
+            _ => Self::InvalidWhileUncertain,
+        }
+    }
+}
+
+impl fmt::Display for ReviewReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Something that may move an intention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {

@@ -172,6 +172,14 @@ pub static EN: Strings = Strings {
         ("operator", "operator"),
         ("withdrawn", "withdrawn"),
         ("in_past", "in the past"),
+        (
+            "changed_while_uncertain",
+            "the appointment changed while we did not know whether the message went out: confirm with the patient",
+        ),
+        (
+            "invalid_while_uncertain",
+            "the message stopped being pertinent while we did not know whether it went out: confirm with the patient",
+        ),
     ],
     ref_acknowledge_delivery: "acknowledged-delivery rule: the customer already has {key} ({state}); a resend needs an explicit acknowledgement (type {word} in the console, --acknowledge-delivered on the command line)",
     ref_daily_cap: "daily-cap rule: {n} resend(s) already authorized today for this message (policy.max_resends_per_day = {limit})",

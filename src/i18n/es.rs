@@ -172,6 +172,14 @@ pub static ES: Strings = Strings {
         ("operator", "operador"),
         ("withdrawn", "retirada del canal"),
         ("in_past", "en el pasado"),
+        (
+            "changed_while_uncertain",
+            "la cita cambió mientras no sabíamos si el mensaje salió: confirmar con el paciente",
+        ),
+        (
+            "invalid_while_uncertain",
+            "el mensaje dejó de corresponder mientras no sabíamos si salió: confirmar con el paciente",
+        ),
     ],
     ref_acknowledge_delivery: "regla de entrega reconocida: el cliente ya tiene {key} ({state}); para reenviar hay que reconocerlo expresamente (escribir {word} en la consola, --acknowledge-delivered en la línea de comandos)",
     ref_daily_cap: "regla de tope diario: ya se autorizaron {n} reenvío(s) hoy para este mensaje (policy.max_resends_per_day = {limit})",

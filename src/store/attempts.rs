@@ -1,7 +1,8 @@
 //! Attempts: recorded as started before the channel is contacted, and
-//! finished with what the channel answered. A result that arrives after the
-//! commitment moved on is recorded with both versions, never read as
-//! confirmation of the new one.
+//! finished with what the channel answered (or closed as `not_sent` when the
+//! pre-send check stopped them). A result that arrives after the commitment
+//! moved on is recorded with both versions, never read as confirmation of
+//! the new one.
 
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::{OptionalExtension, params};
@@ -10,6 +11,41 @@ use serde::Serialize;
 use super::intents::IntentionRow;
 use super::{Cause, Entry, Result, Tx, ms};
 use crate::domain::state::{IntentionState, Signal};
+
+/// How an attempt ended, as stored in `attempts.outcome`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// Recorded before the request; not finished (yet).
+    Started,
+    Accepted,
+    /// The channel took it but cannot say where it is (engine "ambiguo").
+    Ambiguous,
+    Failed,
+    /// Never reached processing; tried again later.
+    Retry,
+    /// May have been processed; nobody knows.
+    Uncertain,
+    Conflict,
+    /// The pre-send check stopped it: the request never left. Not an
+    /// acknowledgement and not a message handed to the channel today.
+    NotSent,
+}
+
+impl AttemptOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::Accepted => "accepted",
+            Self::Ambiguous => "ambiguous",
+            Self::Failed => "failed",
+            Self::Retry => "retry",
+            Self::Uncertain => "uncertain",
+            Self::Conflict => "conflict",
+            Self::NotSent => "not_sent",
+        }
+    }
+}
 
 /// What finishing an attempt did to the intention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -27,6 +63,8 @@ pub enum Finished {
     /// The result arrived after the intention had moved on (lease expired
     /// and another worker or the reconciler took over): recorded only.
     Late,
+    /// The pre-send check abandoned it: nothing was sent.
+    NotSent,
 }
 
 /// The outcome of one attempt, as the store records it. Mirrors the
@@ -89,25 +127,29 @@ impl Tx<'_> {
     }
 
     /// Starts one more attempt for an intention that is *not* being claimed
-    /// (a reconciliation repeat with the same key). Returns `(attempt_id, n)`.
+    /// (a reconciliation repeat with the same key), after the caller checked
+    /// validity against `version_checked` in this same transaction: the
+    /// repeat may be the first request that reaches the channel, so it
+    /// records the version it was validated against, exactly as a claim
+    /// does. Returns `(attempt_id, n)`.
     pub fn start_extra_attempt(
         &self,
         intention_id: i64,
         worker: &str,
         channel: &str,
+        version_checked: i64,
         now: DateTime<Utc>,
     ) -> Result<(i64, i64)> {
-        // The repeat carries the same content as the first attempt, so it
-        // speaks of the same commitment version, whatever the version is now.
-        let (n, version): (i64, i64) = self.conn().query_row(
+        let n: i64 = self.conn().query_row(
             "UPDATE intentions SET attempt_count = attempt_count + 1, updated_at = ?2 WHERE id = ?1
-             RETURNING attempt_count, coalesce(
-                 (SELECT a.commitment_version_checked FROM attempts a WHERE a.intention_id = intentions.id
-                  ORDER BY a.n LIMIT 1), commitment_version)",
+             RETURNING attempt_count",
             params![intention_id, ms(now)],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| r.get(0),
         )?;
-        Ok((self.start_attempt(intention_id, n, worker, channel, version, now)?, n))
+        Ok((
+            self.start_attempt(intention_id, n, worker, channel, version_checked, now)?,
+            n,
+        ))
     }
 
     pub(super) fn has_acknowledged_attempt(&self, id: i64) -> Result<bool> {
@@ -153,7 +195,11 @@ impl Tx<'_> {
                 http_status,
                 detail,
             } => (
-                if evidence.is_some() { "accepted" } else { "ambiguous" },
+                if evidence.is_some() {
+                    AttemptOutcome::Accepted
+                } else {
+                    AttemptOutcome::Ambiguous
+                },
                 *http_status,
                 *command_id,
                 *message_id,
@@ -164,14 +210,26 @@ impl Tx<'_> {
                 code,
                 detail,
                 http_status,
-            } => ("failed", *http_status, None, None, Some(*code), Some(*detail)),
+            } => (
+                AttemptOutcome::Failed,
+                *http_status,
+                None,
+                None,
+                Some(*code),
+                Some(*detail),
+            ),
             AttemptResult::Retry {
                 detail, http_status, ..
-            } => ("retry", *http_status, None, None, None, Some(*detail)),
-            AttemptResult::Uncertain { detail } => ("uncertain", None, None, None, None, Some(*detail)),
-            AttemptResult::Conflict { detail, http_status } => {
-                ("conflict", *http_status, None, None, Some("conflict"), Some(*detail))
-            }
+            } => (AttemptOutcome::Retry, *http_status, None, None, None, Some(*detail)),
+            AttemptResult::Uncertain { detail } => (AttemptOutcome::Uncertain, None, None, None, None, Some(*detail)),
+            AttemptResult::Conflict { detail, http_status } => (
+                AttemptOutcome::Conflict,
+                *http_status,
+                None,
+                None,
+                Some("conflict"),
+                Some(*detail),
+            ),
         };
         // An attempt already closed (lease expired, shutdown) keeps its first
         // outcome; the late answer is still evidence and is applied below.
@@ -179,12 +237,21 @@ impl Tx<'_> {
             self.conn().execute(
                 "UPDATE attempts SET ended_at = ?2, outcome = ?3, http_status = ?4, command_id = ?5, message_id = ?6,
                      error_code = ?7, error_detail = ?8 WHERE id = ?1",
-                params![attempt_id, ms(now), outcome, http, command_id, message_id, code, detail],
+                params![
+                    attempt_id,
+                    ms(now),
+                    outcome.as_str(),
+                    http,
+                    command_id,
+                    message_id,
+                    code,
+                    detail
+                ],
             )?;
         } else {
             // Keep the references the late answer carries, next to the
             // outcome recorded when the attempt was closed.
-            let late = format!("late answer: {outcome}");
+            let late = format!("late answer: {}", outcome.as_str());
             self.conn().execute(
                 "UPDATE attempts SET command_id = coalesce(command_id, ?2), message_id = coalesce(message_id, ?3),
                      http_status = coalesce(http_status, ?4),
@@ -341,8 +408,8 @@ impl Tx<'_> {
                 }
             }
         };
-        if current_version != version_checked {
-            self.note_version_changed(&i, version_checked, current_version, now)?;
+        if current_version != version_checked || current_version != i.commitment_version {
+            self.note_version_sequence(&i, current_version, now)?;
         }
         // A status webhook may have arrived before this answer told us the
         // message id: apply it now, after our own evidence, in received order.
@@ -352,10 +419,65 @@ impl Tx<'_> {
         Ok(finished)
     }
 
-    /// The commitment moved while this intention was in flight: record the
-    /// sequence and point at the update notice of the new version, so that
-    /// nobody reads the old message as confirmation of the new time.
-    fn note_version_changed(&self, i: &IntentionRow, checked: i64, current: i64, now: DateTime<Utc>) -> Result<()> {
+    /// The earliest attempt that may have reached the channel (every
+    /// outcome but `retry` and `not_sent`, which prove the request never
+    /// got there): `(n, commitment version its validity check read)`.
+    fn producing_attempt(&self, intention_id: i64) -> Result<Option<(i64, i64)>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT n, commitment_version_checked FROM attempts
+                 WHERE intention_id = ?1 AND outcome NOT IN ('retry', 'not_sent') ORDER BY n LIMIT 1",
+                [intention_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// The commitment is at `current` but this message may speak of an
+    /// older version. Every attempt records the version its validity check
+    /// read in its own start transaction, so the request that produced the
+    /// channel's message is "in flight across a change" exactly when that
+    /// version is older than `current`: it started before the change was
+    /// committed. Then the sequence is recorded with the update notice of
+    /// the new version, so that nobody reads the old message as
+    /// confirmation of the new time. An appointment message whose
+    /// producing request was validated against `current` although it speaks
+    /// of an older version passed a check it should have failed: that is
+    /// recorded as the bug it is, never as in flight.
+    fn note_version_sequence(&self, i: &IntentionRow, current: i64, now: DateTime<Utc>) -> Result<()> {
+        let Some((producer, checked)) = self.producing_attempt(i.id)? else {
+            return Ok(());
+        };
+        if checked == current {
+            let kind: String =
+                self.conn()
+                    .query_row("SELECT kind FROM commitments WHERE id = ?1", [i.commitment_id], |r| {
+                        r.get(0)
+                    })?;
+            if kind != "appointment" || i.commitment_version == current {
+                // Orders: each notice describes a state the order really
+                // went through; a later state does not make it wrong.
+                return Ok(());
+            }
+            let note = format!(
+                "attempt {producer} was validated against v{current} although this message speaks of v{}: it \
+                 should never have been sent (a validity bug; please report it)",
+                i.commitment_version
+            );
+            tracing::error!("intention {} ({}): {note}", i.id, i.key);
+            return self.note(
+                i.id,
+                &Entry {
+                    signal: "sent_after_change",
+                    cause: Cause::Dispatcher,
+                    evidence: Some(&format!("attempt {producer}")),
+                    note: Some(&note),
+                    commitment_version: Some(current),
+                },
+                now,
+            );
+        }
         let notice: Option<(String, String)> = self
             .conn()
             .query_row(
@@ -371,8 +493,9 @@ impl Tx<'_> {
                 .to_string(),
         };
         let note = format!(
-            "commitment changed while in flight: checked v{checked}, now v{current}; this message speaks of v{checked} \
-             and is not confirmation of v{current}; {follow}"
+            "commitment changed while in flight: checked v{checked}, now v{current} (attempt {producer}, the first that \
+             may have reached the channel, started before the change was committed); this message speaks of \
+             v{checked} and is not confirmation of v{current}; {follow}"
         );
         self.note(
             i.id,

@@ -1,8 +1,7 @@
 //! Read-only views of the ledger for the chaos harness's history checker
-//! (`crate::chaos::check`). They expose the global order of history rows
-//! (`intention_history.id`, assigned in commit order because every writer
-//! goes through `BEGIN IMMEDIATE`), which is what lets the checker tell a
-//! send validated before a cancellation from one validated after it.
+//! (`crate::chaos::check`): every intention with its first claim, the
+//! booking changes that raised each commitment's version (with the time the
+//! import that applied them stamped on them), and the final commitments.
 
 use rusqlite::params;
 
@@ -29,13 +28,16 @@ pub struct CheckedIntention {
     pub next_attempt_at_ms: Option<i64>,
 }
 
-/// The first history row written for a commitment at a given version: the
-/// moment, in the ledger's global order, the commitment reached it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VersionMark {
+/// A booking change that raised a commitment to `version`, as the ledger's
+/// event log recorded it. `received_at_ms` is the importing process's clock
+/// when it began (before its transaction could start); the harness turns it
+/// into a commit time with its own record of when that import finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionChange {
     pub commitment_id: i64,
     pub version: i64,
-    pub first_history_id: i64,
+    pub event_id: String,
+    pub received_at_ms: i64,
 }
 
 /// A commitment's final state, for the model check.
@@ -79,26 +81,30 @@ impl Tx<'_> {
         Ok(rows)
     }
 
-    /// For each commitment and version, the first history row that names
-    /// that version (the reservation or closure written by the event that
-    /// raised it, in the same transaction).
-    pub fn chaos_version_marks(&self) -> Result<Vec<VersionMark>> {
+    /// Every applied booking event that set a commitment's version, the
+    /// first one per commitment and version.
+    pub fn chaos_version_changes(&self) -> Result<Vec<VersionChange>> {
         let mut stmt = self.conn().prepare(
-            "SELECT i.commitment_id, h.commitment_version, min(h.id)
-             FROM intention_history h JOIN intentions i ON i.id = h.intention_id
-             WHERE h.commitment_version IS NOT NULL
-             GROUP BY i.commitment_id, h.commitment_version",
+            "SELECT c.id, e.version_after, e.event_id, e.received_at
+             FROM commitment_events e JOIN commitments c ON c.ref = e.commitment_ref
+             WHERE e.effect = 'applied' AND e.version_after IS NOT NULL
+             ORDER BY e.id",
         )?;
-        let rows = stmt
+        let rows: Vec<VersionChange> = stmt
             .query_map([], |r| {
-                Ok(VersionMark {
+                Ok(VersionChange {
                     commitment_id: r.get(0)?,
                     version: r.get(1)?,
-                    first_history_id: r.get(2)?,
+                    event_id: r.get(2)?,
+                    received_at_ms: r.get(3)?,
                 })
             })?
             .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        let mut seen = std::collections::HashSet::new();
+        Ok(rows
+            .into_iter()
+            .filter(|c| seen.insert((c.commitment_id, c.version)))
+            .collect())
     }
 
     /// Every commitment's final version and status.

@@ -14,7 +14,7 @@ use crate::store::{AttemptResult, Finished, RetryPolicy};
 use crate::store::{Store, StoreError};
 use crate::templates::Templates;
 
-fn rules() -> Rules {
+pub(super) fn rules() -> Rules {
     Rules {
         quiet_hours: None,
         daily_cap: 0,
@@ -22,19 +22,26 @@ fn rules() -> Rules {
     }
 }
 
-fn retry() -> RetryPolicy<'static> {
+pub(super) fn retry() -> RetryPolicy<'static> {
     RetryPolicy {
         max_attempts: 2,
         backoff_seconds: &[5, 60],
     }
 }
 
-fn setup(dir: &tempfile::TempDir) -> Store {
+pub(super) fn setup(dir: &tempfile::TempDir) -> Store {
     Store::open(&dir.path().join("t.db")).unwrap()
 }
 
 /// Schedules `r` two days ahead: its booking notice is due now.
-fn schedule(store: &mut Store, r: &str, kind: &str, version: i64, starts: DateTime<Utc>, now: DateTime<Utc>) {
+pub(super) fn schedule(
+    store: &mut Store,
+    r: &str,
+    kind: &str,
+    version: i64,
+    starts: DateTime<Utc>,
+    now: DateTime<Utc>,
+) {
     let policy = Policy {
         quiet_hours: None,
         ..Policy::default()
@@ -63,7 +70,7 @@ fn schedule(store: &mut Store, r: &str, kind: &str, version: i64, starts: DateTi
         .unwrap();
 }
 
-fn claim(store: &mut Store, owner: &str, now: DateTime<Utc>) -> Vec<ClaimDecision> {
+pub(super) fn claim(store: &mut Store, owner: &str, now: DateTime<Utc>) -> Vec<ClaimDecision> {
     store
         .write(|tx| {
             tx.claim_batch(
@@ -79,7 +86,7 @@ fn claim(store: &mut Store, owner: &str, now: DateTime<Utc>) -> Vec<ClaimDecisio
         .unwrap()
 }
 
-fn claimed(d: &[ClaimDecision]) -> Vec<&Claimed> {
+pub(super) fn claimed(d: &[ClaimDecision]) -> Vec<&Claimed> {
     d.iter()
         .filter_map(|d| match d {
             ClaimDecision::Claimed(c) => Some(c.as_ref()),

@@ -24,9 +24,9 @@ mod refused;
 mod uncertain;
 mod webhooks;
 
-pub use attempts::{AttemptResult, Finished, RetryPolicy};
+pub use attempts::{AttemptOutcome, AttemptResult, Finished, RetryPolicy};
 pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
-pub use dispatch::{ClaimDecision, ClaimScope, Claimed};
+pub use dispatch::{ClaimDecision, ClaimScope, Claimed, Holder, PresendFacts};
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};

@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, params};
 use super::intents::{INTENTION_COLS, IntentionRow, intention_row};
 use super::queries::{ATTEMPT_COLS, AttemptRow, attempt_row};
 use super::{Cause, ContactRow, Entry, Result, Tx, from_ms, ms};
-use crate::domain::state::{IntentionState, Signal};
+use crate::domain::state::{IntentionState, ReviewReason, Signal};
 
 /// An uncertain intention taken for one reconciliation pass.
 #[derive(Debug, Clone)]
@@ -145,7 +145,12 @@ impl Tx<'_> {
             let last_attempt = self
                 .conn()
                 .query_row(
-                    &format!("SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 ORDER BY n DESC LIMIT 1"),
+                    // A repeat the pre-send check stopped never reached the
+                    // channel: the attempt before it says what is known.
+                    &format!(
+                        "SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 AND outcome != 'not_sent'
+                         ORDER BY n DESC LIMIT 1"
+                    ),
                     [id],
                     attempt_row,
                 )
@@ -239,6 +244,40 @@ impl Tx<'_> {
             },
             now,
         )?;
+        Ok(r.moved())
+    }
+
+    /// A repeat that validity refused, with nothing to withdraw: a person
+    /// must confirm with the customer, because the first request may or may
+    /// not have gone out. `state_reason` is the typed reason the console
+    /// shows in the operator's language; the history note keeps the
+    /// verdict's own explanation and the version it read.
+    pub fn review_refused_repeat(
+        &self,
+        id: i64,
+        reason: ReviewReason,
+        note: &str,
+        version: i64,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let r = self.signal(
+            id,
+            Signal::NeedsReview,
+            &Entry {
+                signal: "needs_review",
+                cause: Cause::Reconciler,
+                evidence: Some("validity_before_repeat"),
+                note: Some(note),
+                commitment_version: Some(version),
+            },
+            now,
+        )?;
+        if r.moved() {
+            self.conn().execute(
+                "UPDATE intentions SET state_reason = ?2 WHERE id = ?1",
+                params![id, reason.as_str()],
+            )?;
+        }
         Ok(r.moved())
     }
 

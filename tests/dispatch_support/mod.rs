@@ -19,6 +19,8 @@ pub const CLOUD_TOKEN_ENV: &str = "UNAVEZ_TEST_CLOUD_TOKEN";
 pub const INSTANCE: &str = "clinica-test";
 pub const CLOUD_SECRET_ENV: &str = "UNAVEZ_TEST_CLOUD_APP_SECRET";
 pub const CLOUD_SECRET: &str = "secreto-de-app-de-prueba";
+/// The engine's webhook secret `serve` checks (and a simulator signs with).
+pub const MOTOR_WEBHOOK_SECRET: &str = "secreto-de-webhook-del-motor";
 
 /// Test policy and dispatcher settings; small leases and fast retries so
 /// crash recovery fits in a CI run.
@@ -165,6 +167,8 @@ impl Env {
         c.env(MOTOR_KEY_ENV, "clave-de-prueba")
             .env(CLOUD_TOKEN_ENV, "token-de-prueba")
             .env(CLOUD_SECRET_ENV, CLOUD_SECRET)
+            .env("UNAVEZ_MOTOR_WEBHOOK_SECRET", MOTOR_WEBHOOK_SECRET)
+            .env_remove(unavez::failpoint::ENV)
             .env_remove("UNAVEZ_DB")
             .env_remove("UNAVEZ_CONFIG");
         c
@@ -419,6 +423,27 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// The engine simulator in-process (real HTTP on loopback), logging what
+/// went out to `log` and posting its signed webhooks to `webhook` (e.g. a
+/// `serve` process's `/webhooks/motor`).
+pub fn start_sim_with_webhook(
+    rt: &tokio::runtime::Runtime,
+    log: &Path,
+    faults: &str,
+    seed: u64,
+    webhook: &str,
+) -> unavez::sim::SimHandle {
+    let opts = unavez::sim::SimOptions {
+        log: Some(log.to_path_buf()),
+        faults: unavez::sim::FaultSpec::parse(faults).unwrap(),
+        seed,
+        webhook: Some(webhook.to_string()),
+        webhook_secret: MOTOR_WEBHOOK_SECRET.as_bytes().to_vec(),
+        ..Default::default()
+    };
+    rt.block_on(unavez::sim::spawn(opts)).unwrap()
 }
 
 /// The engine simulator in-process (real HTTP on loopback), logging what
