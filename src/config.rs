@@ -87,7 +87,7 @@ impl Default for Config {
     }
 }
 
-/// What to send and when (DESIGN.md "Planner" and "Dispatch").
+/// What to send and when (docs/design.md, "Planner" and "Dispatch").
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Policy {
@@ -175,7 +175,7 @@ fn hhmm(s: &str) -> Option<u32> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ChannelKind {
-    /// The WhatsApp engine of seed 003 (or `unavez sim`).
+    /// The WhatsApp WhatsApp engine (or `unavez sim`).
     #[default]
     Motor,
     /// The WhatsApp Cloud API.

@@ -5,7 +5,7 @@
 //! nothing.
 //!
 //! One version names one content, as one idempotency key does at the
-//! engine (seed 003: same key, other content → 409). An event that states
+//! engine (engine contract: same key, other content → 409). An event that states
 //! the stored version but describes the commitment otherwise, or that
 //! reuses an event id with other content, is a conflict: refused on its
 //! own, never merged, and kept (see [`ingest_alone`]) so a person sees it.

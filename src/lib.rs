@@ -15,7 +15,7 @@
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`channel`] | the async channel trait and its capabilities; the engine (`motor`) and Cloud API clients |
 //! | [`dispatch`] | background dispatcher and reconciler: claims with validity, durable attempts, uncertain outcomes, reprocessing a day |
-//! | [`sim`] | the seed 003 engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
+//! | [`sim`] | the WhatsApp engine simulator (faults, ground-truth log, signed webhooks) and a fake Cloud API |
 //! | [`server`] | the HTTP server of `serve`: webhooks, inbound replies, booking ingest, metrics |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact) with reason and responsible |
 //! | [`i18n`] | the console's string table (Spanish default, English) |

@@ -1,4 +1,4 @@
-//! The seed 003 contract table against the simulator over real HTTP.
+//! The engine contract table against the simulator over real HTTP.
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,4 @@
-//! End to end on loopback: the engine simulator (seed 003) sends real
+//! End to end on loopback: the engine simulator (engine contract) sends real
 //! messages and posts its signed webhooks — duplicated, delayed and
 //! reordered — to the real webhook server; the intentions must end in the
 //! states the simulator's own record justifies, with every signal in

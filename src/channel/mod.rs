@@ -1,14 +1,14 @@
 //! Channels: where an intention is handed over to WhatsApp.
 //!
 //! One async trait with declared capabilities, because reconciliation depends
-//! on what the channel can prove: the engine of seed 003 deduplicates by
+//! on what the channel can prove: the WhatsApp engine deduplicates by
 //! `Idempotency-Key` and can be asked about a command, so an uncertain send
 //! can be repeated safely; the WhatsApp Cloud API can do neither, so an
 //! uncertain send there must wait for a status webhook and never be resent.
 //!
 //! The dispatcher only sees [`Channel`], [`SendRequest`] and [`SendOutcome`];
 //! HTTP details stay in the implementations: [`motor::MotorChannel`] (the
-//! seed 003 engine, or `unavez sim`) and [`cloud::CloudChannel`] (the
+//! WhatsApp engine, or `unavez sim`) and [`cloud::CloudChannel`] (the
 //! WhatsApp Cloud API). [`from_config`] builds the configured one.
 
 pub mod cloud;

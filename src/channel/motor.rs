@@ -1,4 +1,4 @@
-//! The seed 003 engine over HTTP (`kind = "motor"`).
+//! The WhatsApp engine (docs/design.md, "The WhatsApp engine contract") over HTTP (`kind = "motor"`).
 //!
 //! Every attempt for an intention carries the same `Idempotency-Key` and
 //! the same body (built only from fields fixed at reservation), so the
@@ -101,7 +101,7 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
         .ok()
 }
 
-/// Classifies a complete engine answer to `POST …/messages` (seed 003,
+/// Classifies a complete engine answer to `POST …/messages` (the engine contract,
 /// issue 3): 2xx → accepted; 429 with the stored command → accepted;
 /// 409 → conflict; 422 and other 4xx → failed; 5xx → retry.
 pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, body: &[u8]) -> SendOutcome {

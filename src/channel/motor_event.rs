@@ -13,7 +13,7 @@ use sha2::Sha256;
 
 pub const SIGNATURE_HEADER: &str = "X-Unavez-Signature";
 
-/// Engine command states (seed 003 spelling).
+/// Engine command states (engine contract spelling).
 pub mod estado {
     pub const EN_COLA: &str = "en_cola";
     pub const ENVIADO: &str = "enviado";

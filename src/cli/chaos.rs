@@ -1,5 +1,5 @@
 //! `unavez chaos`: the chaos harness and history checker (see
-//! `crate::chaos` and docs/bench.md).
+//! `crate::chaos` and docs/testing.md).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 //! `unavez import`, `unavez commitments …`, `unavez intents …`.
 //!
 //! Listings print an aligned table for people and, with `--json`, one JSON
-//! document whose shape is documented in README.md ("JSON output").
+//! document whose shape is documented in docs/reference/json.md.
 
 use std::io::Write as _;
 use std::path::PathBuf;

@@ -53,7 +53,7 @@ pub enum Command {
     Demo(tui::DemoArgs),
     /// Open the operator console.
     Tui(tui::TuiArgs),
-    /// Run the WhatsApp engine simulator (seed 003 contract) over HTTP.
+    /// Run the WhatsApp engine simulator (docs/design.md, "The WhatsApp engine contract") over HTTP.
     Sim(sim::SimArgs),
     /// Headless service: dispatcher, reconciler and webhook server.
     Serve(dispatch::ServeArgs),

@@ -1,4 +1,4 @@
-//! `unavez sim`: the seed 003 engine simulator as a process.
+//! `unavez sim`: the WhatsApp engine simulator as a process.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub struct SimArgs {
     /// Seed for every fault decision: the same seed and traffic give the same faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Faults, e.g. `timeout_after=0.3,error5xx=0.1,latency_ms=5..50` (see docs/channels.md).
+    /// Faults, e.g. `timeout_after=0.3,error5xx=0.1,latency_ms=5..50` (see docs/reference/simulator.md).
     #[arg(long, default_value = "")]
     pub faults: String,
     /// Append one JSON line per message that actually went out (ground truth).

@@ -1,5 +1,5 @@
 //! Reprocessing one operating day, by state — never "everything of that
-//! date" (DESIGN.md, "Reprocessing a day"):
+//! date" (docs/design.md, "Reprocessing a day"):
 //!
 //! | state | action |
 //! |---|---|

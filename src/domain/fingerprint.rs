@@ -4,7 +4,7 @@
 //! different process serialized them (field order, JSON whitespace, a time
 //! written as `-05:00` instead of `Z`), while any change to what the customer
 //! would receive (recipient, template, parameters, expiry) must not. The
-//! engine of seed 003 applies the same rule to its own `Idempotency-Key`, so
+//! WhatsApp engine applies the same rule to its own `Idempotency-Key`, so
 //! the simulator reuses [`canonical_json`].
 
 use chrono::{DateTime, SecondsFormat, Utc};

@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The engine accepts keys of 1 to 200 characters (seed 003).
+/// The engine accepts keys of 1 to 200 characters (engine contract).
 pub const MAX_KEY_LEN: usize = 200;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -100,7 +100,7 @@ impl IntentionKey {
         Self::checked(format!("{reference}:{}:v{version}", purpose.slug()))
     }
 
-    /// `{ref}:{event}:v{version}:{channel}` for orders (seed 001).
+    /// `{ref}:{event}:v{version}:{channel}` for orders (docs/design.md, "Idempotency key").
     pub fn for_order(reference: &str, event: &str, version: i64, channel: &str) -> Result<Self, KeyError> {
         check_ref(reference)?;
         check_ref(event)?;

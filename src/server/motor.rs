@@ -1,4 +1,4 @@
-//! `POST /webhooks/motor`: the engine's command events (seed 003), in the
+//! `POST /webhooks/motor`: the engine's command events (engine contract), in the
 //! wire format of [`crate::channel::motor_event`]: one [`MotorEvent`] (or
 //! an array of them) signed with `X-Unavez-Signature`.
 //!

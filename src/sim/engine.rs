@@ -1,7 +1,7 @@
 //! The simulated engine's memory: commands, keys, instance generations.
 //!
 //! Pure bookkeeping with no I/O and no clock of its own (callers pass
-//! `now`), so the seed 003 rules are unit-tested here directly; the HTTP
+//! `now`), so the engine contract rules are unit-tested here directly; the HTTP
 //! layer ([`super::http`]) and the timers ([`super::core`]) drive it.
 
 use std::collections::HashMap;
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::channel::motor_event::estado;
 use crate::domain::fingerprint::fingerprint;
 
-/// Longest accepted `Idempotency-Key`, after trimming (seed 003).
+/// Longest accepted `Idempotency-Key`, after trimming (engine contract).
 pub const MAX_KEY_CHARS: usize = 200;
 
 /// One engine command, as stored and as returned over HTTP.
@@ -40,7 +40,7 @@ pub struct Command {
 }
 
 impl Command {
-    /// The HTTP shape of a command (seed 003 field names).
+    /// The HTTP shape of a command (engine contract field names).
     pub fn to_json(&self) -> Value {
         let mut v = json!({
             "command_id": self.command_id,
@@ -98,7 +98,7 @@ fn body_err(field: &str, reason: &str) -> BodyError {
     }
 }
 
-/// Checks the key per seed 003: 1–200 characters after trimming.
+/// Checks the key per the engine contract: 1–200 characters after trimming.
 pub fn validate_key(raw: Option<&str>) -> Result<String, BodyError> {
     let k = raw.map(str::trim).unwrap_or("");
     if k.is_empty() {
@@ -123,7 +123,7 @@ pub fn validate_key(raw: Option<&str>) -> Result<String, BodyError> {
 /// body (so destination, text, template, `expires_at`, `correlation_id`
 /// and `generacion_esperada` all count), in canonical form: JSON
 /// whitespace, field order and time-zone spelling do not. The instance's
-/// *current* generation is deliberately left out: seed 003 says a retry
+/// *current* generation is deliberately left out: the engine contract says a retry
 /// after re-linking returns the original command, not a 409.
 pub fn parse_message(instance_id: &str, body: &Value) -> Result<MessageRequest, BodyError> {
     let obj = body
@@ -221,7 +221,7 @@ pub enum Submit {
     GenerationMismatch { expected: i64, current: i64 },
 }
 
-/// Scope of a key: app + instance (seed 003).
+/// Scope of a key: app + instance (engine contract).
 pub type Scope = (String, String, String);
 
 /// All commands and keys the engine has ever seen. Keys never expire.
@@ -250,7 +250,7 @@ impl Engine {
         self.by_key.get(scope).and_then(|id| self.commands.get(id))
     }
 
-    /// Resolves the key first (seed 003: "La clave se resuelve primero"),
+    /// Resolves the key first (engine contract: "La clave se resuelve primero"),
     /// then checks conditions, then stores a new `en_cola` command.
     pub fn submit(&mut self, scope: &Scope, req: &MessageRequest, command_id: String, now: DateTime<Utc>) -> Submit {
         if let Some(existing) = self.by_key(scope) {
@@ -324,7 +324,7 @@ impl Engine {
     }
 
     /// Withdraws a queued command; anything else is returned unchanged
-    /// (seed 003: repeating a cancel returns the same cancelled command).
+    /// (engine contract: repeating a cancel returns the same cancelled command).
     /// `None` if unknown to this app.
     pub fn cancel(&mut self, app: &str, command_id: &str, now: DateTime<Utc>) -> Option<(Command, bool)> {
         let c = self.commands.get_mut(command_id).filter(|c| c.app == app)?;

@@ -101,7 +101,7 @@ impl FaultSpec {
                     }
                 }
                 "hold_ms" => f.hold_ms = value.parse().map_err(|_| err("expected milliseconds"))?,
-                _ => return Err(err("unknown fault name (see docs/channels.md)")),
+                _ => return Err(err("unknown fault name (see docs/reference/simulator.md)")),
             }
         }
         Ok(f)

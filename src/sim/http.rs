@@ -1,4 +1,4 @@
-//! HTTP routes of the simulator: the seed 003 engine API (`/v1/…`) and a
+//! HTTP routes of the simulator: the WhatsApp engine API (`/v1/…`) and a
 //! few loopback admin routes (`/sim/…`) for tests, benchmarks and the demo.
 
 use std::sync::Arc;
@@ -106,7 +106,7 @@ async fn post_message(
         Ok(a) => a,
         Err(r) => return r,
     };
-    // Keys may carry UTF-8 (seed 003 counts characters, not bytes).
+    // Keys may carry UTF-8 (the engine contract counts characters, not bytes).
     let raw_key = match headers
         .get("idempotency-key")
         .map(|v| std::str::from_utf8(v.as_bytes()))

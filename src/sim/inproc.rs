@@ -1,5 +1,5 @@
 //! The simulator as a [`Channel`] without sockets, for benchmarks and the
-//! demo: the same seed 003 rules, faults, log and webhooks as over HTTP
+//! demo: the same engine contract rules, faults, log and webhooks as over HTTP
 //! (both go through [`super::messages`]), classified by the same function
 //! as [`crate::channel::motor::MotorChannel`]. Transport faults map to what
 //! a client would have seen: a reset or a lost answer is `Uncertain`.

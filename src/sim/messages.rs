@@ -1,4 +1,4 @@
-//! `POST /v1/instances/{id}/messages` without the transport: seed 003
+//! `POST /v1/instances/{id}/messages` without the transport: the engine contract
 //! rules plus the seeded faults, producing a [`Reply`]. The HTTP route and
 //! the in-process channel ([`super::inproc`]) both go through here, so they
 //! cannot drift apart.

@@ -1,4 +1,4 @@
-//! The WhatsApp engine simulator: the seed 003 HTTP contract with seeded
+//! The WhatsApp engine simulator: the engine HTTP contract (docs/design.md) with seeded
 //! faults, a ground-truth log of every message that actually went out, and
 //! signed webhooks. Runs in-process ([`spawn`]) or as `unavez sim`.
 //!

@@ -217,7 +217,7 @@ impl Store {
 
 /// The connection as store code sees it. `execute` and `query_row` go
 /// through the prepared-statement cache: parsing SQL was ~40 % of the
-/// import path's CPU before (see docs/bench.md), and every statement here
+/// import path's CPU before (see docs/bench-log.md), and every statement here
 /// is a fixed string. Everything else derefs to the connection.
 pub(crate) struct Conn<'a>(&'a Connection);
 

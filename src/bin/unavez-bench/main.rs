@@ -1,5 +1,5 @@
 //! `unavez-bench`: unavez's figures beside the physical limit of this disk
-//! and a peer job queue, measured in one run. See `docs/bench.md`.
+//! and a peer job queue, measured in one run. See `docs/bench-log.md` and `docs/testing.md`.
 //!
 //! ```sh
 //! benches/run.sh            # builds release binaries (root + peer) and runs this
