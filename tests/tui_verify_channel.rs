@@ -78,7 +78,16 @@ fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
     // The engine did receive the first one (the response was what got lost).
     let row = fx.store.read(|tx| tx.intention(sent_id)).unwrap();
     let out = rt.block_on(channel.send(&send_request(&row, None, tui_support::now())));
-    assert!(matches!(out, unavez::channel::SendOutcome::Accepted { .. }), "{out:?}");
+    let unavez::channel::SendOutcome::Accepted {
+        command_id: Some(cmd), ..
+    } = out
+    else {
+        panic!("{out:?}")
+    };
+    // Its command id is known (e.g. from an earlier answer or webhook).
+    fx.store
+        .write(|tx| tx.set_provider_refs(sent_id, Some(&cmd), None, tui_support::now()))
+        .unwrap();
 
     let mut app = fx.app("recepcion", Role::FrontDesk);
     app.channel_verify = true;
@@ -93,19 +102,20 @@ fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
         "{last:?}"
     );
 
-    // The second never reached the engine: on an idempotent channel the
-    // lookup repeats the request with the same key, so the engine takes it
-    // now — once — and reports it.
+    // The second never reached the engine and no command id is known for
+    // it. Asking an idempotent engine by key would repeat the request — the
+    // first delivery if the first never arrived, with no validity check and
+    // no attempt recorded. A verification never sends: it is refused and
+    // explained, and the engine gets nothing.
     verify_with_channel(&mut fx, &mut app, never_sent_id);
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
-    assert!(
-        fx.store
-            .read(|tx| tx.intention(never_sent_id))
-            .unwrap()
-            .state
-            .has_channel_evidence()
+    let flash = app.flash.clone().unwrap();
+    assert_eq!(flash.kind, FlashKind::Refused, "{flash:?}");
+    assert!(flash.text.contains("volver a enviar"), "{}", flash.text);
+    assert_eq!(
+        fx.store.read(|tx| tx.intention(never_sent_id)).unwrap().state,
+        IntentionState::Uncertain
     );
-    assert_eq!(engine.stats().created, 2, "one command per intention, never two");
+    assert_eq!(engine.stats().created, 1, "the verification sent nothing");
     let actions = fx.store.read(|tx| tx.operator_actions(10)).unwrap();
     assert_eq!(actions.len(), 2);
     assert!(
@@ -113,6 +123,7 @@ fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
             .iter()
             .all(|a| a.action == "verify" && a.reason == "consulta al motor")
     );
+    assert_eq!(actions[0].result, "refused", "{actions:?}");
     rt.block_on(engine.shutdown());
 }
 
@@ -120,6 +131,9 @@ fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
 fn an_unreachable_channel_is_explained_and_changes_nothing() {
     let (mut fx, _channel) = clinic_with_engine("http://127.0.0.1:9".into(), 500);
     let id = uncertain(&mut fx)[0];
+    fx.store
+        .write(|tx| tx.set_provider_refs(id, Some("cmd_1"), None, tui_support::now()))
+        .unwrap();
     let mut app = fx.app("recepcion", Role::FrontDesk);
     app.channel_verify = true;
     verify_with_channel(&mut fx, &mut app, id);
@@ -157,15 +171,27 @@ fn cancelling_an_accepted_but_queued_command_withdraws_it_from_the_engine() {
         ..Default::default()
     };
     let engine = rt.block_on(sim::spawn(opts)).unwrap();
-    let (mut fx, _channel) = clinic_with_engine(engine.base_url(), 1000);
+    let (mut fx, channel) = clinic_with_engine(engine.base_url(), 1000);
     let id = uncertain(&mut fx)[0];
+    // The engine took the request (its answer was what got lost): a
+    // verification by command id makes it accepted.
+    let row = fx.store.read(|tx| tx.intention(id)).unwrap();
+    let out = rt.block_on(channel.send(&send_request(&row, None, tui_support::now())));
+    let unavez::channel::SendOutcome::Accepted {
+        command_id: Some(cmd), ..
+    } = out
+    else {
+        panic!("{out:?}")
+    };
+    fx.store
+        .write(|tx| tx.set_provider_refs(id, Some(&cmd), None, tui_support::now()))
+        .unwrap();
     let mut app = fx.app("supervisora", Role::Supervisor);
     app.channel_verify = true;
-    // The reconciliation makes it accepted with the engine's command id.
     verify_with_channel(&mut fx, &mut app, id);
     let row = fx.store.read(|tx| tx.intention(id)).unwrap();
     assert_eq!(row.state, IntentionState::Accepted, "{:?}", app.flash);
-    assert!(row.provider_command_id.is_some());
+    assert_eq!(row.provider_command_id.as_deref(), Some(cmd.as_str()));
 
     cancel_from_detail(&mut fx, &mut app, id);
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);

@@ -146,6 +146,7 @@ pub static EN: Strings = Strings {
     ref_no_lookup: "this channel cannot be asked about a message; its status webhook will settle it",
     ref_channel_unsure: "the channel does not know yet either (ambiguous); it will report",
     ref_channel_no_record: "the channel has no record of the message: it never arrived",
+    ref_no_command_id: "the engine has not given a command id yet: asking would send again; reconciliation repeats it by itself, only if the message is still valid",
     ref_channel_unavailable: "the channel could not be asked: {detail}",
     states: &[
         ("planned", "planned"),

@@ -146,6 +146,7 @@ pub static ES: Strings = Strings {
     ref_no_lookup: "este canal no permite consultar el mensaje; su webhook de estado lo resolverá",
     ref_channel_unsure: "el canal tampoco lo sabe aún (ambiguo); lo informará",
     ref_channel_no_record: "el canal no tiene registro del mensaje: nunca llegó",
+    ref_no_command_id: "el motor aún no dio un número de comando: consultarlo sería volver a enviar; la conciliación lo repite sola, solo si el mensaje sigue vigente",
     ref_channel_unavailable: "no se pudo consultar al canal: {detail}",
     states: &[
         ("planned", "planificada"),

@@ -165,6 +165,7 @@ pub struct Strings {
     pub ref_no_lookup: &'static str,
     pub ref_channel_unsure: &'static str,
     pub ref_channel_no_record: &'static str,
+    pub ref_no_command_id: &'static str,
     pub ref_channel_unavailable: &'static str,
     /// `(code, label)` for intention states and row kinds.
     pub states: &'static [(&'static str, &'static str)],
@@ -300,6 +301,7 @@ impl Strings {
             Refusal::NoLookup => self.ref_no_lookup.into(),
             Refusal::ChannelUnsure => self.ref_channel_unsure.into(),
             Refusal::ChannelNoRecord => self.ref_channel_no_record.into(),
+            Refusal::NoCommandId => self.ref_no_command_id.into(),
             Refusal::ChannelUnavailable { detail } => fill(self.ref_channel_unavailable, &[("detail", &inert(detail))]),
         }
     }

@@ -99,6 +99,9 @@ pub fn verify_with_channel(
     let row = tx.intention(intention_id)?;
     let outcome = match lookup {
         None => OpOutcome::Refused(Refusal::NoLookup),
+        // The console never asks by key (a repeat is a send): see
+        // `tui::worker::channel_lookup`.
+        Some(_) if row.provider_command_id.is_none() => OpOutcome::Refused(Refusal::NoCommandId),
         Some(LookupOutcome::NotFound) => OpOutcome::Refused(Refusal::ChannelNoRecord),
         Some(LookupOutcome::Unavailable { detail }) => {
             OpOutcome::Refused(Refusal::ChannelUnavailable { detail: detail.clone() })

@@ -147,6 +147,10 @@ pub enum Refusal {
     ChannelUnsure,
     /// The channel has no record of the message: it never arrived.
     ChannelNoRecord,
+    /// No engine command id is known: asking an idempotent engine by key
+    /// means repeating the send, which only the reconciler does (after the
+    /// validity check).
+    NoCommandId,
     /// The channel could not be asked right now.
     ChannelUnavailable { detail: String },
 }
@@ -187,6 +191,11 @@ impl std::fmt::Display for Refusal {
             Refusal::NoLookup => write!(f, "the channel cannot be asked; its status webhook will settle it"),
             Refusal::ChannelUnsure => write!(f, "the channel itself does not know yet (ambiguous); it will report"),
             Refusal::ChannelNoRecord => write!(f, "the channel has no record of the message: it never arrived"),
+            Refusal::NoCommandId => write!(
+                f,
+                "no engine command is known for it: asking would repeat the send; the reconciler repeats it \
+                 only after checking it is still valid"
+            ),
             Refusal::ChannelUnavailable { detail } => write!(f, "the channel could not be asked: {detail}"),
         }
     }
@@ -213,6 +222,7 @@ impl Refusal {
             Refusal::NoLookup => "no_lookup",
             Refusal::ChannelUnsure => "channel_unsure",
             Refusal::ChannelNoRecord => "channel_no_record",
+            Refusal::NoCommandId => "no_command_id",
             Refusal::ChannelUnavailable { .. } => "channel_unavailable",
         }
     }

@@ -381,6 +381,7 @@ mod tests {
             Refusal::NoLookup,
             Refusal::ChannelUnsure,
             Refusal::ChannelNoRecord,
+            Refusal::NoCommandId,
             Refusal::ChannelUnavailable { detail: "x".into() },
         ];
         for r in all {

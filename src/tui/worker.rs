@@ -413,10 +413,17 @@ fn channel_lookup(
         return Ok(None);
     }
     let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
+    let Some(command_id) = row.provider_command_id.as_deref() else {
+        // Without an engine command id, the only way to ask an idempotent
+        // engine is to repeat the request with the same key, and if the
+        // first request never arrived that repeat is the first delivery.
+        // A verification never sends: the reconciler makes that repeat,
+        // with the validity check in the transaction that records it.
+        // `ops::verify_with_channel` refuses it as `NoCommandId`.
+        return Ok(Some(LookupOutcome::NotFound));
+    };
     let req = crate::dispatch::request::send_request(&row, None, now);
-    Ok(Some(block_on(
-        channel.lookup(&req, row.provider_command_id.as_deref()),
-    )?))
+    Ok(Some(block_on(channel.lookup(&req, Some(command_id)))?))
 }
 
 /// For an accepted intention on a channel that can withdraw queued
