@@ -36,7 +36,7 @@ use tokio::task::JoinHandle;
 use crate::channel::Channel;
 use crate::config::Config;
 use crate::domain::validity::Rules;
-use crate::store::{Store, StoreError};
+use crate::store::{RetryPolicy, Store, StoreError};
 
 pub use control::{Activity, Control, ServiceState, ServiceStatus};
 pub use reconcile::{ReconcileReport, reconcile_once};
@@ -102,6 +102,14 @@ impl Settings {
             },
             uncertain_review: Duration::minutes(i64::try_from(p.uncertain_review_minutes).unwrap_or(30)),
             max_reconcile_attempts: p.max_reconcile_attempts.max(1),
+        }
+    }
+
+    /// The retry policy the store applies when it records a result.
+    pub fn retry_policy(&self) -> RetryPolicy<'_> {
+        RetryPolicy {
+            max_attempts: self.max_attempts,
+            backoff_seconds: &self.backoff_seconds,
         }
     }
 

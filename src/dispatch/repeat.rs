@@ -20,7 +20,7 @@ use crate::dispatch::request::{attempt_result, evidence_for, send_request};
 use crate::dispatch::{Db, Result, Settings};
 use crate::domain::state::{CancelReason, IntentionState, ReviewReason, Signal};
 use crate::domain::validity::Validity;
-use crate::store::{Cause, Holder, RetryPolicy, UncertainItem};
+use crate::store::{Cause, Holder, UncertainItem};
 
 /// What the validity check before a repeat allows. Pure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,10 +234,7 @@ pub(super) async fn repeat(
     let finished = db
         .call(move |store| {
             let now = Utc::now();
-            let policy = RetryPolicy {
-                max_attempts: s.max_attempts,
-                backoff_seconds: &s.backoff_seconds,
-            };
+            let policy = s.retry_policy();
             Ok(store.write(|tx| {
                 let f = tx.finish_attempt(attempt_id, &attempt_result(&outcome), Cause::Reconciler, &policy, now)?;
                 tx.hold_uncertain(id, now + wait)?;

@@ -15,7 +15,7 @@ use super::presend::Clearance;
 use super::request::{attempt_result, send_request};
 use super::{Control, Db, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
-use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, Holder, RetryPolicy};
+use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, Holder};
 
 /// Counts of what one dispatcher run did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -300,10 +300,7 @@ async fn record(
     let res = db
         .call(move |store| {
             let now = Utc::now();
-            let policy = RetryPolicy {
-                max_attempts: s.max_attempts,
-                backoff_seconds: &s.backoff_seconds,
-            };
+            let policy = s.retry_policy();
             Ok(store.write(|tx| {
                 let mut out = Vec::with_capacity(done.len());
                 let holder = Holder::Lease(s.owner.clone());
