@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
+pub use crate::domain::operator::{Operator, Role};
+pub use crate::policy::{InboundConfig, Policy, QuietHours};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
@@ -85,91 +88,6 @@ impl Default for Config {
             ],
         }
     }
-}
-
-/// What to send and when (docs/design.md, "Planner" and "Dispatch").
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Policy {
-    /// Send a booking notice when an appointment is scheduled.
-    pub booking_notice: bool,
-    /// Reminders, in minutes before the appointment.
-    pub reminder_offsets_minutes: Vec<u32>,
-    /// Which of those reminders ask the customer to confirm (cancelled as
-    /// `already_confirmed` once the customer or staff confirmed).
-    pub confirm_reminder_offsets_minutes: Vec<u32>,
-    pub update_notice: bool,
-    pub cancellation_notice: bool,
-    /// Events older than this are history: recorded, no messages.
-    pub horizon_hours: u32,
-    /// Messages per recipient per operating day; more are deferred to the
-    /// next day, never dropped.
-    pub daily_cap_per_recipient: u32,
-    /// No sends between these local times (`HH:MM`); deferred to the end.
-    pub quiet_hours: Option<QuietHours>,
-    /// Tries per intention before `review`.
-    pub max_attempts: u32,
-    /// Seconds to wait before each retry (the last one repeats).
-    pub backoff_seconds: Vec<u64>,
-    /// How long a claim lasts before a crashed worker's intention is
-    /// considered uncertain.
-    pub lease_seconds: u64,
-    /// Cloud API: minutes an uncertain send waits for a status webhook
-    /// before going to `review`.
-    pub uncertain_review_minutes: u64,
-    /// Engine: reconciliation tries for an uncertain command before `review`.
-    pub max_reconcile_attempts: u32,
-    /// Channel name in order keys (`pedido-88:enviado:v5:whatsapp`).
-    pub order_channel: String,
-    /// Resends a supervisor may authorize for one intention (the original
-    /// and its resends together) per operating day: each one is a message
-    /// the patient may get twice, so the count is a policy, not a habit.
-    pub max_resends_per_day: u32,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            booking_notice: true,
-            reminder_offsets_minutes: vec![24 * 60, 2 * 60],
-            confirm_reminder_offsets_minutes: vec![24 * 60],
-            update_notice: true,
-            cancellation_notice: true,
-            horizon_hours: 72,
-            daily_cap_per_recipient: 8,
-            quiet_hours: Some(QuietHours {
-                start: "21:00".into(),
-                end: "07:00".into(),
-            }),
-            max_attempts: 6,
-            backoff_seconds: vec![2, 10, 30, 120, 600],
-            lease_seconds: 60,
-            uncertain_review_minutes: 30,
-            max_reconcile_attempts: 20,
-            order_channel: "whatsapp".into(),
-            max_resends_per_day: 2,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct QuietHours {
-    pub start: String,
-    pub end: String,
-}
-
-impl QuietHours {
-    /// `(start, end)` in minutes after local midnight.
-    pub fn minutes(&self) -> Option<(u32, u32)> {
-        Some((hhmm(&self.start)?, hhmm(&self.end)?))
-    }
-}
-
-fn hhmm(s: &str) -> Option<u32> {
-    let (h, m) = s.split_once(':')?;
-    let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
-    (h < 24 && m < 60).then_some(h * 60 + m)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -307,55 +225,6 @@ impl Default for ServerConfig {
     }
 }
 
-/// Keywords in inbound messages that are business facts.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct InboundConfig {
-    pub confirm: Vec<String>,
-    pub opt_out: Vec<String>,
-    pub reschedule: Vec<String>,
-    /// Whether an opt-out reply also stops transactional messages
-    /// (appointment reminders, order notices). Marketing always stops.
-    pub opt_out_blocks_transactional: bool,
-}
-
-impl Default for InboundConfig {
-    fn default() -> Self {
-        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
-        InboundConfig {
-            confirm: v(&["1", "SI", "SÍ", "CONFIRMO"]),
-            opt_out: v(&["BAJA", "STOP"]),
-            reschedule: v(&["REPROGRAMAR"]),
-            opt_out_blocks_transactional: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    FrontDesk,
-    Supervisor,
-    Technician,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::FrontDesk => "front_desk",
-            Role::Supervisor => "supervisor",
-            Role::Technician => "technician",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Operator {
-    pub name: String,
-    pub role: Role,
-}
-
 impl Config {
     /// Reads and validates a config file; errors name the file and line.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -391,28 +260,9 @@ impl Config {
         self.timezone
             .parse::<Tz>()
             .map_err(|_| invalid("timezone", format!("unknown IANA time zone {:?}", self.timezone)))?;
-        if let Some(q) = &self.policy.quiet_hours
-            && q.minutes().is_none()
-        {
-            return Err(invalid(
-                "policy.quiet_hours",
-                format!("expected HH:MM, got {:?} – {:?}", q.start, q.end),
-            ));
-        }
-        if self.policy.max_attempts == 0 {
-            return Err(invalid("policy.max_attempts", "must be at least 1".into()));
-        }
-        if self.policy.backoff_seconds.is_empty() {
-            return Err(invalid("policy.backoff_seconds", "needs at least one value".into()));
-        }
-        // Zero would refuse every resend while still offering the key; who
-        // may resend is the roles' business.
-        if self.policy.max_resends_per_day == 0 {
-            return Err(invalid(
-                "policy.max_resends_per_day",
-                "must be at least 1 (only supervisors may authorize resends; remove the role to forbid them)".into(),
-            ));
-        }
+        self.policy
+            .validate()
+            .map_err(|e| invalid(&format!("policy.{}", e.field), e.message))?;
         if self.dispatcher.concurrency == 0 || self.dispatcher.batch_size == 0 {
             return Err(invalid(
                 "dispatcher",

@@ -39,6 +39,7 @@ pub mod import;
 pub mod ingest;
 pub mod ops;
 pub mod planner;
+pub mod policy;
 pub mod server;
 pub mod sim;
 pub mod store;

@@ -9,12 +9,12 @@
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
-use crate::config::Policy;
 use crate::domain::commitment::{Change, Commitment, CommitmentKind};
 use crate::domain::event::BookingEvent;
 use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::{IntentionKey, KeyError, Purpose};
 use crate::domain::state::CancelReason;
+use crate::policy::Policy;
 use crate::templates::{MAX_BODY_CHARS, Templates, date_es, time_hhmm};
 
 /// Which still-planned intentions of the commitment to close, and why.

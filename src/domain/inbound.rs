@@ -7,7 +7,7 @@
 //! baja médica" must not opt anybody out. Opt-out wins over everything
 //! else because wrongly ignoring it is the costlier mistake.
 
-use crate::config::InboundConfig;
+use crate::policy::InboundConfig;
 
 /// What an inbound message asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@ pub mod inbound;
 pub mod intention;
 pub mod key;
 pub mod mask;
+pub mod operator;
 pub mod state;
 pub mod status;
 pub mod text;

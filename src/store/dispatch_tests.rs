@@ -4,12 +4,12 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::*;
-use crate::config::Policy;
 use crate::domain::event::BookingEvent;
 use crate::domain::state::IntentionState;
 use crate::domain::validity::Rules;
 use crate::ingest::ingest;
 use crate::planner::Planner;
+use crate::policy::Policy;
 use crate::store::{AttemptResult, Finished, RetryPolicy};
 use crate::store::{Store, StoreError};
 use crate::templates::Templates;
