@@ -8,45 +8,14 @@
 //! Receivers verify the raw bytes *before* parsing, in constant time.
 
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 pub const SIGNATURE_HEADER: &str = "X-Unavez-Signature";
 
-/// Engine command states (engine contract spelling).
-pub mod estado {
-    pub const EN_COLA: &str = "en_cola";
-    pub const ENVIADO: &str = "enviado";
-    pub const ENTREGADO: &str = "entregado";
-    pub const LEIDO: &str = "leido";
-    pub const FALLIDO: &str = "fallido";
-    pub const CANCELADO: &str = "cancelado";
-    pub const AMBIGUO: &str = "ambiguo";
-}
-
-/// One engine event: a command changed state, or an ambiguous command was
-/// resolved (`resolves_ambiguous = true`, `estado` is the resolution).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MotorEvent {
-    /// Unique per event; receivers deduplicate on it.
-    pub event_id: String,
-    /// `comando.estado` for every state change.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub instance_id: String,
-    pub command_id: String,
-    pub idempotency_key: String,
-    pub estado: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_message_id: Option<String>,
-    /// Failure reason (`comando_vencido`, `generacion_cambiada`…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    #[serde(default)]
-    pub resolves_ambiguous: bool,
-    /// RFC 3339.
-    pub occurred_at: String,
-}
+// The event and the state words are data the domain reads (status.rs);
+// they live there so the domain depends on no channel, and stay reachable
+// here under their wire-facing names.
+pub use crate::domain::status::{MotorEvent, estado};
 
 /// `sha256=<hex>` for a body.
 pub fn sign(secret: &[u8], body: &[u8]) -> String {

@@ -12,7 +12,41 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::state::{CancelReason, Signal};
-use crate::channel::motor_event::{MotorEvent, estado};
+
+/// Engine command states (engine contract spelling).
+pub mod estado {
+    pub const EN_COLA: &str = "en_cola";
+    pub const ENVIADO: &str = "enviado";
+    pub const ENTREGADO: &str = "entregado";
+    pub const LEIDO: &str = "leido";
+    pub const FALLIDO: &str = "fallido";
+    pub const CANCELADO: &str = "cancelado";
+    pub const AMBIGUO: &str = "ambiguo";
+}
+
+/// One engine event: a command changed state, or an ambiguous command was
+/// resolved (`resolves_ambiguous = true`, `estado` is the resolution).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MotorEvent {
+    /// Unique per event; receivers deduplicate on it.
+    pub event_id: String,
+    /// `comando.estado` for every state change.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub instance_id: String,
+    pub command_id: String,
+    pub idempotency_key: String,
+    pub estado: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_message_id: Option<String>,
+    /// Failure reason (`comando_vencido`, `generacion_cambiada`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default)]
+    pub resolves_ambiguous: bool,
+    /// RFC 3339.
+    pub occurred_at: String,
+}
 
 /// One status object of a Cloud API `statuses[]` array, as Meta documents
 /// it. Unknown fields are ignored; `pricing` and `conversation` are kept

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::intents::Entry;
 use super::{Cause, Result, Tx, ms};
-use crate::channel::motor_event::MotorEvent;
 use crate::domain::state::{IntentionState, Transition};
+use crate::domain::status::MotorEvent;
 use crate::domain::status::{CloudStatus, Report, motor_report};
 
 /// `channel_events.source` of WhatsApp Cloud API notifications.
