@@ -14,7 +14,7 @@ use super::async_trait_shim::BoxFuture;
 use super::{
     CancelOutcome, Capabilities, Channel, ChannelError, ChannelState, LookupOutcome, SendOutcome, SendRequest,
 };
-use crate::config::CloudConfig;
+use crate::channel::config::CloudConfig;
 
 const KIND: &str = "cloud";
 

@@ -12,12 +12,13 @@
 //! WhatsApp Cloud API). [`from_config`] builds the configured one.
 
 pub mod cloud;
+pub mod config;
 pub mod motor;
 pub mod motor_event;
 
 use std::sync::Arc;
 
-use crate::config::{ChannelConfig, ChannelKind};
+use crate::channel::config::{ChannelConfig, ChannelKind};
 
 use async_trait_shim::BoxFuture;
 use chrono::{DateTime, Utc};
@@ -205,7 +206,7 @@ pub mod async_trait_shim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{CloudConfig, MotorConfig};
+    use crate::channel::config::{CloudConfig, MotorConfig};
 
     #[test]
     fn from_config_names_the_missing_env_var() {

@@ -17,7 +17,7 @@ use super::motor_event::estado;
 use super::{
     CancelOutcome, Capabilities, Channel, ChannelError, ChannelState, LookupOutcome, SendOutcome, SendRequest,
 };
-use crate::config::MotorConfig;
+use crate::channel::config::MotorConfig;
 
 const KIND: &str = "motor";
 
