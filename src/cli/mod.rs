@@ -2,6 +2,7 @@
 //! command group. This is the binary's edge, so errors become `anyhow`
 //! here and nowhere else.
 
+mod background;
 mod chaos;
 mod dispatch;
 mod ledger;

@@ -6,12 +6,13 @@
 //! - [`worker`]: the database thread, typed requests and responses;
 //! - [`view`]: rendering, a pure function of the state;
 //! - [`term`]: the terminal (raw mode, panic hook) and the event loop;
-//! - [`refresh`]: when to re-read (tick, or debounced service activity);
-//! - [`background`]: the embedded dispatcher/reconciler (and the demo's
-//!   in-process engine simulator).
+//! - [`refresh`]: when to re-read (tick, or debounced service activity).
+//!
+//! The embedded dispatcher and the demo's in-process simulator are started
+//! by the binary (`cli/background.rs`), so the console needs neither the
+//! server nor the simulator.
 
 pub mod app;
-pub mod background;
 pub mod keys;
 pub mod refresh;
 pub mod term;

@@ -43,7 +43,6 @@ pub struct Background {
     /// The demo's webhook server and the switch that stops it.
     server: Option<(ServerHandle, tokio::sync::watch::Sender<bool>)>,
     pub channel: Arc<dyn Channel>,
-    pub settings: Settings,
     control: Control,
 }
 
@@ -66,7 +65,7 @@ impl Background {
         let control = Control::new();
         let services = {
             let _enter = rt.enter();
-            Services::start_with(db, settings.clone(), channel.clone(), control.clone())?
+            Services::start_with(db, settings, channel.clone(), control.clone())?
         };
         Ok(Background {
             rt,
@@ -74,7 +73,6 @@ impl Background {
             sim: None,
             server: None,
             channel,
-            settings,
             control,
         })
     }
@@ -139,7 +137,7 @@ impl Background {
         let control = Control::with_activity(activity);
         let services = {
             let _enter = rt.enter();
-            Services::start_with(db, settings.clone(), channel.clone(), control.clone())?
+            Services::start_with(db, settings, channel.clone(), control.clone())?
         };
         Ok(Background {
             rt,
@@ -147,7 +145,6 @@ impl Background {
             sim: Some(sim),
             server: Some((server, stop_tx)),
             channel,
-            settings,
             control,
         })
     }
