@@ -25,7 +25,7 @@ fn generated() -> (tempfile::TempDir, Store) {
         past_days: 6,
         future_days: 3,
         now: now(),
-        tz: crate::config::Config::default().tz(),
+        tz: chrono_tz::America::Lima,
         total: 3000,
     };
     store.write(|tx| tx.bench_generate_contacts(100, now())).unwrap();
