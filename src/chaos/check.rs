@@ -2,7 +2,7 @@
 //! what the engine (simulator) really received and sent, after everything
 //! settled.
 //!
-//! Pure: it receives the ledger's view (`crate::store::chaos`), the
+//! Pure: it receives the ledger's view (`crate::chaos::ledger_view`), the
 //! simulator's own records (its ground-truth log of messages that went out,
 //! and from its state journal the moment it first received each key), the
 //! commit time of every booking change, and the harness's model of the
@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::store::chaos::{CheckedCommitment, CheckedIntention};
+use crate::chaos::ledger_view::{CheckedCommitment, CheckedIntention};
 
 /// How long after a change's commit a first receipt still counts as in
 /// flight across it rather than wrongly sent.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ChaosError;
 use super::check::{ChangeCommit, SentMessage};
-use crate::store::chaos::VersionChange;
+use crate::chaos::ledger_view::VersionChange;
 
 /// One `unavez import` the harness ran, on its own clock (ms since the
 /// epoch). The import commits its one transaction and then exits, so

@@ -17,6 +17,7 @@
 
 pub mod check;
 pub mod evidence;
+pub mod ledger_view;
 pub mod plan;
 mod procs;
 
@@ -25,9 +26,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, open_connection};
 use check::{Inputs, Verdict};
 use evidence::{ImportWindow, read_sent};
 use plan::{Ending, Options, Plan};
@@ -41,6 +43,8 @@ pub enum ChaosError {
     Child(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("reading the ledger for the checker: {0}")]
+    Ledger(#[from] rusqlite::Error),
     #[error("simulator log {path}, line {line}: {reason}")]
     Log { path: PathBuf, line: usize, reason: String },
 }
@@ -300,7 +304,8 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     let settle_start = Instant::now();
     let (mut sim, _) = env.start_sim(sim_port, plan.sim_seed, "", &webhook)?;
     let mut d = env.start_dispatcher(None)?;
-    let mut store = Store::open(&db)?;
+    let store = Store::open(&db)?;
+    let mut conn = open_connection(&db)?;
     let deadline = Instant::now() + settle_limit;
     loop {
         std::thread::sleep(Duration::from_millis(500));
@@ -312,15 +317,12 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
         // children stop, before the checker looks.
         let gone_out: std::collections::HashSet<String> =
             read_sent(&dir.join("sent.jsonl"))?.into_iter().map(|m| m.key).collect();
-        let unsettled = store
-            .read(|tx| tx.chaos_intentions())?
-            .iter()
-            .any(|i| match i.state.as_str() {
-                "dispatching" | "uncertain" => true,
-                "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now + SETTLE_AHEAD_MS,
-                "accepted" => !gone_out.contains(&i.key),
-                _ => false,
-            });
+        let unsettled = ledger_view::intentions(&conn)?.iter().any(|i| match i.state.as_str() {
+            "dispatching" | "uncertain" => true,
+            "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now + SETTLE_AHEAD_MS,
+            "accepted" => !gone_out.contains(&i.key),
+            _ => false,
+        });
         if !unsettled {
             stats.settled = true;
             break;
@@ -334,7 +336,7 @@ pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Re
     procs::stop(&mut sim, "INT", Duration::from_secs(5));
     hooks.stop();
 
-    let verdict = check_run(&mut store, &plan, dir)?;
+    let verdict = check_run(&mut conn, &plan, dir)?;
     let integrity = store.integrity_check()?;
     stats.seconds = t0.elapsed().as_secs_f64();
     Ok(Report {
@@ -411,24 +413,26 @@ fn write(path: &Path, text: &str) -> Result<(), ChaosError> {
 
 /// Gathers the ledger's view, the simulator's log and journal and the
 /// harness's import timeline (all in the run's `dir`) and runs the checker.
-pub fn check_run(store: &mut Store, plan: &Plan, dir: &Path) -> Result<Verdict, ChaosError> {
+pub fn check_run(conn: &mut Connection, plan: &Plan, dir: &Path) -> Result<Verdict, ChaosError> {
     let sent = read_sent(&dir.join("sent.jsonl"))?;
     let receipts = evidence::read_receipts(&dir.join("engine-state.jsonl"))?;
     let imports = evidence::read_imports(&dir.join("imports.jsonl"))?;
-    let (intentions, changes, commitments, missing) = store.read(|tx| {
+    // One read transaction: the four views are one snapshot of the ledger.
+    let (intentions, changes, commitments, missing) = {
+        let tx = conn.transaction()?;
         let mut missing = Vec::new();
         for e in &plan.event_ids {
-            if !tx.chaos_has_event(e)? {
+            if !ledger_view::has_event(&tx, e)? {
                 missing.push(e.clone());
             }
         }
-        Ok::<_, StoreError>((
-            tx.chaos_intentions()?,
-            tx.chaos_version_changes()?,
-            tx.chaos_commitments()?,
+        (
+            ledger_view::intentions(&tx)?,
+            ledger_view::version_changes(&tx)?,
+            ledger_view::commitments(&tx)?,
             missing,
-        ))
-    })?;
+        )
+    };
     let changes = evidence::change_commits(&changes, &imports);
     Ok(check::check(&Inputs {
         intentions: &intentions,

@@ -6,9 +6,15 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rusqlite::params;
 
-use super::super::bench::LedgerShape;
 use super::super::{Store, ms};
 use super::AttentionQuery;
+use ledger_shape::LedgerShape;
+
+// The bench's ledger generator (a bench tool, not part of the store), so
+// these checks run on the same realistic ledger the console bench reads.
+#[allow(dead_code)]
+#[path = "../bin/unavez-bench/ledger_shape.rs"]
+mod ledger_shape;
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()
@@ -28,8 +34,11 @@ fn generated() -> (tempfile::TempDir, Store) {
         tz: chrono_tz::America::Lima,
         total: 3000,
     };
-    store.write(|tx| tx.bench_generate_contacts(100, now())).unwrap();
-    store.write(|tx| tx.bench_generate_intentions(&shape, 0, 3000)).unwrap();
+    ledger_shape::write(&mut store.conn, |c| ledger_shape::generate_contacts(c, 100, now())).unwrap();
+    ledger_shape::write(&mut store.conn, |c| {
+        ledger_shape::generate_intentions(c, &shape, 0, 3000)
+    })
+    .unwrap();
     store
         .conn
         .execute_batch(

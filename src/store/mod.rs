@@ -10,8 +10,6 @@
 //! Submodules group the operations by the part of the system that uses them.
 
 mod attempts;
-pub mod bench;
-pub mod chaos;
 mod console;
 mod dispatch;
 mod inbound;
@@ -103,37 +101,12 @@ pub struct Tx<'c> {
 impl Store {
     /// Opens (creating if needed) and migrates the ledger.
     pub fn open(path: &Path) -> Result<Store> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
         let mut store = Store {
-            conn,
+            conn: open_connection(path)?,
             path: path.to_path_buf(),
         };
-        store.configure().map_err(|source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
         store.migrate()?;
         Ok(store)
-    }
-
-    fn configure(&mut self) -> rusqlite::Result<()> {
-        self.conn.busy_timeout(Duration::from_secs(30))?;
-        self.conn.pragma_update(None, "journal_mode", "WAL")?;
-        self.conn.pragma_update(None, "synchronous", "FULL")?;
-        self.conn.pragma_update(None, "foreign_keys", "ON")?;
-        // Savepoint (per-event) journals in memory, not in temp files: they
-        // only serve rollbacks inside a transaction, never durability.
-        self.conn.pragma_update(None, "temp_store", "MEMORY")?;
-        self.conn.pragma_update(None, "cache_size", -16384)?;
-        self.conn.set_prepared_statement_cache_capacity(256);
-        Ok(())
     }
 
     fn migrate(&mut self) -> Result<()> {
@@ -213,6 +186,37 @@ impl Store {
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows.join("; "))
     }
+}
+
+/// Opens a connection with the production pragmas (WAL, `synchronous=FULL`,
+/// foreign keys, busy timeout) and no migration: [`Store::open`] builds on
+/// it, and tools that must measure or inspect the file as the product sees
+/// it (the bench, the chaos checker) use it directly.
+pub fn open_connection(path: &Path) -> Result<Connection> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(open_error)?;
+    configure(&conn).map_err(open_error)?;
+    Ok(conn)
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    // Savepoint (per-event) journals in memory, not in temp files: they
+    // only serve rollbacks inside a transaction, never durability.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "cache_size", -16384)?;
+    conn.set_prepared_statement_cache_capacity(256);
+    Ok(())
 }
 
 /// The connection as store code sees it. `execute` and `query_row` go

@@ -10,14 +10,16 @@ use anyhow::{Context as _, bail};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use unavez::config::Config;
-use unavez::store::bench::LedgerShape;
-use unavez::store::{Store, StoreError};
+use unavez::store::{Store, StoreError, open_connection};
+
+use crate::ledger_shape::{self, LedgerShape};
 
 /// Generates `total` intentions (plus commitments, contacts, attempts and
 /// history) into `path`; returns seconds spent.
 pub fn generate(path: &Path, total: u64, now: DateTime<Utc>) -> Result<f64, StoreError> {
     let t = Instant::now();
-    let mut store = Store::open(path)?;
+    Store::open(path)?;
+    let mut conn = open_connection(path)?;
     let shape = LedgerShape {
         contacts: total / 10 + 1,
         past_days: 60,
@@ -26,12 +28,12 @@ pub fn generate(path: &Path, total: u64, now: DateTime<Utc>) -> Result<f64, Stor
         tz: Config::default().tz(),
         total,
     };
-    store.write(|tx| tx.bench_generate_contacts(shape.contacts, now))?;
+    ledger_shape::write(&mut conn, |c| ledger_shape::generate_contacts(c, shape.contacts, now))?;
     let batch = 20_000;
     let mut from = 0;
     while from < total {
         let to = (from + batch).min(total);
-        store.write(|tx| tx.bench_generate_intentions(&shape, from, to))?;
+        ledger_shape::write(&mut conn, |c| ledger_shape::generate_intentions(c, &shape, from, to))?;
         from = to;
     }
     Ok(t.elapsed().as_secs_f64())

@@ -16,9 +16,9 @@ use unavez::channel::Channel;
 use unavez::channel::motor::MotorChannel;
 use unavez::config::{Config, QuietHours};
 use unavez::dispatch::{Db, Services, Settings, dispatch_until_idle};
-use unavez::store::Store;
-use unavez::store::bench::LedgerShape;
+use unavez::store::{Store, open_connection};
 
+use crate::ledger_shape::{self, LedgerShape};
 use crate::report::percentile;
 
 const API_KEY: &str = "bench-api-key";
@@ -151,10 +151,11 @@ pub fn over_http(db_path: &Path, cfg: &Config, sim: &SimProcess) -> anyhow::Resu
 /// Due→accepted latency at a steady offered load: intentions fall due one
 /// every `1/rate` s, the dispatcher runs as in `serve`; p50 and p99 in ms.
 pub fn latency(db_path: &Path, cfg: &Config, sim: &SimProcess, rate: f64) -> anyhow::Result<(f64, f64, usize)> {
-    let mut store = Store::open(db_path)?;
+    Store::open(db_path)?;
+    let mut conn = open_connection(db_path)?;
     let start = Utc::now().timestamp_millis() + 500;
     let step_us = (1_000_000.0 / rate) as i64;
-    let n = store.write(|tx| tx.bench_spread_due(start, step_us))?;
+    let n = ledger_shape::write(&mut conn, |c| ledger_shape::spread_due(c, start, step_us))?;
     let rt = tokio::runtime::Runtime::new()?;
     let deadline = Instant::now() + Duration::from_secs(120 + (n as f64 / rate) as u64);
     rt.block_on(async {
@@ -162,8 +163,8 @@ pub fn latency(db_path: &Path, cfg: &Config, sim: &SimProcess, rate: f64) -> any
         let services = Services::start(db_path, Settings::from_config(cfg), ch)?;
         loop {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            let planned = store.read(|tx| tx.bench_count_state("planned"))?;
-            let dispatching = store.read(|tx| tx.bench_count_state("dispatching"))?;
+            let planned = ledger_shape::count_state(&conn, "planned")?;
+            let dispatching = ledger_shape::count_state(&conn, "dispatching")?;
             if planned + dispatching == 0 || Instant::now() > deadline {
                 break;
             }
@@ -171,8 +172,7 @@ pub fn latency(db_path: &Path, cfg: &Config, sim: &SimProcess, rate: f64) -> any
         services.stop().await?;
         Ok::<_, anyhow::Error>(())
     })?;
-    let mut v: Vec<f64> = store
-        .read(|tx| tx.bench_due_to_accepted_ms())?
+    let mut v: Vec<f64> = ledger_shape::due_to_accepted_ms(&conn)?
         .into_iter()
         .map(|x| x as f64)
         .collect();
@@ -186,7 +186,8 @@ pub fn reprocess_dry_run(path: &Path, n: u64) -> anyhow::Result<(f64, usize)> {
     let cfg = config(16, 64, 500);
     let now = Utc::now();
     {
-        let mut store = Store::open(path)?;
+        Store::open(path)?;
+        let mut conn = open_connection(path)?;
         let shape = LedgerShape {
             contacts: n / 5 + 1,
             past_days: 1,
@@ -195,9 +196,9 @@ pub fn reprocess_dry_run(path: &Path, n: u64) -> anyhow::Result<(f64, usize)> {
             tz: cfg.tz(),
             total: n,
         };
-        store.write(|tx| tx.bench_generate_contacts(shape.contacts, now))?;
-        store.write(|tx| tx.bench_generate_intentions(&shape, 0, n))?;
-        store.write(|tx| tx.bench_set_day("2026-11-30"))?;
+        ledger_shape::write(&mut conn, |c| ledger_shape::generate_contacts(c, shape.contacts, now))?;
+        ledger_shape::write(&mut conn, |c| ledger_shape::generate_intentions(c, &shape, 0, n))?;
+        ledger_shape::write(&mut conn, |c| ledger_shape::set_day(c, "2026-11-30"))?;
     }
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {

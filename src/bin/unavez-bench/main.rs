@@ -10,6 +10,7 @@
 
 mod console;
 mod dispatch;
+mod ledger_shape;
 mod peer;
 mod raw;
 mod report;
@@ -157,7 +158,7 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
             Figure::new("raw: 1 row per durable commit", r.single_per_s, "rows/s").note(format!(
                 "{} rows of {} B, WAL + synchronous=FULL (one fsync each)",
                 r.single_rows,
-                unavez::store::bench::RAW_ROW_BYTES
+                ledger_shape::RAW_ROW_BYTES
             )),
         );
         run.figures.push(

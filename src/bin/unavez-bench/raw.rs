@@ -5,8 +5,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use unavez::store::bench::RAW_ROW_BYTES;
-use unavez::store::{Store, StoreError};
+use unavez::store::{StoreError, open_connection};
+
+use crate::ledger_shape::{self, RAW_ROW_BYTES, write};
 
 /// Raw-baseline results, in rows per second.
 pub struct Raw {
@@ -29,13 +30,15 @@ fn payload(i: u64) -> String {
 /// Single-row commits for about `budget` (at least 200 rows), then
 /// `batched_rows` rows in commits of `batch`.
 pub fn run(dir: &Path, budget: Duration, batched_rows: u64, batch: u64) -> Result<Raw, StoreError> {
-    let mut store = Store::open(&dir.join("raw.db"))?;
-    store.write(|tx| tx.bench_raw_setup())?;
+    let mut conn = open_connection(&dir.join("raw.db"))?;
+    write(&mut conn, ledger_shape::raw_setup)?;
     let mut i = 0u64;
     let t = Instant::now();
     while i < 200 || t.elapsed() < budget {
         let p = payload(i);
-        store.write(|tx| tx.bench_raw_insert(&format!("raw-{i:09}:single:v1"), &p, i as i64))?;
+        write(&mut conn, |c| {
+            ledger_shape::raw_insert(c, &format!("raw-{i:09}:single:v1"), &p, i as i64)
+        })?;
         i += 1;
     }
     let single_per_s = i as f64 / t.elapsed().as_secs_f64();
@@ -45,11 +48,11 @@ pub fn run(dir: &Path, budget: Duration, batched_rows: u64, batch: u64) -> Resul
     let mut n = 0u64;
     while n < batched_rows {
         let take = batch.min(batched_rows - n);
-        store.write(|tx| {
+        write(&mut conn, |c| {
             for j in n..n + take {
-                tx.bench_raw_insert(&format!("raw-{j:09}:batched:v1"), &payload(j), j as i64)?;
+                ledger_shape::raw_insert(c, &format!("raw-{j:09}:batched:v1"), &payload(j), j as i64)?;
             }
-            Ok::<_, StoreError>(())
+            Ok(())
         })?;
         n += take;
     }

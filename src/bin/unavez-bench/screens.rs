@@ -10,7 +10,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use unavez::config::{Config, Role};
 use unavez::domain::intention::operating_day;
-use unavez::store::{AttentionQuery, CounterQuery, Store, StoreError};
+use unavez::store::{AttentionQuery, CounterQuery, Store, StoreError, open_connection};
 use unavez::templates::Templates;
 use unavez::tui::app::App;
 use unavez::tui::keys::Access;
@@ -62,7 +62,7 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
     term.draw(|f| unavez::tui::view::draw(f, &app))?;
     let first_frame_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    let intentions = store.read(|tx| tx.bench_count_intentions())?;
+    let intentions = crate::ledger_shape::count_intentions(&open_connection(db)?)?;
     let day = |k: usize| operating_day(now + Duration::days(k as i64 % 90 - 60), tz);
     let (mut att, mut up, mut board, mut counter, mut detail, mut point) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);

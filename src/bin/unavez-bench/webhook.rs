@@ -14,9 +14,10 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use unavez::config::Config;
 use unavez::server::{AppState, Secrets};
-use unavez::store::Store;
-use unavez::store::bench::LedgerShape;
+use unavez::store::{Store, open_connection};
 use unavez::templates::Templates;
+
+use crate::ledger_shape::{self, LedgerShape};
 
 const SECRET: &str = "bench-app-secret";
 
@@ -55,7 +56,8 @@ fn notification(statuses: Vec<serde_json::Value>) -> Vec<u8> {
 pub fn run(path: &Path, n: u64, per_batch: usize, clients: usize) -> anyhow::Result<Webhooks> {
     let now = Utc::now();
     {
-        let mut store = Store::open(path)?;
+        Store::open(path)?;
+        let mut conn = open_connection(path)?;
         let shape = LedgerShape {
             contacts: n / 3 + 1,
             past_days: 0,
@@ -64,9 +66,9 @@ pub fn run(path: &Path, n: u64, per_batch: usize, clients: usize) -> anyhow::Res
             tz: Config::default().tz(),
             total: n,
         };
-        store.write(|tx| tx.bench_generate_contacts(shape.contacts, now))?;
-        store.write(|tx| tx.bench_generate_intentions(&shape, 0, n))?;
-        store.write(|tx| tx.bench_all_accepted_on_cloud())?;
+        ledger_shape::write(&mut conn, |c| ledger_shape::generate_contacts(c, shape.contacts, now))?;
+        ledger_shape::write(&mut conn, |c| ledger_shape::generate_intentions(c, &shape, 0, n))?;
+        ledger_shape::write(&mut conn, ledger_shape::all_accepted_on_cloud)?;
     }
     // Statuses in the order Meta would send them, grouped in batches.
     let ts = now.timestamp();
@@ -148,8 +150,7 @@ pub fn run(path: &Path, n: u64, per_batch: usize, clients: usize) -> anyhow::Res
         handle.wait().await?;
         Ok::<_, anyhow::Error>(secs)
     })?;
-    let mut store = Store::open(path)?;
-    let read_at_end = store.read(|tx| tx.bench_count_state("read"))?;
+    let read_at_end = ledger_shape::count_state(&open_connection(path)?, "read")?;
     Ok(Webhooks {
         events,
         requests,
