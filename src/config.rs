@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::channel::config::{ChannelConfig, ChannelKind, CloudConfig, MotorConfig};
 pub use crate::domain::operator::{Operator, Role};
 pub use crate::policy::{InboundConfig, Policy, QuietHours};
+use crate::templates::{TemplateError, Templates};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -29,6 +30,10 @@ pub enum ConfigError {
         field: String,
         message: String,
     },
+    #[error("cannot read templates {path}: {source}")]
+    ReadTemplates { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Templates(#[from] TemplateError),
     #[error("environment variable {var} (named by {field}) is not set")]
     MissingSecret { var: String, field: String },
 }
@@ -196,6 +201,19 @@ impl Config {
     /// The configured time zone (validated at load).
     pub fn tz(&self) -> Tz {
         self.timezone.parse().unwrap_or(chrono_tz::America::Lima)
+    }
+
+    /// The message templates: the file `templates` names, else the
+    /// embedded set. The file is read here so the core stays free of I/O.
+    pub fn load_templates(&self) -> Result<Templates, ConfigError> {
+        let Some(path) = &self.templates else {
+            return Ok(Templates::embedded());
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadTemplates {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Templates::parse(&text, &path.display().to_string())?)
     }
 
     pub fn operator(&self, name: &str) -> Option<&Operator> {

@@ -78,7 +78,11 @@ pub struct Planner<'a> {
     pub tz: Tz,
 }
 
-impl Planner<'_> {
+impl<'a> Planner<'a> {
+    pub fn new(policy: &'a Policy, templates: &'a Templates, tz: Tz) -> Planner<'a> {
+        Planner { policy, templates, tz }
+    }
+
     /// Plans the messages for `after`, the commitment as it is now, given
     /// the kind of change the event made.
     pub fn plan(

@@ -5,7 +5,6 @@
 //! template file that may change later.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
 use chrono_tz::Tz;
@@ -55,8 +54,6 @@ pub struct Template {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
-    #[error("cannot read templates {path}: {source}")]
-    Read { path: String, source: std::io::Error },
     #[error("{path}:{line}: {message}")]
     Parse { path: String, line: usize, message: String },
     #[error("{path}: template {name:?}: {message}")]
@@ -83,14 +80,6 @@ impl Templates {
         // The embedded file is covered by a unit test; failing here is a
         // build defect, not bad input.
         Self::parse(DEFAULT_TEMPLATES, "assets/templates.toml").expect("embedded templates are valid")
-    }
-
-    pub fn load(path: &Path) -> Result<Templates, TemplateError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TemplateError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::parse(&text, &path.display().to_string())
     }
 
     pub fn parse(text: &str, path: &str) -> Result<Templates, TemplateError> {

@@ -95,10 +95,7 @@ impl Ctx {
             Some(p) => Config::load(p)?,
             None => Config::default(),
         };
-        let templates = match &config.templates {
-            Some(p) => Templates::load(p)?,
-            None => Templates::embedded(),
-        };
+        let templates = config.load_templates()?;
         let db = cli.db.clone().unwrap_or_else(|| config.database.clone());
         Ok(Ctx { config, db, templates })
     }
@@ -108,11 +105,7 @@ impl Ctx {
     }
 
     pub fn planner(&self) -> Planner<'_> {
-        Planner {
-            policy: &self.config.policy,
-            templates: &self.templates,
-            tz: self.config.tz(),
-        }
+        Planner::new(&self.config.policy, &self.templates, self.config.tz())
     }
 }
 

@@ -184,11 +184,7 @@ impl AppState {
     }
 
     pub fn planner(&self) -> Planner<'_> {
-        Planner {
-            policy: &self.inner.config.policy,
-            templates: &self.inner.templates,
-            tz: self.inner.config.tz(),
-        }
+        Planner::new(&self.inner.config.policy, &self.inner.templates, self.inner.config.tz())
     }
 
     /// Runs blocking store work off the async runtime.

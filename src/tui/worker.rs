@@ -304,11 +304,7 @@ fn operator_action(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Response {
-    let planner = Planner {
-        policy: &ctx.config.policy,
-        templates: &ctx.templates,
-        tz: ctx.config.tz(),
-    };
+    let planner = Planner::new(&ctx.config.policy, &ctx.templates, ctx.config.tz());
     let tz = ctx.config.tz();
     if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
         return Response::Op(switch_dispatch(

@@ -57,11 +57,7 @@ pub fn run(dir: &Path, events: u64, batch: u64) -> Result<Reserve, IngestError> 
 /// `{prefix}-NNNNNN`, so runs against one simulator never share a key.
 pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Config) -> Result<Reserve, IngestError> {
     let templates = Templates::embedded();
-    let planner = Planner {
-        policy: &config.policy,
-        templates: &templates,
-        tz: config.tz(),
-    };
+    let planner = Planner::new(&config.policy, &templates, config.tz());
     let mut store = Store::open(path)?;
     let now = Utc::now();
     let evs: Vec<BookingEvent> = (0..events).map(|i| event(prefix, i, now)).collect();
