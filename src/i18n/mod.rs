@@ -374,4 +374,21 @@ mod tests {
         assert_eq!(strings(Language::default()).screen_attention, "Atención");
         assert_eq!(strings(Language::En).screen_attention, "Attention");
     }
+
+    /// The reasons a refused repeat goes to review with (dispatch/repeat.rs)
+    /// are said in both languages, never shown as their code.
+    #[test]
+    fn refused_repeat_reasons_are_said_in_both_languages() {
+        use crate::domain::state::ReviewReason;
+        let es = ES.reason(ReviewReason::ChangedWhileUncertain.as_str());
+        assert_eq!(
+            es,
+            "la cita cambió mientras no sabíamos si el mensaje salió: confirmar con el paciente"
+        );
+        let en = EN.reason(ReviewReason::ChangedWhileUncertain.as_str());
+        assert!(en.starts_with("the appointment changed while we did not know"), "{en}");
+        let code = ReviewReason::InvalidWhileUncertain.as_str();
+        assert_ne!(ES.reason(code), code);
+        assert_ne!(EN.reason(code), code);
+    }
 }
