@@ -26,22 +26,20 @@
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
 //! module boundaries; only the binary edge uses `anyhow`.
 
+pub use unavez_core::{domain, planner, policy, templates};
+
 pub mod channel;
 pub mod chaos;
 pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
-pub mod domain;
 pub mod failpoint;
 pub mod i18n;
 pub mod import;
 pub mod ingest;
 pub mod ops;
-pub mod planner;
-pub mod policy;
 pub mod server;
 pub mod sim;
 pub mod store;
-pub mod templates;
 pub mod tui;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_BODY_CHARS: usize = 4096;
 
 /// The embedded default templates.
-pub const DEFAULT_TEMPLATES: &str = include_str!("../assets/templates.toml");
+pub const DEFAULT_TEMPLATES: &str = include_str!("../../../assets/templates.toml");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
