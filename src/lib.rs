@@ -27,6 +27,7 @@
 //! module boundaries; only the binary edge uses `anyhow`.
 
 pub use unavez_core::{domain, planner, policy, templates};
+pub use unavez_ledger::{failpoint, store};
 
 pub mod channel;
 pub mod chaos;
@@ -34,12 +35,10 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
-pub mod failpoint;
 pub mod i18n;
 pub mod import;
 pub mod ingest;
 pub mod ops;
 pub mod server;
 pub mod sim;
-pub mod store;
 pub mod tui;
