@@ -26,10 +26,11 @@
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
 //! module boundaries; only the binary edge uses `anyhow`.
 
+pub use unavez_channels::channel;
 pub use unavez_core::{domain, planner, policy, templates};
 pub use unavez_ledger::{failpoint, store};
+pub use unavez_sim::sim;
 
-pub mod channel;
 pub mod chaos;
 pub mod cli;
 pub mod config;
@@ -40,5 +41,4 @@ pub mod import;
 pub mod ingest;
 pub mod ops;
 pub mod server;
-pub mod sim;
 pub mod tui;
