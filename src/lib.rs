@@ -26,6 +26,7 @@
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
 //! module boundaries; only the binary edge uses `anyhow`.
 
+pub use unavez_app::{config, demo, dispatch, import, ingest, ops};
 pub use unavez_channels::channel;
 pub use unavez_core::{domain, planner, policy, templates};
 pub use unavez_ledger::{failpoint, store};
@@ -33,12 +34,6 @@ pub use unavez_sim::sim;
 
 pub mod chaos;
 pub mod cli;
-pub mod config;
-pub mod demo;
-pub mod dispatch;
 pub mod i18n;
-pub mod import;
-pub mod ingest;
-pub mod ops;
 pub mod server;
 pub mod tui;

@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn the_example_file_parses() {
-        let text = include_str!("../config.example.toml");
+        let text = include_str!("../../../config.example.toml");
         let cfg = Config::parse(text, Path::new("config.example.toml")).unwrap();
         assert_eq!(cfg.tz(), chrono_tz::America::Lima);
         assert_eq!(cfg.policy.reminder_offsets_minutes, vec![1440, 120]);
