@@ -28,12 +28,11 @@
 
 pub use unavez_app::{config, demo, dispatch, import, ingest, ops};
 pub use unavez_channels::channel;
+pub use unavez_console::{i18n, tui};
 pub use unavez_core::{domain, planner, policy, templates};
 pub use unavez_ledger::{failpoint, store};
+pub use unavez_server::server;
 pub use unavez_sim::sim;
 
 pub mod chaos;
 pub mod cli;
-pub mod i18n;
-pub mod server;
-pub mod tui;
