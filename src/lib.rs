@@ -33,5 +33,4 @@ pub use unavez_ledger::{failpoint, store};
 pub use unavez_server::server;
 pub use unavez_sim::sim;
 
-pub mod chaos;
 pub mod cli;

@@ -1,4 +1,4 @@
-//! A short chaos run as part of `cargo test`: the real `unavez` binary as
+//! A short chaos run as part of `cargo test`: the `unavez` command line as
 //! dispatcher (SIGKILLed at random moments and at each step of an attempt,
 //! with store faults) against `unavez sim` with seeded faults, then the
 //! history checker. Fails if anything was duplicated, lost or wrongly sent —
@@ -11,9 +11,8 @@ use std::process::Command;
 #[test]
 fn a_short_chaos_run_loses_nothing_and_sends_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_unavez"))
+    let out = Command::new(env!("CARGO_BIN_EXE_unavez-chaos"))
         .args([
-            "chaos",
             "--intentions",
             "300",
             "--kills",

@@ -1,5 +1,12 @@
-//! `unavez chaos`: the chaos harness and history checker (see
-//! `crate::chaos` and docs/testing.md).
+//! `unavez-chaos`: the chaos harness and history checker (see
+//! `unavez_chaos::chaos` and docs/testing.md), run as
+//! `cargo run --release -p unavez-chaos -- [--intentions N] [--kills N] [--seed S] [--dir D] [--json]`.
+//!
+//! The children (simulator, importer, dispatcher) are this same binary
+//! re-executed as `unavez-chaos __unavez <unavez arguments>`: it then runs
+//! the `unavez` command line itself, so the dispatcher under test is the
+//! product's code built with the harness's failpoints, while the shipped
+//! `unavez` binary has none.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,10 +14,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use super::Ctx;
-use crate::chaos::{self, plan::Options};
+use clap::Parser as _;
+use unavez_chaos::chaos::{self, CHILD_ARG, plan::Options};
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "unavez-chaos",
+    about = "Chaos harness: kill dispatchers, inject faults, check the history"
+)]
 pub struct ChaosArgs {
     /// Intentions the imported booking events plan (about).
     #[arg(long, default_value_t = 5000)]
@@ -34,8 +45,27 @@ pub struct ChaosArgs {
     pub json: bool,
 }
 
-pub fn run(_ctx: &Ctx, a: ChaosArgs) -> anyhow::Result<ExitCode> {
-    let bin = std::env::current_exe().context("locating the unavez binary for the child processes")?;
+fn main() -> ExitCode {
+    let mut args = std::env::args_os();
+    let me = args.next();
+    let mut rest = args.peekable();
+    let result = if rest.peek().is_some_and(|a| a == CHILD_ARG) {
+        rest.next();
+        chaos::child(me.into_iter().chain(rest))
+    } else {
+        run(ChaosArgs::parse())
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(a: ChaosArgs) -> anyhow::Result<ExitCode> {
+    let bin = std::env::current_exe().context("locating the chaos binary for the child processes")?;
     let dir = a
         .dir
         .clone()

@@ -1,6 +1,6 @@
 //! Child processes of a chaos run: the simulator and the dispatcher are the
-//! real `unavez` binary, started, SIGKILLed and restarted like an operator's
-//! supervisor would.
+//! `unavez` command line (this binary re-executed with [`super::CHILD_ARG`]),
+//! started, SIGKILLed and restarted like an operator's supervisor would.
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader};
@@ -27,7 +27,8 @@ pub struct Env {
 impl Env {
     fn command(&self) -> Command {
         let mut c = Command::new(&self.bin);
-        c.arg("--config")
+        c.arg(super::CHILD_ARG)
+            .arg("--config")
             .arg(&self.config)
             .arg("--db")
             .arg(&self.db)

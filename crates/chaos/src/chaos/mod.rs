@@ -35,6 +35,20 @@ use evidence::{ImportWindow, read_sent};
 use plan::{Ending, Options, Plan};
 use procs::Env;
 
+/// First argument of a child process: the harness binary re-executed as
+/// the `unavez` command line (`unavez-chaos __unavez serve …`).
+pub const CHILD_ARG: &str = "__unavez";
+
+/// Runs a child: `args` is the `unavez` command line (program name first).
+/// Failpoints reach it through the environment the harness sets.
+pub fn child<I, T>(args: I) -> anyhow::Result<std::process::ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    unavez::cli::run_from(args)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ChaosError {
     #[error("{0}")]
@@ -200,8 +214,8 @@ listen = "127.0.0.1:{server_port}"
 /// and the checker.
 const SETTLE_AHEAD_MS: i64 = 30_000;
 
-/// Runs the whole harness in `dir` (created), with `bin` as the `unavez`
-/// binary for the children.
+/// Runs the whole harness in `dir` (created), with `bin` as the binary the
+/// children re-execute (this harness, see [`CHILD_ARG`]).
 pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Result<Report, ChaosError> {
     let t0 = Instant::now();
     std::fs::create_dir_all(dir).map_err(|e| ChaosError::Io(format!("creating {}: {e}", dir.display())))?;
