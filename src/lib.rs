@@ -8,7 +8,7 @@
 //! | crate | folder | job | modules re-exported here |
 //! |---|---|---|---|
 //! | `unavez-core` | `crates/core` | pure rules, no I/O: states and transitions, keys, fingerprints, commitment versions, the booking-event contract, the planner, policy, templates | [`domain`], [`planner`], [`policy`], [`templates`] |
-//! | `unavez-ledger` | `crates/ledger` | **all SQL**: the SQLite ledger and its migrations | [`store`], [`failpoint`] |
+//! | `unavez-ledger` | `crates/ledger` | **all SQL**: the SQLite ledger and its migrations | [`store`] |
 //! | `unavez-channels` | `crates/channels` | the channel trait; the engine (`motor`) and Cloud API clients and their wire types | [`channel`] |
 //! | `unavez-sim` | `crates/sim` | the WhatsApp engine simulator and a fake Cloud API (`demo`, `unavez sim`, the tests' ground truth) | [`sim`] |
 //! | `unavez-app` | `crates/app` | configuration, ingest, import, the dispatcher and reconciler, operator actions, the demo clinic | [`config`], [`ingest`], [`import`], [`dispatch`], [`ops`], [`demo`] |
@@ -29,7 +29,7 @@ pub use unavez_app::{config, demo, dispatch, import, ingest, ops};
 pub use unavez_channels::channel;
 pub use unavez_console::{i18n, tui};
 pub use unavez_core::{domain, planner, policy, templates};
-pub use unavez_ledger::{failpoint, store};
+pub use unavez_ledger::store;
 pub use unavez_server::server;
 pub use unavez_sim::sim;
 

@@ -219,6 +219,7 @@ pub fn ingest(
     tx.set_event_effect(log_id, effect, before, Some(after.version))?;
     // Chaos and tests: a store failure in the middle of one event, after
     // it already wrote (the savepoint must leave nothing of it).
+    #[cfg(feature = "failpoints")]
     if let Some(a) = crate::failpoint::hit("ingest_event") {
         return Err(StoreError::from(crate::failpoint::sqlite_error(a)).into());
     }

@@ -18,7 +18,9 @@
 
 pub use unavez_channels::channel;
 pub use unavez_core::{domain, planner, policy, templates};
-pub use unavez_ledger::{failpoint, store};
+#[cfg(feature = "failpoints")]
+pub use unavez_ledger::failpoint;
+pub use unavez_ledger::store;
 
 pub mod config;
 pub mod demo;

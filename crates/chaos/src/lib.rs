@@ -9,13 +9,13 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`chaos`] | the run (`run`, `check_run`, the report), its plan of events and faults (`plan`), the child processes (`procs`), the evidence files (`evidence`), the ledger's read-only views (`ledger_view`) and the pure history checker (`check`) |
+//! | [`chaos`] | the run (`run`, `check_run`, the report), its plan of events and faults (`plan`), the child processes (`procs`), the evidence files (`evidence`), the failpoint specs (`failpoints`), the ledger's read-only views (`ledger_view`) and the pure history checker (`check`) |
 //!
 //! **Layering:** on top of everything, through the `unavez` facade (its
 //! modules are re-exported here under the same names). The children are
 //! this binary re-executed as the `unavez` command line, so the product
 //! binary needs no chaos code.
 
-pub use unavez::{config, domain, failpoint, server, store, templates};
+pub use unavez::{config, domain, server, store, templates};
 
 pub mod chaos;

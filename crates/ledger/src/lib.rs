@@ -7,7 +7,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`store`] | `Store`/`Tx`: typed operations grouped by who uses them (ingest, dispatch, uncertain, webhooks, console, operator…), `open_connection` with the production pragmas, `migrations/` |
-//! | [`failpoint`] | named places where the chaos harness makes a transaction fail or the process die |
+//! | `failpoint` | (feature `failpoints`, dev crates only) named places where the chaos harness makes a transaction fail or the process die |
 //!
 //! **Layering:** on top of `unavez-core` only (re-exported here under its
 //! module names so `crate::domain::…` paths read as before). It knows
@@ -16,5 +16,6 @@
 
 pub use unavez_core::{domain, planner, policy, templates};
 
+#[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod store;

@@ -173,6 +173,7 @@ pub(crate) async fn dispatch_loop(
                             ClaimDecision::Claimed(c) => {
                                 // Chaos kill point: claimed and attempt recorded (one
                                 // committed transaction), nothing sent yet.
+                                #[cfg(feature = "failpoints")]
                                 crate::failpoint::hit("after_claim");
                                 report.claimed += 1;
                                 let attempt_id = c.attempt_id;
@@ -247,6 +248,7 @@ async fn claim(
 async fn send_one(channel: Arc<dyn Channel>, c: Claimed, db: Db, settings: Arc<Settings>) -> Done {
     // Test point: hold the claimed message here, as a busy runtime or a
     // slow store can, so the world may move before it leaves.
+    #[cfg(feature = "failpoints")]
     if let Some(crate::failpoint::Action::Sleep(ms)) = crate::failpoint::hit("before_send") {
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
@@ -257,6 +259,7 @@ async fn send_one(channel: Arc<dyn Channel>, c: Claimed, db: Db, settings: Arc<S
     let req = send_request(&c.intention, c.contact.as_ref(), Utc::now());
     let outcome = channel.send(&req).await;
     // Chaos kill point: the channel answered, the result is not recorded.
+    #[cfg(feature = "failpoints")]
     crate::failpoint::hit("after_send");
     (c.attempt_id, Sent::Answered(outcome))
 }
@@ -325,6 +328,7 @@ async fn record(
     match res {
         Ok(finished) => {
             // Chaos kill point: results committed.
+            #[cfg(feature = "failpoints")]
             crate::failpoint::hit("after_result");
             ctl.bump();
             for f in finished {

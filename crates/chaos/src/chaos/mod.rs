@@ -17,6 +17,7 @@
 
 pub mod check;
 pub mod evidence;
+pub mod failpoints;
 pub mod ledger_view;
 pub mod plan;
 mod procs;
@@ -39,15 +40,25 @@ use procs::Env;
 /// the `unavez` command line (`unavez-chaos __unavez serve …`).
 pub const CHILD_ARG: &str = "__unavez";
 
-/// Runs a child: `args` is the `unavez` command line (program name first).
-/// Failpoints reach it through the environment the harness sets.
+/// Runs a child: `args` is `[program, --failpoints SPEC, unavez args…]`
+/// (the failpoints optional); arms the points, then runs the `unavez`
+/// command line.
 pub fn child<I, T>(args: I) -> anyhow::Result<std::process::ExitCode>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if args.get(1).is_some_and(|a| a == FAILPOINTS_ARG) {
+        let spec = args.get(2).and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        failpoints::arm(&spec).map_err(anyhow::Error::msg)?;
+        args.drain(1..3.min(args.len()));
+    }
     unavez::cli::run_from(args)
 }
+
+/// The child argument that carries a failpoint spec (see [`failpoints`]).
+pub const FAILPOINTS_ARG: &str = "--failpoints";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChaosError {

@@ -58,7 +58,7 @@ impl PlannedEvent {
 pub enum Ending {
     /// SIGKILL after this many milliseconds of running.
     KillAfterMs(u64),
-    /// Armed with `UNAVEZ_FAILPOINT=<spec>`: it must abort by itself (the
+    /// Armed with `--failpoints <spec>`: it must abort by itself (the
     /// harness kills it after a timeout if it never reaches the point).
     Failpoint(String),
     /// Armed with store faults that must be survived: it keeps running for

@@ -26,15 +26,22 @@ pub struct Env {
 
 impl Env {
     fn command(&self) -> Command {
+        self.command_armed(None)
+    }
+
+    /// A child, with failpoints armed by `spec` if given.
+    fn command_armed(&self, failpoints: Option<&str>) -> Command {
         let mut c = Command::new(&self.bin);
-        c.arg(super::CHILD_ARG)
-            .arg("--config")
+        c.arg(super::CHILD_ARG);
+        if let Some(spec) = failpoints {
+            c.arg(super::FAILPOINTS_ARG).arg(spec);
+        }
+        c.arg("--config")
             .arg(&self.config)
             .arg("--db")
             .arg(&self.db)
             .env("UNAVEZ_MOTOR_API_KEY", API_KEY)
             .env("UNAVEZ_MOTOR_WEBHOOK_SECRET", WEBHOOK_SECRET)
-            .env_remove(crate::failpoint::ENV)
             .stdin(Stdio::null());
         c
     }
@@ -72,11 +79,8 @@ impl Env {
     /// Starts `unavez serve` (dispatcher, reconciler, webhooks), optionally
     /// with failpoints armed.
     pub fn start_dispatcher(&self, failpoint: Option<&str>) -> Result<Child, ChaosError> {
-        let mut c = self.command();
+        let mut c = self.command_armed(failpoint);
         c.arg("serve").stdout(Stdio::null()).stderr(self.log("dispatcher.log")?);
-        if let Some(spec) = failpoint {
-            c.env(crate::failpoint::ENV, spec);
-        }
         c.spawn()
             .map_err(|e| ChaosError::Io(format!("starting unavez serve: {e}")))
     }

@@ -144,8 +144,9 @@ impl Store {
     where
         E: From<StoreError>,
     {
-        // Chaos failpoints (`UNAVEZ_FAILPOINT`, see `crate::failpoint`): a
+        // Chaos failpoints (feature `failpoints`, see `crate::failpoint`): a
         // transaction that cannot begin, or a commit that fails.
+        #[cfg(feature = "failpoints")]
         if let Some(a) = crate::failpoint::hit("store_begin") {
             return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
         }
@@ -155,6 +156,7 @@ impl Store {
             .map_err(|e| E::from(StoreError::from(e)))?;
         let wrapped = Tx { tx };
         let out = f(&wrapped)?;
+        #[cfg(feature = "failpoints")]
         if let Some(a) = crate::failpoint::hit("store_commit") {
             drop(wrapped);
             return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
