@@ -13,7 +13,7 @@ use ledger_shape::LedgerShape;
 // The bench's ledger generator (a bench tool, not part of the store), so
 // these checks run on the same realistic ledger the console bench reads.
 #[allow(dead_code)]
-#[path = "../../../../src/bin/unavez-bench/ledger_shape.rs"]
+#[path = "../../../bench/src/ledger_shape.rs"]
 mod ledger_shape;
 
 fn now() -> DateTime<Utc> {

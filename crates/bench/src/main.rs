@@ -6,7 +6,22 @@
 //! ```
 //!
 //! Every SQLite file uses the production pragmas (WAL, `synchronous=FULL`,
-//! busy timeout) because they go through `unavez::store::Store`.
+//! busy timeout) because it is opened through `unavez::store` (`Store` or
+//! `open_connection`).
+//!
+//! | module | measures / holds |
+//! |---|---|
+//! | `raw` | the disk's limit: durable inserts of intention-sized rows |
+//! | `reserve` | ingest: reserve + plan, intentions per second |
+//! | `dispatch` | the dispatcher in-process and over HTTP, latency at a steady load, reprocess |
+//! | `peer` | the river peer queue beside it |
+//! | `webhook` | status webhooks applied per second |
+//! | `console`, `screens` | a generated million-row ledger and the console's screens on it |
+//! | `ledger_shape` | the raw baseline and the fast ledger generator (bench-only SQL) |
+//! | `report` | the figures table |
+//!
+//! **Layering:** a dev crate (`publish = false`) on top of the `unavez`
+//! facade; `cargo install` never installs it.
 
 mod console;
 mod dispatch;
@@ -319,7 +334,7 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     }
     if run.wants("peer") {
         let bin = args.river_bin.clone().unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/river/target/release/unavez-river-peer")
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/river/target/release/unavez-river-peer")
         });
         let jobs = run.scale(50_000);
         run.say(&format!(
