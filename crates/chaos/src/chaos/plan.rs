@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::check::Expected;
 
-/// `unavez chaos` options.
+/// `unavez-chaos` options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Intentions the imported events plan (about; every event plans one).
