@@ -208,8 +208,7 @@ fn a_claimed_message_held_before_sending_is_abandoned_when_its_appointment_is_ca
     env.import("agenda.jsonl", &[scheduled("cita-h1", 3)]);
 
     let child = env
-        .command(&["dispatch", "--until-idle"])
-        .env(unavez::failpoint::ENV, "before_send:1:sleep=4000")
+        .command_armed("before_send:1:sleep=4000", &["dispatch", "--until-idle"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

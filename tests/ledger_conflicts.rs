@@ -353,8 +353,7 @@ fn a_store_error_on_one_row_is_that_rows_error() {
             event("evt-3", "cita-3", None, "Sede A", PHONE_A),
         ],
     );
-    let o = unavez(&db)
-        .env("UNAVEZ_FAILPOINT", "ingest_event:2:error")
+    let o = unavez_armed(&db, "ingest_event:2:error")
         .args(["import", &f, "--skip-invalid"])
         .output()
         .unwrap();

@@ -365,9 +365,8 @@ fn a_store_error_on_one_event_rejects_that_event_only() {
     cfg.server_listen = format!("127.0.0.1:{port}");
     let env = Env::new(&cfg);
     let child = env
-        .command(&["serve"])
+        .command_armed("ingest_event:2:error", &["serve"])
         .env("UNAVEZ_INGEST_TOKEN", INGEST_TOKEN)
-        .env("UNAVEZ_FAILPOINT", "ingest_event:2:error")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -2,7 +2,7 @@
 //! command group. This is the binary's edge, so errors become `anyhow`
 //! here and nowhere else.
 
-mod chaos;
+mod background;
 mod dispatch;
 mod ledger;
 mod resend;
@@ -61,8 +61,6 @@ pub enum Command {
     Dispatch(dispatch::DispatchArgs),
     /// Re-evaluate one operating day's intentions by state.
     Reprocess(dispatch::ReprocessArgs),
-    /// Chaos harness: kill dispatchers, inject faults, check the history.
-    Chaos(chaos::ChaosArgs),
 }
 
 /// `unavez intents …`: the listings, and the operator actions that have a
@@ -94,10 +92,7 @@ impl Ctx {
             Some(p) => Config::load(p)?,
             None => Config::default(),
         };
-        let templates = match &config.templates {
-            Some(p) => Templates::load(p)?,
-            None => Templates::embedded(),
-        };
+        let templates = config.load_templates()?;
         let db = cli.db.clone().unwrap_or_else(|| config.database.clone());
         Ok(Ctx { config, db, templates })
     }
@@ -107,17 +102,23 @@ impl Ctx {
     }
 
     pub fn planner(&self) -> Planner<'_> {
-        Planner {
-            policy: &self.config.policy,
-            templates: &self.templates,
-            tz: self.config.tz(),
-        }
+        Planner::new(&self.config.policy, &self.templates, self.config.tz())
     }
 }
 
-/// Parses the command line and runs the command.
+/// Parses the process's command line and runs the command.
 pub fn run() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+    run_from(std::env::args_os())
+}
+
+/// Parses `args` (program name first) and runs the command: the chaos
+/// harness runs its children through this, in its own binary.
+pub fn run_from<I, T>(args: I) -> anyhow::Result<ExitCode>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
     init_tracing(matches!(cli.command, Command::Tui(_) | Command::Demo(_)));
     let ctx = Ctx::load(&cli)?;
     match cli.command {
@@ -136,7 +137,6 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Serve(a) => dispatch::serve(&ctx, a),
         Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
-        Command::Chaos(a) => chaos::run(&ctx, a),
     }
 }
 

@@ -8,10 +8,10 @@ use anyhow::{Context as _, bail};
 use chrono::Utc;
 
 use super::Ctx;
+use super::background::Background;
 use crate::config::Role;
 use crate::demo::{self, DemoOptions};
 use crate::store::Store;
-use crate::tui::background::Background;
 use crate::tui::{ConsoleOptions, run};
 
 #[derive(Debug, clap::Args)]

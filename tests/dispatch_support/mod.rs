@@ -3,6 +3,9 @@
 //! files, and the simulator's ground-truth log.
 #![allow(dead_code)]
 
+#[path = "../failpoint_support/mod.rs"]
+mod failpoint_support;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -162,13 +165,20 @@ impl Env {
     }
 
     pub fn command_with(&self, config: &Path, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        self.prepare(Command::new(BIN), config, args)
+    }
+
+    /// `unavez …` with failpoints armed by `spec` (see failpoint_support).
+    pub fn command_armed(&self, spec: &str, args: &[&str]) -> Command {
+        self.prepare(failpoint_support::armed(spec), &self.config, args)
+    }
+
+    fn prepare(&self, mut c: Command, config: &Path, args: &[&str]) -> Command {
         c.arg("--config").arg(config).args(args);
         c.env(MOTOR_KEY_ENV, "clave-de-prueba")
             .env(CLOUD_TOKEN_ENV, "token-de-prueba")
             .env(CLOUD_SECRET_ENV, CLOUD_SECRET)
             .env("UNAVEZ_MOTOR_WEBHOOK_SECRET", MOTOR_WEBHOOK_SECRET)
-            .env_remove(unavez::failpoint::ENV)
             .env_remove("UNAVEZ_DB")
             .env_remove("UNAVEZ_CONFIG");
         c

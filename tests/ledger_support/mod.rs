@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../failpoint_support/mod.rs"]
+mod failpoint_support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -14,7 +17,15 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// `unavez --db DB ARGS…` with a clean environment for config and db.
 pub fn unavez(db: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_unavez"));
+    prepare(Command::new(env!("CARGO_BIN_EXE_unavez")), db)
+}
+
+/// The same with failpoints armed by `spec` (see failpoint_support).
+pub fn unavez_armed(db: &Path, spec: &str) -> Command {
+    prepare(failpoint_support::armed(spec), db)
+}
+
+fn prepare(mut c: Command, db: &Path) -> Command {
     c.env_remove("UNAVEZ_CONFIG")
         .env_remove("UNAVEZ_DB")
         .env("RUST_LOG", "warn")

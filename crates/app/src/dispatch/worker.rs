@@ -1,0 +1,380 @@
+//! The dispatch loop: claim a batch (one transaction, one fsync, validity
+//! checked inside it, attempts recorded as started), send each claimed
+//! intention with bounded concurrency — each one passing the pre-send check
+//! right before its request leaves — and record the results in batches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::task::{Id, JoinSet};
+
+use super::presend::Clearance;
+use super::request::{attempt_result, send_request};
+use super::{Control, Db, Result, Settings};
+use crate::channel::{Channel, SendOutcome};
+use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, Holder};
+
+/// Counts of what one dispatcher run did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DispatchReport {
+    pub claimed: u64,
+    pub accepted: u64,
+    pub failed: u64,
+    pub uncertain: u64,
+    pub retried: u64,
+    pub review: u64,
+    pub cancelled: u64,
+    pub deferred: u64,
+    /// Not claimed: an earlier attempt was acknowledged (sent to review).
+    pub guarded: u64,
+    /// Results that arrived after the intention had moved on.
+    pub late: u64,
+    /// Stopped by the pre-send check (the commitment or the lease moved
+    /// after the claim): the request never left.
+    pub not_sent: u64,
+    /// Sends still in flight at shutdown, recorded as uncertain.
+    pub abandoned: u64,
+    /// Store errors survived (the loop retries after the poll interval).
+    pub store_errors: u64,
+}
+
+impl DispatchReport {
+    fn add_finished(&mut self, f: Finished) {
+        match f {
+            Finished::Accepted | Finished::Sent | Finished::Delivered | Finished::Read => self.accepted += 1,
+            Finished::Failed => self.failed += 1,
+            Finished::Withdrawn => self.cancelled += 1,
+            Finished::Uncertain => self.uncertain += 1,
+            Finished::Retry => self.retried += 1,
+            Finished::Review => self.review += 1,
+            Finished::Late => self.late += 1,
+            Finished::NotSent => self.not_sent += 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    /// Until told to stop (serve, console).
+    Forever,
+    /// Until nothing is due and nothing is in flight (cron, tests).
+    UntilIdle,
+    /// One claimed batch and its results.
+    Once,
+    /// Only these intentions, until none of them is due (reprocess).
+    Ids(Vec<i64>),
+}
+
+/// What became of one claimed send.
+#[derive(Debug)]
+enum Sent {
+    /// The request left; the channel's answer.
+    Answered(SendOutcome),
+    /// The pre-send check stopped it; why.
+    NotSent(String),
+}
+
+type Done = (i64, Sent);
+
+/// Claims one batch, sends it and records the results (plus the same
+/// reconciliation passes as [`dispatch_until_idle`]).
+pub async fn dispatch_once(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+) -> Result<(DispatchReport, super::ReconcileReport)> {
+    let (_tx, rx) = watch::channel(false);
+    let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
+    let report = dispatch_loop(
+        db.clone(),
+        settings.clone(),
+        channel.clone(),
+        rx,
+        Mode::Once,
+        Control::new(),
+    )
+    .await?;
+    let more = super::reconcile_once(&db, &settings, &channel, None).await?;
+    rec.merge(&more);
+    Ok((report, rec))
+}
+
+/// Dispatches until nothing is due and nothing is in flight; also expires
+/// dead leases first and runs one reconciliation pass at the end, so that a
+/// cron job leaves the ledger as settled as it can be right now.
+pub async fn dispatch_until_idle(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+) -> Result<(DispatchReport, super::ReconcileReport)> {
+    let (_tx, rx) = watch::channel(false);
+    let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
+    let report = dispatch_loop(
+        db.clone(),
+        settings.clone(),
+        channel.clone(),
+        rx,
+        Mode::UntilIdle,
+        Control::new(),
+    )
+    .await?;
+    let more = super::reconcile_once(&db, &settings, &channel, None).await?;
+    rec.merge(&more);
+    Ok((report, rec))
+}
+
+pub(crate) async fn dispatch_loop(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+    mut stop: watch::Receiver<bool>,
+    mode: Mode,
+    ctl: Control,
+) -> Result<DispatchReport> {
+    let mut report = DispatchReport::default();
+    // Paused: no new claims; in flight finishes (see `control.rs`).
+    let mut paused = ctl.paused_rx();
+    let mut claimed_once = false;
+    let mut inflight: JoinSet<Done> = JoinSet::new();
+    // Which attempt each task carries, to record it if the task dies.
+    let mut attempts: HashMap<Id, i64> = HashMap::new();
+    // Reprocessing walks its list once, a batch at a time: an id is offered
+    // to one claim and then dropped (a retry comes back later, not now).
+    let mut queue: std::collections::VecDeque<i64> = match &mode {
+        Mode::Ids(ids) => ids.iter().copied().collect(),
+        _ => Default::default(),
+    };
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let free = settings.concurrency.saturating_sub(inflight.len());
+        let mut full_batch = false;
+        let mut claimed_any = false;
+        if free > 0 && !*paused.borrow_and_update() && !(matches!(mode, Mode::Once) && claimed_once) {
+            claimed_once = true;
+            let want = u32::try_from(free).unwrap_or(u32::MAX).min(settings.batch_size);
+            let scope = match &mode {
+                Mode::Ids(_) => ClaimScope::Ids(queue.drain(..queue.len().min(want as usize)).collect()),
+                _ => ClaimScope::Due,
+            };
+            match claim(&db, &settings, &channel, &scope, want).await {
+                Ok(decisions) => {
+                    if !decisions.is_empty() {
+                        ctl.bump();
+                    }
+                    full_batch = decisions.len() as u32 >= want || (matches!(mode, Mode::Ids(_)) && !queue.is_empty());
+                    claimed_any = !decisions.is_empty() || !queue.is_empty();
+                    for d in decisions {
+                        match d {
+                            ClaimDecision::Claimed(c) => {
+                                // Chaos kill point: claimed and attempt recorded (one
+                                // committed transaction), nothing sent yet.
+                                #[cfg(feature = "failpoints")]
+                                crate::failpoint::hit("after_claim");
+                                report.claimed += 1;
+                                let attempt_id = c.attempt_id;
+                                let h = inflight.spawn(send_one(channel.clone(), *c, db.clone(), settings.clone()));
+                                attempts.insert(h.id(), attempt_id);
+                            }
+                            ClaimDecision::Cancelled { .. } => report.cancelled += 1,
+                            ClaimDecision::Deferred { .. } => report.deferred += 1,
+                            ClaimDecision::Guarded { .. } => report.guarded += 1,
+                        }
+                    }
+                }
+                Err(e) => {
+                    ctl.error(&e);
+                    report.store_errors += 1;
+                    tracing::warn!("claim failed, retrying after the poll interval: {e}");
+                }
+            }
+        }
+        if inflight.is_empty() {
+            if claimed_any && !matches!(mode, Mode::Once) {
+                continue;
+            }
+            if !matches!(mode, Mode::Forever) {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(settings.poll) => {}
+                _ = stop.changed() => {}
+                _ = paused.changed() => {}
+            }
+            continue;
+        }
+        if full_batch && inflight.len() < settings.concurrency {
+            // More may be due right now: keep filling before waiting.
+            continue;
+        }
+        tokio::select! {
+            first = inflight.join_next_with_id() => {
+                let mut done = Vec::new();
+                let mut dead = Vec::new();
+                collect(first, &mut attempts, &mut done, &mut dead);
+                while let Some(next) = inflight.try_join_next_with_id() {
+                    collect(Some(next), &mut attempts, &mut done, &mut dead);
+                }
+                record(&db, &settings, done, dead, "the send task ended without an answer", &mut report, &ctl).await;
+            }
+            _ = tokio::time::sleep(settings.poll), if !full_batch => {}
+            _ = stop.changed() => {}
+        }
+    }
+    drain(&db, &settings, &mut inflight, &mut attempts, &mut report, &ctl).await;
+    Ok(report)
+}
+
+async fn claim(
+    db: &Db,
+    settings: &Arc<Settings>,
+    channel: &Arc<dyn Channel>,
+    scope: &ClaimScope,
+    want: u32,
+) -> Result<Vec<ClaimDecision>> {
+    let s = settings.clone();
+    let kind = channel.kind();
+    let scope = scope.clone();
+    db.call(move |store| {
+        Ok(store.write(|tx| tx.claim_batch(&scope, &s.owner, kind, s.lease, want, &s.rules, Utc::now()))?)
+    })
+    .await
+}
+
+async fn send_one(channel: Arc<dyn Channel>, c: Claimed, db: Db, settings: Arc<Settings>) -> Done {
+    // Test point: hold the claimed message here, as a busy runtime or a
+    // slow store can, so the world may move before it leaves.
+    #[cfg(feature = "failpoints")]
+    if let Some(crate::failpoint::Action::Sleep(ms)) = crate::failpoint::hit("before_send") {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+    let holder = Holder::Lease(settings.owner.clone());
+    if let Clearance::Stop(why) = db.presend().check(c.attempt_id, holder).await {
+        return (c.attempt_id, Sent::NotSent(why));
+    }
+    let req = send_request(&c.intention, c.contact.as_ref(), Utc::now());
+    let outcome = channel.send(&req).await;
+    // Chaos kill point: the channel answered, the result is not recorded.
+    #[cfg(feature = "failpoints")]
+    crate::failpoint::hit("after_send");
+    (c.attempt_id, Sent::Answered(outcome))
+}
+
+fn collect(
+    joined: Option<std::result::Result<(Id, Done), tokio::task::JoinError>>,
+    attempts: &mut HashMap<Id, i64>,
+    done: &mut Vec<Done>,
+    dead: &mut Vec<i64>,
+) {
+    match joined {
+        Some(Ok((id, d))) => {
+            attempts.remove(&id);
+            done.push(d);
+        }
+        Some(Err(e)) => {
+            if let Some(a) = attempts.remove(&e.id()) {
+                dead.push(a);
+            }
+        }
+        None => {}
+    }
+}
+
+/// Records finished attempts in one transaction; a task that died (panic,
+/// abort) leaves its intention uncertain, never planned.
+async fn record(
+    db: &Db,
+    settings: &Arc<Settings>,
+    done: Vec<Done>,
+    dead: Vec<i64>,
+    why: &'static str,
+    report: &mut DispatchReport,
+    ctl: &Control,
+) {
+    if done.is_empty() && dead.is_empty() {
+        return;
+    }
+    let s = settings.clone();
+    let n_dead = dead.len() as u64;
+    let res = db
+        .call(move |store| {
+            let now = Utc::now();
+            let policy = s.retry_policy();
+            Ok(store.write(|tx| {
+                let mut out = Vec::with_capacity(done.len());
+                let holder = Holder::Lease(s.owner.clone());
+                for (attempt_id, sent) in &done {
+                    out.push(match sent {
+                        Sent::Answered(outcome) => {
+                            tx.finish_attempt(*attempt_id, &attempt_result(outcome), Cause::Dispatcher, &policy, now)?
+                        }
+                        Sent::NotSent(why) => tx.abandon_unsent(*attempt_id, &holder, why, &s.rules, now)?,
+                    });
+                }
+                for a in &dead {
+                    tx.abandon_attempt(*a, why, now)?;
+                }
+                Ok::<_, crate::store::StoreError>(out)
+            })?)
+        })
+        .await;
+    match res {
+        Ok(finished) => {
+            // Chaos kill point: results committed.
+            #[cfg(feature = "failpoints")]
+            crate::failpoint::hit("after_result");
+            ctl.bump();
+            for f in finished {
+                report.add_finished(f);
+            }
+            report.abandoned += n_dead;
+        }
+        Err(e) => {
+            ctl.error(&e);
+            // The lease will expire and the reconciler will treat these as
+            // uncertain: safe, only slower.
+            report.store_errors += 1;
+            tracing::warn!("recording results failed; their leases will expire into uncertain: {e}");
+        }
+    }
+}
+
+/// Shutdown: wait for in-flight sends up to the grace period, then record
+/// the rest as uncertain (they may have been processed).
+async fn drain(
+    db: &Db,
+    settings: &Arc<Settings>,
+    inflight: &mut JoinSet<Done>,
+    attempts: &mut HashMap<Id, i64>,
+    report: &mut DispatchReport,
+    ctl: &Control,
+) {
+    let deadline = tokio::time::Instant::now() + settings.shutdown_grace;
+    let mut done = Vec::new();
+    let mut dead = Vec::new();
+    while !inflight.is_empty() {
+        match tokio::time::timeout_at(deadline, inflight.join_next_with_id()).await {
+            Ok(j) => collect(j, attempts, &mut done, &mut dead),
+            Err(_) => break,
+        }
+    }
+    inflight.abort_all();
+    while let Some(j) = inflight.join_next_with_id().await {
+        collect(Some(j), attempts, &mut done, &mut dead);
+    }
+    dead.extend(attempts.drain().map(|(_, a)| a));
+    record(
+        db,
+        settings,
+        done,
+        dead,
+        "shutdown while the send was in flight: it may have been processed",
+        report,
+        ctl,
+    )
+    .await;
+}

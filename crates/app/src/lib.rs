@@ -1,0 +1,30 @@
+//! # unavez-app — the workflows
+//!
+//! What the product does with the ledger and the channels: booking events
+//! in, messages out, uncertainty resolved, people's decisions recorded.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`config`] | the TOML configuration (re-exporting policy, operators and channel config under their old paths); secrets by env var name; the template file |
+//! | [`ingest`] | booking events → commitments → planned intentions, atomically |
+//! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
+//! | [`dispatch`] | the background dispatcher and reconciler: claims with validity, durable attempts, pre-send checks, uncertain outcomes, repeats, reprocessing a day |
+//! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact, pause) with reason and responsible |
+//! | [`demo`] | the demo clinic generator |
+//!
+//! **Layering:** on top of `unavez-core`, `unavez-ledger` and
+//! `unavez-channels` (re-exported here under their module names). The
+//! server, the console and the binary build on it; it knows none of them.
+
+pub use unavez_channels::channel;
+pub use unavez_core::{domain, planner, policy, templates};
+#[cfg(feature = "failpoints")]
+pub use unavez_ledger::failpoint;
+pub use unavez_ledger::store;
+
+pub mod config;
+pub mod demo;
+pub mod dispatch;
+pub mod import;
+pub mod ingest;
+pub mod ops;

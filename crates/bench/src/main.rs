@@ -1,0 +1,387 @@
+//! `unavez-bench`: unavez's figures beside the physical limit of this disk
+//! and a peer job queue, measured in one run. See `docs/bench-log.md` and `docs/testing.md`.
+//!
+//! ```sh
+//! benches/run.sh            # builds release binaries (root + peer) and runs this
+//! ```
+//!
+//! Every SQLite file uses the production pragmas (WAL, `synchronous=FULL`,
+//! busy timeout) because it is opened through `unavez::store` (`Store` or
+//! `open_connection`).
+//!
+//! | module | measures / holds |
+//! |---|---|
+//! | `raw` | the disk's limit: durable inserts of intention-sized rows |
+//! | `reserve` | ingest: reserve + plan, intentions per second |
+//! | `dispatch` | the dispatcher in-process and over HTTP, latency at a steady load, reprocess |
+//! | `peer` | the river peer queue beside it |
+//! | `webhook` | status webhooks applied per second |
+//! | `console`, `screens` | a generated million-row ledger and the console's screens on it |
+//! | `ledger_shape` | the raw baseline and the fast ledger generator (bench-only SQL) |
+//! | `report` | the figures table |
+//!
+//! **Layering:** a dev crate (`publish = false`) on top of the `unavez`
+//! facade; `cargo install` never installs it.
+
+mod console;
+mod dispatch;
+mod ledger_shape;
+mod peer;
+mod raw;
+mod report;
+mod reserve;
+mod screens;
+mod webhook;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use chrono::{TimeZone, Utc};
+use clap::{Parser, Subcommand};
+
+use report::{Figure, Target};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "unavez-bench",
+    about = "unavez figures against the disk's limit and a peer queue"
+)]
+struct Args {
+    /// Directory for the benchmark databases (default: a new temp dir, removed after).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Ten times smaller sizes, to check the harness itself quickly.
+    #[arg(long)]
+    quick: bool,
+    /// Only these sections (comma-separated): raw, reserve, console, dispatch, http, webhook, reprocess, peer.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// The peer binary (default: benches/river/target/release/unavez-river-peer).
+    #[arg(long)]
+    river_bin: Option<PathBuf>,
+    /// The `unavez` binary for `unavez sim` (default: beside this binary).
+    #[arg(long)]
+    unavez_bin: Option<PathBuf>,
+    /// Dispatcher concurrency (sends in flight) for the dispatch sections.
+    #[arg(long, default_value_t = 128)]
+    dispatch_concurrency: u32,
+    /// Dispatcher batch size (intentions claimed per transaction).
+    #[arg(long, default_value_t = 128)]
+    dispatch_batch: u32,
+    /// Print the table as Markdown only (no progress lines).
+    #[arg(long)]
+    quiet: bool,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// (internal) The console probe, run in a fresh process.
+    #[command(hide = true)]
+    ProbeConsole {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        now_ms: i64,
+        #[arg(long)]
+        samples: usize,
+    },
+}
+
+/// A cheap deterministic hash (shared by the sections).
+pub fn mix(i: u64) -> u64 {
+    let mut x = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    let args = Args::parse();
+    let result = match &args.cmd {
+        Some(Cmd::ProbeConsole { db, now_ms, samples }) => probe_console(started, db, *now_ms, *samples),
+        None => bench(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn probe_console(started: Instant, db: &std::path::Path, now_ms: i64, samples: usize) -> anyhow::Result<ExitCode> {
+    let now = Utc.timestamp_millis_opt(now_ms).single().context("bad --now-ms")?;
+    let p = screens::probe(started, db, now, samples)?;
+    println!("{}", serde_json::to_string(&p)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+struct Run<'a> {
+    args: &'a Args,
+    figures: Vec<Figure>,
+}
+
+impl Run<'_> {
+    fn wants(&self, section: &str) -> bool {
+        self.args.only.is_empty() || self.args.only.iter().any(|s| s == section)
+    }
+    fn say(&self, msg: &str) {
+        if !self.args.quiet {
+            eprintln!("[{}] {msg}", Utc::now().format("%H:%M:%S"));
+        }
+    }
+    fn scale(&self, n: u64) -> u64 {
+        if self.args.quick { (n / 10).max(1) } else { n }
+    }
+}
+
+fn bench(args: &Args) -> anyhow::Result<ExitCode> {
+    let (dir, remove_after) = match &args.dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("unavez-bench-{}", std::process::id())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut run = Run {
+        args,
+        figures: Vec::new(),
+    };
+    run.say(&format!("databases in {}", dir.display()));
+
+    // Raw baseline first: everything else is compared to it.
+    let mut raw_single: Option<f64> = None;
+    let mut raw_batched = None;
+    if run.wants("raw") || run.wants("reserve") || run.wants("dispatch") || run.wants("webhook") {
+        run.say("raw baseline: durable single-row and batched inserts");
+        let r = raw::run(
+            &dir,
+            Duration::from_secs(if args.quick { 1 } else { 4 }),
+            run.scale(100_000),
+            1000,
+        )?;
+        raw_single = Some(r.single_per_s);
+        raw_batched = Some(r.batched_per_s);
+        run.figures.push(
+            Figure::new("raw: 1 row per durable commit", r.single_per_s, "rows/s").note(format!(
+                "{} rows of {} B, WAL + synchronous=FULL (one fsync each)",
+                r.single_rows,
+                ledger_shape::RAW_ROW_BYTES
+            )),
+        );
+        run.figures.push(
+            Figure::new(format!("raw: {} rows per commit", r.batch), r.batched_per_s, "rows/s")
+                .baseline("1 row/commit", r.single_per_s)
+                .note(format!("{} rows", r.batched_rows)),
+        );
+    }
+
+    if run.wants("reserve") {
+        let events = run.scale(100_000);
+        run.say(&format!("reserve + plan: {events} booking events"));
+        let r = reserve::run(&dir, events, 1000)?;
+        let mut f =
+            Figure::new("reserve + plan", r.intentions_per_s(), "intentions/s").target(Target::AtLeast(50_000.0));
+        if let Some(b) = raw_batched {
+            f = f.baseline_in("raw batched", b, "rows/s");
+        }
+        run.figures.push(f.note(format!(
+            "{} events -> {} intentions in {:.2} s ({:.0} events/s), 1,000 events per transaction",
+            r.events,
+            r.intentions,
+            r.seconds,
+            r.events as f64 / r.seconds
+        )));
+    }
+
+    if run.wants("console") {
+        let total = run.scale(1_000_000);
+        let now = Utc::now();
+        let db = dir.join("console.db");
+        run.say(&format!("console: generating {total} intentions"));
+        let gen_s = console::generate(&db, total, now)?;
+        run.say(&format!(
+            "console: generated in {gen_s:.1} s; probing in a fresh process"
+        ));
+        let p = console::probe_in_child(&db, now, if args.quick { 50 } else { 200 })?;
+        for (name, p50, p95, n) in &p.queries {
+            run.figures.push(
+                Figure::new(format!("console p95: {name}"), *p95, "ms")
+                    .baseline("point lookup p95", p.point_p95_ms)
+                    .target(Target::AtMost(10.0))
+                    .note(format!(
+                        "p50 {p50:.2} ms over {n} samples at {} intentions",
+                        p.intentions
+                    )),
+            );
+        }
+        run.figures.push(
+            Figure::new("console: time to first frame", p.first_frame_ms, "ms")
+                .baseline("open ledger", p.open_ms)
+                .target(Target::AtMost(300.0))
+                .note(p.first_frame_kind.clone()),
+        );
+        run.figures.push(
+            Figure::new("console: peak RSS", p.peak_rss_mib, "MiB")
+                .target(Target::AtMost(80.0))
+                .note("VmHWM of the probe process after the first frame and every query"),
+        );
+    }
+
+    if run.wants("reprocess") {
+        let n = run.scale(50_000);
+        run.say(&format!("reprocess: dry run of a {n}-intention day"));
+        let (secs, items) = dispatch::reprocess_dry_run(&dir.join("reprocess.db"), n)?;
+        run.figures.push(
+            Figure::new(format!("reprocess dry run ({} intentions, one day)", items), secs, "s")
+                .target(Target::AtMost(1.0))
+                .note("dispatch::reprocess::plan over every state of the day (read only)"),
+        );
+    }
+
+    // Dispatch: the same configuration for every run; concurrency and batch
+    // are the documented tuning for throughput (defaults are 16 and 64).
+    let (conc, batch) = (args.dispatch_concurrency, args.dispatch_batch);
+    let mut unavez_dispatch = None;
+    if run.wants("dispatch") {
+        let n = run.scale(50_000);
+        let cfg = dispatch::config(conc, batch, 20);
+        let db = dir.join("dispatch-inproc.db");
+        run.say(&format!(
+            "dispatch (in-process simulator): importing {n} due intentions"
+        ));
+        dispatch::prepare(&db, "cita", n, &cfg)?;
+        run.say("dispatch (in-process simulator): running until idle");
+        let t = dispatch::in_process(&db, &cfg)?;
+        let mut f = Figure::new("dispatch, in-process simulator", t.per_s(), "msg/s").target(Target::AtLeast(5000.0));
+        if let Some(b) = raw_single {
+            f = f.baseline_in("raw 1 row/commit", b, "rows/s");
+        }
+        run.figures.push(f.note(format!(
+            "{} accepted in {:.2} s; concurrency {conc}, batch {batch}; {}",
+            t.accepted, t.seconds, t.other
+        )));
+        unavez_dispatch = Some(t.per_s());
+    }
+    if run.wants("http") {
+        let n = run.scale(50_000);
+        let cfg = dispatch::config(conc, batch, 20);
+        let bin = args.unavez_bin.clone().unwrap_or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(|d| d.join("unavez")))
+                .unwrap_or_default()
+        });
+        let sim = dispatch::SimProcess::start(&bin)?;
+        let db = dir.join("dispatch-http.db");
+        run.say(&format!(
+            "dispatch over HTTP to `unavez sim`: importing {n} due intentions"
+        ));
+        dispatch::prepare(&db, "citah", n, &cfg)?;
+        run.say("dispatch over HTTP: running until idle");
+        let t = dispatch::over_http(&db, &cfg, &sim)?;
+        let mut f =
+            Figure::new("dispatch over HTTP to `unavez sim`", t.per_s(), "msg/s").target(Target::AtLeast(2000.0));
+        if let Some(b) = raw_single {
+            f = f.baseline_in("raw 1 row/commit", b, "rows/s");
+        }
+        run.figures
+            .push(f.note(format!("{} accepted in {:.2} s; {}", t.accepted, t.seconds, t.other)));
+        if unavez_dispatch.is_none() {
+            unavez_dispatch = Some(t.per_s());
+        }
+        let ln = run.scale(10_000);
+        let rate = 2000.0;
+        let ldb = dir.join("dispatch-latency.db");
+        run.say(&format!("dispatch latency: {ln} intentions falling due at {rate:.0}/s"));
+        dispatch::prepare(&ldb, "cital", ln, &cfg)?;
+        let (p50, p99, samples) = dispatch::latency(&ldb, &cfg, &sim, rate)?;
+        run.figures.push(
+            Figure::new("dispatch over HTTP: due -> accepted p50", p50, "ms").note(format!(
+                "{samples} intentions falling due at {rate:.0}/s, dispatcher as in `serve` (poll 20 ms)"
+            )),
+        );
+        run.figures
+            .push(Figure::new("dispatch over HTTP: due -> accepted p99", p99, "ms"));
+    }
+    if run.wants("webhook") {
+        let n = run.scale(20_000);
+        run.say(&format!(
+            "webhook ingest: {} Cloud API statuses for {n} messages",
+            3 * n
+        ));
+        let w = webhook::run(&dir.join("webhooks.db"), n, 100, 8)?;
+        let mut f = Figure::new(
+            "webhook ingest (Cloud API status batches)",
+            w.events as f64 / w.seconds,
+            "events/s",
+        )
+        .target(Target::AtLeast(5000.0));
+        if let Some(b) = raw_batched {
+            f = f.baseline_in("raw batched", b, "rows/s");
+        }
+        run.figures.push(f.note(format!(
+            "{} events in {} signed requests of 100 statuses (8 clients; 10% repeated, 10% reversed) in {:.2} s; {} of {n} read at the end",
+            w.events, w.requests, w.seconds, w.read_at_end
+        )));
+    }
+    if run.wants("peer") {
+        let bin = args.river_bin.clone().unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/river/target/release/unavez-river-peer")
+        });
+        let jobs = run.scale(50_000);
+        run.say(&format!(
+            "peer: {jobs} no-op jobs through riverqueue ({})",
+            bin.display()
+        ));
+        match peer::run(&bin, jobs, conc, &dir) {
+            Ok(r) => {
+                run.figures.push(
+                    Figure::new("peer: river work (fetch + run + complete)", r.work_per_s, "jobs/s").note(format!(
+                        "{} (insert {:.0}/s, insert+work {:.0}/s)",
+                        r.line, r.insert_per_s, r.total_per_s
+                    )),
+                );
+                match unavez_dispatch {
+                    Some(u) => run.figures.push(
+                        Figure::new("unavez dispatch / river work", u / r.work_per_s, "x")
+                            .baseline("river", 1.0)
+                            .target(Target::AtLeast(1.0))
+                            .note(format!(
+                                "{} unavez msg/s (claim + validity + durable attempt + HTTP send + result + history) vs {} river no-op jobs/s",
+                                report::num(u),
+                                report::num(r.work_per_s)
+                            )),
+                    ),
+                    None => run.figures.push(Figure::missing(
+                        "unavez dispatch / river work",
+                        "x",
+                        Some(Target::AtLeast(1.0)),
+                        "run the dispatch section too",
+                    )),
+                }
+                let _ = r.jobs;
+            }
+            Err(e) => run
+                .figures
+                .push(Figure::missing("peer: river work", "jobs/s", None, format!("{e:#}"))),
+        }
+    }
+
+    println!("{}", report::render(&run.figures));
+    if remove_after {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let missed = run.figures.iter().filter(|f| f.met() == Some(false)).count();
+    if missed > 0 {
+        run.say(&format!("{missed} target(s) missed"));
+    }
+    Ok(ExitCode::SUCCESS)
+}

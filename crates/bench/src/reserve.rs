@@ -1,0 +1,82 @@
+//! Reserve + plan: booking events through `unavez::ingest::ingest`, the
+//! path `unavez import` takes (one savepoint per event, many events per
+//! transaction), into planned intentions.
+
+use std::path::Path;
+use std::time::Instant;
+
+use chrono::{Duration, Utc};
+use unavez::config::Config;
+use unavez::domain::event::{BookingEvent, EventContact, EventType};
+use unavez::ingest::{IngestError, Outcome, ingest};
+use unavez::planner::Planner;
+use unavez::store::Store;
+use unavez::templates::Templates;
+
+pub struct Reserve {
+    pub events: u64,
+    pub intentions: u64,
+    pub seconds: f64,
+}
+
+impl Reserve {
+    pub fn intentions_per_s(&self) -> f64 {
+        self.intentions as f64 / self.seconds
+    }
+}
+
+fn event(prefix: &str, i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
+    // Appointments three to ten days ahead, so every reminder is planned.
+    let starts = now + Duration::days(3) + Duration::minutes((i % (7 * 24 * 60)) as i64);
+    BookingEvent {
+        event_id: format!("{prefix}-evt-{i:08}"),
+        kind: EventType::AppointmentScheduled,
+        reference: format!("{prefix}-{i:06}"),
+        starts_at: Some(starts.fixed_offset()),
+        version: Some(1),
+        contact: Some(EventContact {
+            phone: format!("+519{:08}", i % 40_000),
+            name: Some(format!("Paciente {i}")),
+            language: Some("es".into()),
+        }),
+        service: Some("Odontología".into()),
+        location: Some("Sede Miraflores".into()),
+        occurred_at: Some(now.fixed_offset()),
+        operator: None,
+        note: None,
+    }
+}
+
+/// Ingests `events` appointment bookings in transactions of `batch`, with
+/// the default policy (booking notice and two reminders each).
+pub fn run(dir: &Path, events: u64, batch: u64) -> Result<Reserve, IngestError> {
+    run_into(&dir.join("reserve.db"), "cita", events, batch, &Config::default())
+}
+
+/// The same into `path` with the policy of `config`; references are
+/// `{prefix}-NNNNNN`, so runs against one simulator never share a key.
+pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Config) -> Result<Reserve, IngestError> {
+    let templates = Templates::embedded();
+    let planner = Planner::new(&config.policy, &templates, config.tz());
+    let mut store = Store::open(path)?;
+    let now = Utc::now();
+    let evs: Vec<BookingEvent> = (0..events).map(|i| event(prefix, i, now)).collect();
+    let t = Instant::now();
+    let mut intentions = 0u64;
+    for chunk in evs.chunks(batch.max(1) as usize) {
+        intentions += store.write(|tx| {
+            let mut n = 0u64;
+            for ev in chunk {
+                if let Outcome::Stored { planned, .. } = tx.atomically(|tx| ingest(tx, &planner, ev, "bench", now))? {
+                    n += planned.len() as u64;
+                }
+            }
+            Ok::<_, IngestError>(n)
+        })?;
+    }
+    Ok(Reserve {
+        events,
+        intentions,
+        seconds: t.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,107 @@
+//! The console's own screens (`unavez::tui`, `src/store/console.rs`) on the
+//! large ledger: the first frame drawn into a ratatui `TestBackend` through
+//! the console's real load path, and each screen's query.
+
+use std::path::Path;
+use std::time::Instant;
+
+use chrono::{DateTime, Duration, Utc};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use unavez::config::{Config, Role};
+use unavez::domain::intention::operating_day;
+use unavez::store::{AttentionQuery, CounterQuery, Store, StoreError, open_connection};
+use unavez::templates::Templates;
+use unavez::tui::app::App;
+use unavez::tui::keys::Access;
+use unavez::tui::worker::{WorkerCtx, handle};
+
+use crate::console::Probe;
+use crate::report::{peak_rss_mib, percentile};
+
+fn time_ms<T>(f: impl FnOnce() -> Result<T, StoreError>) -> Result<(f64, T), StoreError> {
+    let t = Instant::now();
+    let v = f()?;
+    Ok((t.elapsed().as_secs_f64() * 1000.0, v))
+}
+
+fn summarize(name: &str, mut v: Vec<f64>) -> (String, f64, f64, usize) {
+    v.sort_by(f64::total_cmp);
+    (name.to_string(), percentile(&v, 50.0), percentile(&v, 95.0), v.len())
+}
+
+/// Runs in the probe child: `started` is its first instant.
+pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) -> anyhow::Result<Probe> {
+    let (open_ms, mut store) = time_ms(|| Store::open(db))?;
+    let config = Config::default();
+    let tz = config.tz();
+    let ctx = WorkerCtx {
+        config,
+        templates: Templates::embedded(),
+        reprocess: None,
+        control: None,
+    };
+    // The first frame exactly as the console builds it: the app's load
+    // requests through the database worker's handler, then a draw.
+    let mut app = App::new(
+        unavez::i18n::strings(ctx.config.language),
+        "recepcion",
+        Access {
+            role: Role::FrontDesk,
+            read_only: false,
+        },
+        tz,
+        now,
+    );
+    let mut queue: std::collections::VecDeque<_> = app.load().into();
+    while let Some(r) = queue.pop_front() {
+        let resp = handle(&mut store, &ctx, r);
+        queue.extend(app.on_response(resp));
+    }
+    let mut term = Terminal::new(TestBackend::new(120, 40))?;
+    term.draw(|f| unavez::tui::view::draw(f, &app))?;
+    let first_frame_ms = started.elapsed().as_secs_f64() * 1000.0;
+
+    let intentions = crate::ledger_shape::count_intentions(&open_connection(db)?)?;
+    let day = |k: usize| operating_day(now + Duration::days(k as i64 % 90 - 60), tz);
+    let (mut att, mut up, mut board, mut counter, mut detail, mut point) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for k in 0..samples {
+        let id = (crate::mix(k as u64) % intentions.max(1) as u64) as i64 + 1;
+        store.read(|tx| {
+            let mut q = AttentionQuery::new(now);
+            q.offset = (k % 4 * 50) as u32;
+            att.push(time_ms(|| tx.attention(&q))?.0);
+            let from = now + Duration::days((k % 30) as i64);
+            up.push(time_ms(|| tx.upcoming(from, from + Duration::days(1), None, 50, 0))?.0);
+            board.push(time_ms(|| tx.board(&day(k)))?.0);
+            let cq = CounterQuery {
+                day: day(k),
+                states: vec!["uncertain".into(), "review".into()],
+                reason: None,
+            };
+            counter.push(time_ms(|| tx.counter_rows(&cq, 50, 0))?.0);
+            let (ms, row) = time_ms(|| tx.intention(id))?;
+            point.push(ms);
+            detail.push(time_ms(|| tx.intention_detail(&row.key))?.0);
+            Ok::<_, StoreError>(())
+        })?;
+    }
+    point.sort_by(f64::total_cmp);
+    Ok(Probe {
+        intentions,
+        open_ms,
+        first_frame_ms,
+        first_frame_kind: "console load requests through the worker + draw into a 120x40 TestBackend".into(),
+        queries: vec![
+            summarize("Atención (attention page)", att),
+            summarize("Próximas citas (upcoming day)", up),
+            summarize("Tablero (board of a day)", board),
+            summarize("Tablero counter rows", counter),
+            summarize("Detalle (intention detail)", detail),
+        ],
+        point_p50_ms: percentile(&point, 50.0),
+        point_p95_ms: percentile(&point, 95.0),
+        peak_rss_mib: peak_rss_mib().unwrap_or(f64::NAN),
+    })
+}

@@ -1,0 +1,540 @@
+//! The WhatsApp engine (docs/design.md, "The WhatsApp engine contract") over HTTP (`kind = "motor"`).
+//!
+//! Every attempt for an intention carries the same `Idempotency-Key` and
+//! the same body (built only from fields fixed at reservation), so the
+//! engine answers a repeat with the original command instead of sending a
+//! second message. What matters here is classifying each answer honestly:
+//! "never sent" (retry) must not be confused with "sent, answer lost"
+//! (uncertain).
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use super::async_trait_shim::BoxFuture;
+use super::motor_event::estado;
+use super::{
+    CancelOutcome, Capabilities, Channel, ChannelError, ChannelState, LookupOutcome, SendOutcome, SendRequest,
+};
+use crate::channel::config::MotorConfig;
+
+const KIND: &str = "motor";
+
+/// Client of the engine's command API.
+#[derive(Debug, Clone)]
+pub struct MotorChannel {
+    client: reqwest::Client,
+    base_url: String,
+    instance_id: String,
+    api_key: String,
+    expected_generation: Option<i64>,
+}
+
+/// Engine `estado` → our channel state. Unknown words are `None`.
+pub fn map_estado(e: &str) -> Option<ChannelState> {
+    Some(match e {
+        estado::EN_COLA => ChannelState::Queued,
+        estado::ENVIADO => ChannelState::Sent,
+        estado::ENTREGADO => ChannelState::Delivered,
+        estado::LEIDO => ChannelState::Read,
+        estado::FALLIDO => ChannelState::Failed,
+        estado::CANCELADO => ChannelState::Cancelled,
+        estado::AMBIGUO => ChannelState::Ambiguous,
+        _ => return None,
+    })
+}
+
+/// The parts of an engine command body we use.
+#[derive(Debug, Clone, PartialEq)]
+struct CommandView {
+    command_id: String,
+    state: ChannelState,
+    message_id: Option<String>,
+    detail: Option<String>,
+}
+
+fn command_view(v: &Value) -> Option<CommandView> {
+    let command_id = v.get("command_id")?.as_str()?.to_string();
+    let e = v.get("estado")?.as_str()?;
+    // An estado we do not know is treated as "the engine cannot say".
+    let state = map_estado(e).unwrap_or(ChannelState::Ambiguous);
+    Some(CommandView {
+        command_id,
+        state,
+        message_id: v.get("provider_message_id").and_then(Value::as_str).map(str::to_string),
+        detail: v.get("detail").and_then(Value::as_str).map(str::to_string),
+    })
+}
+
+/// `detail` (or `error`) of an engine error body, or the raw text.
+fn error_detail(status: StatusCode, body: &[u8]) -> String {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let text = parsed
+        .as_ref()
+        .and_then(|v| {
+            let code = v.get("error").and_then(Value::as_str);
+            let detail = v.get("detail").and_then(Value::as_str);
+            match (code, detail) {
+                (Some(c), Some(d)) => Some(format!("{c}: {d}")),
+                (None, Some(d)) => Some(d.to_string()),
+                (Some(c), None) => Some(c.to_string()),
+                _ => None,
+            }
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(300).collect());
+    format!(
+        "HTTP {} {}: {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        text
+    )
+}
+
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Classifies a complete engine answer to `POST …/messages` (the engine contract,
+/// issue 3): 2xx → accepted; 429 with the stored command → accepted;
+/// 409 → conflict; 422 and other 4xx → failed; 5xx → retry.
+pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, body: &[u8]) -> SendOutcome {
+    let http_status = Some(status.as_u16());
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let view = json.as_ref().and_then(command_view);
+    if status.is_success() || status == StatusCode::TOO_MANY_REQUESTS {
+        if let Some(c) = view {
+            // A repeat can bring back a command the engine already failed
+            // (expired, generation changed): final, no retry can help.
+            if c.state == ChannelState::Failed {
+                return SendOutcome::Failed {
+                    code: c.detail.clone().unwrap_or_else(|| "fallido".into()),
+                    detail: format!(
+                        "the engine failed command {}: {}",
+                        c.command_id,
+                        c.detail.as_deref().unwrap_or("no detail")
+                    ),
+                    http_status,
+                };
+            }
+            return SendOutcome::Accepted {
+                command_id: Some(c.command_id),
+                message_id: c.message_id,
+                state: c.state,
+                http_status,
+            };
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return SendOutcome::Retry {
+                detail: error_detail(status, body),
+                http_status,
+                retry_after_secs: retry_after(headers),
+            };
+        }
+        // 2xx without a readable command: it was processed, but we cannot
+        // tell into what.
+        return SendOutcome::Uncertain {
+            detail: format!("HTTP {} without a command in the body", status.as_u16()),
+        };
+    }
+    if status == StatusCode::CONFLICT {
+        return SendOutcome::Conflict {
+            detail: error_detail(status, body),
+            http_status,
+        };
+    }
+    if status.is_server_error() {
+        return SendOutcome::Retry {
+            detail: error_detail(status, body),
+            http_status,
+            retry_after_secs: retry_after(headers),
+        };
+    }
+    let code = json
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("http_{}", status.as_u16()));
+    SendOutcome::Failed {
+        code,
+        detail: error_detail(status, body),
+        http_status,
+    }
+}
+
+/// Classifies a transport error: only a failure to connect proves the
+/// request never left; anything later (timeout, reset, truncated body)
+/// may have been processed.
+pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
+    if e.is_connect() {
+        SendOutcome::Retry {
+            detail: format!("engine unreachable (not sent): {e}"),
+            http_status: None,
+            retry_after_secs: None,
+        }
+    } else if e.is_builder() {
+        SendOutcome::Failed {
+            code: "request_invalido".into(),
+            detail: e.to_string(),
+            http_status: None,
+        }
+    } else if e.is_timeout() {
+        SendOutcome::Uncertain {
+            detail: format!("no answer in time after sending: {e}"),
+        }
+    } else {
+        SendOutcome::Uncertain {
+            detail: format!("connection lost after sending: {}", error_chain(e)),
+        }
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// The engine message body for an intention. Built only from fields fixed
+/// when the intention was reserved, so every attempt has the same
+/// fingerprint.
+pub fn request_body(req: &SendRequest, expected_generation: Option<i64>) -> Value {
+    let mut b = json!({
+        "destino": {"telefono": req.recipient},
+        "texto": req.body,
+        "correlation_id": req.correlation_id,
+    });
+    if !req.template.is_empty() {
+        b["plantilla"] = json!({"nombre": req.template, "idioma": req.language, "parametros": req.parameters});
+    }
+    if let Some(t) = req.expires_at {
+        b["expires_at"] = json!(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true));
+    }
+    if let Some(g) = expected_generation {
+        b["generacion_esperada"] = json!(g);
+    }
+    b
+}
+
+impl MotorChannel {
+    /// Builds the client; the bearer key comes from the env var named by
+    /// `cfg.api_key_env` (unset or blank is an error naming the variable).
+    pub fn new(cfg: &MotorConfig) -> Result<MotorChannel, ChannelError> {
+        let key = super::secret_from_env(KIND, &cfg.api_key_env, "engine API key")?;
+        MotorChannel::with_api_key(cfg, key)
+    }
+
+    /// Same as [`new`](MotorChannel::new) with the key given directly (tests,
+    /// embedding).
+    pub fn with_api_key(cfg: &MotorConfig, api_key: impl Into<String>) -> Result<MotorChannel, ChannelError> {
+        let api_key = api_key.into();
+        if api_key.trim().is_empty() {
+            return Err(ChannelError::MissingSecret {
+                channel: KIND,
+                var: cfg.api_key_env.clone(),
+                what: "engine API key",
+            });
+        }
+        let base_url = cfg.base_url.trim().trim_end_matches('/').to_string();
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ChannelError::Config {
+                channel: KIND,
+                field: "channel.motor.base_url",
+                reason: format!("{base_url:?} is not an http(s) URL"),
+            });
+        }
+        if cfg.instance_id.trim().is_empty() || cfg.instance_id.contains('/') {
+            return Err(ChannelError::Config {
+                channel: KIND,
+                field: "channel.motor.instance_id",
+                reason: format!("{:?} is empty or contains '/'", cfg.instance_id),
+            });
+        }
+        if cfg.timeout_ms == 0 || cfg.connect_timeout_ms == 0 {
+            return Err(ChannelError::Config {
+                channel: KIND,
+                field: "channel.motor.timeout_ms",
+                reason: "timeouts must be positive".into(),
+            });
+        }
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(cfg.timeout_ms))
+            .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms))
+            .build()
+            .map_err(|source| ChannelError::Client { channel: KIND, source })?;
+        Ok(MotorChannel {
+            client,
+            base_url,
+            instance_id: cfg.instance_id.trim().to_string(),
+            api_key,
+            expected_generation: cfg.expected_generation,
+        })
+    }
+
+    /// The JSON body for a request (see [`request_body`]).
+    pub fn body(&self, req: &SendRequest) -> Value {
+        request_body(req, self.expected_generation)
+    }
+
+    fn messages_url(&self) -> String {
+        format!("{}/v1/instances/{}/messages", self.base_url, self.instance_id)
+    }
+
+    /// One POST with the intention's key; the raw answer or transport error.
+    async fn post(
+        &self,
+        req: &SendRequest,
+    ) -> Result<(StatusCode, reqwest::header::HeaderMap, Vec<u8>), reqwest::Error> {
+        let resp = self
+            .client
+            .post(self.messages_url())
+            .bearer_auth(&self.api_key)
+            .header("Idempotency-Key", &req.key)
+            .json(&self.body(req))
+            .send()
+            .await?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        // A body cut off midway is a lost answer, not a refusal.
+        let body = resp.bytes().await?.to_vec();
+        Ok((status, headers, body))
+    }
+
+    async fn do_send(&self, req: &SendRequest) -> SendOutcome {
+        match self.post(req).await {
+            Ok((status, headers, body)) => classify_send(status, &headers, &body),
+            Err(e) => classify_transport(&e),
+        }
+    }
+
+    async fn do_lookup(&self, req: &SendRequest, command_id: Option<&str>) -> LookupOutcome {
+        if let Some(id) = command_id {
+            let url = format!("{}/v1/commands/{}", self.base_url, id);
+            let resp = match self.client.get(url).bearer_auth(&self.api_key).send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    return LookupOutcome::Unavailable {
+                        detail: error_chain(&e),
+                    };
+                }
+            };
+            let status = resp.status();
+            let body = match resp.bytes().await {
+                Ok(b) => b,
+                Err(e) => {
+                    return LookupOutcome::Unavailable {
+                        detail: error_chain(&e),
+                    };
+                }
+            };
+            if status == StatusCode::NOT_FOUND {
+                return LookupOutcome::NotFound;
+            }
+            return match serde_json::from_slice::<Value>(&body)
+                .ok()
+                .as_ref()
+                .and_then(command_view)
+            {
+                Some(c) if status.is_success() => found(c),
+                _ => LookupOutcome::Unavailable {
+                    detail: error_detail(status, &body),
+                },
+            };
+        }
+        // No command id: repeat the request with the same key and content.
+        // The engine returns the original command with its current state (or
+        // takes it now if it never arrived, which is the send we wanted).
+        match self.post(req).await {
+            Ok((status, _, body)) => {
+                let view = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .as_ref()
+                    .and_then(command_view);
+                match view {
+                    Some(c) if status.is_success() || status == StatusCode::TOO_MANY_REQUESTS => found(c),
+                    _ => LookupOutcome::Unavailable {
+                        detail: error_detail(status, &body),
+                    },
+                }
+            }
+            Err(e) => LookupOutcome::Unavailable {
+                detail: error_chain(&e),
+            },
+        }
+    }
+
+    async fn do_cancel(&self, command_id: &str) -> CancelOutcome {
+        let url = format!("{}/v1/commands/{}/cancel", self.base_url, command_id);
+        let resp = match self.client.post(url).bearer_auth(&self.api_key).send().await {
+            Ok(r) => r,
+            Err(e) => {
+                return CancelOutcome::Unavailable {
+                    detail: error_chain(&e),
+                };
+            }
+        };
+        let status = resp.status();
+        let body = match resp.bytes().await {
+            Ok(b) => b,
+            Err(e) => {
+                return CancelOutcome::Unavailable {
+                    detail: error_chain(&e),
+                };
+            }
+        };
+        match serde_json::from_slice::<Value>(&body)
+            .ok()
+            .as_ref()
+            .and_then(command_view)
+        {
+            Some(c) if status.is_success() && c.state == ChannelState::Cancelled => CancelOutcome::Cancelled,
+            Some(c) if status.is_success() => CancelOutcome::TooLate { state: c.state },
+            _ => CancelOutcome::Unavailable {
+                detail: error_detail(status, &body),
+            },
+        }
+    }
+}
+
+fn found(c: CommandView) -> LookupOutcome {
+    LookupOutcome::Found {
+        command_id: Some(c.command_id),
+        message_id: c.message_id,
+        state: c.state,
+        detail: c.detail,
+    }
+}
+
+impl Channel for MotorChannel {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            idempotent_keys: true,
+            command_lookup: true,
+            cancel: true,
+        }
+    }
+
+    fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
+        Box::pin(self.do_send(req))
+    }
+
+    fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome> {
+        Box::pin(self.do_lookup(req, command_id))
+    }
+
+    fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome> {
+        Box::pin(self.do_cancel(command_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderMap;
+
+    fn classify(status: u16, body: Value) -> SendOutcome {
+        classify_send(
+            StatusCode::from_u16(status).unwrap(),
+            &HeaderMap::new(),
+            body.to_string().as_bytes(),
+        )
+    }
+
+    #[test]
+    fn every_engine_answer_has_one_class() {
+        let cmd = json!({"command_id": "c1", "estado": "en_cola", "idempotency_key": "k"});
+        assert!(matches!(
+            classify(202, cmd.clone()),
+            SendOutcome::Accepted {
+                state: ChannelState::Queued,
+                http_status: Some(202),
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify(429, cmd.clone()),
+            SendOutcome::Accepted {
+                http_status: Some(429),
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify(429, json!({"error": "ritmo_excedido"})),
+            SendOutcome::Retry { .. }
+        ));
+        let SendOutcome::Conflict { detail, .. } =
+            classify(409, json!({"error": "clave_en_uso", "detail": "otro contenido"}))
+        else {
+            panic!()
+        };
+        assert!(detail.contains("409") && detail.contains("otro contenido"), "{detail}");
+        assert!(
+            matches!(classify(422, json!({"error": "clave_invalida"})), SendOutcome::Failed { code, .. } if code == "clave_invalida")
+        );
+        assert!(matches!(classify(401, json!({})), SendOutcome::Failed { code, .. } if code == "http_401"));
+        assert!(matches!(
+            classify(503, json!({})),
+            SendOutcome::Retry {
+                http_status: Some(503),
+                ..
+            }
+        ));
+        assert!(matches!(classify(500, json!("oops")), SendOutcome::Retry { .. }));
+        assert!(matches!(classify(202, json!({})), SendOutcome::Uncertain { .. }));
+        let failed = json!({"command_id": "c1", "estado": "fallido", "detail": "comando_vencido"});
+        assert!(matches!(classify(202, failed), SendOutcome::Failed { code, .. } if code == "comando_vencido"));
+        let amb = json!({"command_id": "c1", "estado": "ambiguo"});
+        assert!(matches!(
+            classify(202, amb),
+            SendOutcome::Accepted {
+                state: ChannelState::Ambiguous,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn estados_map_onto_channel_states() {
+        for (e, s) in [
+            ("en_cola", ChannelState::Queued),
+            ("enviado", ChannelState::Sent),
+            ("entregado", ChannelState::Delivered),
+            ("leido", ChannelState::Read),
+            ("fallido", ChannelState::Failed),
+            ("cancelado", ChannelState::Cancelled),
+            ("ambiguo", ChannelState::Ambiguous),
+        ] {
+            assert_eq!(map_estado(e), Some(s));
+        }
+        assert_eq!(map_estado("raro"), None);
+    }
+
+    #[test]
+    fn construction_errors_name_the_problem() {
+        let mut cfg = MotorConfig {
+            api_key_env: "UNAVEZ_TEST_SURELY_UNSET_KEY".into(),
+            ..MotorConfig::default()
+        };
+        let e = MotorChannel::new(&cfg).unwrap_err().to_string();
+        assert!(e.contains("UNAVEZ_TEST_SURELY_UNSET_KEY"), "{e}");
+        cfg.base_url = "ftp://x".into();
+        let e = MotorChannel::with_api_key(&cfg, "k").unwrap_err().to_string();
+        assert!(e.contains("channel.motor.base_url"), "{e}");
+    }
+}

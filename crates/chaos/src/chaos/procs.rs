@@ -1,0 +1,190 @@
+//! Child processes of a chaos run: the simulator and the dispatcher are the
+//! `unavez` command line (this binary re-executed with [`super::CHILD_ARG`]),
+//! started, SIGKILLed and restarted like an operator's supervisor would.
+
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::ChaosError;
+
+/// Secrets the children share (test values, never real ones).
+pub const API_KEY: &str = "chaos-api-key";
+pub const WEBHOOK_SECRET: &str = "chaos-webhook-secret";
+
+/// Paths and binary of one run.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub bin: PathBuf,
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub db: PathBuf,
+}
+
+impl Env {
+    fn command(&self) -> Command {
+        self.command_armed(None)
+    }
+
+    /// A child, with failpoints armed by `spec` if given.
+    fn command_armed(&self, failpoints: Option<&str>) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.arg(super::CHILD_ARG);
+        if let Some(spec) = failpoints {
+            c.arg(super::FAILPOINTS_ARG).arg(spec);
+        }
+        c.arg("--config")
+            .arg(&self.config)
+            .arg("--db")
+            .arg(&self.db)
+            .env("UNAVEZ_MOTOR_API_KEY", API_KEY)
+            .env("UNAVEZ_MOTOR_WEBHOOK_SECRET", WEBHOOK_SECRET)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn log(&self, name: &str) -> Result<Stdio, ChaosError> {
+        let path = self.dir.join(name);
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| ChaosError::Io(format!("opening {}: {e}", path.display())))?;
+        Ok(Stdio::from(f))
+    }
+
+    /// `unavez import FILE`, waited for.
+    pub fn import(&self, file: &Path) -> Result<(), ChaosError> {
+        let status = self
+            .command()
+            .arg("import")
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(self.log("import.log")?)
+            .status()
+            .map_err(|e| ChaosError::Io(format!("running unavez import: {e}")))?;
+        if !status.success() {
+            return Err(ChaosError::Child(format!(
+                "unavez import {} failed ({status}); see {}",
+                file.display(),
+                self.dir.join("import.log").display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts `unavez serve` (dispatcher, reconciler, webhooks), optionally
+    /// with failpoints armed.
+    pub fn start_dispatcher(&self, failpoint: Option<&str>) -> Result<Child, ChaosError> {
+        let mut c = self.command_armed(failpoint);
+        c.arg("serve").stdout(Stdio::null()).stderr(self.log("dispatcher.log")?);
+        c.spawn()
+            .map_err(|e| ChaosError::Io(format!("starting unavez serve: {e}")))
+    }
+
+    /// Starts `unavez sim` on `port` (0 = any) and waits for its address.
+    pub fn start_sim(&self, port: u16, seed: u64, faults: &str, webhook: &str) -> Result<(Child, u16), ChaosError> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut child = self
+                .command()
+                .arg("sim")
+                .arg("--listen")
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--seed")
+                .arg(seed.to_string())
+                .arg("--faults")
+                .arg(faults)
+                .arg("--log")
+                .arg(self.dir.join("sent.jsonl"))
+                .arg("--state")
+                .arg(self.dir.join("engine-state.jsonl"))
+                .arg("--webhook")
+                .arg(webhook)
+                .stdout(Stdio::piped())
+                .stderr(self.log("sim.log")?)
+                .spawn()
+                .map_err(|e| ChaosError::Io(format!("starting unavez sim: {e}")))?;
+            let out = child.stdout.take().ok_or_else(|| ChaosError::Io("sim stdout".into()))?;
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                // Keep draining so the simulator never blocks on a full pipe.
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+            match rx.recv_timeout(Duration::from_secs(20)) {
+                Ok(line) => {
+                    let bound = line
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| p.trim().parse::<u16>().ok())
+                        .ok_or_else(|| ChaosError::Child(format!("unexpected sim banner {line:?}")))?;
+                    return Ok((child, bound));
+                }
+                Err(_) => {
+                    // The port may still be held by the killed simulator.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    if Instant::now() > deadline {
+                        return Err(ChaosError::Child(format!(
+                            "unavez sim did not start on port {port}; see {}",
+                            self.dir.join("sim.log").display()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+            }
+        }
+    }
+}
+
+/// SIGKILL and reap.
+pub fn kill(child: &mut Child) -> Option<ExitStatus> {
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+/// Sends a signal by name with the system `kill` (SIGTERM/SIGINT for a
+/// graceful stop), then waits up to `grace` before SIGKILL.
+pub fn stop(child: &mut Child, signal: &str, grace: Duration) -> Option<ExitStatus> {
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    wait_for(child, grace).or_else(|| kill(child))
+}
+
+/// Waits up to `limit` for the child to exit.
+pub fn wait_for(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether an exit status is the abort a failpoint causes (SIGABRT).
+pub fn aborted(s: &ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    s.signal() == Some(6)
+}
+
+/// A free loopback port (bound and released; good enough on loopback).
+pub fn free_port() -> Result<u16, ChaosError> {
+    let l =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| ChaosError::Io(format!("finding a free port: {e}")))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| ChaosError::Io(e.to_string()))
+}

@@ -1,0 +1,396 @@
+//! The console's string table: every word a person reads on screen lives
+//! here, Spanish by default and English with `language = "en"`.
+//!
+//! One struct of `&'static str` per language (rather than lookups by string
+//! key) so that a missing translation is a compile error, not a blank label.
+//! Templates with placeholders use `{name}` and are filled with [`fill`].
+
+use chrono_tz::Tz;
+
+use crate::config::{Language, Role};
+use crate::domain::text::inert;
+use crate::ops::{OpKind, Refusal, VerifyOutcome};
+use crate::store::FamilyMember;
+
+/// Every label, hint and message of the console.
+#[derive(Debug)]
+pub struct Strings {
+    pub app_title: &'static str,
+    pub screen_attention: &'static str,
+    pub screen_upcoming: &'static str,
+    pub screen_board: &'static str,
+    pub screen_detail: &'static str,
+    pub screen_reprocess: &'static str,
+    pub screen_help: &'static str,
+    pub read_only: &'static str,
+    pub dispatcher: &'static str,
+    pub dispatcher_off: &'static str,
+    pub dispatcher_running: &'static str,
+    pub dispatcher_paused: &'static str,
+    pub dispatcher_stopped: &'static str,
+    pub queue: &'static str,
+    pub last_error: &'static str,
+    pub loading: &'static str,
+    pub empty_list: &'static str,
+    pub filter: &'static str,
+    pub page: &'static str,
+    // Columns.
+    pub col_commitment: &'static str,
+    pub col_time: &'static str,
+    pub col_customer: &'static str,
+    pub col_purpose: &'static str,
+    pub col_state: &'static str,
+    pub col_age: &'static str,
+    pub col_evidence: &'static str,
+    pub col_status: &'static str,
+    pub col_notifications: &'static str,
+    pub col_counter: &'static str,
+    pub col_value: &'static str,
+    pub col_action: &'static str,
+    pub col_count: &'static str,
+    pub col_why: &'static str,
+    pub reschedule_request: &'static str,
+    pub needs_call: &'static str,
+    pub confirmed: &'static str,
+    pub manual_contact_done: &'static str,
+    pub cancelled_appt: &'static str,
+    pub scheduled: &'static str,
+    pub no_evidence: &'static str,
+    // Board.
+    pub board_day: &'static str,
+    pub board_planned: &'static str,
+    pub board_uncertain: &'static str,
+    pub board_review: &'static str,
+    pub board_failed: &'static str,
+    pub board_delivered: &'static str,
+    pub board_read: &'static str,
+    pub board_in_flight: &'static str,
+    pub board_cancelled_by: &'static str,
+    pub board_dup_keys: &'static str,
+    pub board_dup_events: &'static str,
+    pub board_opt_outs: &'static str,
+    pub board_latency: &'static str,
+    pub board_hint: &'static str,
+    // Detail.
+    pub detail_content: &'static str,
+    pub detail_history: &'static str,
+    pub detail_attempts: &'static str,
+    pub detail_related: &'static str,
+    pub detail_to: &'static str,
+    pub detail_due: &'static str,
+    pub detail_text: &'static str,
+    pub detail_template: &'static str,
+    pub detail_authorized: &'static str,
+    pub detail_recorded_only: &'static str,
+    pub detail_none: &'static str,
+    // Reprocess.
+    pub reprocess_day: &'static str,
+    pub reprocess_states: &'static str,
+    pub reprocess_hint: &'static str,
+    pub reprocess_unavailable: &'static str,
+    pub reprocess_preview: &'static str,
+    // Actions (labels used by the registry, the footer and help).
+    pub act_cancel: &'static str,
+    pub act_verify: &'static str,
+    pub act_resend: &'static str,
+    pub act_manual_contact: &'static str,
+    pub act_reprocess: &'static str,
+    /// The `p` key: pauses or resumes, whichever applies.
+    pub act_pause_toggle: &'static str,
+    pub act_pause_dispatch: &'static str,
+    pub act_resume_dispatch: &'static str,
+    pub act_filter: &'static str,
+    pub act_command: &'static str,
+    pub act_help: &'static str,
+    pub act_back: &'static str,
+    pub act_refresh: &'static str,
+    pub act_quit: &'static str,
+    pub act_open: &'static str,
+    pub act_next_screen: &'static str,
+    pub act_prev_screen: &'static str,
+    pub act_move: &'static str,
+    pub act_page: &'static str,
+    pub act_day: &'static str,
+    // Forms and confirmation.
+    pub form_reason: &'static str,
+    pub form_responsible: &'static str,
+    pub form_outcome: &'static str,
+    pub form_submit_hint: &'static str,
+    pub form_reason_required: &'static str,
+    pub outcome_received: &'static str,
+    pub outcome_not_received: &'static str,
+    pub outcome_channel: &'static str,
+    pub confirm_title: &'static str,
+    pub confirm_hint: &'static str,
+    pub scope_cancel: &'static str,
+    pub scope_verify: &'static str,
+    pub scope_resend: &'static str,
+    pub scope_manual_contact: &'static str,
+    pub scope_reprocess: &'static str,
+    pub scope_pause: &'static str,
+    pub scope_resume: &'static str,
+    // Flash messages.
+    pub flash_role_refused: &'static str,
+    pub flash_read_only: &'static str,
+    pub flash_no_selection: &'static str,
+    pub flash_aborted: &'static str,
+    pub flash_done: &'static str,
+    pub flash_refused: &'static str,
+    pub flash_error: &'static str,
+    pub flash_unknown_command: &'static str,
+    pub flash_refreshed: &'static str,
+    pub flash_no_dispatcher: &'static str,
+    pub done_paused: &'static str,
+    pub done_resumed: &'static str,
+    pub help_title: &'static str,
+    pub help_roles: &'static str,
+    pub role_front_desk: &'static str,
+    pub role_supervisor: &'static str,
+    pub role_technician: &'static str,
+    pub done_state: &'static str,
+    pub done_new: &'static str,
+    pub done_closed: &'static str,
+    pub recorded_only: &'static str,
+    pub ref_in_flight: &'static str,
+    pub ref_uncertain: &'static str,
+    pub ref_channel_has_it: &'static str,
+    pub ref_delivered: &'static str,
+    pub ref_closed: &'static str,
+    pub ref_not_sent: &'static str,
+    pub ref_resend_pending: &'static str,
+    pub ref_stale: &'static str,
+    pub ref_commitment_cancelled: &'static str,
+    pub ref_expired: &'static str,
+    pub ref_not_appointment: &'static str,
+    pub ref_no_lookup: &'static str,
+    pub ref_channel_unsure: &'static str,
+    pub ref_channel_no_record: &'static str,
+    pub ref_no_command_id: &'static str,
+    pub ref_channel_unavailable: &'static str,
+    /// `(code, label)` for intention states and row kinds.
+    pub states: &'static [(&'static str, &'static str)],
+    /// `(code, label)` for closure reasons.
+    pub reasons: &'static [(&'static str, &'static str)],
+    // Resend guard (issue 9): refusals, the confirmation's evidence, the
+    // typed acknowledgement word, and the command line's lines.
+    pub ref_acknowledge_delivery: &'static str,
+    pub ref_daily_cap: &'static str,
+    pub resend_word: &'static str,
+    pub resend_evidence_title: &'static str,
+    pub resend_evidence_loading: &'static str,
+    pub resend_original: &'static str,
+    pub resend_nth: &'static str,
+    pub resend_accepted: &'static str,
+    pub resend_delivered: &'static str,
+    pub resend_read: &'static str,
+    pub resend_no_evidence: &'static str,
+    pub resend_authorized_by: &'static str,
+    pub resend_by_system: &'static str,
+    pub resend_cap_line: &'static str,
+    pub resend_would_refuse: &'static str,
+    pub resend_reached_warning: &'static str,
+    pub resend_type_word: &'static str,
+    pub resend_word_mismatch: &'static str,
+    pub cli_resend_created: &'static str,
+    pub cli_resend_acknowledged: &'static str,
+    pub cli_refused: &'static str,
+    /// The "message" column of an Atención row that is a booking event
+    /// refused as a conflict.
+    pub refused_event: &'static str,
+}
+
+mod en;
+mod es;
+
+pub use en::EN;
+pub use es::ES;
+
+impl Strings {
+    /// The label of an intention state (or `stuck` / `reschedule`).
+    pub fn state<'a>(&self, code: &'a str) -> &'a str
+    where
+        'static: 'a,
+    {
+        self.states
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, l)| *l)
+            .unwrap_or(code)
+    }
+
+    /// The label of a closure reason.
+    pub fn reason<'a>(&self, code: &'a str) -> &'a str
+    where
+        'static: 'a,
+    {
+        self.reasons
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, l)| *l)
+            .unwrap_or(code)
+    }
+
+    pub fn role(&self, role: Role) -> &'static str {
+        match role {
+            Role::FrontDesk => self.role_front_desk,
+            Role::Supervisor => self.role_supervisor,
+            Role::Technician => self.role_technician,
+        }
+    }
+
+    pub fn op_label(&self, op: OpKind) -> &'static str {
+        match op {
+            OpKind::Cancel => self.act_cancel,
+            OpKind::Verify => self.act_verify,
+            OpKind::AuthorizeResend => self.act_resend,
+            OpKind::ManualContact => self.act_manual_contact,
+            OpKind::Reprocess => self.act_reprocess,
+            OpKind::PauseDispatch => self.act_pause_dispatch,
+            OpKind::ResumeDispatch => self.act_resume_dispatch,
+        }
+    }
+
+    pub fn outcome(&self, o: VerifyOutcome) -> &'static str {
+        match o {
+            VerifyOutcome::Received => self.outcome_received,
+            VerifyOutcome::NotReceived => self.outcome_not_received,
+        }
+    }
+
+    /// Explains a ledger refusal in this language.
+    pub fn refusal(&self, r: &Refusal) -> String {
+        match r {
+            Refusal::InFlight => self.ref_in_flight.into(),
+            Refusal::Uncertain => self.ref_uncertain.into(),
+            Refusal::ChannelHasIt { state } => fill(self.ref_channel_has_it, &[("state", self.state(state.as_str()))]),
+            Refusal::Delivered { state } => fill(self.ref_delivered, &[("state", self.state(state.as_str()))]),
+            Refusal::Closed { state, reason } => {
+                let reason = reason
+                    .as_deref()
+                    .map(|r| format!(": {}", inert(self.reason(r))))
+                    .unwrap_or_default();
+                fill(
+                    self.ref_closed,
+                    &[("state", self.state(state.as_str())), ("reason", &reason)],
+                )
+            }
+            Refusal::NotSentYet { state } => fill(self.ref_not_sent, &[("state", self.state(state.as_str()))]),
+            Refusal::ResendPending { key } => fill(self.ref_resend_pending, &[("key", &inert(key))]),
+            Refusal::AcknowledgeDelivery { key, state } => fill(
+                self.ref_acknowledge_delivery,
+                &[
+                    ("key", &inert(key)),
+                    ("state", self.state(state.as_str())),
+                    ("word", self.resend_word),
+                ],
+            ),
+            Refusal::DailyCap {
+                limit,
+                authorized_today,
+            } => fill(
+                self.ref_daily_cap,
+                &[("n", &authorized_today.to_string()), ("limit", &limit.to_string())],
+            ),
+            Refusal::StaleVersion { planned, current } => fill(
+                self.ref_stale,
+                &[("planned", &planned.to_string()), ("current", &current.to_string())],
+            ),
+            Refusal::CommitmentCancelled => self.ref_commitment_cancelled.into(),
+            Refusal::Expired => self.ref_expired.into(),
+            Refusal::NotAnAppointment => self.ref_not_appointment.into(),
+            Refusal::NoLookup => self.ref_no_lookup.into(),
+            Refusal::ChannelUnsure => self.ref_channel_unsure.into(),
+            Refusal::ChannelNoRecord => self.ref_channel_no_record.into(),
+            Refusal::NoCommandId => self.ref_no_command_id.into(),
+            Refusal::ChannelUnavailable { detail } => fill(self.ref_channel_unavailable, &[("detail", &inert(detail))]),
+        }
+    }
+
+    /// One message of a resend family as the supervisor reads it before
+    /// authorizing another, in two lines: which one and its state; then
+    /// when the channel took it, when it was delivered and read (local
+    /// time), and who authorized it.
+    pub fn resend_member(&self, m: &FamilyMember, is_original: bool, tz: Tz) -> [String; 2] {
+        let at = |t: chrono::DateTime<chrono::Utc>| t.with_timezone(&tz).format("%d/%m %H:%M").to_string();
+        let head = format!(
+            "{} #{} {} · {}",
+            if is_original {
+                self.resend_original
+            } else {
+                self.resend_nth
+            },
+            m.id,
+            inert(&m.key),
+            self.state(m.state.as_str())
+        );
+        let mut parts = Vec::new();
+        let times = [
+            (self.resend_accepted, m.accepted_at),
+            (self.resend_delivered, m.delivered_at),
+            (self.resend_read, m.read_at),
+        ];
+        for (label, t) in times {
+            if let Some(t) = t {
+                parts.push(format!("{label} {}", at(t)));
+            }
+        }
+        if m.delivered_at.is_none() && m.read_at.is_none() {
+            parts.push(self.resend_no_evidence.to_string());
+        }
+        parts.push(match &m.authorized_by {
+            Some(who) => fill(self.resend_authorized_by, &[("who", &inert(who))]),
+            None => self.resend_by_system.to_string(),
+        });
+        [head, parts.join(" · ")]
+    }
+}
+
+/// The table for a configured language.
+pub fn strings(lang: Language) -> &'static Strings {
+    match lang {
+        Language::Es => &ES,
+        Language::En => &EN,
+    }
+}
+
+/// Replaces each `{name}` in `template` with its value.
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = template.to_string();
+    for (name, value) in values {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_replaces_every_placeholder() {
+        assert_eq!(fill("a {x} b {y} {x}", &[("x", "1"), ("y", "2")]), "a 1 b 2 1");
+    }
+
+    #[test]
+    fn spanish_is_the_default() {
+        assert_eq!(strings(Language::default()).screen_attention, "Atención");
+        assert_eq!(strings(Language::En).screen_attention, "Attention");
+    }
+
+    /// The reasons a refused repeat goes to review with (dispatch/repeat.rs)
+    /// are said in both languages, never shown as their code.
+    #[test]
+    fn refused_repeat_reasons_are_said_in_both_languages() {
+        use crate::domain::state::ReviewReason;
+        let es = ES.reason(ReviewReason::ChangedWhileUncertain.as_str());
+        assert_eq!(
+            es,
+            "la cita cambió mientras no sabíamos si el mensaje salió: confirmar con el paciente"
+        );
+        let en = EN.reason(ReviewReason::ChangedWhileUncertain.as_str());
+        assert!(en.starts_with("the appointment changed while we did not know"), "{en}");
+        let code = ReviewReason::InvalidWhileUncertain.as_str();
+        assert_ne!(ES.reason(code), code);
+        assert_ne!(EN.reason(code), code);
+    }
+}

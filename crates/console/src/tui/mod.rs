@@ -1,0 +1,22 @@
+//! The operator console (ratatui).
+//!
+//! Layout of the module, after gitui/k9s:
+//! - [`keys`]: the command registry and the pure key → [`keys::Action`] map;
+//! - [`app`]: the state and its update function (no I/O);
+//! - [`worker`]: the database thread, typed requests and responses;
+//! - [`view`]: rendering, a pure function of the state;
+//! - [`term`]: the terminal (raw mode, panic hook) and the event loop;
+//! - [`refresh`]: when to re-read (tick, or debounced service activity).
+//!
+//! The embedded dispatcher and the demo's in-process simulator are started
+//! by the binary (`cli/background.rs`), so the console needs neither the
+//! server nor the simulator.
+
+pub mod app;
+pub mod keys;
+pub mod refresh;
+pub mod term;
+pub mod view;
+pub mod worker;
+
+pub use term::{ConsoleOptions, run};

@@ -1,0 +1,16 @@
+//! The domain: pure code, no I/O. States, transitions, keys, fingerprints,
+//! commitment versions and the input contract. Everything here is tested
+//! exhaustively without a database or a network.
+
+pub mod commitment;
+pub mod event;
+pub mod fingerprint;
+pub mod inbound;
+pub mod intention;
+pub mod key;
+pub mod mask;
+pub mod operator;
+pub mod state;
+pub mod status;
+pub mod text;
+pub mod validity;

@@ -1,0 +1,20 @@
+//! # unavez-core — the rules, with no I/O
+//!
+//! Everything here is pure and deterministic, tested without a database or
+//! a network: what an intention is and how it may change, what a booking
+//! change calls for, what a message says.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`domain`] | intention states and transitions, idempotency keys, content fingerprints, commitment versions, the booking-event contract, validity, inbound keywords, operators and roles, channel status words |
+//! | [`planner`] | which messages a commitment change calls for, and which planned ones it closes |
+//! | [`policy`] | what to send and when (`[policy]`) and the inbound keywords (`[inbound]`), with validation |
+//! | [`templates`] | WhatsApp-shaped message templates (parsed from text; the embedded set) and Spanish date formatting |
+//!
+//! **Layering:** the bottom of the workspace. It depends on no other unavez
+//! crate; the ledger, channels, app and everything above build on it.
+
+pub mod domain;
+pub mod planner;
+pub mod policy;
+pub mod templates;

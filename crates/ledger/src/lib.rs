@@ -1,0 +1,21 @@
+//! # unavez-ledger — rows in and out
+//!
+//! The SQLite ledger: every line of SQL in unavez, the migrations, and the
+//! transaction discipline (WAL, `synchronous=FULL`, `BEGIN IMMEDIATE` for
+//! every read-then-write).
+//!
+//! | module | job |
+//! |---|---|
+//! | [`store`] | `Store`/`Tx`: typed operations grouped by who uses them (ingest, dispatch, uncertain, webhooks, console, operator…), `open_connection` with the production pragmas, `migrations/` |
+//! | `failpoint` | (feature `failpoints`, dev crates only) named places where the chaos harness makes a transaction fail or the process die |
+//!
+//! **Layering:** on top of `unavez-core` only (re-exported here under its
+//! module names so `crate::domain::…` paths read as before). It knows
+//! neither the configuration, the channels nor the application workflows;
+//! `unavez-app` drives it.
+
+pub use unavez_core::{domain, planner, policy, templates};
+
+#[cfg(feature = "failpoints")]
+pub mod failpoint;
+pub mod store;

@@ -1,0 +1,418 @@
+//! Channel events (status webhooks of the Cloud API and the engine): stored
+//! raw in received order, deduplicated by `UNIQUE(source, event_id)`, then
+//! applied to the intention they correlate with — or kept `pending` until
+//! the message id becomes known.
+//!
+//! Everything runs inside the caller's `BEGIN IMMEDIATE` transaction: the
+//! insert that deduplicates and the state change it causes commit together,
+//! so two identical deliveries arriving at the same instant apply once.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::intents::Entry;
+use super::{Cause, Result, Tx, ms};
+use crate::domain::state::{IntentionState, Transition};
+use crate::domain::status::MotorEvent;
+use crate::domain::status::{CloudStatus, Report, motor_report};
+
+/// `channel_events.source` of WhatsApp Cloud API notifications.
+pub const SOURCE_CLOUD: &str = "cloud";
+/// `channel_events.source` of the engine's webhooks.
+pub const SOURCE_MOTOR: &str = "motor";
+/// The periodic sweep retries pending statuses this recent.
+pub const SWEEP_WINDOW_HOURS: i64 = 72;
+
+/// A stored channel event: `(source, event_id, kind, status, intention_id)`.
+pub type ChannelEventRow = (String, String, String, String, Option<i64>);
+
+/// A channel event to record, exactly as received.
+#[derive(Debug, Clone, Copy)]
+pub struct NewChannelEvent<'a> {
+    /// [`SOURCE_CLOUD`] or [`SOURCE_MOTOR`].
+    pub source: &'a str,
+    /// The deduplication id (Cloud statuses: `wamid:status:timestamp`).
+    pub event_id: &'a str,
+    /// `status`, `inbound` or `motor_event`.
+    pub kind: &'a str,
+    /// Provider message id (wamid) the event is about, if any.
+    pub message_id: Option<&'a str>,
+    /// Intention key it carries (`biz_opaque_callback_data`, engine key).
+    pub intention_key: Option<&'a str>,
+    /// The raw JSON object.
+    pub payload: &'a str,
+}
+
+/// Result of [`Tx::record_channel_event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    New(i64),
+    /// Seen before: `row` is the original, `intention_id` what it was
+    /// applied to (if it was).
+    Duplicate {
+        row: i64,
+        intention_id: Option<i64>,
+    },
+}
+
+/// What happened to one status event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum StatusOutcome {
+    /// Correlated and fed to the state machine (`moved` says whether the
+    /// state changed or the signal was history only).
+    Applied {
+        intention_id: i64,
+        moved: bool,
+        state: String,
+    },
+    /// No intention known for it yet: kept, applied once correlated.
+    Pending,
+    /// Same event id as an earlier one: counted, noted, not applied again.
+    Duplicate { intention_id: Option<i64> },
+}
+
+impl Tx<'_> {
+    /// Stores one event raw, unless its `(source, event_id)` is already
+    /// stored; a duplicate bumps `duplicate_events` and
+    /// `duplicate_events_<source>`.
+    pub fn record_channel_event(&self, ev: &NewChannelEvent<'_>, at: DateTime<Utc>) -> Result<Recorded> {
+        let id: Option<i64> = self
+            .conn()
+            .query_row(
+                "INSERT INTO channel_events(source, event_id, kind, message_id, intention_key, status, payload, received_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'received', ?6, ?7)
+                 ON CONFLICT(source, event_id) DO NOTHING RETURNING id",
+                params![ev.source, ev.event_id, ev.kind, ev.message_id, ev.intention_key, ev.payload, ms(at)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = id {
+            return Ok(Recorded::New(id));
+        }
+        self.bump_counter("duplicate_events", 1)?;
+        self.bump_counter(&format!("duplicate_events_{}", ev.source), 1)?;
+        let (row, intention_id) = self.conn().query_row(
+            "SELECT id, intention_id FROM channel_events WHERE source = ?1 AND event_id = ?2",
+            params![ev.source, ev.event_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(Recorded::Duplicate { row, intention_id })
+    }
+
+    /// Sets an event's processing status (`applied`, `pending`, `ignored`)
+    /// and the intention it was applied to.
+    pub fn mark_channel_event(
+        &self,
+        row: i64,
+        status: &str,
+        intention_id: Option<i64>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.conn().execute(
+            "UPDATE channel_events SET status = ?2, intention_id = coalesce(?3, intention_id),
+                 applied_at = CASE WHEN ?2 = 'applied' THEN ?4 ELSE applied_at END
+             WHERE id = ?1",
+            params![row, status, intention_id, ms(at)],
+        )?;
+        Ok(())
+    }
+
+    /// Records the provider's references on an intention the first time
+    /// they are learnt; never overwrites one already known.
+    pub fn set_provider_refs(
+        &self,
+        id: i64,
+        command_id: Option<&str>,
+        message_id: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.conn().execute(
+            "UPDATE intentions SET provider_command_id = coalesce(provider_command_id, ?2),
+                 provider_message_id = coalesce(provider_message_id, ?3), updated_at = ?4
+             WHERE id = ?1 AND ((?2 IS NOT NULL AND provider_command_id IS NULL)
+                             OR (?3 IS NOT NULL AND provider_message_id IS NULL))",
+            params![id, command_id, message_id, ms(at)],
+        )?;
+        Ok(())
+    }
+
+    /// Finds the intention a status is about: by provider message id (on
+    /// the intention or any of its attempts), then by the key the message
+    /// carried. Correlating by key records the message id on the intention.
+    pub fn correlate_status(
+        &self,
+        message_id: Option<&str>,
+        key: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<Option<i64>> {
+        if let Some(mid) = message_id {
+            let by_intention: Option<i64> = self
+                .conn()
+                .query_row(
+                    "SELECT id FROM intentions WHERE provider_message_id = ?1 ORDER BY id LIMIT 1",
+                    [mid],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if by_intention.is_some() {
+                return Ok(by_intention);
+            }
+            let by_attempt: Option<i64> = self
+                .conn()
+                .query_row(
+                    "SELECT intention_id FROM attempts WHERE message_id = ?1 ORDER BY id LIMIT 1",
+                    [mid],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(id) = by_attempt {
+                self.set_provider_refs(id, None, Some(mid), at)?;
+                return Ok(Some(id));
+            }
+        }
+        if let Some(k) = key.filter(|k| !k.is_empty())
+            && let Some(id) = self.intention_id(k)?
+        {
+            if let Some(mid) = message_id {
+                let known: Option<String> =
+                    self.conn()
+                        .query_row("SELECT provider_message_id FROM intentions WHERE id = ?1", [id], |r| {
+                            r.get(0)
+                        })?;
+                match known {
+                    // A second message id for one key means a second
+                    // message reached WhatsApp: evidence a person must see.
+                    Some(first) if first != mid => {
+                        let note = format!(
+                            "status for message {mid}, but this intention's message is {first}: possible duplicate send"
+                        );
+                        let evidence = format!("message:{mid}");
+                        self.note(id, &self.webhook_entry("second_message_id", &evidence, Some(&note)), at)?;
+                        self.bump_counter("second_message_id", 1)?;
+                    }
+                    Some(_) => {}
+                    None => self.set_provider_refs(id, None, Some(mid), at)?,
+                }
+            }
+            return Ok(Some(id));
+        }
+        Ok(None)
+    }
+
+    /// Feeds one report through the state machine. Every report lands in
+    /// history — moves, record-only signals (lower rank, repeated, failed
+    /// after delivery) and refused ones — in the order applied. A report
+    /// that takes an intention out of `uncertain` says so.
+    pub fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)> {
+        let row = self.intention(id)?;
+        let mut note = report.note.clone();
+        let signal_name = format!("webhook:{}", report.status);
+        let Some(signal) = report.signal else {
+            let n = format!("status {:?} not mapped to a state: recorded only", report.status);
+            self.note(id, &self.webhook_entry(&signal_name, &report.evidence, Some(&n)), at)?;
+            return Ok((false, row.state));
+        };
+        if row.state == IntentionState::Uncertain && signal.is_evidence() {
+            let resolved = format!("resolves uncertain with evidence {}", report.evidence);
+            note = Some(match note {
+                Some(n) => format!("{resolved}; {n}"),
+                None => resolved,
+            });
+        }
+        let entry = Entry {
+            signal: &signal_name,
+            cause: Cause::Webhook,
+            evidence: Some(&report.evidence),
+            note: note.as_deref(),
+            commitment_version: Some(row.commitment_version),
+        };
+        let r = self.signal(id, signal, &entry, at)?;
+        match r.transition {
+            Transition::Move(to) => Ok((true, to)),
+            Transition::Record(_) => Ok((false, r.from)),
+            Transition::Refuse => {
+                // Still evidence that something was reported: keep it.
+                let n = format!("{} does not apply to {}: recorded only", signal.name(), r.from);
+                let n = match &note {
+                    Some(extra) => format!("{n}; {extra}"),
+                    None => n,
+                };
+                self.note(
+                    id,
+                    &Entry {
+                        note: Some(&n),
+                        ..entry
+                    },
+                    at,
+                )?;
+                Ok((false, r.from))
+            }
+        }
+    }
+
+    fn webhook_entry<'a>(&self, signal: &'a str, evidence: &'a str, note: Option<&'a str>) -> Entry<'a> {
+        Entry {
+            signal,
+            cause: Cause::Webhook,
+            evidence: Some(evidence),
+            note,
+            commitment_version: None,
+        }
+    }
+
+    /// Records a status event and applies it once: the whole path for one
+    /// Cloud status or engine event. Call inside [`Tx::atomically`].
+    pub fn ingest_status(&self, ev: &NewChannelEvent<'_>, report: &Report, at: DateTime<Utc>) -> Result<StatusOutcome> {
+        let row = match self.record_channel_event(ev, at)? {
+            Recorded::New(row) => row,
+            Recorded::Duplicate { intention_id, .. } => {
+                if let Some(id) = intention_id {
+                    let note = "same event received again: applied once";
+                    self.note(
+                        id,
+                        &self.webhook_entry("duplicate_webhook", &report.evidence, Some(note)),
+                        at,
+                    )?;
+                }
+                return Ok(StatusOutcome::Duplicate { intention_id });
+            }
+        };
+        match self.correlate_status(ev.message_id, ev.intention_key, at)? {
+            Some(id) => {
+                let (moved, state) = self.apply_report(id, report, at)?;
+                self.mark_channel_event(row, "applied", Some(id), at)?;
+                Ok(StatusOutcome::Applied {
+                    intention_id: id,
+                    moved,
+                    state: state.to_string(),
+                })
+            }
+            None => {
+                self.mark_channel_event(row, "pending", None, at)?;
+                Ok(StatusOutcome::Pending)
+            }
+        }
+    }
+
+    /// Applies, in received order, the pending status events that belong
+    /// to this intention (by its key, its provider message id or an
+    /// attempt's message id). The dispatcher calls it right after recording
+    /// an attempt's message id, in the same transaction. Returns how many
+    /// were applied.
+    pub fn apply_pending_statuses_for(&self, intention_id: i64, at: DateTime<Utc>) -> Result<usize> {
+        let rows: Vec<PendingRow> = self
+            .conn()
+            .prepare_cached(
+                "SELECT e.id, e.source, e.message_id, e.intention_key, e.payload FROM channel_events e
+                 WHERE e.status = 'pending' AND (
+                     e.intention_key = (SELECT key FROM intentions WHERE id = ?1)
+                  OR e.message_id IN (SELECT provider_message_id FROM intentions WHERE id = ?1
+                                      UNION SELECT message_id FROM attempts WHERE intention_id = ?1))
+                 ORDER BY e.id",
+            )?
+            .query_map([intention_id], pending_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut n = 0;
+        for p in rows {
+            if let Some(mid) = &p.message_id {
+                self.set_provider_refs(intention_id, None, Some(mid), at)?;
+            }
+            self.apply_pending(&p, intention_id, at)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Retries correlation for pending status events received in the last
+    /// [`SWEEP_WINDOW_HOURS`] (newest first, up to `limit`, so old strays
+    /// never starve fresh ones), then applies each correlated intention's
+    /// pending events in received order. For a periodic sweep by `serve`.
+    /// Returns how many were applied; the rest stay pending (and are still
+    /// applied by [`Tx::apply_pending_statuses_for`] whenever their message
+    /// id is recorded).
+    pub fn sweep_pending_statuses(&self, limit: u32, at: DateTime<Utc>) -> Result<usize> {
+        let cutoff = at - chrono::Duration::hours(SWEEP_WINDOW_HOURS);
+        let rows: Vec<PendingRow> = self
+            .conn()
+            .prepare_cached(
+                "SELECT id, source, message_id, intention_key, payload FROM channel_events
+                 WHERE status = 'pending' AND received_at >= ?2 ORDER BY id DESC LIMIT ?1",
+            )?
+            .query_map(params![limit, ms(cutoff)], pending_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut intentions = std::collections::BTreeSet::new();
+        for p in rows {
+            if let Some(id) = self.correlate_status(p.message_id.as_deref(), p.intention_key.as_deref(), at)? {
+                intentions.insert(id);
+            }
+        }
+        let mut n = 0;
+        for id in intentions {
+            n += self.apply_pending_statuses_for(id, at)?;
+        }
+        Ok(n)
+    }
+
+    /// How many status events wait for correlation.
+    pub fn pending_status_count(&self) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "SELECT count(*) FROM channel_events WHERE status = 'pending'",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn apply_pending(&self, p: &PendingRow, intention_id: i64, at: DateTime<Utc>) -> Result<()> {
+        match report_from_payload(&p.source, &p.payload) {
+            Some(report) => {
+                self.apply_report(intention_id, &report, at)?;
+                self.mark_channel_event(p.id, "applied", Some(intention_id), at)?;
+            }
+            None => self.mark_channel_event(p.id, "ignored", Some(intention_id), at)?,
+        }
+        Ok(())
+    }
+
+    /// Channel events in received order, for tests and the console.
+    pub fn channel_events(&self, limit: u32) -> Result<Vec<ChannelEventRow>> {
+        let rows = self
+            .conn()
+            .prepare_cached(
+                "SELECT source, event_id, kind, status, intention_id FROM channel_events ORDER BY id LIMIT ?1",
+            )?
+            .query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+}
+
+struct PendingRow {
+    id: i64,
+    source: String,
+    message_id: Option<String>,
+    intention_key: Option<String>,
+    payload: String,
+}
+
+fn pending_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PendingRow> {
+    Ok(PendingRow {
+        id: r.get(0)?,
+        source: r.get(1)?,
+        message_id: r.get(2)?,
+        intention_key: r.get(3)?,
+        payload: r.get(4)?,
+    })
+}
+
+/// Re-reads a stored status payload (it was validated when received).
+fn report_from_payload(source: &str, payload: &str) -> Option<Report> {
+    match source {
+        SOURCE_CLOUD => serde_json::from_str::<CloudStatus>(payload).ok().map(|s| s.report()),
+        SOURCE_MOTOR => serde_json::from_str::<MotorEvent>(payload)
+            .ok()
+            .map(|e| motor_report(&e)),
+        _ => None,
+    }
+}

@@ -1,0 +1,177 @@
+//! The background services the console embeds: the dispatcher and the
+//! reconciler of [`crate::dispatch`] (the same code as `unavez serve`), and
+//! for `unavez demo` the engine simulator of [`crate::sim`] and the webhook
+//! server of [`crate::server`], in-process.
+//!
+//! They run on their own tokio runtime; the console's render loop stays a
+//! plain thread and only reads their effects from the ledger.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::channel::Channel;
+use crate::channel::motor::MotorChannel;
+use crate::config::Config;
+use crate::dispatch::{Activity, Control, DispatchError, ServiceReport, Services, Settings};
+use crate::server::{self, ServerHandle};
+use crate::sim::{self, DEV_WEBHOOK_SECRET, FaultSpec, SimHandle, SimOptions, SimStats};
+use crate::templates::Templates;
+
+/// Faults of the demo engine: timeouts after processing, 5xx, resets,
+/// ambiguous commands and reordered, duplicated webhooks.
+pub const DEMO_FAULTS: &str = "timeout_after=0.12,error5xx=0.1,reset=0.03,ambiguous=0.04,latency_ms=20..200,hold_ms=4000,webhook_dup=0.2,webhook_reorder=true";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackgroundError {
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("engine simulator: {0}")]
+    Sim(String),
+    #[error("channel: {0}")]
+    Channel(String),
+    #[error(transparent)]
+    Dispatch(#[from] DispatchError),
+}
+
+/// Running background services; [`Background::stop`] shuts them down
+/// gracefully (sends in flight are waited for, unknown ones recorded as
+/// uncertain).
+pub struct Background {
+    rt: tokio::runtime::Runtime,
+    services: Option<Services>,
+    sim: Option<SimHandle>,
+    /// The demo's webhook server and the switch that stops it.
+    server: Option<(ServerHandle, tokio::sync::watch::Sender<bool>)>,
+    pub channel: Arc<dyn Channel>,
+    control: Control,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, BackgroundError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("unavez-background")
+        .build()
+        .map_err(BackgroundError::Runtime)
+}
+
+impl Background {
+    /// The dispatcher and reconciler against the configured channel.
+    pub fn start(db: &Path, config: &Config) -> Result<Background, BackgroundError> {
+        let channel =
+            crate::channel::from_config(&config.channel).map_err(|e| BackgroundError::Channel(e.to_string()))?;
+        let rt = runtime()?;
+        let settings = Settings::from_config(config);
+        let control = Control::new();
+        let services = {
+            let _enter = rt.enter();
+            Services::start_with(db, settings, channel.clone(), control.clone())?
+        };
+        Ok(Background {
+            rt,
+            services: Some(services),
+            sim: None,
+            server: None,
+            channel,
+            control,
+        })
+    }
+
+    /// The demo: an in-process engine simulator with faults on, and the
+    /// dispatcher and reconciler sending to it. `config`'s engine section
+    /// is pointed at the simulator.
+    pub fn start_demo(
+        db: &Path,
+        config: &mut Config,
+        templates: &Templates,
+        seed: u64,
+    ) -> Result<Background, BackgroundError> {
+        let rt = runtime()?;
+        // The webhook server first: the simulator posts its signed status
+        // events (duplicated and reordered by the faults) to it.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        // One activity counter for the webhook server and the services: the
+        // console refreshes when either commits something.
+        let activity = Activity::new();
+        let server_activity = activity.clone();
+        let server = rt
+            .block_on(async {
+                let listener = server::bind("127.0.0.1:0").await?;
+                let secrets = server::Secrets {
+                    motor_webhook_secret: Some(DEV_WEBHOOK_SECRET.into()),
+                    ..Default::default()
+                };
+                let state = server::AppState::new(config.clone(), templates.clone(), db.to_path_buf(), secrets)?;
+                let mut rx = stop_rx;
+                server::spawn_notifying(
+                    state,
+                    listener,
+                    async move {
+                        let _ = rx.wait_for(|s| *s).await;
+                    },
+                    Some(server_activity),
+                )
+            })
+            .map_err(|e| BackgroundError::Sim(format!("webhook server: {e}")))?;
+        let faults = FaultSpec::parse(DEMO_FAULTS).map_err(|e| BackgroundError::Sim(e.to_string()))?;
+        let webhook = format!("http://{}/webhooks/motor", server.addr);
+        let sim = rt
+            .block_on(sim::spawn(SimOptions {
+                seed,
+                faults,
+                webhook: Some(webhook),
+                webhook_secret: DEV_WEBHOOK_SECRET.as_bytes().to_vec(),
+                ..SimOptions::default()
+            }))
+            .map_err(|e| BackgroundError::Sim(e.to_string()))?;
+        config.channel.kind = crate::config::ChannelKind::Motor;
+        config.channel.motor.base_url = sim.base_url();
+        // Shorter than the simulator's hold, so a held response becomes an
+        // uncertain send the newcomer can watch being reconciled.
+        config.channel.motor.timeout_ms = 1_500;
+        let channel: Arc<dyn Channel> = Arc::new(
+            MotorChannel::with_api_key(&config.channel.motor, "demo")
+                .map_err(|e| BackgroundError::Channel(e.to_string()))?,
+        );
+        let settings = Settings::from_config(config);
+        let control = Control::with_activity(activity);
+        let services = {
+            let _enter = rt.enter();
+            Services::start_with(db, settings, channel.clone(), control.clone())?
+        };
+        Ok(Background {
+            rt,
+            services: Some(services),
+            sim: Some(sim),
+            server: Some((server, stop_tx)),
+            channel,
+            control,
+        })
+    }
+
+    /// Pause/resume, status and activity of the embedded services.
+    pub fn control(&self) -> Control {
+        self.control.clone()
+    }
+
+    /// The simulator's counters (demo only).
+    pub fn sim_stats(&self) -> Option<SimStats> {
+        self.sim.as_ref().map(|s| s.stats())
+    }
+
+    /// Graceful stop of everything; returns what the services did.
+    pub fn stop(mut self) -> Result<ServiceReport, BackgroundError> {
+        let report = match self.services.take() {
+            Some(s) => self.rt.block_on(s.stop())?,
+            None => ServiceReport::default(),
+        };
+        if let Some(sim) = self.sim.take() {
+            self.rt.block_on(sim.shutdown());
+        }
+        if let Some((server, stop)) = self.server.take() {
+            let _ = stop.send(true);
+            let _ = self.rt.block_on(server.wait());
+        }
+        Ok(report)
+    }
+}
