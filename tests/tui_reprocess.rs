@@ -30,10 +30,12 @@ fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
         ..MotorConfig::default()
     };
     let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
+    let rt = tokio::runtime::Runtime::new().unwrap();
     fx.ctx.reprocess = Some(ReprocessCtx {
         db: fx.db.clone(),
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel),
+        runtime: rt.handle().clone(),
     });
     let mut app = fx.app("tecnico", Role::Technician);
     fx.act(&mut app, Action::Goto(Screen::Reprocess));

@@ -52,7 +52,11 @@ fn verify_with_channel(fx: &mut Fixture, app: &mut unavez::tui::app::App, id: i6
 }
 
 /// A seeded clinic whose console reaches the engine at `base_url`.
-fn clinic_with_engine(base_url: String, connect_timeout_ms: u64) -> (Fixture, Arc<dyn Channel>) {
+fn clinic_with_engine(
+    rt: &tokio::runtime::Runtime,
+    base_url: String,
+    connect_timeout_ms: u64,
+) -> (Fixture, Arc<dyn Channel>) {
     let motor = MotorConfig {
         base_url,
         connect_timeout_ms,
@@ -64,6 +68,7 @@ fn clinic_with_engine(base_url: String, connect_timeout_ms: u64) -> (Fixture, Ar
         db: fx.db.clone(),
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel.clone()),
+        runtime: rt.handle().clone(),
     });
     (fx, channel)
 }
@@ -72,7 +77,7 @@ fn clinic_with_engine(base_url: String, connect_timeout_ms: u64) -> (Fixture, Ar
 fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
-    let (mut fx, channel) = clinic_with_engine(engine.base_url(), 1000);
+    let (mut fx, channel) = clinic_with_engine(&rt, engine.base_url(), 1000);
     let ids = uncertain(&mut fx);
     let (sent_id, never_sent_id) = (ids[0], ids[1]);
     // The engine did receive the first one (the response was what got lost).
@@ -129,7 +134,8 @@ fn the_engine_s_answer_settles_uncertain_sends_without_a_second_message() {
 
 #[test]
 fn an_unreachable_channel_is_explained_and_changes_nothing() {
-    let (mut fx, _channel) = clinic_with_engine("http://127.0.0.1:9".into(), 500);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (mut fx, _channel) = clinic_with_engine(&rt, "http://127.0.0.1:9".into(), 500);
     let id = uncertain(&mut fx)[0];
     fx.store
         .write(|tx| tx.set_provider_refs(id, Some("cmd_1"), None, tui_support::now()))
@@ -171,7 +177,7 @@ fn cancelling_an_accepted_but_queued_command_withdraws_it_from_the_engine() {
         ..Default::default()
     };
     let engine = rt.block_on(sim::spawn(opts)).unwrap();
-    let (mut fx, channel) = clinic_with_engine(engine.base_url(), 1000);
+    let (mut fx, channel) = clinic_with_engine(&rt, engine.base_url(), 1000);
     let id = uncertain(&mut fx)[0];
     // The engine took the request (its answer was what got lost): a
     // verification by command id makes it accepted.
@@ -208,7 +214,7 @@ fn cancelling_an_accepted_but_queued_command_withdraws_it_from_the_engine() {
 fn cancelling_a_command_that_already_went_out_is_explained_and_changes_nothing() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
-    let (mut fx, channel) = clinic_with_engine(engine.base_url(), 1000);
+    let (mut fx, channel) = clinic_with_engine(&rt, engine.base_url(), 1000);
     let id = uncertain(&mut fx)[0];
     let row = fx.store.read(|tx| tx.intention(id)).unwrap();
     let out = rt.block_on(channel.send(&send_request(&row, None, tui_support::now())));

@@ -150,6 +150,12 @@ impl Background {
     }
 
     /// Pause/resume, status and activity of the embedded services.
+    /// The runtime the services (and their channel's HTTP client) run on,
+    /// for the console's own async work.
+    pub fn handle(&self) -> tokio::runtime::Handle {
+        self.rt.handle().clone()
+    }
+
     pub fn control(&self) -> Control {
         self.control.clone()
     }

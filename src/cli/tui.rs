@@ -74,8 +74,23 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
         Some(b) => Some(b.channel.clone()),
         None => crate::channel::from_config(&ctx.config.channel).ok(),
     };
+    // Without embedded services the console still needs one runtime for its
+    // channel calls and reprocessing, kept for the whole session.
+    let own_runtime: tokio::runtime::Runtime;
+    let runtime = match &background {
+        Some(b) => b.handle(),
+        None => {
+            own_runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .context("starting the console's async runtime")?;
+            own_runtime.handle().clone()
+        }
+    };
     let result = run(ConsoleOptions {
         channel,
+        runtime,
         config: ctx.config.clone(),
         templates: ctx.templates.clone(),
         db: ctx.db.clone(),
@@ -166,6 +181,7 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| "supervisora".into());
         run(ConsoleOptions {
             channel: Some(background.channel.clone()),
+            runtime: background.handle(),
             config: config.clone(),
             templates: ctx.templates.clone(),
             db: db.clone(),

@@ -41,6 +41,9 @@ pub struct ConsoleOptions {
     pub dispatcher_error: Option<String>,
     /// The channel reprocessing sends through (`None`: dry runs only).
     pub channel: Option<Arc<dyn Channel>>,
+    /// The runtime the channel lives on: the console's async work (channel
+    /// calls, reprocessing) runs there, from its database thread.
+    pub runtime: tokio::runtime::Handle,
     /// The embedded services' switch, status and activity (`None`: not
     /// embedded): `p` pauses through it, panels refresh on its activity.
     pub control: Option<Control>,
@@ -75,6 +78,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
                 db: opts.db.clone(),
                 settings: Arc::new(Settings::from_config(&opts.config)),
                 channel: opts.channel.clone(),
+                runtime: opts.runtime.clone(),
             }),
             config: opts.config,
             templates: opts.templates,

@@ -164,6 +164,11 @@ pub struct ReprocessCtx {
     pub settings: Arc<Settings>,
     /// `None`: only dry runs (no channel configured or reachable).
     pub channel: Option<Arc<dyn Channel>>,
+    /// The runtime the channel's HTTP client lives on. Channel calls and
+    /// reprocessing run on it (never on a runtime built per call, whose
+    /// death would take the client's pooled connections with it and turn a
+    /// send that never left into an "uncertain" one).
+    pub runtime: tokio::runtime::Handle,
 }
 
 fn reprocess_request(
@@ -173,7 +178,7 @@ fn reprocess_request(
     // An empty error means "not available": the console says it in the
     // operator's language.
     let r = ctx.reprocess.as_ref().ok_or_else(String::new)?;
-    block_on(async {
+    r.runtime.block_on(async {
         let db = Db::open(&r.db).map_err(|e| e.to_string())?;
         if req.dry_run {
             return reprocess::plan(&db, &r.settings, &req.day, &req.states)
@@ -189,7 +194,7 @@ fn reprocess_request(
             .await
             .map(|rep| Err(Box::new(rep)))
             .map_err(|e| e.to_string())
-    })?
+    })
 }
 
 /// Answers one request.
@@ -400,10 +405,10 @@ fn channel_lookup(
     intention_id: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<LookupOutcome>, String> {
-    let channel = ctx
+    let (channel, rt) = ctx
         .reprocess
         .as_ref()
-        .and_then(|r| r.channel.clone())
+        .and_then(|r| Some((r.channel.clone()?, &r.runtime)))
         .ok_or_else(|| "no channel configured".to_string())?;
     if !channel.capabilities().command_lookup {
         return Ok(None);
@@ -419,7 +424,7 @@ fn channel_lookup(
         return Ok(Some(LookupOutcome::NotFound));
     };
     let req = crate::dispatch::request::send_request(&row, None, now);
-    Ok(Some(block_on(channel.lookup(&req, Some(command_id)))?))
+    Ok(Some(rt.block_on(channel.lookup(&req, Some(command_id)))))
 }
 
 /// For an accepted intention on a channel that can withdraw queued
@@ -427,25 +432,18 @@ fn channel_lookup(
 /// (the ledger decides alone) or when there is no channel to ask.
 fn channel_withdraw(store: &mut Store, ctx: &WorkerCtx, intention_id: i64) -> Result<Option<CancelOutcome>, String> {
     let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
-    let channel = ctx.reprocess.as_ref().and_then(|r| r.channel.clone());
-    let (Some(channel), Some(command_id), IntentionState::Accepted) = (channel, row.provider_command_id, row.state)
+    let Some(r) = ctx.reprocess.as_ref() else {
+        return Ok(None);
+    };
+    let (Some(channel), Some(command_id), IntentionState::Accepted) =
+        (r.channel.clone(), row.provider_command_id, row.state)
     else {
         return Ok(None);
     };
     if !channel.capabilities().cancel {
         return Ok(Some(CancelOutcome::Unsupported));
     }
-    Ok(Some(block_on(channel.cancel(&command_id))?))
-}
-
-/// Runs async work (a channel call, reprocessing) to completion on this
-/// blocking worker thread.
-fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok(rt.block_on(f))
+    Ok(Some(r.runtime.block_on(channel.cancel(&command_id))))
 }
 
 /// Starts the worker thread. It stops when the request channel closes.
