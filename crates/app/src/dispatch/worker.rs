@@ -86,20 +86,7 @@ pub async fn dispatch_once(
     settings: Arc<Settings>,
     channel: Arc<dyn Channel>,
 ) -> Result<(DispatchReport, super::ReconcileReport)> {
-    let (_tx, rx) = watch::channel(false);
-    let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
-    let report = dispatch_loop(
-        db.clone(),
-        settings.clone(),
-        channel.clone(),
-        rx,
-        Mode::Once,
-        Control::new(),
-    )
-    .await?;
-    let more = super::reconcile_once(&db, &settings, &channel, None).await?;
-    rec.merge(&more);
-    Ok((report, rec))
+    between_reconciliations(db, settings, channel, Mode::Once).await
 }
 
 /// Dispatches until nothing is due and nothing is in flight; also expires
@@ -110,17 +97,20 @@ pub async fn dispatch_until_idle(
     settings: Arc<Settings>,
     channel: Arc<dyn Channel>,
 ) -> Result<(DispatchReport, super::ReconcileReport)> {
+    between_reconciliations(db, settings, channel, Mode::UntilIdle).await
+}
+
+/// A one-shot dispatch run (`mode` ends on its own) with a reconciliation
+/// pass before it (expired leases first) and one after it.
+async fn between_reconciliations(
+    db: Db,
+    settings: Arc<Settings>,
+    channel: Arc<dyn Channel>,
+    mode: Mode,
+) -> Result<(DispatchReport, super::ReconcileReport)> {
     let (_tx, rx) = watch::channel(false);
     let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
-    let report = dispatch_loop(
-        db.clone(),
-        settings.clone(),
-        channel.clone(),
-        rx,
-        Mode::UntilIdle,
-        Control::new(),
-    )
-    .await?;
+    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, mode, Control::new()).await?;
     let more = super::reconcile_once(&db, &settings, &channel, None).await?;
     rec.merge(&more);
     Ok((report, rec))

@@ -119,44 +119,9 @@ pub fn verify_with_channel(
                 tx.set_provider_refs(row.id, command_id.as_deref(), message_id.as_deref(), now)?;
                 tx.apply_pending_statuses_for(row.id, now)?;
                 let evidence = format!("channel_lookup:{}", command_id.as_deref().unwrap_or("-"));
-                let note = note_text(actor, reason);
-                let r = tx.signal(
-                    row.id,
-                    signal,
-                    &Entry {
-                        signal: signal.name(),
-                        cause: Cause::Operator,
-                        evidence: Some(&evidence),
-                        note: Some(&note),
-                        commitment_version: Some(row.commitment_version),
-                    },
-                    now,
-                )?;
-                match r.transition {
-                    Transition::Move(to) => OpOutcome::Done {
-                        state: Some(to),
-                        new_intention: None,
-                        closed: 0,
-                    },
-                    Transition::Record(_) => OpOutcome::Recorded { state: r.from },
-                    Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
-                        state: r.from,
-                        reason: row.state_reason.clone(),
-                    }),
-                }
+                apply_verification(tx, actor, &row, signal, &evidence, reason, now)?
             }
         },
     };
-    let note_history = matches!(outcome, OpOutcome::Refused(_));
-    finish(
-        tx,
-        actor,
-        OpKind::Verify,
-        Some(&row),
-        (row.commitment_id, &row.commitment_ref),
-        reason,
-        outcome,
-        note_history,
-        now,
-    )
+    finish_verification(tx, actor, &row, reason, outcome, now)
 }

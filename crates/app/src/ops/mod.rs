@@ -555,42 +555,69 @@ pub fn verify_manual(
                 VerifyOutcome::Received => (Signal::Delivered, "manual:received"),
                 VerifyOutcome::NotReceived => (Signal::Failed, "manual:not_received"),
             };
-            let note = note_text(actor, reason);
-            let r = tx.signal(
-                row.id,
-                signal,
-                &Entry {
-                    signal: signal.name(),
-                    cause: Cause::Operator,
-                    evidence: Some(evidence),
-                    note: Some(&note),
-                    commitment_version: Some(row.commitment_version),
-                },
-                now,
-            )?;
-            match r.transition {
-                Transition::Move(to) => OpOutcome::Done {
-                    state: Some(to),
-                    new_intention: None,
-                    closed: 0,
-                },
-                Transition::Record(_) => OpOutcome::Recorded { state: r.from },
-                Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
-                    state: r.from,
-                    reason: row.state_reason.clone(),
-                }),
-            }
+            apply_verification(tx, actor, &row, signal, evidence, reason, now)?
         }
     };
-    let note_history = matches!(result, OpOutcome::Refused(_));
+    finish_verification(tx, actor, &row, reason, result, now)
+}
+
+/// Applies a verification's evidence (a phone call's outcome, the
+/// channel's answer) with cause `operator`, and says what it did.
+pub(crate) fn apply_verification(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    row: &IntentionRow,
+    signal: Signal,
+    evidence: &str,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpOutcome, OpsError> {
+    let note = note_text(actor, reason);
+    let r = tx.signal(
+        row.id,
+        signal,
+        &Entry {
+            signal: signal.name(),
+            cause: Cause::Operator,
+            evidence: Some(evidence),
+            note: Some(&note),
+            commitment_version: Some(row.commitment_version),
+        },
+        now,
+    )?;
+    Ok(match r.transition {
+        Transition::Move(to) => OpOutcome::Done {
+            state: Some(to),
+            new_intention: None,
+            closed: 0,
+        },
+        Transition::Record(_) => OpOutcome::Recorded { state: r.from },
+        Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
+            state: r.from,
+            reason: row.state_reason.clone(),
+        }),
+    })
+}
+
+/// Records a verification as an operator action; a refused one is noted in
+/// the intention's history too.
+pub(crate) fn finish_verification(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    row: &IntentionRow,
+    reason: &str,
+    outcome: OpOutcome,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    let note_history = matches!(outcome, OpOutcome::Refused(_));
     finish(
         tx,
         actor,
         OpKind::Verify,
-        Some(&row),
+        Some(row),
         (row.commitment_id, &row.commitment_ref),
         reason,
-        result,
+        outcome,
         note_history,
         now,
     )

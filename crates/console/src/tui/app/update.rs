@@ -193,36 +193,29 @@ impl App {
         self.load_screen(self.screen)
     }
 
+    /// Opens the detail of the selected row's intention, or says there is
+    /// nothing selected.
+    fn open_selected(&mut self, id: Option<i64>) -> Vec<Request> {
+        match id {
+            Some(id) => self.open_detail(id.to_string()),
+            None => {
+                self.flash(FlashKind::Info, self.t.flash_no_selection.into());
+                vec![]
+            }
+        }
+    }
+
     pub(super) fn open(&mut self) -> Vec<Request> {
         match self.screen {
-            Screen::Attention | Screen::Counter => {
-                let id = match self.screen {
-                    Screen::Attention => self.attention.current().and_then(|r| r.intention_id),
-                    _ => self.counter.current().and_then(|r| r.intention_id),
-                };
-                match id {
-                    Some(id) => self.open_detail(id.to_string()),
-                    None => {
-                        self.flash(FlashKind::Info, self.t.flash_no_selection.into());
-                        vec![]
-                    }
-                }
-            }
-            Screen::Upcoming => {
-                // The latest notification is the one the desk asks about.
-                let id = self
-                    .upcoming
+            Screen::Attention => self.open_selected(self.attention.current().and_then(|r| r.intention_id)),
+            Screen::Counter => self.open_selected(self.counter.current().and_then(|r| r.intention_id)),
+            // The latest notification is the one the desk asks about.
+            Screen::Upcoming => self.open_selected(
+                self.upcoming
                     .current()
                     .and_then(|u| u.notifications.last())
-                    .map(|n| n.intention_id);
-                match id {
-                    Some(id) => self.open_detail(id.to_string()),
-                    None => {
-                        self.flash(FlashKind::Info, self.t.flash_no_selection.into());
-                        vec![]
-                    }
-                }
-            }
+                    .map(|n| n.intention_id),
+            ),
             Screen::Board => {
                 let item = self.board_items().into_iter().nth(self.board_selected);
                 match item.and_then(|i| i.query) {
