@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -138,7 +138,7 @@ impl Plan {
             let mut events = Vec::new();
             for _ in 0..book_now {
                 let n = appts.len();
-                let starts = rng.gen_range(2 * 24 * 60..6 * 24 * 60);
+                let starts = rng.random_range(2 * 24 * 60..6 * 24 * 60);
                 let reference = format!("cita-c{n}");
                 seq += 1;
                 events.push(PlannedEvent {
@@ -165,10 +165,10 @@ impl Plan {
                 if live.is_empty() {
                     break;
                 }
-                let a = &mut appts[live[rng.gen_range(0..live.len())]];
+                let a = &mut appts[live[rng.random_range(0..live.len())]];
                 seq += 1;
                 if reschedule {
-                    a.starts_in_min += rng.gen_range(30..24 * 60);
+                    a.starts_in_min += rng.random_range(30..24 * 60);
                     a.version += 1;
                     events.push(PlannedEvent {
                         event_id: format!("chaos-{seq}"),
@@ -196,26 +196,26 @@ impl Plan {
             let repeats = if all_events.is_empty() {
                 0
             } else {
-                rng.gen_range(0..=3usize)
+                rng.random_range(0..=3usize)
             };
             all_events.extend(events.iter().cloned());
             for _ in 0..repeats {
-                let e = all_events[rng.gen_range(0..all_events.len())].clone();
+                let e = all_events[rng.random_range(0..all_events.len())].clone();
                 events.push(e);
             }
             let ending = if w < random_waves {
-                Ending::KillAfterMs(rng.gen_range(100..1500))
+                Ending::KillAfterMs(rng.random_range(100..1500))
             } else if w < random_waves + STEPS.len() {
                 let step = STEPS[w - random_waves];
-                Ending::Failpoint(format!("{step}:{}", rng.gen_range(1..=3)))
+                Ending::Failpoint(format!("{step}:{}", rng.random_range(1..=3)))
             } else if w == random_waves + STEPS.len() {
                 Ending::StoreFaults {
-                    spec: format!("store_begin:{}:busy:3", rng.gen_range(2..=8)),
+                    spec: format!("store_begin:{}:busy:3", rng.random_range(2..=8)),
                     run_ms: 2500,
                 }
             } else {
                 Ending::StoreFaults {
-                    spec: format!("store_commit:{}:error", rng.gen_range(2..=8)),
+                    spec: format!("store_commit:{}:error", rng.random_range(2..=8)),
                     run_ms: 2500,
                 }
             };
