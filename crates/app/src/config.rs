@@ -34,6 +34,8 @@ pub enum ConfigError {
     ReadTemplates { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Templates(#[from] TemplateError),
+    #[error("storage.group {group:?}: {reason}")]
+    UnknownGroup { group: String, reason: String },
     #[error("environment variable {var} (named by {field}) is not set")]
     MissingSecret { var: String, field: String },
 }
@@ -350,6 +352,25 @@ impl Config {
 
     pub fn operator(&self, name: &str) -> Option<&Operator> {
         self.operators.iter().find(|o| o.name == name)
+    }
+
+    /// The gid of `[storage] group`, looked up in the system's group
+    /// database.
+    pub fn storage_gid(&self) -> Result<Option<u32>, ConfigError> {
+        let Some(name) = &self.storage.group else {
+            return Ok(None);
+        };
+        match nix::unistd::Group::from_name(name) {
+            Ok(Some(g)) => Ok(Some(g.gid.as_raw())),
+            Ok(None) => Err(ConfigError::UnknownGroup {
+                group: name.clone(),
+                reason: "no such group on this system".into(),
+            }),
+            Err(e) => Err(ConfigError::UnknownGroup {
+                group: name.clone(),
+                reason: e.to_string(),
+            }),
+        }
     }
 }
 
