@@ -120,8 +120,12 @@ impl Ctx {
     }
 
     fn open(&self, create: bool) -> anyhow::Result<Store> {
-        let opts = OpenOptions { create, group: self.gid };
-        let store = Store::open_with(&self.db, &opts).with_context(|| format!("opening ledger {}", self.db.display()))?;
+        let opts = OpenOptions {
+            create,
+            group: self.gid,
+        };
+        let store =
+            Store::open_with(&self.db, &opts).with_context(|| format!("opening ledger {}", self.db.display()))?;
         if let Some(mode) = crate::store::files::readable_by_others(&self.db) {
             tracing::warn!(
                 "ledger {} is readable by every account on this host (mode {mode:o}): it holds names and phones; \

@@ -217,10 +217,7 @@ fn print_outcome(
             "{}",
             fill(
                 t.cli_resend_acknowledged,
-                &[
-                    ("operator", &inert(op_name)),
-                    ("action", &report.action_id.to_string())
-                ],
+                &[("operator", &inert(op_name)), ("action", &report.action_id.to_string())],
             )
         );
     }

@@ -235,7 +235,9 @@ fn keyword_clash(cfg: &InboundConfig) -> Result<(), (&'static str, String)> {
                 Some((other, first)) if *other != list => {
                     return Err((
                         list,
-                        format!("{w:?} is also in inbound.{other} (as {first:?}); a reply word may mean only one thing"),
+                        format!(
+                            "{w:?} is also in inbound.{other} (as {first:?}); a reply word may mean only one thing"
+                        ),
                     ));
                 }
                 _ => {
@@ -291,7 +293,9 @@ impl Config {
                 "concurrency and batch_size must be at least 1".into(),
             ));
         }
-        self.server.validate().map_err(|(f, m)| invalid(&format!("server.{f}"), m))?;
+        self.server
+            .validate()
+            .map_err(|(f, m)| invalid(&format!("server.{f}"), m))?;
         self.validate_people().map_err(|(f, m)| invalid(&f, m))?;
         keyword_clash(&self.inbound).map_err(|(f, m)| invalid(&format!("inbound.{f}"), m))?;
         Ok(())
@@ -413,7 +417,10 @@ mod tests {
     fn contradictions_are_refused_with_the_field() {
         let bad = [
             ("[inbound]\nconfirm = [\"SI\"]\nopt_out = [\"si\"]\n", "inbound.opt_out"),
-            ("[inbound]\nconfirm = [\"sí\"]\nreschedule = [\"SI\"]\n", "inbound.reschedule"),
+            (
+                "[inbound]\nconfirm = [\"sí\"]\nreschedule = [\"SI\"]\n",
+                "inbound.reschedule",
+            ),
             (
                 "[[operator]]\nname = \"ana\"\nrole = \"supervisor\"\n[[operator]]\nname = \"ana\"\nrole = \"front_desk\"\n",
                 "defined twice",
@@ -424,7 +431,10 @@ mod tests {
             ),
             ("[server]\nbody_limit_bytes = 0\n", "server.body_limit_bytes"),
             ("[server]\nmax_connections = 0\n", "server.max_connections"),
-            ("[server]\nbodies_in_flight_bytes = 10\n", "server.bodies_in_flight_bytes"),
+            (
+                "[server]\nbodies_in_flight_bytes = 10\n",
+                "server.bodies_in_flight_bytes",
+            ),
             ("[policy]\nbackoff_seconds = []\n", "policy.backoff_seconds"),
             ("[storage]\ngroup = \"\"\n", "storage.group"),
         ];

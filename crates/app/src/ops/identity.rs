@@ -34,9 +34,7 @@ pub enum IdentityError {
     UnknownOperator { name: String, known: String },
     #[error("--operator is required: say who is acting (known: {known})")]
     FlagRequired { known: String },
-    #[error(
-        "the OS account {account:?} is not any operator's os_user in the config; ask the administrator to add it"
-    )]
+    #[error("the OS account {account:?} is not any operator's os_user in the config; ask the administrator to add it")]
     UnmappedAccount { account: String },
     #[error(
         "--operator {requested:?} is not you: the OS account {account:?} is operator {actual:?} \
@@ -58,7 +56,9 @@ pub fn current_account() -> Result<String, IdentityError> {
     let uid = nix::unistd::Uid::current();
     match nix::unistd::User::from_uid(uid) {
         Ok(Some(u)) => Ok(u.name),
-        Ok(None) => Err(IdentityError::NoAccount(format!("uid {uid} has no entry in the user database"))),
+        Ok(None) => Err(IdentityError::NoAccount(format!(
+            "uid {uid} has no entry in the user database"
+        ))),
         Err(e) => Err(IdentityError::NoAccount(e.to_string())),
     }
 }
@@ -75,10 +75,13 @@ pub fn resolve(config: &Config, flag: Option<&str>, account: &str) -> Result<Ide
             .join(", ")
     };
     let by_name = |name: &str| {
-        config.operator(name).cloned().ok_or_else(|| IdentityError::UnknownOperator {
-            name: name.to_string(),
-            known: known(),
-        })
+        config
+            .operator(name)
+            .cloned()
+            .ok_or_else(|| IdentityError::UnknownOperator {
+                name: name.to_string(),
+                known: known(),
+            })
     };
     let identity = |operator: Operator, verified: bool| Identity {
         operator,
@@ -89,10 +92,7 @@ pub fn resolve(config: &Config, flag: Option<&str>, account: &str) -> Result<Ide
         let name = flag.ok_or_else(|| IdentityError::FlagRequired { known: known() })?;
         return Ok(identity(by_name(name)?, false));
     }
-    let mapped = config
-        .operators
-        .iter()
-        .find(|o| o.os_user.as_deref() == Some(account));
+    let mapped = config.operators.iter().find(|o| o.os_user.as_deref() == Some(account));
     match (flag, mapped) {
         (None, Some(op)) => Ok(identity(op.clone(), true)),
         (None, None) => Err(IdentityError::UnmappedAccount {

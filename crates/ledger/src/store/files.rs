@@ -17,7 +17,11 @@ pub fn private_mode(group: Option<u32>) -> u32 {
 /// [`private_mode`], owned by `group` when given. Fails if it exists.
 pub fn create_private(path: &Path, group: Option<u32>) -> io::Result<()> {
     let mode = private_mode(group);
-    let file = fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path)?;
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
     share(&file, path, group, mode)
 }
 
@@ -79,11 +83,14 @@ pub fn readable_by_others(db: &Path) -> Option<u32> {
 }
 
 /// Why this process cannot write the file, if it cannot (permissions, a
-/// read-only mount). Opening for writing changes nothing.
+/// read-only mount). Asks `access(2)` and never opens the file: closing
+/// any descriptor of the database drops every POSIX lock this process's
+/// SQLite connections hold on it (SQLite's documented pitfall), and
+/// another process could then delete the WAL under them.
 pub fn unwritable_reason(path: &Path) -> Option<String> {
-    match fs::OpenOptions::new().write(true).open(path) {
-        Ok(_) => None,
-        Err(e) => Some(format!("cannot open it for writing: {e}")),
+    match nix::unistd::access(path, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => None,
+        Err(e) => Some(format!("cannot write it: {}", std::io::Error::from(e))),
     }
 }
 

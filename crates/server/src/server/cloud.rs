@@ -79,7 +79,10 @@ pub async fn verify_subscription(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let Some(expected) = state.secrets().cloud_verify_token.clone() else {
-        return Err(state.not_configured("cloud_verify", "verify token is not configured (see server.cloud_verify_token_env)".into()));
+        return Err(state.not_configured(
+            "cloud_verify",
+            "verify token is not configured (see server.cloud_verify_token_env)".into(),
+        ));
     };
     let mode = q.get("hub.mode").map(String::as_str);
     let token = q.get("hub.verify_token").map(String::as_str).unwrap_or("");

@@ -3,12 +3,15 @@
 //! the lease), `503` with the reason otherwise (read-only, disk full, a
 //! failed write not yet followed by a good one).
 //!
-//! The check is a real one-row write on a dedicated connection whose busy
-//! timeout is short, so the answer comes within about 100 ms even while
-//! another process holds the write lock; its verdict is reused for a
-//! second, so a flood of health checks is not a flood of writes. Writes
-//! by the rest of the server (rejection flushes, the status sweep) report
-//! here too, so "the last write" is known between checks.
+//! Every write of the server reports here (requests that store, rejection
+//! flushes, status sweeps). A failed one (disk full, I/O error) makes the
+//! check 503 until a write of the same kind succeeds: the probe below is a
+//! single row and may fit where a real request does not, so it never
+//! clears such a failure. Otherwise the check is that probe, a real
+//! one-row write on a dedicated connection whose busy timeout is short,
+//! so the answer comes within about 100 ms even while another process
+//! holds the write lock; its verdict is reused for a second, so a flood of
+//! health checks is not a flood of writes.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -48,7 +51,9 @@ struct WriteState {
 pub enum Verdict {
     Ok,
     /// Another process holds the write lock; this one wrote recently.
-    Busy { last_write_ms: u128 },
+    Busy {
+        last_write_ms: u128,
+    },
     Unhealthy(String),
 }
 
@@ -65,7 +70,25 @@ impl Health {
     pub fn write_ok(&self) {
         if let Ok(mut s) = self.state.lock() {
             s.last_ok = Some(Instant::now());
-            s.failure = None;
+            if s.failure.take().is_some() {
+                s.verdict = None;
+            }
+        }
+    }
+
+    /// The probe's write committed: the ledger takes writes, but a failure
+    /// of a real write stands (see the module doc).
+    fn probe_ok(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.last_ok = Some(Instant::now());
+        }
+    }
+
+    /// A request's write failed with `why`.
+    pub fn write_failed_msg(&self, why: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.failure = Some(why.to_string());
+            s.verdict = None;
         }
     }
 
@@ -83,11 +106,15 @@ impl Health {
 
     /// Probes the ledger (blocking: call off the async runtime).
     pub fn check(&self, state: &AppState) -> Verdict {
-        if let Ok(s) = self.state.lock()
-            && let Some((at, v)) = &s.verdict
-            && at.elapsed() < REUSE
-        {
-            return v.clone();
+        if let Ok(s) = self.state.lock() {
+            if let Some(f) = &s.failure {
+                return Verdict::Unhealthy(format!("the last write failed and none has succeeded since: {f}"));
+            }
+            if let Some((at, v)) = &s.verdict
+                && at.elapsed() < REUSE
+            {
+                return v.clone();
+            }
         }
         // One probe at a time; a concurrent check answers from what is known.
         let verdict = match self.probe.try_lock() {
@@ -116,7 +143,7 @@ impl Health {
         let now = Utc::now().timestamp_millis();
         match store.write(|tx| tx.set_counter(PROBE_COUNTER, now)) {
             Ok(()) => {
-                self.write_ok();
+                self.probe_ok();
                 Verdict::Ok
             }
             Err(e) if e.is_busy() => self.judge_busy(),

@@ -80,7 +80,10 @@ pub async fn read_bodies(State(state): State<AppState>, req: Request, next: Next
         return closing(too_large(limits.limit));
     }
     // Without a declared length the body may use the whole limit.
-    let share = declared.map(|n| n as usize).unwrap_or(limits.limit).clamp(1, limits.limit) as u32;
+    let share = declared
+        .map(|n| n as usize)
+        .unwrap_or(limits.limit)
+        .clamp(1, limits.limit) as u32;
     let Ok(permit) = limits.budget.clone().try_acquire_many_owned(share) else {
         state.rejections().add(source, "busy");
         let mut res = ApiError::new(
@@ -89,7 +92,8 @@ pub async fn read_bodies(State(state): State<AppState>, req: Request, next: Next
         )
         .quiet()
         .into_response();
-        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return closing(res);
     };
     let (parts, body) = req.into_parts();
@@ -122,6 +126,12 @@ pub async fn read_bodies(State(state): State<AppState>, req: Request, next: Next
     };
     let res = next.run(Request::from_parts(parts, Body::from(bytes))).await;
     drop(permit);
+    // What the request did to the ledger is what /healthz reports.
+    if let Some(super::LedgerWriteFailed(why)) = res.extensions().get::<super::LedgerWriteFailed>() {
+        state.health().write_failed_msg(why);
+    } else if res.status().is_success() {
+        state.health().write_ok();
+    }
     res
 }
 

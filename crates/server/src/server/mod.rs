@@ -291,7 +291,14 @@ pub struct ApiError {
     pub message: String,
     /// Already logged (or expected): not logged again as a failed request.
     quiet: bool,
+    /// A ledger write failed (not a busy wait): `/healthz` reports it.
+    ledger_failure: bool,
 }
+
+/// Marks a response whose request failed to write the ledger (read by the
+/// body layer, which tells [`health::Health`]).
+#[derive(Debug, Clone)]
+pub struct LedgerWriteFailed(pub String);
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
@@ -299,6 +306,7 @@ impl ApiError {
             status,
             message: message.into(),
             quiet: false,
+            ledger_failure: false,
         }
     }
     /// Not logged when answered (see [`AppState::not_configured`]).
@@ -314,7 +322,9 @@ impl ApiError {
         if e.is_busy() {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("ledger busy, retry: {e}"))
         } else {
-            ApiError::internal(format!("ledger error: {e}"))
+            let mut err = ApiError::internal(format!("ledger error: {e}"));
+            err.ledger_failure = true;
+            err
         }
     }
 }
@@ -330,7 +340,12 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() && !self.quiet {
             tracing::error!(status = %self.status, error = %self.message, "request failed");
         }
-        (self.status, Json(json!({ "error": self.message }))).into_response()
+        let failure = self.ledger_failure.then(|| LedgerWriteFailed(self.message.clone()));
+        let mut res = (self.status, Json(json!({ "error": self.message }))).into_response();
+        if let Some(f) = failure {
+            res.extensions_mut().insert(f);
+        }
+        res
     }
 }
 
@@ -457,6 +472,8 @@ async fn sweep_loop(state: AppState, mut stop: tokio::sync::watch::Receiver<bool
             .blocking(|state, store| {
                 let r = store.write(|tx| tx.sweep_pending_statuses(1_000, Utc::now()));
                 match &r {
+                    // An empty sweep commits nothing: no evidence either way.
+                    Ok(0) => {}
                     Ok(_) => state.health().write_ok(),
                     Err(e) => state.health().write_failed(e),
                 }
