@@ -92,11 +92,11 @@ fn skip_invalid_stores_the_valid_rows_and_writes_the_rejected_ones_aside() {
         .collect();
     assert_eq!(refs, ["cita-3001", "cita-3006"]);
 
-    // Default rejects path: FILE.rejected.
+    // Default rejects path: NAME.rejected.EXT, importable as it is.
     let db2 = dir.path().join("l2.db");
     let o = run(&db2, &["import", file.to_str().unwrap(), "--skip-invalid"]);
     assert!(!o.status.success());
-    assert!(dir.path().join("bad.jsonl.rejected").exists(), "{}", stderr(&o));
+    assert!(dir.path().join("bad.rejected.jsonl").exists(), "{}", stderr(&o));
 }
 
 #[test]

@@ -45,9 +45,10 @@ pub struct ReprocessArgs {
     /// Show what would happen, change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Who runs it (must be an operator in the configuration).
+    /// Who runs it (an operator in the configuration; with operators
+    /// mapped to OS accounts, the account decides and this may be left out).
     #[arg(long)]
-    pub operator: String,
+    pub operator: Option<String>,
     /// Why (recorded with the operator action).
     #[arg(long)]
     pub reason: String,
@@ -108,8 +109,9 @@ async fn shutdown_signal() {
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
-    // Open once up front so a bad path or schema fails before we announce.
-    drop(ctx.open_store()?);
+    // Open once up front so a bad path or schema, a damaged or read-only
+    // ledger fails before we announce.
+    drop(ctx.open_serviceable(true)?);
     let settings = Settings::from_config(&ctx.config);
     eprintln!(
         "unavez serve: dispatcher and reconciler on {} (channel {}, owner {}); Ctrl-C or SIGTERM stops gracefully",
@@ -168,7 +170,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
 pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
-    let db = Db::from_store(ctx.open_store()?);
+    let db = Db::from_store(ctx.open_existing()?);
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;
     let (d, r) = rt.block_on(async {
@@ -200,14 +202,9 @@ fn reconciled_line(r: &dispatch::ReconcileReport) -> String {
 }
 
 pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
-    let op = ctx.config.operator(&args.operator).with_context(|| {
-        let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
-        format!(
-            "unknown operator {:?} (configured: {})",
-            args.operator,
-            known.join(", ")
-        )
-    })?;
+    let op = ctx
+        .identity(args.operator.as_deref(), crate::ops::OpKind::Reprocess.as_str())?
+        .operator;
     let req = reprocess::Request {
         day: args.day.clone(),
         states: args.states.clone(),
@@ -223,7 +220,7 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     } else {
         channel_from_config(&ctx.config)?
     };
-    let db = Db::from_store(ctx.open_store()?);
+    let db = Db::from_store(ctx.open_existing()?);
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;
     let report = rt.block_on(reprocess::run(&db, &settings, &channel, &req))?;

@@ -156,7 +156,7 @@ fn closed_pipe(e: std::io::Error) -> anyhow::Result<ExitCode> {
 }
 
 pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
-    let mut store = ctx.open_store()?;
+    let mut store = ctx.open_existing()?;
     let tz = ctx.config.tz();
     match c {
         CommitmentsCmd::List { limit, offset, json } => {
@@ -296,7 +296,7 @@ fn show_commitment(
 }
 
 pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
-    let mut store = ctx.open_store()?;
+    let mut store = ctx.open_existing()?;
     let tz = ctx.config.tz();
     match c {
         IntentsCmd::List {

@@ -16,8 +16,9 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
+use crate::ops::identity::{self, Identity, IdentityError};
 use crate::planner::Planner;
-use crate::store::Store;
+use crate::store::{OpenOptions, Store};
 use crate::templates::Templates;
 
 #[derive(Debug, Parser)]
@@ -84,6 +85,8 @@ pub struct Ctx {
     pub config: Config,
     pub db: PathBuf,
     pub templates: Templates,
+    /// `[storage] group`, resolved: new ledger files are shared with it.
+    pub gid: Option<u32>,
 }
 
 impl Ctx {
@@ -94,11 +97,71 @@ impl Ctx {
         };
         let templates = config.load_templates()?;
         let db = cli.db.clone().unwrap_or_else(|| config.database.clone());
-        Ok(Ctx { config, db, templates })
+        let gid = config.storage_gid()?;
+        Ok(Ctx {
+            config,
+            db,
+            templates,
+            gid,
+        })
     }
 
+    /// Opens the ledger, creating it (private, see `store::files`) if the
+    /// file does not exist: for the commands that make one (`init`,
+    /// `import`, `serve`).
     pub fn open_store(&self) -> anyhow::Result<Store> {
-        Store::open(&self.db).with_context(|| format!("opening ledger {}", self.db.display()))
+        self.open(true)
+    }
+
+    /// Opens an existing ledger; a missing file is an error naming the
+    /// path, never a new empty database (a mistyped `--db`).
+    pub fn open_existing(&self) -> anyhow::Result<Store> {
+        self.open(false)
+    }
+
+    fn open(&self, create: bool) -> anyhow::Result<Store> {
+        let opts = OpenOptions {
+            create,
+            group: self.gid,
+        };
+        let store =
+            Store::open_with(&self.db, &opts).with_context(|| format!("opening ledger {}", self.db.display()))?;
+        if let Some(mode) = crate::store::files::readable_by_others(&self.db) {
+            tracing::warn!(
+                "ledger {} is readable by every account on this host (mode {mode:o}): it holds names and phones; \
+                 chmod 600 it (or 660 with [storage] group)",
+                self.db.display()
+            );
+        }
+        Ok(store)
+    }
+
+    /// [`Ctx::open_store`] or [`Ctx::open_existing`] for a long-running
+    /// process (`serve`, `tui`): refused on a ledger that fails
+    /// `PRAGMA quick_check` or that this account cannot write.
+    pub fn open_serviceable(&self, create: bool) -> anyhow::Result<Store> {
+        let store = self.open(create)?;
+        store.check_serviceable()?;
+        Ok(store)
+    }
+
+    /// Who is acting (see `ops::identity`). A refusal is recorded in the
+    /// ledger's operator actions (when the ledger opens) and returned.
+    pub fn identity(&self, flag: Option<&str>, action: &str) -> Result<Identity, IdentityError> {
+        let account = identity::current_account()?;
+        let err = match identity::resolve(&self.config, flag, &account) {
+            Ok(id) => return Ok(id),
+            // A name that is not configured is a typo, not a refusal.
+            Err(e @ (IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. })) => return Err(e),
+            Err(e) => e,
+        };
+        let recorded = self.open_existing().ok().map(|mut store| {
+            store.write(|tx| identity::record_refusal(tx, &account, flag, action, &err, chrono::Utc::now()))
+        });
+        if let Some(Err(e)) = recorded {
+            tracing::warn!(error = %e, "could not record the refused identity");
+        }
+        Err(err)
     }
 
     pub fn planner(&self) -> Planner<'_> {
@@ -143,11 +206,15 @@ where
 /// Logs go to stderr (never to the console's screen), filtered by
 /// `RUST_LOG`; interactive commands stay quiet unless asked.
 fn init_tracing(interactive: bool) {
+    use std::io::IsTerminal as _;
     let default = if interactive { "off" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour codes only for a person at a terminal, never in a journal or
+    // a log file.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

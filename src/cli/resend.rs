@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::Ctx;
 use crate::domain::text::inert;
 use crate::i18n::{Strings, fill, strings};
+use crate::ops::IdentityError;
 use crate::ops::{self, Actor, OpKind, OpOutcome, OpReport, OpsError, Refusal, ResendEvidence, ResendGuard};
 use crate::store::StoreError;
 
@@ -21,9 +22,11 @@ pub struct ResendArgs {
     /// Idempotency key (or numeric id) of the message to send again: the
     /// original or any of its earlier resends.
     pub key: String,
-    /// Who authorizes: an `[[operator]]` of the config with the supervisor role.
+    /// Who authorizes: an `[[operator]]` of the config with the supervisor
+    /// role. With operators mapped to OS accounts, the account decides and
+    /// this may be left out.
     #[arg(long)]
-    pub operator: String,
+    pub operator: Option<String>,
     /// Why (mandatory; recorded with the action).
     #[arg(long)]
     pub reason: String,
@@ -67,14 +70,16 @@ struct Ref<'a> {
 
 pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
     let t = strings(ctx.config.language);
-    let Some(op) = ctx.config.operator(&a.operator) else {
-        let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
-        eprintln!(
-            "error: --operator: unknown operator \"{}\"; add it as [[operator]] in the config (known: {})",
-            inert(&a.operator),
-            inert(&known.join(", "))
-        );
-        return Ok(ExitCode::from(EXIT_BAD_INPUT));
+    let op = match ctx.identity(a.operator.as_deref(), OpKind::AuthorizeResend.as_str()) {
+        Ok(id) => id.operator,
+        Err(e @ (IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. })) => {
+            eprintln!("error: {}", inert(&e.to_string()));
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
+        Err(e) => {
+            eprintln!("error: {}", inert(&e.to_string()));
+            return Ok(ExitCode::from(EXIT_REFUSED));
+        }
     };
     if a.reason.trim().is_empty() {
         eprintln!("error: --reason: a reason is required to authorize a resend");
@@ -91,7 +96,7 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
         );
         return refused_by_role(a.json, message);
     }
-    let mut store = ctx.open_store()?;
+    let mut store = ctx.open_existing()?;
     let id = match store.read(|tx| tx.find_intention(&a.key)) {
         Ok(row) => row.id,
         Err(StoreError::NoIntention(_)) => {
@@ -109,7 +114,7 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
         let report = ops::authorize_resend(tx, &actor, id, &a.reason, guard, tz, now)?;
         Ok((evidence, report))
     })?;
-    print_outcome(t, ctx, &a, &evidence, &report)
+    print_outcome(t, ctx, &a, &op.name, &evidence, &report)
 }
 
 fn refused_by_role(json: bool, message: String) -> anyhow::Result<ExitCode> {
@@ -136,6 +141,7 @@ fn print_outcome(
     t: &Strings,
     ctx: &Ctx,
     a: &ResendArgs,
+    op_name: &str,
     evidence: &ResendEvidence,
     report: &OpReport,
 ) -> anyhow::Result<ExitCode> {
@@ -211,10 +217,7 @@ fn print_outcome(
             "{}",
             fill(
                 t.cli_resend_acknowledged,
-                &[
-                    ("operator", &inert(&a.operator)),
-                    ("action", &report.action_id.to_string())
-                ],
+                &[("operator", &inert(op_name)), ("action", &report.action_id.to_string())],
             )
         );
     }

@@ -16,9 +16,11 @@ use crate::tui::{ConsoleOptions, run};
 
 #[derive(Debug, clap::Args)]
 pub struct TuiArgs {
-    /// Who is at the keyboard; must be an `[[operator]]` of the config.
+    /// Who is at the keyboard: an `[[operator]]` of the config. With
+    /// operators mapped to OS accounts, the account decides and this may be
+    /// left out.
     #[arg(long)]
-    pub operator: String,
+    pub operator: Option<String>,
     /// Hide and refuse every action (for wall screens and audits).
     #[arg(long)]
     pub read_only: bool,
@@ -44,17 +46,12 @@ pub struct DemoArgs {
 }
 
 pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
-    let Some(op) = ctx.config.operator(&a.operator) else {
-        let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
-        bail!(
-            "unknown operator {:?}: add it as [[operator]] in the config (known: {})",
-            a.operator,
-            known.join(", ")
-        );
-    };
-    // Open once here so a bad path or a too-new schema is reported before
-    // the terminal switches to the alternate screen.
-    drop(ctx.open_store()?);
+    let identity = ctx.identity(a.operator.as_deref(), "console")?;
+    let op = &identity.operator;
+    // Open once here so a bad path, a too-new schema, a damaged or
+    // read-only ledger is reported before the terminal switches to the
+    // alternate screen.
+    drop(ctx.open_serviceable(false)?);
     let (background, error) = if a.no_dispatch || !ctx.config.dispatcher.embedded {
         (None, None)
     } else {
@@ -96,6 +93,7 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
         db: ctx.db.clone(),
         operator: op.name.clone(),
         role: op.role,
+        identity_verified: identity.verified,
         read_only: a.read_only,
         refresh: Duration::from_secs(2),
         dispatcher_running: running,
@@ -187,6 +185,8 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
             db: db.clone(),
             operator: op,
             role: Role::Supervisor,
+            // The demo is a single-user installation.
+            identity_verified: false,
             read_only: false,
             refresh: Duration::from_secs(1),
             dispatcher_running: Some(true),

@@ -33,6 +33,9 @@ pub struct Harness {
     pub client: reqwest::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     handle: Option<ServerHandle>,
+    /// The server's state: rejections are counted in memory and flushed
+    /// in batches, so `counter` stores them first.
+    state: AppState,
 }
 
 impl Harness {
@@ -59,7 +62,7 @@ impl Harness {
         let state = AppState::new(config.clone(), Templates::embedded(), db.clone(), secrets).unwrap();
         let listener = server::bind("127.0.0.1:0").await.unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = server::spawn(state, listener, async move {
+        let handle = server::spawn(state.clone(), listener, async move {
             let _ = rx.await;
         })
         .unwrap();
@@ -76,6 +79,7 @@ impl Harness {
             client,
             stop: Some(tx),
             handle: Some(handle),
+            state,
         }
     }
 
@@ -205,6 +209,7 @@ impl Harness {
 
     pub fn counter(&self, name: &str) -> i64 {
         let mut store = self.store();
+        self.state.store_rejections(&mut store).unwrap();
         store.read(|tx| tx.counter(name)).unwrap()
     }
 

@@ -34,6 +34,8 @@ pub enum ConfigError {
     ReadTemplates { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Templates(#[from] TemplateError),
+    #[error("storage.group {group:?}: {reason}")]
+    UnknownGroup { group: String, reason: String },
     #[error("environment variable {var} (named by {field}) is not set")]
     MissingSecret { var: String, field: String },
 }
@@ -61,9 +63,13 @@ pub struct Config {
     pub channel: ChannelConfig,
     pub dispatcher: DispatcherConfig,
     pub server: ServerConfig,
+    pub storage: StorageConfig,
     pub inbound: InboundConfig,
     #[serde(rename = "operator")]
     pub operators: Vec<Operator>,
+    /// With operators mapped to OS accounts, still accept `--operator`
+    /// naming someone else (a shared kiosk account); recorded as such.
+    pub allow_operator_flag: bool,
 }
 
 impl Default for Config {
@@ -77,23 +83,38 @@ impl Default for Config {
             channel: ChannelConfig::default(),
             dispatcher: DispatcherConfig::default(),
             server: ServerConfig::default(),
+            storage: StorageConfig::default(),
             inbound: InboundConfig::default(),
             operators: vec![
                 Operator {
                     name: "recepcion".into(),
                     role: Role::FrontDesk,
+                    os_user: None,
                 },
                 Operator {
                     name: "supervisora".into(),
                     role: Role::Supervisor,
+                    os_user: None,
                 },
                 Operator {
                     name: "tecnico".into(),
                     role: Role::Technician,
+                    os_user: None,
                 },
             ],
+            allow_operator_flag: false,
         }
     }
+}
+
+/// `[storage]`: who may read the ledger's files.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// A Unix group that shares the ledger (the service and the staff's
+    /// accounts): new files get mode 0660 and this group. Without one,
+    /// 0600 (only the account that created them).
+    pub group: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -127,7 +148,20 @@ impl Default for DispatcherConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     pub listen: String,
+    /// The largest request body accepted (413 above).
     pub body_limit_bytes: usize,
+    /// From a connection's start (or, on a kept-alive connection, the
+    /// first byte of the next request) to the end of the headers.
+    pub header_read_timeout_ms: u64,
+    /// To read a whole request body, in total: a trickling body is cut too.
+    pub body_read_timeout_ms: u64,
+    /// How long a kept-alive connection may wait for its next request.
+    pub idle_timeout_ms: u64,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// Request body bytes held in memory at once, over all connections
+    /// (503 with Retry-After beyond).
+    pub bodies_in_flight_bytes: usize,
     /// Cloud API app secret (HMAC of webhook bodies), by env var name.
     pub cloud_app_secret_env: String,
     /// Cloud API webhook verification token, by env var name.
@@ -143,12 +177,76 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: "127.0.0.1:8089".into(),
             body_limit_bytes: 2 * 1024 * 1024,
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+            max_connections: 1024,
+            bodies_in_flight_bytes: 64 * 1024 * 1024,
             cloud_app_secret_env: "UNAVEZ_CLOUD_APP_SECRET".into(),
             cloud_verify_token_env: "UNAVEZ_CLOUD_VERIFY_TOKEN".into(),
             motor_webhook_secret_env: "UNAVEZ_MOTOR_WEBHOOK_SECRET".into(),
             ingest_token_env: "UNAVEZ_INGEST_TOKEN".into(),
         }
     }
+}
+
+impl ServerConfig {
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        let positive = [
+            ("body_limit_bytes", self.body_limit_bytes as u64),
+            ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("body_read_timeout_ms", self.body_read_timeout_ms),
+            ("idle_timeout_ms", self.idle_timeout_ms),
+            ("max_connections", self.max_connections as u64),
+        ];
+        for (field, v) in positive {
+            if v == 0 {
+                return Err((field, "must be greater than 0".into()));
+            }
+        }
+        if self.bodies_in_flight_bytes < self.body_limit_bytes {
+            return Err((
+                "bodies_in_flight_bytes",
+                format!(
+                    "{} is smaller than body_limit_bytes ({}): no body of the largest allowed size could be read",
+                    self.bodies_in_flight_bytes, self.body_limit_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A reply word in two keyword lists would mean two things at once (a
+/// "SI" that confirms and opts out); compared as the classifier compares
+/// replies (case and accents folded).
+fn keyword_clash(cfg: &InboundConfig) -> Result<(), (&'static str, String)> {
+    use crate::domain::inbound::normalize;
+    let lists = [
+        ("confirm", &cfg.confirm),
+        ("opt_out", &cfg.opt_out),
+        ("reschedule", &cfg.reschedule),
+    ];
+    let mut seen: std::collections::HashMap<String, (&str, &str)> = std::collections::HashMap::new();
+    for (list, words) in lists {
+        for w in words.iter() {
+            let key = normalize(w);
+            match seen.get(&key) {
+                Some((other, first)) if *other != list => {
+                    return Err((
+                        list,
+                        format!(
+                            "{w:?} is also in inbound.{other} (as {first:?}); a reply word may mean only one thing"
+                        ),
+                    ));
+                }
+                _ => {
+                    seen.insert(key, (list, w));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Config {
@@ -195,7 +293,47 @@ impl Config {
                 "concurrency and batch_size must be at least 1".into(),
             ));
         }
+        self.server
+            .validate()
+            .map_err(|(f, m)| invalid(&format!("server.{f}"), m))?;
+        self.validate_people().map_err(|(f, m)| invalid(&f, m))?;
+        keyword_clash(&self.inbound).map_err(|(f, m)| invalid(&format!("inbound.{f}"), m))?;
         Ok(())
+    }
+
+    /// Operator names and OS accounts name one person each.
+    fn validate_people(&self) -> Result<(), (String, String)> {
+        let mut names = std::collections::HashSet::new();
+        let mut users = std::collections::HashMap::new();
+        for o in &self.operators {
+            if o.name.trim().is_empty() {
+                return Err(("operator.name".into(), "an operator needs a name".into()));
+            }
+            if !names.insert(o.name.as_str()) {
+                return Err((
+                    "operator.name".into(),
+                    format!("operator {:?} is defined twice", o.name),
+                ));
+            }
+            if let Some(u) = &o.os_user
+                && let Some(first) = users.insert(u.as_str(), o.name.as_str())
+            {
+                return Err((
+                    "operator.os_user".into(),
+                    format!("OS account {u:?} is given to both {first:?} and {:?}", o.name),
+                ));
+            }
+        }
+        if self.storage.group.as_deref().is_some_and(|g| g.trim().is_empty()) {
+            return Err(("storage.group".into(), "an empty group name; remove the setting".into()));
+        }
+        Ok(())
+    }
+
+    /// Whether operators are mapped to OS accounts (identity verified);
+    /// without any mapping the installation is single-user.
+    pub fn identity_verified(&self) -> bool {
+        self.operators.iter().any(|o| o.os_user.is_some())
     }
 
     /// The configured time zone (validated at load).
@@ -218,6 +356,25 @@ impl Config {
 
     pub fn operator(&self, name: &str) -> Option<&Operator> {
         self.operators.iter().find(|o| o.name == name)
+    }
+
+    /// The gid of `[storage] group`, looked up in the system's group
+    /// database.
+    pub fn storage_gid(&self) -> Result<Option<u32>, ConfigError> {
+        let Some(name) = &self.storage.group else {
+            return Ok(None);
+        };
+        match nix::unistd::Group::from_name(name) {
+            Ok(Some(g)) => Ok(Some(g.gid.as_raw())),
+            Ok(None) => Err(ConfigError::UnknownGroup {
+                group: name.clone(),
+                reason: "no such group on this system".into(),
+            }),
+            Err(e) => Err(ConfigError::UnknownGroup {
+                group: name.clone(),
+                reason: e.to_string(),
+            }),
+        }
     }
 }
 
@@ -254,6 +411,45 @@ mod tests {
         assert!(e.to_string().contains("policy.max_resends_per_day"), "{e}");
         let e = Config::parse("[policy]\nmax_resends_per_day = -1\n", Path::new("c.toml")).unwrap_err();
         assert!(e.to_string().starts_with("c.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn contradictions_are_refused_with_the_field() {
+        let bad = [
+            ("[inbound]\nconfirm = [\"SI\"]\nopt_out = [\"si\"]\n", "inbound.opt_out"),
+            (
+                "[inbound]\nconfirm = [\"sí\"]\nreschedule = [\"SI\"]\n",
+                "inbound.reschedule",
+            ),
+            (
+                "[[operator]]\nname = \"ana\"\nrole = \"supervisor\"\n[[operator]]\nname = \"ana\"\nrole = \"front_desk\"\n",
+                "defined twice",
+            ),
+            (
+                "[[operator]]\nname = \"ana\"\nrole = \"supervisor\"\nos_user = \"x\"\n[[operator]]\nname = \"bea\"\nrole = \"front_desk\"\nos_user = \"x\"\n",
+                "operator.os_user",
+            ),
+            ("[server]\nbody_limit_bytes = 0\n", "server.body_limit_bytes"),
+            ("[server]\nmax_connections = 0\n", "server.max_connections"),
+            (
+                "[server]\nbodies_in_flight_bytes = 10\n",
+                "server.bodies_in_flight_bytes",
+            ),
+            ("[policy]\nbackoff_seconds = []\n", "policy.backoff_seconds"),
+            ("[storage]\ngroup = \"\"\n", "storage.group"),
+        ];
+        for (text, want) in bad {
+            let e = Config::parse(text, Path::new("c.toml")).unwrap_err().to_string();
+            assert!(e.starts_with("c.toml: ") && e.contains(want), "{text}: {e}");
+        }
+        let ok = Config::parse(
+            "allow_operator_flag = true\n[storage]\ngroup = \"unavez\"\n[[operator]]\nname = \"ana\"\nrole = \"supervisor\"\nos_user = \"ana\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert!(ok.identity_verified() && ok.allow_operator_flag);
+        assert!(!Config::default().identity_verified());
+        assert_eq!(Config::default().server.header_read_timeout_ms, 10_000);
     }
 
     #[test]

@@ -11,13 +11,16 @@ use sha2::{Digest, Sha256};
 use super::{Row, RowError, row_errors};
 use crate::domain::event::{BookingEvent, FieldError};
 
-const COLUMNS: [&str; 7] = ["ref", "starts_at", "phone", "name", "service", "location", "status"];
+pub(crate) const COLUMNS: [&str; 7] = ["ref", "starts_at", "phone", "name", "service", "location", "status"];
 
 pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
     let mut rows = Vec::new();
     let mut errors = Vec::new();
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
+        // `#` lines are the reasons in a rejects file (a row cannot start
+        // with `#`: refs are letters, digits and `-_./`).
+        .comment(Some(b'#'))
         .trim(csv::Trim::All)
         .from_reader(text.as_bytes());
     let headers = match reader.headers() {
@@ -61,7 +64,7 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
+                let line = e.position().map(|p| physical_line(text, p)).unwrap_or(0);
                 errors.extend(row_errors(
                     file,
                     line,
@@ -74,8 +77,8 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
                 continue;
             }
         };
-        let line = record.position().map(|p| p.line() as usize).unwrap_or(0);
-        let raw = record.iter().collect::<Vec<_>>().join(",");
+        let line = record.position().map(|p| physical_line(text, p)).unwrap_or(0);
+        let raw = csv_line(&record);
         let get = |c: usize| index[c].and_then(|i| record.get(i)).unwrap_or("").to_string();
         let (reference, starts_at, phone, name, service, location, status) =
             (get(0), get(1), get(2), get(3), get(4), get(5), get(6));
@@ -155,6 +158,29 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
     (rows, errors)
 }
 
+/// The 1-based physical line of a record, counted from its byte offset:
+/// with CRLF endings the csv crate starts a record at the `\n` that ends
+/// the previous one and counts lines one short.
+fn physical_line(text: &str, p: &csv::Position) -> usize {
+    let bytes = text.as_bytes();
+    let mut at = (p.byte() as usize).min(bytes.len());
+    while at < bytes.len() && matches!(bytes[at], b'\r' | b'\n') {
+        at += 1;
+    }
+    bytes[..at].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+/// The record as one CSV line, quoted where needed, so a rejects file
+/// reads back as the same fields.
+fn csv_line(record: &csv::StringRecord) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    let _ = w.write_record(record);
+    let bytes = w.into_inner().unwrap_or_default();
+    String::from_utf8_lossy(&bytes).trim_end_matches('\n').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +233,15 @@ mod tests {
             "the same appointment is a duplicate"
         );
         assert!(rows[2].event.starts_at.is_some());
+    }
+
+    #[test]
+    fn crlf_files_report_physical_lines() {
+        let text = "ref,starts_at,phone,name,service,location,status\r\n\
+                    cita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana,X,Y,scheduled\r\n\
+                    cita-2,2026-12-01T10:30:00-05:00,987,Luis,X,Y,scheduled\r\n";
+        let (_, errors) = parse(text, "a.csv");
+        assert_eq!((errors[0].line, errors[0].field.as_str()), (3, "phone"), "{errors:?}");
     }
 
     #[test]

@@ -118,6 +118,9 @@ pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<(Vec<Row>, Vec<RowEr
 pub fn parse_jsonl(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
     let mut rows = Vec::new();
     let mut errors = Vec::new();
+    // A byte-order mark (Windows editors write one) is not part of the
+    // first object.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -133,6 +136,45 @@ pub fn parse_jsonl(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
         }
     }
     (rows, errors)
+}
+
+/// The rejects file, re-importable as it is once fixed: every error of a
+/// row as a `#` comment (skipped by the JSONL and CSV readers), then the
+/// row once; a CSV keeps its header row, an iCalendar file its VCALENDAR
+/// wrapper (iCalendar has no comments: the reasons are in the report).
+fn rejects_text(path: &Path, rejected: &[RowError]) -> String {
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let ics = ext.as_deref() == Some("ics");
+    let mut text = String::new();
+    if ext.as_deref() == Some("csv") {
+        let header = std::fs::read(path)
+            .ok()
+            .map(|b| decode_lossy(&b))
+            .and_then(|t| t.lines().next().map(str::to_string))
+            .unwrap_or_else(|| csv_agenda::COLUMNS.join(","));
+        text.push_str(&format!("{}\n", header.trim_start_matches('\u{feff}')));
+    }
+    if ics {
+        text.push_str("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//unavez//rejected rows//ES\r\n");
+    }
+    for (i, e) in rejected.iter().enumerate() {
+        if !ics {
+            text.push_str(&format!("# {}\n", e.to_string().replace('\n', " ")));
+        }
+        let last_of_row = rejected.get(i + 1).is_none_or(|next| next.line != e.line);
+        if last_of_row && !e.raw.is_empty() {
+            text.push_str(e.raw.trim_end_matches(['\r', '\n']));
+            text.push_str(if ics { "\r\n" } else { "\n" });
+        }
+    }
+    if ics {
+        text.push_str("END:VCALENDAR\r\n");
+    }
+    text
+}
+
+fn decode_lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -188,9 +230,24 @@ impl ImportReport {
 
 pub struct ImportOptions {
     pub skip_invalid: bool,
-    /// Where `--skip-invalid` writes rejected rows (default `FILE.rejected`).
+    /// Where `--skip-invalid` writes rejected rows (default
+    /// `NAME.rejected.EXT`, importable as it is).
     pub rejects_path: Option<PathBuf>,
     pub source: String,
+}
+
+/// `agenda.csv` → `agenda.rejected.csv`: the rejects file keeps an
+/// extension `unavez import` reads.
+pub fn default_rejects_path(file: &Path) -> PathBuf {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match file.extension() {
+        Some(ext) => format!("{stem}.rejected.{}", ext.to_string_lossy()),
+        None => format!("{stem}.rejected"),
+    };
+    file.with_file_name(name)
 }
 
 /// Parses and applies a file in one transaction.
@@ -239,24 +296,45 @@ pub fn import_file(
     });
     rejected.extend(outcome?);
     if !rejected.is_empty() {
-        let target = opts
-            .rejects_path
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("{file}.rejected")));
-        let mut text = String::new();
-        // Every error of a row as a comment, then the row once.
-        for (i, e) in rejected.iter().enumerate() {
-            text.push_str(&format!("# {e}\n"));
-            if rejected.get(i + 1).is_none_or(|next| next.line != e.line) {
-                text.push_str(&format!("{}\n", e.raw));
+        let target = opts.rejects_path.clone().unwrap_or_else(|| default_rejects_path(path));
+        let text = rejects_text(path, &rejected);
+        // The rows hold names and phones: as private as the ledger.
+        crate::store::files::write_private(&target, text.as_bytes(), None).map_err(|source| {
+            ImportError::WriteRejects {
+                path: target.clone(),
+                source,
             }
-        }
-        std::fs::write(&target, text).map_err(|source| ImportError::WriteRejects {
-            path: target.clone(),
-            source,
         })?;
         report.rejects_file = Some(target.display().to_string());
     }
     report.rejected = rejected;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jsonl_bom_is_accepted_and_an_overlong_ref_is_named_ref() {
+        let ok = r#"{"event_id":"e1","type":"appointment.cancelled","ref":"cita-1"}"#;
+        let (rows, errors) = parse_jsonl(&format!("\u{feff}{ok}\n"), "a.jsonl");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(rows[0].line, 1);
+        let long = ok.replace("cita-1", &format!("cita-{}", "x".repeat(300)));
+        let (_, errors) = parse_jsonl(&long, "a.jsonl");
+        assert_eq!(errors[0].field, "ref", "{errors:?}");
+    }
+
+    #[test]
+    fn the_default_rejects_name_keeps_an_importable_extension() {
+        assert_eq!(
+            default_rejects_path(Path::new("/x/agenda.csv")),
+            PathBuf::from("/x/agenda.rejected.csv")
+        );
+        assert_eq!(
+            default_rejects_path(Path::new("citas.ics")),
+            PathBuf::from("citas.rejected.ics")
+        );
+    }
 }

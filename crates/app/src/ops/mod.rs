@@ -14,10 +14,12 @@
 //! authorizing a resend and the guard around it.
 
 mod contact;
+pub mod identity;
 mod pause;
 mod resend;
 
 pub use contact::{manual_contact, verify_with_channel};
+pub use identity::{Identity, IdentityError};
 pub use pause::switch_dispatch;
 pub use resend::{ResendEvidence, ResendGuard, authorize_resend, resend_evidence};
 

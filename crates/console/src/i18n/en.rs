@@ -12,6 +12,7 @@ pub static EN: Strings = Strings {
     screen_reprocess: "Reprocess",
     screen_help: "Help",
     read_only: "read only",
+    identity_unverified: "identity not verified",
     dispatcher: "dispatcher",
     dispatcher_off: "off",
     dispatcher_running: "running",

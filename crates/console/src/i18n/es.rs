@@ -12,6 +12,7 @@ pub static ES: Strings = Strings {
     screen_reprocess: "Reproceso",
     screen_help: "Ayuda",
     read_only: "solo lectura",
+    identity_unverified: "identidad no verificada",
     dispatcher: "despachador",
     dispatcher_off: "apagado",
     dispatcher_running: "en marcha",

@@ -23,6 +23,8 @@ pub struct Strings {
     pub screen_reprocess: &'static str,
     pub screen_help: &'static str,
     pub read_only: &'static str,
+    /// Header mark of a console whose operator no OS account vouches for.
+    pub identity_unverified: &'static str,
     pub dispatcher: &'static str,
     pub dispatcher_off: &'static str,
     pub dispatcher_running: &'static str,

@@ -32,6 +32,9 @@ pub struct ConsoleOptions {
     pub db: PathBuf,
     pub operator: String,
     pub role: Role,
+    /// The OS account vouches for `operator` (see `ops::identity`); the
+    /// header says so when it does not.
+    pub identity_verified: bool,
     pub read_only: bool,
     /// How often visible panels refresh.
     pub refresh: Duration,
@@ -97,6 +100,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
         tz,
         Utc::now(),
     );
+    app.identity_unverified = !opts.identity_verified;
     app.dispatcher.running = opts.dispatcher_running;
     app.channel_verify = channel_configured;
     app.dispatcher.last_error = opts.dispatcher_error.clone();

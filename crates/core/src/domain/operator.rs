@@ -25,4 +25,9 @@ impl Role {
 pub struct Operator {
     pub name: String,
     pub role: Role,
+    /// The OS account this operator signs in with. Once any operator has
+    /// one, identity comes from the account running unavez, not from
+    /// `--operator` (docs/design.md, "Operator identity").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_user: Option<String>,
 }

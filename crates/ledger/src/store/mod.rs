@@ -12,6 +12,7 @@
 mod attempts;
 mod console;
 mod dispatch;
+pub mod files;
 mod inbound;
 mod intents;
 mod ledger;
@@ -46,8 +47,18 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 pub enum StoreError {
     #[error("cannot open database {path}: {source}")]
     Open { path: PathBuf, source: rusqlite::Error },
+    #[error("no ledger at {path}: check --db or `database` in the config (`unavez init` creates one)")]
+    Missing { path: PathBuf },
+    #[error("cannot create database {path}: {source}")]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("ledger {path} is read-only for this process ({why}): fix its permissions or run as its owner")]
+    ReadOnly { path: PathBuf, why: String },
+    #[error("ledger {path} fails PRAGMA quick_check ({detail}); restore a backup (docs/operations.md, \"Backups\")")]
+    Damaged { path: PathBuf, detail: String },
     #[error("database migration {version} failed: {source}")]
     Migration { version: u32, source: rusqlite::Error },
+    #[error("database {path} has schema version {found}, this process expects {known}; restart it after the upgrade")]
+    SchemaChanged { path: PathBuf, found: u32, known: u32 },
     #[error("database {path} has schema version {found}, newer than this unavez ({known}); upgrade unavez")]
     TooNew { path: PathBuf, found: u32, known: u32 },
     #[error(
@@ -98,15 +109,132 @@ pub struct Tx<'c> {
     tx: rusqlite::Transaction<'c>,
 }
 
+/// How [`Store::open_with`] treats the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Create the ledger when the file does not exist (`false`: a missing
+    /// file is [`StoreError::Missing`], so a mistyped path never leaves an
+    /// empty database behind).
+    pub create: bool,
+    /// The group that shares the ledger: a new file gets mode 0660 and this
+    /// group; without one, 0600.
+    pub group: Option<u32>,
+}
+
+impl OpenOptions {
+    pub const CREATE: OpenOptions = OpenOptions {
+        create: true,
+        group: None,
+    };
+    pub const EXISTING: OpenOptions = OpenOptions {
+        create: false,
+        group: None,
+    };
+}
+
 impl Store {
-    /// Opens (creating if needed) and migrates the ledger.
+    /// Opens (creating if needed, mode 0600) and migrates the ledger.
     pub fn open(path: &Path) -> Result<Store> {
+        Self::open_with(path, &OpenOptions::CREATE)
+    }
+
+    /// Opens and migrates the ledger; creates it only if `opts.create`,
+    /// with private permissions (see [`OpenOptions`]).
+    pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Store> {
+        if !path.exists() {
+            if !opts.create {
+                return Err(StoreError::Missing {
+                    path: path.to_path_buf(),
+                });
+            }
+            files::create_private(path, opts.group).map_err(|source| StoreError::Create {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
         let mut store = Store {
             conn: open_connection(path)?,
             path: path.to_path_buf(),
         };
         store.migrate()?;
+        // SQLite gives the -wal and -shm files the database's mode; the
+        // group is the creator's, so set it here for the ones we own.
+        if let Some(gid) = opts.group {
+            files::share_companions(path, gid);
+        }
         Ok(store)
+    }
+
+    /// Opens an existing ledger that is already at this binary's schema
+    /// version, without taking the write lock (no migration): for extra
+    /// connections of a running service, which must open even while
+    /// another process holds the lock.
+    pub fn attach(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let store = Store {
+            conn: open_connection(path)?,
+            path: path.to_path_buf(),
+        };
+        let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+        let current: u32 = store.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if current != known {
+            return Err(StoreError::SchemaChanged {
+                path: path.to_path_buf(),
+                found: current,
+                known,
+            });
+        }
+        Ok(store)
+    }
+
+    /// Refuses a ledger a long-running process must not start on: one that
+    /// fails `PRAGMA quick_check` or that this process cannot write.
+    pub fn check_serviceable(&self) -> Result<()> {
+        if let Some(why) = self.read_only_reason() {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+                why,
+            });
+        }
+        let detail = self.quick_check()?;
+        if detail != "ok" {
+            return Err(StoreError::Damaged {
+                path: self.path.clone(),
+                detail,
+            });
+        }
+        Ok(())
+    }
+
+    /// Why this connection cannot write, if it cannot: SQLite opens a
+    /// write-protected file read-only without an error.
+    pub fn read_only_reason(&self) -> Option<String> {
+        if self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Some("SQLite opened it read-only".into());
+        }
+        files::unwritable_reason(&self.path)
+    }
+
+    /// `PRAGMA quick_check` (the cheap form of the integrity check): `ok`
+    /// or the problems found.
+    pub fn quick_check(&self) -> Result<String> {
+        let rows: Vec<String> = self
+            .conn
+            .prepare("PRAGMA quick_check")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows.join("; "))
+    }
+
+    /// Sets how long this connection waits for another writer's lock
+    /// (30 s by default): short for health probes that must answer fast.
+    pub fn set_busy_timeout(&self, wait: Duration) -> Result<()> {
+        self.conn.busy_timeout(wait)?;
+        Ok(())
     }
 
     fn migrate(&mut self) -> Result<()> {
@@ -296,6 +424,17 @@ impl Tx<'_> {
                 Err(e)
             }
         }
+    }
+
+    /// Sets a named value (a health probe's heartbeat): a real write of one
+    /// row, so it fails when the ledger cannot be written.
+    pub fn set_counter(&self, name: &str, value: i64) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO counters(name, value) VALUES (?1, ?2)
+             ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            rusqlite::params![name, value],
+        )?;
+        Ok(())
     }
 
     pub fn counter(&self, name: &str) -> Result<i64> {

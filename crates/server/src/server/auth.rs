@@ -63,8 +63,8 @@ pub async fn check_signature(
 ) -> Result<(), ApiError> {
     let Some(secret) = secret else {
         state.count_rejection(source, "not_configured").await;
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+        return Err(state.not_configured(
+            source,
             format!("{source} webhook secret is not configured (see [server] in the config)"),
         ));
     };
@@ -95,9 +95,9 @@ pub async fn check_bearer(
 ) -> Result<(), ApiError> {
     let Some(expected) = expected else {
         state.count_rejection(source, "not_configured").await;
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "ingest token is not configured (see server.ingest_token_env)",
+        return Err(state.not_configured(
+            source,
+            "ingest token is not configured (see server.ingest_token_env)".into(),
         ));
     };
     let given = headers

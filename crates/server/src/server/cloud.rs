@@ -79,9 +79,9 @@ pub async fn verify_subscription(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let Some(expected) = state.secrets().cloud_verify_token.clone() else {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "verify token is not configured (see server.cloud_verify_token_env)",
+        return Err(state.not_configured(
+            "cloud_verify",
+            "verify token is not configured (see server.cloud_verify_token_env)".into(),
         ));
     };
     let mode = q.get("hub.mode").map(String::as_str);

@@ -12,9 +12,11 @@ use super::{ApiError, AppState};
 use crate::store::{LATENCY_BUCKETS_MS, MetricsSnapshot};
 
 pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let snap = state
+    let mut snap = state
         .blocking(|_, store| store.read(|tx| tx.metrics_snapshot()))
         .await??;
+    // Rejections not flushed yet count too.
+    super::limits::merge_counters(&mut snap.counters, state.rejections().pending());
     let body = exposition(&snap, Utc::now());
     Ok((
         StatusCode::OK,

@@ -8,24 +8,31 @@
 //! | `POST /webhooks/motor` | `X-Unavez-Signature` | engine command events ([`motor`]) |
 //! | `POST /v1/bookings/events` | bearer token | booking events, like `unavez import` ([`bookings`]) |
 //! | `GET /metrics` | none | Prometheus text ([`metrics`]) |
-//! | `GET /healthz` | none | liveness + database reachable |
+//! | `GET /healthz` | none | whether the ledger can be written ([`health`]) |
 //!
-//! Signatures are checked on the raw bytes before anything is parsed; a
-//! request that fails them stores nothing but a counted rejection. SQLite
-//! is blocking, so store work runs on `spawn_blocking` with connections
-//! from a small pool; each request is one `BEGIN IMMEDIATE` transaction and
-//! each event inside it a savepoint (applied whole or not at all).
+//! Connections are bounded in number and time ([`conn`]); bodies in size,
+//! time and total bytes in flight ([`limits`]). Signatures are checked on
+//! the raw bytes before anything is parsed; a request that fails them
+//! stores nothing, and its rejection is counted in memory and flushed in
+//! batches, so refusing never waits for the write lock. SQLite is
+//! blocking, so store work runs on `spawn_blocking` with connections from a
+//! small pool; each request is one `BEGIN IMMEDIATE` transaction and each
+//! event inside it a savepoint (applied whole or not at all).
 
 pub mod auth;
 pub mod bookings;
 pub mod cloud;
+pub mod conn;
+pub mod health;
 pub mod inbound;
+pub mod limits;
 pub mod metrics;
 pub mod motor;
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -107,8 +114,9 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
-/// A few `Store`s reused across blocking tasks (opening one runs the
-/// migration check, which takes the write lock).
+/// A few `Store`s reused across blocking tasks. The first open migrated
+/// the ledger; later ones attach without the migration's write lock, so a
+/// new connection opens even while another process holds it.
 struct Pool {
     db: PathBuf,
     idle: Mutex<Vec<Store>>,
@@ -119,7 +127,7 @@ impl Pool {
         let taken = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
         let mut store = match taken {
             Some(s) => s,
-            None => Store::open(&self.db)?,
+            None => Store::attach(&self.db)?,
         };
         let out = f(&mut store);
         if let Ok(mut idle) = self.idle.lock()
@@ -137,6 +145,11 @@ struct Inner {
     classifier: Classifier,
     secrets: Secrets,
     pool: Pool,
+    bodies: limits::BodyLimits,
+    rejections: limits::Rejections,
+    health: health::Health,
+    /// Sources whose "not configured" refusal was logged already.
+    warned: Mutex<HashSet<&'static str>>,
 }
 
 /// Everything a handler needs; cheap to clone.
@@ -151,6 +164,8 @@ impl AppState {
     pub fn new(config: Config, templates: Templates, db: PathBuf, secrets: Secrets) -> Result<AppState, StoreError> {
         let first = Store::open(&db)?;
         let classifier = Classifier::new(&config.inbound);
+        let bodies = limits::BodyLimits::from_config(&config.server);
+        let health = health::Health::new(Duration::from_secs(config.policy.lease_seconds));
         Ok(AppState {
             inner: Arc::new(Inner {
                 config,
@@ -161,6 +176,10 @@ impl AppState {
                     db,
                     idle: Mutex::new(vec![first]),
                 },
+                bodies,
+                rejections: limits::Rejections::default(),
+                health,
+                warned: Mutex::new(HashSet::new()),
             }),
         })
     }
@@ -183,6 +202,23 @@ impl AppState {
         &self.inner.classifier
     }
 
+    /// The ledger file.
+    pub fn db(&self) -> &Path {
+        &self.inner.pool.db
+    }
+
+    pub fn body_limits(&self) -> &limits::BodyLimits {
+        &self.inner.bodies
+    }
+
+    pub fn rejections(&self) -> &limits::Rejections {
+        &self.inner.rejections
+    }
+
+    pub fn health(&self) -> &health::Health {
+        &self.inner.health
+    }
+
     pub fn planner(&self) -> Planner<'_> {
         Planner::new(&self.inner.config.policy, &self.inner.templates, self.inner.config.tz())
     }
@@ -202,18 +238,49 @@ impl AppState {
         .map_err(ApiError::store)
     }
 
-    /// Counts a rejected request (`webhook_rejected:<source>:<reason>`).
-    /// Best effort: a rejection must not turn into a 500.
+    /// Counts a rejected request (`webhook_rejected:<source>:<reason>`) in
+    /// memory; [`AppState::flush_rejections`] stores the counts in batches.
     pub async fn count_rejection(&self, source: &'static str, reason: &'static str) {
-        let name = format!("webhook_rejected:{source}:{reason}");
-        match self
-            .blocking(move |_, store| store.write(|tx| tx.bump_counter(&name, 1)))
-            .await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(source, reason, error = %e, "could not count a rejected request"),
-            Err(e) => tracing::warn!(source, reason, error = %e.message, "could not count a rejected request"),
+        self.inner.rejections.add(source, reason);
+    }
+
+    /// Writes the pending rejection counts in one transaction. On failure
+    /// they stay pending for the next flush.
+    pub async fn flush_rejections(&self) -> Result<(), ApiError> {
+        if self.inner.rejections.pending().is_empty() {
+            return Ok(());
         }
+        self.blocking(|state, store| state.store_rejections(store))
+            .await?
+            .map_err(ApiError::store)
+    }
+
+    /// [`AppState::flush_rejections`] on a given connection (blocking).
+    pub fn store_rejections(&self, store: &mut Store) -> Result<(), StoreError> {
+        let pending = self.inner.rejections.pending();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let r = store.write(|tx| pending.iter().try_for_each(|(n, v)| tx.bump_counter(n, *v)));
+        match &r {
+            Ok(()) => {
+                self.inner.rejections.settle(&pending);
+                self.inner.health.write_ok();
+            }
+            Err(e) => self.inner.health.write_failed(e),
+        }
+        r
+    }
+
+    /// The 503 of an endpoint whose secret is not set: expected on a site
+    /// that does not use that provider, so it is logged once per endpoint
+    /// (WARN), not as an error per request.
+    pub fn not_configured(&self, source: &'static str, message: String) -> ApiError {
+        let first = self.inner.warned.lock().map(|mut w| w.insert(source)).unwrap_or(false);
+        if first {
+            tracing::warn!(source, "{message}; requests to it answer 503 (logged once)");
+        }
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).quiet()
     }
 }
 
@@ -222,14 +289,30 @@ impl AppState {
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// Already logged (or expected): not logged again as a failed request.
+    quiet: bool,
+    /// A ledger write failed (not a busy wait): `/healthz` reports it.
+    ledger_failure: bool,
 }
+
+/// Marks a response whose request failed to write the ledger (read by the
+/// body layer, which tells [`health::Health`]).
+#[derive(Debug, Clone)]
+pub struct LedgerWriteFailed(pub String);
 
 impl ApiError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             message: message.into(),
+            quiet: false,
+            ledger_failure: false,
         }
+    }
+    /// Not logged when answered (see [`AppState::not_configured`]).
+    pub fn quiet(mut self) -> ApiError {
+        self.quiet = true;
+        self
     }
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
@@ -239,7 +322,9 @@ impl ApiError {
         if e.is_busy() {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("ledger busy, retry: {e}"))
         } else {
-            ApiError::internal(format!("ledger error: {e}"))
+            let mut err = ApiError::internal(format!("ledger error: {e}"));
+            err.ledger_failure = true;
+            err
         }
     }
 }
@@ -252,10 +337,15 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.status.is_server_error() {
+        if self.status.is_server_error() && !self.quiet {
             tracing::error!(status = %self.status, error = %self.message, "request failed");
         }
-        (self.status, Json(json!({ "error": self.message }))).into_response()
+        let failure = self.ledger_failure.then(|| LedgerWriteFailed(self.message.clone()));
+        let mut res = (self.status, Json(json!({ "error": self.message }))).into_response();
+        if let Some(f) = failure {
+            res.extensions_mut().insert(f);
+        }
+        res
     }
 }
 
@@ -269,18 +359,9 @@ pub fn router(state: AppState) -> Router {
         .route("/webhooks/motor", post(motor::receive))
         .route("/v1/bookings/events", post(bookings::receive))
         .route("/metrics", get(metrics::render))
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(health::healthz))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), limits::read_bodies))
         .with_state(state)
-}
-
-async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> Result<Response, ApiError> {
-    // A cheap indexed read: proves the file opens and answers, without the
-    // full scan of an integrity check.
-    let check = state
-        .blocking(|_, store| store.read(|tx| tx.pending_status_count()).map(|_| ()))
-        .await?;
-    check?;
-    Ok((StatusCode::OK, "ok\n").into_response())
 }
 
 /// A running server.
@@ -336,6 +417,8 @@ pub fn spawn_notifying(
         let _ = stop_tx.send(true);
     });
     tokio::spawn(sweep_loop(state.clone(), stop_rx.clone()));
+    let flusher = tokio::spawn(flush_loop(state.clone(), stop_rx.clone()));
+    let limits = conn::ConnLimits::from_config(&state.config().server);
     let mut app = router(state);
     if let Some(activity) = activity {
         // Only accepted POSTs write to the ledger; scrapes and health
@@ -354,13 +437,11 @@ pub fn spawn_notifying(
             },
         ));
     }
-    let mut rx = stop_rx;
     let join = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.wait_for(|stop| *stop).await;
-            })
-            .await
+        let served = conn::serve(listener, app, limits, stop_rx).await;
+        // The last rejections counted are stored before the handle resolves.
+        let _ = flusher.await;
+        served
     });
     Ok(ServerHandle { addr, join })
 }
@@ -388,13 +469,39 @@ async fn sweep_loop(state: AppState, mut stop: tokio::sync::watch::Receiver<bool
             _ = tokio::time::sleep(SWEEP_INTERVAL) => {}
         }
         let r = state
-            .blocking(|_, store| store.write(|tx| tx.sweep_pending_statuses(1_000, Utc::now())))
+            .blocking(|state, store| {
+                let r = store.write(|tx| tx.sweep_pending_statuses(1_000, Utc::now()));
+                match &r {
+                    // An empty sweep commits nothing: no evidence either way.
+                    Ok(0) => {}
+                    Ok(_) => state.health().write_ok(),
+                    Err(e) => state.health().write_failed(e),
+                }
+                r
+            })
             .await;
         match r {
             Ok(Ok(n)) if n > 0 => tracing::info!(applied = n, "pending status events correlated"),
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "pending status sweep failed"),
             Err(e) => tracing::warn!(error = %e.message, "pending status sweep failed"),
+        }
+    }
+}
+
+/// Stores pending rejection counts every [`limits::FLUSH_INTERVAL`], and
+/// once more on shutdown.
+async fn flush_loop(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let stopping = tokio::select! {
+            _ = stop.wait_for(|s| *s) => true,
+            _ = tokio::time::sleep(limits::FLUSH_INTERVAL) => false,
+        };
+        if let Err(e) = state.flush_rejections().await {
+            tracing::warn!(error = %e.message, "could not store rejection counts; kept for the next flush");
+        }
+        if stopping {
+            return;
         }
     }
 }

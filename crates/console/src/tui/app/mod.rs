@@ -174,6 +174,9 @@ pub struct App {
     pub reprocess: ReprocessView,
     pub t: &'static Strings,
     pub operator: String,
+    /// Single-user installation or `--operator` for someone else: the
+    /// header says the identity is not verified.
+    pub identity_unverified: bool,
     pub access: Access,
     pub tz: Tz,
     pub now: DateTime<Utc>,
@@ -213,6 +216,7 @@ impl App {
             },
             t,
             operator: operator.to_string(),
+            identity_unverified: false,
             access,
             tz,
             now,

@@ -127,6 +127,12 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
         ),
         Span::raw(format!(" {} ({})", inert(&app.operator), t.role(app.role()))),
     ];
+    if app.identity_unverified {
+        left.push(Span::styled(
+            format!(" [{}]", t.identity_unverified),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
     if app.access.read_only {
         left.push(Span::styled(
             format!(" [{}]", t.read_only),

@@ -1,0 +1,115 @@
+//! The ledger's files on disk: it holds patients' names and phones, so it
+//! is created private (0600), or shared with one group (0660) when the
+//! configuration names one. SQLite gives the `-wal` and `-shm` files the
+//! database file's mode, so creating the database right covers them too.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The mode of a new ledger or rejects file.
+pub fn private_mode(group: Option<u32>) -> u32 {
+    if group.is_some() { 0o660 } else { 0o600 }
+}
+
+/// Creates an empty file (a valid empty SQLite database) with
+/// [`private_mode`], owned by `group` when given. Fails if it exists.
+pub fn create_private(path: &Path, group: Option<u32>) -> io::Result<()> {
+    let mode = private_mode(group);
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
+    share(&file, path, group, mode)
+}
+
+/// Writes `contents` to a new or truncated file created with
+/// [`private_mode`] (the rejects file of an import: rows with names and
+/// phones). An existing file keeps its owner but gets the mode.
+pub fn write_private(path: &Path, contents: &[u8], group: Option<u32>) -> io::Result<()> {
+    use std::io::Write as _;
+    let mode = private_mode(group);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)?;
+    share(&file, path, group, mode)?;
+    file.write_all(contents)?;
+    file.sync_all()
+}
+
+fn share(file: &fs::File, path: &Path, group: Option<u32>, mode: u32) -> io::Result<()> {
+    if let Some(gid) = group {
+        std::os::unix::fs::chown(path, None, Some(gid))?;
+    }
+    // The umask may have taken bits `mode` asks for (0660 under 022).
+    file.set_permissions(fs::Permissions::from_mode(mode))
+}
+
+/// Gives the ledger's `-wal` and `-shm` files (when this process owns
+/// them) to `gid` with mode 0660; best effort, a warning on failure.
+pub fn share_companions(db: &Path, gid: u32) {
+    for p in companions(db) {
+        if !p.exists() {
+            continue;
+        }
+        let r = std::os::unix::fs::chown(&p, None, Some(gid))
+            .and_then(|_| fs::set_permissions(&p, fs::Permissions::from_mode(0o660)));
+        if let Err(e) = r {
+            tracing::warn!(file = %p.display(), error = %e, "cannot give the ledger file to its group");
+        }
+    }
+}
+
+/// The database and its companions.
+pub fn companions(db: &Path) -> [PathBuf; 2] {
+    let with = |suffix: &str| {
+        let mut s = db.as_os_str().to_owned();
+        s.push(suffix);
+        PathBuf::from(s)
+    };
+    [with("-wal"), with("-shm")]
+}
+
+/// The permission bits of the ledger when others (neither owner nor
+/// group) may read it: a start-up warning.
+pub fn readable_by_others(db: &Path) -> Option<u32> {
+    let mode = fs::metadata(db).ok()?.permissions().mode() & 0o777;
+    (mode & 0o004 != 0).then_some(mode)
+}
+
+/// Why this process cannot write the file, if it cannot (permissions, a
+/// read-only mount). Asks `access(2)` and never opens the file: closing
+/// any descriptor of the database drops every POSIX lock this process's
+/// SQLite connections hold on it (SQLite's documented pitfall), and
+/// another process could then delete the WAL under them.
+pub fn unwritable_reason(path: &Path) -> Option<String> {
+    match nix::unistd::access(path, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => None,
+        Err(e) => Some(format!("cannot write it: {}", std::io::Error::from(e))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_files_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.db");
+        create_private(&p, None).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(create_private(&p, None).is_err(), "never over an existing file");
+        let r = dir.path().join("r.csv");
+        write_private(&r, b"a\n", None).unwrap();
+        assert_eq!(fs::metadata(&r).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(readable_by_others(&r), None);
+        fs::set_permissions(&r, fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(readable_by_others(&r), Some(0o644));
+    }
+}
