@@ -145,7 +145,8 @@ const LABELS: &[&str] = &[
     "phone", "mobile",
 ];
 
-/// The text with the phone's span and a label right before it removed.
+/// The text with the phone's span (and a label right before it) replaced
+/// by a separator: the phone stood between two pieces of the text.
 pub fn without(text: &str, span: (usize, usize)) -> String {
     let before = text[..span.0].trim_end_matches([' ', ':', '.', '#']);
     let lower = before.to_lowercase();
@@ -161,7 +162,7 @@ pub fn without(text: &str, span: (usize, usize)) -> String {
         .map(|l| before.len() - l.len())
         .next()
         .unwrap_or(before.len());
-    format!("{}{}", &before[..cut], &text[span.1..])
+    format!("{} – {}", &before[..cut], &text[span.1..])
 }
 
 /// A SUMMARY cut at the separators people type between name, phone and
