@@ -22,6 +22,7 @@ pub mod cloud;
 pub mod inbound;
 pub mod metrics;
 pub mod motor;
+pub mod notices;
 
 use std::future::Future;
 use std::net::SocketAddr;
