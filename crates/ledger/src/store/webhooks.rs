@@ -427,6 +427,27 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// One stored event: `(kind, status, reason, copies)`.
+    pub fn channel_event(&self, source: &str, event_id: &str) -> Result<Option<(String, String, Option<String>, i64)>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT kind, status, reason, copies FROM channel_events WHERE source = ?1 AND event_id = ?2",
+                params![source, event_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?)
+    }
+
+    /// Copies received beyond the first, over every stored event of `source`.
+    pub fn extra_copies(&self, source: &str) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "SELECT coalesce(sum(copies - 1), 0) FROM channel_events WHERE source = ?1",
+            [source],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Channel events in received order, for tests and the console.
     pub fn channel_events(&self, limit: u32) -> Result<Vec<ChannelEventRow>> {
         let rows = self
