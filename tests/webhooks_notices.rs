@@ -74,7 +74,10 @@ async fn a_paused_template_holds_its_planned_messages_in_review_with_one_alert()
         let row = h.intention(k);
         assert_eq!(row.state, IntentionState::Review, "{k}");
         let hist = h.history(row.id);
-        let held = hist.iter().find(|r| r.signal == "template_blocked").expect("history says why");
+        let held = hist
+            .iter()
+            .find(|r| r.signal == "template_blocked")
+            .expect("history says why");
         assert!(held.note.as_deref().unwrap().contains("PAUSED"), "{held:?}");
     }
     for k in &others {
@@ -200,7 +203,10 @@ async fn a_changed_number_moves_upcoming_appointments_without_opening_the_window
     let cid = store.read(|tx| tx.commitment("cita-1042")).unwrap().unwrap().id;
     let signals = store.read(|tx| tx.commitment_signals(cid)).unwrap();
     let changed = signals.iter().find(|s| s.0 == "number_changed").expect("a signal");
-    assert!(!changed.1.as_deref().unwrap().contains("987654321"), "masked: {changed:?}");
+    assert!(
+        !changed.1.as_deref().unwrap().contains("987654321"),
+        "masked: {changed:?}"
+    );
     // Delivered again: applied once.
     assert_eq!(post(&h, &body).await.duplicates, 1);
     h.stop().await;
@@ -255,7 +261,10 @@ async fn calls_account_updates_and_unknown_fields_are_stored_and_counted_per_fie
                "statuses": [{"id": "wacid.XYZ", "timestamp": "1671644825", "type": "call",
                              "status": "ACCEPTED", "recipient_id": "51987654321"}]}),
     );
-    let account = notification("account_update", json!({"event": "ACCOUNT_VIOLATION", "violation_info": {"violation_type": "ADULT"}}));
+    let account = notification(
+        "account_update",
+        json!({"event": "ACCOUNT_VIOLATION", "violation_info": {"violation_type": "ADULT"}}),
+    );
     let echo = notification(
         "smb_message_echoes",
         json!({"messaging_product": "whatsapp", "metadata": metadata(),
@@ -268,7 +277,10 @@ async fn calls_account_updates_and_unknown_fields_are_stored_and_counted_per_fie
         assert_eq!((s.recorded, s.pending, s.applied), (1, 0, 0), "{s:?}");
     }
     let m = metrics(&h).await;
-    assert!(!m.contains("status=\"pending\""), "calls are not pending message statuses:\n{m}");
+    assert!(
+        !m.contains("status=\"pending\""),
+        "calls are not pending message statuses:\n{m}"
+    );
     let pending = h.store().read(|tx| tx.pending_status_count()).unwrap();
     assert_eq!(pending, 0);
     for field in ["calls", "account_update", "smb_message_echoes", "some_future_field"] {
@@ -296,17 +308,24 @@ async fn engine_events_for_another_instance_are_refused_and_split_ones_parked() 
     let idb = h.accept(&b, Some("wamid.B"));
 
     // Another installation's engine: refused, kept raw, applied to nothing.
-    let r = h.post_motor(&engine_event("evt-x", "otra-clinica", &a, "wamid.A")).await;
+    let r = h
+        .post_motor(&engine_event("evt-x", "otra-clinica", &a, "wamid.A"))
+        .await;
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["results"][0]["outcome"], "refused", "{body}");
     assert_eq!(h.intention(&a).state, IntentionState::Accepted);
     assert_eq!(h.counter("webhook_rejected:motor:foreign_instance"), 1);
     let m = metrics(&h).await;
-    assert!(m.contains("unavez_webhook_rejected_total{source=\"motor\",reason=\"foreign_instance\"} 1"), "{m}");
+    assert!(
+        m.contains("unavez_webhook_rejected_total{source=\"motor\",reason=\"foreign_instance\"} 1"),
+        "{m}"
+    );
 
     // Key names A, message id names B: applied to neither, parked.
-    let r = h.post_motor(&engine_event("evt-split", "clinica-principal", &a, "wamid.B")).await;
+    let r = h
+        .post_motor(&engine_event("evt-split", "clinica-principal", &a, "wamid.B"))
+        .await;
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["results"][0]["outcome"], "parked", "{body}");
     assert_eq!(body["results"][0]["reason"], "key_message_mismatch");
@@ -321,7 +340,9 @@ async fn engine_events_for_another_instance_are_refused_and_split_ones_parked() 
     assert_eq!(reasons, ["key_message_mismatch", "foreign_instance"]);
 
     // Agreeing key and message id still apply.
-    let r = h.post_motor(&engine_event("evt-ok", "clinica-principal", &a, "wamid.A")).await;
+    let r = h
+        .post_motor(&engine_event("evt-ok", "clinica-principal", &a, "wamid.A"))
+        .await;
     assert_eq!(r.status(), 200);
     assert_eq!(h.intention(&a).state, IntentionState::Delivered);
     h.stop().await;

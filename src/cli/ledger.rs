@@ -89,7 +89,14 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let report = match import_file_with(&mut store, &ctx.planner(), &a.file, &opts, &ctx.config.import, Utc::now()) {
+    let report = match import_file_with(
+        &mut store,
+        &ctx.planner(),
+        &a.file,
+        &opts,
+        &ctx.config.import,
+        Utc::now(),
+    ) {
         Ok(r) => r,
         Err(ImportError::Rejected(rows)) => {
             if a.json {

@@ -197,7 +197,10 @@ impl ImportConfig {
         if code.parse::<phonenumber::country::Id>().is_err() {
             return Err((
                 "import.default_country".into(),
-                format!("unknown country {:?} (expected an ISO 3166 code such as \"PE\")", self.default_country),
+                format!(
+                    "unknown country {:?} (expected an ISO 3166 code such as \"PE\")",
+                    self.default_country
+                ),
             ));
         }
         if !(1..=731).contains(&self.recurrence_days) {
@@ -258,7 +261,9 @@ impl Config {
         self.policy
             .validate()
             .map_err(|e| invalid(&format!("policy.{}", e.field), e.message))?;
-        self.import.validate().map_err(|(field, message)| invalid(&field, message))?;
+        self.import
+            .validate()
+            .map_err(|(field, message)| invalid(&field, message))?;
         if self.dispatcher.concurrency == 0 || self.dispatcher.batch_size == 0 {
             return Err(invalid(
                 "dispatcher",

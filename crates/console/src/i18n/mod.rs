@@ -399,7 +399,11 @@ mod tests {
     #[test]
     fn parked_and_refused_event_reasons_are_said_in_both_languages() {
         use crate::store::{PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE};
-        for code in [PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE, "template_blocked"] {
+        for code in [
+            PARKED_KEY_MESSAGE_MISMATCH,
+            REFUSED_FOREIGN_INSTANCE,
+            "template_blocked",
+        ] {
             assert_ne!(ES.reason(code), code);
             assert_ne!(EN.reason(code), code);
         }

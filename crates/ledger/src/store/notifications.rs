@@ -203,7 +203,9 @@ impl Tx<'_> {
                 "SELECT source, event_id, kind, status, coalesce(reason, ''), copies FROM channel_events
                  WHERE status IN ('parked', 'refused') ORDER BY id DESC LIMIT ?1",
             )?
-            .query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+            .query_map([limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+            })?
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }

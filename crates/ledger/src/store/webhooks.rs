@@ -334,7 +334,10 @@ impl Tx<'_> {
             Recorded::Duplicate { intention_id, .. } => return Ok(Some(StatusOutcome::Duplicate { intention_id })),
         };
         self.set_channel_event_reason(row, "parked", PARKED_KEY_MESSAGE_MISMATCH)?;
-        self.bump_counter(&format!("webhook_parked:{}:{PARKED_KEY_MESSAGE_MISMATCH}", ev.source), 1)?;
+        self.bump_counter(
+            &format!("webhook_parked:{}:{PARKED_KEY_MESSAGE_MISMATCH}", ev.source),
+            1,
+        )?;
         let evidence = format!("{}:{}", ev.source, ev.event_id);
         for (id, other) in [(by_key, by_mid), (by_mid, by_key)] {
             let note = format!(

@@ -186,13 +186,20 @@ pub enum InboundOutcome {
     Duplicate,
     /// Stored with no effect yet (`why`): a system notice, or a sender
     /// known only by a `user_id` we have not seen with a phone.
-    Recorded { why: &'static str },
+    Recorded {
+        why: &'static str,
+    },
 }
 
 /// A `contacts[]` entry (`{"wa_id": …, "user_id": …}`): remembers the
 /// user id of a known contact.
 pub fn learn_user_id(tx: &Tx<'_>, v: &Value, now: DateTime<Utc>) -> Result<(), StoreError> {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+    let s = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
     if let (Some(wa), Some(uid)) = (s("wa_id"), s("user_id")) {
         tx.remember_user_id(&e164(wa), uid, now)?;
     }
@@ -223,7 +230,10 @@ pub fn process(
     if let Some(p) = &phone
         && !is_e164(p)
     {
-        return Ok(Err(format!("message object: sender {:?} is not a phone number", msg.from)));
+        return Ok(Err(format!(
+            "message object: sender {:?} is not a phone number",
+            msg.from
+        )));
     }
     let payload = v.to_string();
     let ev = NewChannelEvent {
@@ -347,7 +357,10 @@ fn system(
     now: DateTime<Utc>,
 ) -> Result<InboundOutcome, StoreError> {
     let sys = msg.system.as_ref();
-    let new = sys.and_then(|s| s.wa_id.as_deref()).map(e164).filter(|p| is_e164(p) && p != old);
+    let new = sys
+        .and_then(|s| s.wa_id.as_deref())
+        .map(e164)
+        .filter(|p| is_e164(p) && p != old);
     let (Some("user_changed_number"), Some(new)) = (sys.and_then(|s| s.kind.as_deref()), new) else {
         tx.mark_channel_event(row, "recorded", None, now)?;
         return Ok(InboundOutcome::Recorded { why: "system" });

@@ -27,9 +27,7 @@ use super::auth::{check_signature, read_body};
 use super::{ApiError, AppState};
 use crate::channel::motor_event::{MotorEvent, SIGNATURE_HEADER};
 use crate::domain::status::motor_report;
-use crate::store::{
-    NewChannelEvent, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_MOTOR, StatusOutcome, StoreError, Tx,
-};
+use crate::store::{NewChannelEvent, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_MOTOR, StatusOutcome, StoreError, Tx};
 
 #[derive(Debug, Serialize)]
 pub struct MotorSummary {

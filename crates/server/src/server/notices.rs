@@ -23,7 +23,9 @@ pub const BLOCKING_TEMPLATE_STATUSES: [&str; 3] = ["REJECTED", "PAUSED", "DISABL
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoticeOutcome {
     /// Stored; `held` planned messages went to review.
-    Recorded { held: usize },
+    Recorded {
+        held: usize,
+    },
     Duplicate,
 }
 
@@ -98,7 +100,13 @@ pub fn process(tx: &Tx<'_>, n: &Notice, now: DateTime<Utc>) -> Result<NoticeOutc
             }
         }
         "user_preferences" => {
-            for p in n.value.get("user_preferences").and_then(Value::as_array).into_iter().flatten() {
+            for p in n
+                .value
+                .get("user_preferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 preference(tx, p, now)?;
             }
         }

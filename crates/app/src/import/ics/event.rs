@@ -100,7 +100,10 @@ fn who(ctx: &Ctx<'_>, c: &Comp) -> Result<Who, Refusal> {
         .or_else(|| attendee.map(|p| (p, p.value.trim()[4..].to_string())));
     if let Some((p, raw)) = explicit {
         // Kept as written when it is no phone, so the event names it.
-        let cleaned: String = raw.chars().filter(|ch| !matches!(ch, '-' | '.' | '(' | ')' | ' ')).collect();
+        let cleaned: String = raw
+            .chars()
+            .filter(|ch| !matches!(ch, '-' | '.' | '(' | ')' | ' '))
+            .collect();
         w.phone = Some(phone::normalize(&raw, country).unwrap_or(cleaned));
         w.phone_from = Some((p.name.clone(), p.line));
         w.name = explicit_name;
@@ -324,7 +327,9 @@ fn series(
     let (exdates, rdates) = (dates("EXDATE")?, dates("RDATE")?);
     let rule_prop = c.prop("RRULE");
     // RDATE alone: a rule that yields only DTSTART.
-    let rule = rule_prop.map(|p| p.value.clone()).unwrap_or_else(|| "FREQ=DAILY;COUNT=1".into());
+    let rule = rule_prop
+        .map(|p| p.value.clone())
+        .unwrap_or_else(|| "FREQ=DAILY;COUNT=1".into());
     let s = Series {
         rule: &rule,
         start,
@@ -357,7 +362,9 @@ fn series(
         }
     }
     for local in locals {
-        let at = zone.localize(local).map_err(|e| vec![refusal(c.begin, "starts_at", e)])?;
+        let at = zone
+            .localize(local)
+            .map_err(|e| vec![refusal(c.begin, "starts_at", e)])?;
         let rid = occurrence_ref(&base, uid, at.with_timezone(&Utc));
         let id = content_identity(uid, &rid, &status, Some(at), who);
         push(out, c, build(c, &rid, &id, kind, Some(at), None, who)?);
@@ -366,12 +373,16 @@ fn series(
     out.counts.occurrences += emitted;
     if emitted == 0 {
         let (what, counter) = if more {
-            ("its next occurrence is beyond the horizon ([import] recurrence_days)", &mut out.counts.skipped_beyond_horizon)
+            (
+                "its next occurrence is beyond the horizon ([import] recurrence_days)",
+                &mut out.counts.skipped_beyond_horizon,
+            )
         } else {
             ("every occurrence is past", &mut out.counts.skipped_past)
         };
         *counter += 1;
-        out.notes.push(format!("{}:{}: recurring event skipped: {what}", ctx.file, c.begin));
+        out.notes
+            .push(format!("{}:{}: recurring event skipped: {what}", ctx.file, c.begin));
     }
     Ok(())
 }
@@ -387,7 +398,11 @@ fn occurrence_override(
     (now, horizon): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<Option<BookingEvent>, Vec<Refusal>> {
     if !o.errors.is_empty() {
-        return Err(o.errors.iter().map(|e| refusal(e.line, "line", e.reason.clone())).collect());
+        return Err(o
+            .errors
+            .iter()
+            .map(|e| refusal(e.line, "line", e.reason.clone()))
+            .collect());
     }
     let (kind, status) = kind(o).map_err(|e| vec![e])?;
     let start = match o.prop("DTSTART") {

@@ -191,7 +191,10 @@ pub fn parse_line(text: &str, line: usize) -> Result<Prop, LineError> {
     let name_end = text.find([';', ':']).ok_or_else(|| {
         bad(
             line,
-            format!("not a content line (no ':' after the property name): {:?}", shorten(text)),
+            format!(
+                "not a content line (no ':' after the property name): {:?}",
+                shorten(text)
+            ),
         )
     })?;
     let name = &text[..name_end];
@@ -322,6 +325,9 @@ mod tests {
 
     #[test]
     fn text_escapes() {
-        assert_eq!(unescape("Sede Miraflores\\, piso 2\\nTel\\; 1\\\\"), "Sede Miraflores, piso 2\nTel; 1\\");
+        assert_eq!(
+            unescape("Sede Miraflores\\, piso 2\\nTel\\; 1\\\\"),
+            "Sede Miraflores, piso 2\nTel; 1\\"
+        );
     }
 }

@@ -131,7 +131,10 @@ pub fn parse(text: &str, file: &str, opts: &Options<'_>) -> Parsed {
     let floating = match contents.wr_timezone.as_deref().map(|n| zones.resolve(n)) {
         Some(Ok(z)) => z,
         Some(Err(e)) => {
-            out.notes.push(format!("{file}: X-WR-TIMEZONE ignored ({e}); floating times read in {}", opts.tz));
+            out.notes.push(format!(
+                "{file}: X-WR-TIMEZONE ignored ({e}); floating times read in {}",
+                opts.tz
+            ));
             tz::Zone::Iana(opts.tz)
         }
         None => tz::Zone::Iana(opts.tz),

@@ -141,8 +141,20 @@ fn has_date(s: &str) -> bool {
 
 /// Words people write before a phone (`Tel.`, `Cel:`…), removed with it.
 const LABELS: &[&str] = &[
-    "telefono", "teléfono", "tel", "tlf", "telf", "cel", "celular", "movil", "móvil", "whatsapp", "wsp", "fono",
-    "phone", "mobile",
+    "telefono",
+    "teléfono",
+    "tel",
+    "tlf",
+    "telf",
+    "cel",
+    "celular",
+    "movil",
+    "móvil",
+    "whatsapp",
+    "wsp",
+    "fono",
+    "phone",
+    "mobile",
 ];
 
 /// The text with the phone's span (and a label right before it) replaced
@@ -184,7 +196,14 @@ mod tests {
 
     #[test]
     fn the_ways_people_type_a_peruvian_mobile() {
-        for t in ["987 654 321", "987-654-321", "+51 987654321", "987654321", "+51 (987) 654-321", "51987654321"] {
+        for t in [
+            "987 654 321",
+            "987-654-321",
+            "+51 987654321",
+            "987654321",
+            "+51 (987) 654-321",
+            "51987654321",
+        ] {
             assert_eq!(normalize(t, PE).as_deref(), Some("+51987654321"), "{t}");
         }
         assert_eq!(normalize("12345", PE), None);
@@ -211,6 +230,9 @@ mod tests {
         let s = "Rosa Díaz Tel. 987654321 - control";
         let f = &find(s, PE)[0];
         assert_eq!(segments(&without(s, f.span)), ["Rosa Díaz", "control"]);
-        assert_eq!(segments("María-José Pérez - ortodoncia"), ["María-José Pérez", "ortodoncia"]);
+        assert_eq!(
+            segments("María-José Pérez - ortodoncia"),
+            ["María-José Pérez", "ortodoncia"]
+        );
     }
 }

@@ -58,7 +58,10 @@ pub fn expand_with(
     for x in series.rdates {
         set = set.rdate(wall(*x));
     }
-    let later = set.clone().after(wall(before)).before(wall(before + chrono::Duration::days(3660)));
+    let later = set
+        .clone()
+        .after(wall(before))
+        .before(wall(before + chrono::Duration::days(3660)));
     let dates = set.all(limit).dates.into_iter().map(|d| d.naive_utc()).collect();
     Ok((dates, !later.all(1).dates.is_empty()))
 }
@@ -138,15 +141,21 @@ mod tests {
             rdates: &[],
             exdates: &[],
         };
-        let (dates, _) = expand_with(
-            &series,
-            at("20270101T000000"),
-            at("20270201T000000"),
-            100,
-            &|t| t - chrono::Duration::hours(5),
-        )
+        let (dates, _) = expand_with(&series, at("20270101T000000"), at("20270201T000000"), 100, &|t| {
+            t - chrono::Duration::hours(5)
+        })
         .unwrap();
         assert_eq!(dates.len(), 3);
-        assert!(expand("FREQ=SOMETIMES", at("20270105T093000"), &[], at("20270101T000000"), at("20270201T000000"), 9).is_err());
+        assert!(
+            expand(
+                "FREQ=SOMETIMES",
+                at("20270105T093000"),
+                &[],
+                at("20270101T000000"),
+                at("20270201T000000"),
+                9
+            )
+            .is_err()
+        );
     }
 }

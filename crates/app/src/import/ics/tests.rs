@@ -64,7 +64,9 @@ fn event_ids_are_stable_and_follow_uid_sequence_status() {
     assert_eq!(a[0].event.event_id, b[0].event.event_id);
     let (c, _) = rows_errors(&cal(&ANA.replace("SEQUENCE:2", "SEQUENCE:3")));
     assert_ne!(a[0].event.event_id, c[0].event.event_id);
-    let (d, _) = rows_errors(&cal(&ANA.replace("SEQUENCE:2\r\n", "SEQUENCE:2\r\nSTATUS:CANCELLED\r\n")));
+    let (d, _) = rows_errors(&cal(
+        &ANA.replace("SEQUENCE:2\r\n", "SEQUENCE:2\r\nSTATUS:CANCELLED\r\n")
+    ));
     assert_ne!(a[0].event.event_id, d[0].event.event_id);
     assert_eq!(d[0].event.kind, EventType::AppointmentCancelled);
 }
@@ -79,12 +81,23 @@ fn utc_floating_and_x_phone_forms() {
     );
     let floating = ANA.replace("DTSTART;TZID=America/Lima:20270112T093000", "DTSTART:20270112T093000");
     let (rows, _) = rows_errors(&cal(&floating));
-    assert_eq!(rows[0].event.starts_at.unwrap().to_rfc3339(), "2027-01-12T09:30:00-05:00");
+    assert_eq!(
+        rows[0].event.starts_at.unwrap().to_rfc3339(),
+        "2027-01-12T09:30:00-05:00"
+    );
     // X-WR-TIMEZONE wins over the configured zone for floating times.
-    let (rows, _) = rows_errors(&cal(&floating).replace("VERSION:2.0\r\n", "VERSION:2.0\r\nX-WR-TIMEZONE:America/Bogota\r\n"));
-    assert_eq!(rows[0].event.starts_at.unwrap().to_rfc3339(), "2027-01-12T09:30:00-05:00");
-    let (rows, _) = rows_errors(&cal(&floating).replace("VERSION:2.0\r\n", "VERSION:2.0\r\nX-WR-TIMEZONE:Europe/Madrid\r\n"));
-    assert_eq!(rows[0].event.starts_at.unwrap().to_rfc3339(), "2027-01-12T09:30:00+01:00");
+    let (rows, _) =
+        rows_errors(&cal(&floating).replace("VERSION:2.0\r\n", "VERSION:2.0\r\nX-WR-TIMEZONE:America/Bogota\r\n"));
+    assert_eq!(
+        rows[0].event.starts_at.unwrap().to_rfc3339(),
+        "2027-01-12T09:30:00-05:00"
+    );
+    let (rows, _) =
+        rows_errors(&cal(&floating).replace("VERSION:2.0\r\n", "VERSION:2.0\r\nX-WR-TIMEZONE:Europe/Madrid\r\n"));
+    assert_eq!(
+        rows[0].event.starts_at.unwrap().to_rfc3339(),
+        "2027-01-12T09:30:00+01:00"
+    );
     let x = ANA
         .replace(
             "ATTENDEE;CN=Ana Quispe;ROLE=REQ-PARTICIPANT:tel:+51987654321\r\n",
@@ -98,16 +111,24 @@ fn utc_floating_and_x_phone_forms() {
     assert_eq!(rows[0].event.version, None, "no SEQUENCE: the ledger versions it");
     for written in ["tel:+51-987-654-321", "tel:987654321", "tel:987 654 321"] {
         let (rows, _) = rows_errors(&cal(&ANA.replace("tel:+51987654321", written)));
-        assert_eq!(rows[0].event.contact.as_ref().unwrap().phone, "+51987654321", "{written}");
+        assert_eq!(
+            rows[0].event.contact.as_ref().unwrap().phone,
+            "+51987654321",
+            "{written}"
+        );
     }
 }
 
 #[test]
 fn bad_vevents_are_reported_at_their_own_lines() {
-    let bad_phone = ANA.replace("tel:+51987654321", "tel:12345").replace("cita-1042", "cita-1");
+    let bad_phone = ANA
+        .replace("tel:+51987654321", "tel:12345")
+        .replace("cita-1042", "cita-1");
     let bad_time = ANA.replace("20270112T093000", "mañana").replace("cita-1042", "cita-2");
     let no_uid = ANA.replace("UID:cita-1042\r\n", "");
-    let bad_zone = ANA.replace("America/Lima", "Mars/Olympus").replace("cita-1042", "cita-3");
+    let bad_zone = ANA
+        .replace("America/Lima", "Mars/Olympus")
+        .replace("cita-1042", "cita-3");
     let p = run(&cal(&format!("{ANA}{bad_phone}{bad_time}{no_uid}{bad_zone}")));
     assert_eq!(p.rows.len(), 1);
     let shown: Vec<String> = p
@@ -136,7 +157,10 @@ fn all_day_events_are_skipped_with_a_note_not_refused() {
     let p = run(&cal(&format!("{holiday}{ANA}")));
     assert!(p.errors.is_empty(), "{:?}", p.errors);
     assert_eq!((p.rows.len(), p.counts.skipped_all_day), (1, 1));
-    assert_eq!(p.notes, ["a.ics:4: all-day event skipped (a holiday or blocked day is not an appointment)"]);
+    assert_eq!(
+        p.notes,
+        ["a.ics:4: all-day event skipped (a holiday or blocked day is not an appointment)"]
+    );
 }
 
 #[test]
@@ -183,8 +207,14 @@ fn without_sequence_the_id_follows_the_content_and_the_ledger_versions_it() {
     let (same, _) = rows_errors(&cal(&bare));
     let (moved, _) = rows_errors(&cal(&bare.replace("20270112T093000", "20270113T093000")));
     assert_eq!(a[0].event.version, None);
-    assert_eq!(a[0].event.event_id, same[0].event.event_id, "a re-export is a duplicate");
-    assert_ne!(a[0].event.event_id, moved[0].event.event_id, "an edited VEVENT is a new event");
+    assert_eq!(
+        a[0].event.event_id, same[0].event.event_id,
+        "a re-export is a duplicate"
+    );
+    assert_ne!(
+        a[0].event.event_id, moved[0].event.event_id,
+        "an edited VEVENT is a new event"
+    );
     let (s1, _) = rows_errors(&cal(ANA));
     let (s2, _) = rows_errors(&cal(&ANA.replace("20270112T093000", "20270113T093000")));
     assert_eq!(s1[0].event.event_id, s2[0].event.event_id);
@@ -209,14 +239,23 @@ fn a_phone_typed_in_the_summary_is_found_and_the_name_is_what_remains() {
     assert!(errors.is_empty(), "{errors:?}");
     let e = &rows[0].event;
     let c = e.contact.as_ref().unwrap();
-    assert_eq!((c.phone.as_str(), c.name.as_deref()), ("+51987654321", Some("Ana Quispe")));
+    assert_eq!(
+        (c.phone.as_str(), c.name.as_deref()),
+        ("+51987654321", Some("Ana Quispe"))
+    );
     assert_eq!(e.service.as_deref(), Some("limpieza"));
     assert_eq!(e.location.as_deref(), Some("Consultorio 2"));
     assert_eq!(e.note.as_deref(), Some("phone from SUMMARY"));
     // In DESCRIPTION: SUMMARY's first piece is the name, the rest the service.
     let desc = TYPED
-        .replace("SUMMARY:Ana Quispe – 987 654 321 – limpieza", "SUMMARY:Ana Quispe - limpieza")
-        .replace("DESCRIPTION:Primera visita", "DESCRIPTION:Cel: +51 987-654-321\\nPrimera visita");
+        .replace(
+            "SUMMARY:Ana Quispe – 987 654 321 – limpieza",
+            "SUMMARY:Ana Quispe - limpieza",
+        )
+        .replace(
+            "DESCRIPTION:Primera visita",
+            "DESCRIPTION:Cel: +51 987-654-321\\nPrimera visita",
+        );
     let (rows, errors) = rows_errors(&cal(&desc));
     assert!(errors.is_empty(), "{errors:?}");
     let e = &rows[0].event;
@@ -279,9 +318,18 @@ fn a_weekly_series_becomes_one_event_per_occurrence_within_the_horizon() {
     assert_eq!(
         got,
         [
-            (format!("{base}/2027-01-05T1430Z"), "2027-01-05T09:30:00-05:00".to_string()),
-            (format!("{base}/2027-01-12T1430Z"), "2027-01-12T09:30:00-05:00".to_string()),
-            (format!("{base}/2027-01-26T1430Z"), "2027-01-26T10:00:00-05:00".to_string()),
+            (
+                format!("{base}/2027-01-05T1430Z"),
+                "2027-01-05T09:30:00-05:00".to_string()
+            ),
+            (
+                format!("{base}/2027-01-12T1430Z"),
+                "2027-01-12T09:30:00-05:00".to_string()
+            ),
+            (
+                format!("{base}/2027-01-26T1430Z"),
+                "2027-01-26T10:00:00-05:00".to_string()
+            ),
         ]
     );
     assert_eq!(p.counts.occurrences, 3);
@@ -291,7 +339,15 @@ fn a_weekly_series_becomes_one_event_per_occurrence_within_the_horizon() {
         assert_eq!(r.event.contact.as_ref().unwrap().phone, "+51987654321");
     }
     // Re-reading gives the same ids.
-    let again = parse(&weekly(), "b.ics", &Options { tz: LIMA, now: now(), config: &config });
+    let again = parse(
+        &weekly(),
+        "b.ics",
+        &Options {
+            tz: LIMA,
+            now: now(),
+            config: &config,
+        },
+    );
     let ids = |p: &Parsed| {
         let mut v: Vec<String> = p.rows.iter().map(|r| r.event.event_id.clone()).collect();
         v.sort();
@@ -316,7 +372,11 @@ fn a_past_series_and_one_beyond_the_horizon_are_skipped_and_counted() {
 #[test]
 fn file_quirks_do_not_lose_the_events() {
     // A BOM, two calendars, text after END:VCALENDAR.
-    let text = format!("\u{feff}{}{}garbage after the end\r\n", cal(ANA), cal(&ANA.replace("cita-1042", "cita-2")));
+    let text = format!(
+        "\u{feff}{}{}garbage after the end\r\n",
+        cal(ANA),
+        cal(&ANA.replace("cita-1042", "cita-2"))
+    );
     let p = run(&text);
     assert!(p.errors.is_empty(), "{:?}", p.errors);
     assert_eq!(p.rows.len(), 2);
@@ -325,7 +385,9 @@ fn file_quirks_do_not_lose_the_events() {
     let p = run(ANA);
     assert_eq!((p.rows.len(), p.errors.len()), (1, 0));
     // A malformed line names its own line; the other events import.
-    let broken = ANA.replace("cita-1042", "cita-3").replace("SUMMARY:Odontología\r\n", "SUMMARY Odontología\r\n");
+    let broken = ANA
+        .replace("cita-1042", "cita-3")
+        .replace("SUMMARY:Odontología\r\n", "SUMMARY Odontología\r\n");
     let p = run(&cal(&format!("{ANA}{broken}")));
     assert_eq!(p.rows.len(), 1);
     assert_eq!((p.errors[0].line, p.errors[0].field.as_str()), (18, "line"));
@@ -346,6 +408,10 @@ fn windows_zone_names_and_vendor_prefixes() {
     ] {
         let (rows, errors) = rows_errors(&cal(&ANA.replace("TZID=America/Lima", &format!("TZID={tzid}"))));
         assert!(errors.is_empty(), "{tzid}: {errors:?}");
-        assert_eq!(rows[0].event.starts_at.unwrap().to_rfc3339(), "2027-01-12T09:30:00-05:00", "{tzid}");
+        assert_eq!(
+            rows[0].event.starts_at.unwrap().to_rfc3339(),
+            "2027-01-12T09:30:00-05:00",
+            "{tzid}"
+        );
     }
 }

@@ -158,8 +158,8 @@ pub fn by_name(name: &str, country: &str) -> Option<Tz> {
             }
         }
     }
-    let windows = localzone::win_zone_to_iana(name, Some(country))
-        .or_else(|| localzone::win_zone_to_iana(name, Some("001")));
+    let windows =
+        localzone::win_zone_to_iana(name, Some(country)).or_else(|| localzone::win_zone_to_iana(name, Some("001")));
     if let Some(z) = windows.and_then(|n| n.parse().ok()) {
         return Some(z);
     }
@@ -188,7 +188,12 @@ fn display_name(name: &str) -> Option<Tz> {
         }
         chrono_tz::TZ_VARIANTS
             .iter()
-            .find(|z| z.name().rsplit('/').next().is_some_and(|last| last.eq_ignore_ascii_case(&city)))
+            .find(|z| {
+                z.name()
+                    .rsplit('/')
+                    .next()
+                    .is_some_and(|last| last.eq_ignore_ascii_case(&city))
+            })
             .copied()
     })
 }
@@ -198,7 +203,11 @@ fn display_name(name: &str) -> Option<Tz> {
 /// onsets, expanded through 2100.
 fn defined(tzid: &str, vtz: &Comp) -> Result<Defined, String> {
     let mut onsets = Vec::new();
-    for obs in vtz.children.iter().filter(|c| c.name == "STANDARD" || c.name == "DAYLIGHT") {
+    for obs in vtz
+        .children
+        .iter()
+        .filter(|c| c.name == "STANDARD" || c.name == "DAYLIGHT")
+    {
         let what = |p: &str| format!("VTIMEZONE {tzid:?} {}: {p}", obs.name);
         let from = offset(obs.text("TZOFFSETFROM").as_deref()).ok_or_else(|| what("bad TZOFFSETFROM"))?;
         let to = offset(obs.text("TZOFFSETTO").as_deref()).ok_or_else(|| what("bad TZOFFSETTO"))?;
@@ -211,7 +220,9 @@ fn defined(tzid: &str, vtz: &Comp) -> Result<Defined, String> {
             let end = NaiveDateTime::parse_from_str("21000101T000000", "%Y%m%dT%H%M%S").unwrap_or(start);
             // Onsets before 1970 matter to no appointment.
             let from = NaiveDateTime::parse_from_str("19700101T000000", "%Y%m%dT%H%M%S").unwrap_or(start);
-            locals = recur::expand(&rule, start, &[], from.max(start), end, 400).map_err(|e| what(&e))?.0;
+            locals = recur::expand(&rule, start, &[], from.max(start), end, 400)
+                .map_err(|e| what(&e))?
+                .0;
             if locals.is_empty() {
                 locals.push(start);
             }
@@ -267,17 +278,26 @@ mod tests {
         let lima = Some(chrono_tz::America::Lima);
         assert_eq!(by_name("America/Lima", "PE"), lima);
         assert_eq!(by_name("america/lima", "PE"), lima);
-        assert_eq!(by_name("/freeassociation.sourceforge.net/Tzfile/America/Lima", "PE"), lima);
+        assert_eq!(
+            by_name("/freeassociation.sourceforge.net/Tzfile/America/Lima", "PE"),
+            lima
+        );
         assert_eq!(by_name("/freeassociation.sourceforge.net/America/Lima", "PE"), lima);
         assert_eq!(by_name("/mozilla.org/20070129_1/America/Lima", "PE"), lima);
         assert_eq!(by_name("SA Pacific Standard Time", "PE"), lima);
-        assert_eq!(by_name("SA Pacific Standard Time", "CO"), Some(chrono_tz::America::Bogota));
+        assert_eq!(
+            by_name("SA Pacific Standard Time", "CO"),
+            Some(chrono_tz::America::Bogota)
+        );
         assert_eq!(
             by_name("Pacific Standard Time", "PE"),
             Some(chrono_tz::America::Los_Angeles),
             "CLDR's world default when the country has none"
         );
-        assert_eq!(by_name("(UTC-05:00) Bogota, Lima, Quito", "PE"), Some(chrono_tz::America::Bogota));
+        assert_eq!(
+            by_name("(UTC-05:00) Bogota, Lima, Quito", "PE"),
+            Some(chrono_tz::America::Bogota)
+        );
         assert_eq!(by_name("Customized Time Zone", "PE"), None);
     }
 
@@ -293,14 +313,26 @@ mod tests {
         let z = zones.resolve("Customized Time Zone").unwrap();
         assert!(matches!(z, Zone::Defined(_)));
         // US-style rules: winter −5, summer −4 (as New York).
-        assert_eq!(z.localize(at("20270115T093000")).unwrap().to_rfc3339(), "2027-01-15T09:30:00-05:00");
-        assert_eq!(z.localize(at("20270715T093000")).unwrap().to_rfc3339(), "2027-07-15T09:30:00-04:00");
+        assert_eq!(
+            z.localize(at("20270115T093000")).unwrap().to_rfc3339(),
+            "2027-01-15T09:30:00-05:00"
+        );
+        assert_eq!(
+            z.localize(at("20270715T093000")).unwrap().to_rfc3339(),
+            "2027-07-15T09:30:00-04:00"
+        );
         assert!(z.localize(at("20270314T023000")).is_err(), "the spring-forward gap");
         assert!(zones.resolve("Nowhere").unwrap_err().contains("Nowhere"));
-        let lic = VTZ.replace("TZID:Customized Time Zone\n", "TZID:Mine\nX-LIC-LOCATION:America/Lima\n");
+        let lic = VTZ.replace(
+            "TZID:Customized Time Zone\n",
+            "TZID:Mine\nX-LIC-LOCATION:America/Lima\n",
+        );
         let doc = lines::read(&lic);
         let zones = Zones::new(doc.components.iter().collect(), "PE");
-        assert!(matches!(zones.resolve("Mine").unwrap(), Zone::Iana(chrono_tz::America::Lima)));
+        assert!(matches!(
+            zones.resolve("Mine").unwrap(),
+            Zone::Iana(chrono_tz::America::Lima)
+        ));
     }
 
     #[test]
