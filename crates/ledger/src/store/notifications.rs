@@ -21,6 +21,10 @@ pub struct TemplateStatus<'a> {
     pub quality: Option<&'a str>,
 }
 
+/// A parked or refused channel event: `(source, event_id, kind, status,
+/// reason code, copies)`.
+pub type ParkedEventRow = (String, String, String, String, String, i64);
+
 /// A scheduled appointment of a contact whose number changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpcomingAppointment {
@@ -194,9 +198,9 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Channel events parked or refused, newest first: `(source, event_id,
-    /// kind, status, reason, copies)`, for the console's attention list.
-    pub fn parked_channel_events(&self, limit: u32) -> Result<Vec<(String, String, String, String, String, i64)>> {
+    /// Channel events parked or refused, newest first, for the console's
+    /// attention list.
+    pub fn parked_channel_events(&self, limit: u32) -> Result<Vec<ParkedEventRow>> {
         let rows = self
             .conn()
             .prepare_cached(

@@ -24,6 +24,9 @@ pub const SOURCE_MOTOR: &str = "motor";
 /// The periodic sweep retries pending statuses this recent.
 pub const SWEEP_WINDOW_HOURS: i64 = 72;
 
+/// One stored event's `(kind, status, reason, copies)`.
+pub type StoredEventRow = (String, String, Option<String>, i64);
+
 /// A stored channel event: `(source, event_id, kind, status, intention_id)`.
 pub type ChannelEventRow = (String, String, String, String, Option<i64>);
 
@@ -431,7 +434,7 @@ impl Tx<'_> {
     }
 
     /// One stored event: `(kind, status, reason, copies)`.
-    pub fn channel_event(&self, source: &str, event_id: &str) -> Result<Option<(String, String, Option<String>, i64)>> {
+    pub fn channel_event(&self, source: &str, event_id: &str) -> Result<Option<StoredEventRow>> {
         Ok(self
             .conn()
             .query_row(
