@@ -293,8 +293,14 @@ async fn engine_events_apply_once_and_resolve_ambiguous_commands() {
         .collect();
     assert_eq!(applied.len(), 1);
     assert!(applied[0].note.as_deref().unwrap().contains("ambiguous"));
-    assert_eq!(hist.iter().filter(|r| r.signal == "duplicate_webhook").count(), 2);
+    assert_eq!(hist.iter().filter(|r| r.signal == "duplicate_webhook").count(), 0);
     assert_eq!(h.counter("duplicate_events_motor"), 2);
+    let stored = h
+        .store()
+        .read(|tx| tx.channel_event("motor", "evt-2"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.3, 3, "three copies counted on one stored event: {stored:?}");
 
     // Wrong signature: refused, nothing stored.
     let url = format!("{}/webhooks/motor", h.base);

@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 use super::Ctx;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
-use crate::import::{ImportError, ImportOptions, import_file};
+use crate::import::{ImportError, ImportOptions, import_file_with};
 use crate::store::IntentFilter;
 
 #[derive(Debug, Args)]
@@ -89,7 +89,14 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let report = match import_file(&mut store, &ctx.planner(), &a.file, &opts, Utc::now()) {
+    let report = match import_file_with(
+        &mut store,
+        &ctx.planner(),
+        &a.file,
+        &opts,
+        &ctx.config.import,
+        Utc::now(),
+    ) {
         Ok(r) => r,
         Err(ImportError::Rejected(rows)) => {
             if a.json {
@@ -114,6 +121,16 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             "  intentions planned {}, already present {}, closed {}",
             report.intentions_planned, report.intentions_already_present, report.intentions_closed
         );
+        if let Some(c) = &report.calendar {
+            println!(
+                "  calendar          {} VEVENT(s), {} occurrence(s) of recurring events, {} refused",
+                c.vevents, c.occurrences, c.refused
+            );
+            println!(
+                "  skipped           {} all-day, {} past series, {} series beyond the horizon",
+                c.skipped_all_day, c.skipped_past, c.skipped_beyond_horizon
+            );
+        }
         if report.intentions_held > 0 {
             println!(
                 "  held for review   {} (text over WhatsApp's limit: not sent)",

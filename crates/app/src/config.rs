@@ -65,6 +65,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub storage: StorageConfig,
     pub inbound: InboundConfig,
+    pub import: ImportConfig,
     #[serde(rename = "operator")]
     pub operators: Vec<Operator>,
     /// With operators mapped to OS accounts, still accept `--operator`
@@ -85,6 +86,7 @@ impl Default for Config {
             server: ServerConfig::default(),
             storage: StorageConfig::default(),
             inbound: InboundConfig::default(),
+            import: ImportConfig::default(),
             operators: vec![
                 Operator {
                     name: "recepcion".into(),
@@ -217,6 +219,76 @@ impl ServerConfig {
     }
 }
 
+/// `[import]`: how calendar files are read (`unavez import agenda.ics`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImportConfig {
+    /// ISO 3166 country of phones typed without a country code
+    /// (`987 654 321` → `+51987654321` with `"PE"`).
+    pub default_country: String,
+    /// How many days ahead the occurrences of a recurring event are
+    /// imported; later ones are imported by a later import of the file.
+    pub recurrence_days: u32,
+    /// Where a phone typed as text is looked for, in this order, after
+    /// `X-UNAVEZ-PHONE` and an `ATTENDEE` with a `tel:` URI.
+    pub phone_properties: Vec<String>,
+}
+
+/// The text properties `[import] phone_properties` may name.
+pub const PHONE_PROPERTIES: [&str; 5] = ["SUMMARY", "DESCRIPTION", "LOCATION", "COMMENT", "CONTACT"];
+
+impl Default for ImportConfig {
+    fn default() -> Self {
+        ImportConfig {
+            default_country: "PE".into(),
+            recurrence_days: 60,
+            phone_properties: vec!["SUMMARY".into(), "DESCRIPTION".into(), "LOCATION".into()],
+        }
+    }
+}
+
+impl ImportConfig {
+    /// The default country as libphonenumber's id (validated at load).
+    pub fn country(&self) -> phonenumber::country::Id {
+        self.default_country
+            .trim()
+            .to_ascii_uppercase()
+            .parse()
+            .unwrap_or(phonenumber::country::Id::PE)
+    }
+
+    /// `(field, message)` of the first bad setting.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let code = self.default_country.trim().to_ascii_uppercase();
+        if code.parse::<phonenumber::country::Id>().is_err() {
+            return Err((
+                "import.default_country".into(),
+                format!(
+                    "unknown country {:?} (expected an ISO 3166 code such as \"PE\")",
+                    self.default_country
+                ),
+            ));
+        }
+        if !(1..=731).contains(&self.recurrence_days) {
+            return Err((
+                "import.recurrence_days".into(),
+                format!("must be between 1 and 731 days, got {}", self.recurrence_days),
+            ));
+        }
+        if let Some(p) = self
+            .phone_properties
+            .iter()
+            .find(|p| !PHONE_PROPERTIES.contains(&p.to_ascii_uppercase().as_str()))
+        {
+            return Err((
+                "import.phone_properties".into(),
+                format!("{p:?} is not one of {}", PHONE_PROPERTIES.join(", ")),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A reply word in two keyword lists would mean two things at once (a
 /// "SI" that confirms and opts out); compared as the classifier compares
 /// replies (case and accents folded).
@@ -287,6 +359,9 @@ impl Config {
         self.policy
             .validate()
             .map_err(|e| invalid(&format!("policy.{}", e.field), e.message))?;
+        self.import
+            .validate()
+            .map_err(|(field, message)| invalid(&field, message))?;
         if self.dispatcher.concurrency == 0 || self.dispatcher.batch_size == 0 {
             return Err(invalid(
                 "dispatcher",
@@ -470,5 +545,25 @@ mod tests {
         assert!(e.to_string().contains("quiet_hours"), "{e}");
         let e = Config::parse("colour = 1\n", Path::new("c.toml")).unwrap_err();
         assert!(e.to_string().contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn the_import_section_is_read_and_checked() {
+        let cfg = Config::parse(
+            "[import]\ndefault_country = \"co\"\nrecurrence_days = 30\nphone_properties = [\"DESCRIPTION\"]\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(cfg.import.country(), phonenumber::country::Id::CO);
+        assert_eq!((cfg.import.recurrence_days, cfg.import.phone_properties.len()), (30, 1));
+        assert_eq!(Config::default().import.default_country, "PE");
+        for (bad, field) in [
+            ("default_country = \"XX\"", "import.default_country"),
+            ("recurrence_days = 0", "import.recurrence_days"),
+            ("phone_properties = [\"DTSTART\"]", "import.phone_properties"),
+        ] {
+            let e = Config::parse(&format!("[import]\n{bad}\n"), Path::new("c.toml")).unwrap_err();
+            assert!(e.to_string().contains(field), "{e}");
+        }
     }
 }

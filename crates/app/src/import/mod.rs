@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+pub use ics::CalendarCounts;
+
+use crate::config::ImportConfig;
 use crate::domain::event::{BookingEvent, FieldError};
 use crate::domain::text::inert;
 use crate::ingest::{Outcome, ingest_alone};
@@ -85,7 +88,14 @@ pub(crate) fn row_errors(file: &str, line: usize, raw: &str, errs: Vec<FieldErro
 }
 
 fn distinct_lines(errors: &[RowError]) -> usize {
-    let mut lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+    // A calendar event's errors name their own lines: count the event once.
+    let mut lines: Vec<(usize, &str)> = errors
+        .iter()
+        .map(|e| match e.raw.starts_with("BEGIN:") {
+            true => (0, e.raw.as_str()),
+            false => (e.line, ""),
+        })
+        .collect();
     lines.sort_unstable();
     lines.dedup();
     lines.len()
@@ -94,6 +104,38 @@ fn distinct_lines(errors: &[RowError]) -> usize {
 /// Reads a file into events and per-row errors, by extension. `tz` is the
 /// operating zone, used for iCalendar floating times.
 pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
+    let p = parse_file_with(path, tz, &ImportConfig::default(), Utc::now())?;
+    Ok((p.rows, p.errors))
+}
+
+/// What a file holds: events, per-row errors, and (calendars) what was
+/// skipped and why.
+#[derive(Debug, Default)]
+pub struct ParsedFile {
+    pub rows: Vec<Row>,
+    pub errors: Vec<RowError>,
+    pub calendar: Option<CalendarCounts>,
+    pub notes: Vec<String>,
+}
+
+impl From<(Vec<Row>, Vec<RowError>)> for ParsedFile {
+    fn from((rows, errors): (Vec<Row>, Vec<RowError>)) -> Self {
+        ParsedFile {
+            rows,
+            errors,
+            ..ParsedFile::default()
+        }
+    }
+}
+
+/// [`parse_file`] with the `[import]` settings and the time recurring
+/// events are expanded from.
+pub fn parse_file_with(
+    path: &Path,
+    tz: chrono_tz::Tz,
+    calendar: &ImportConfig,
+    now: DateTime<Utc>,
+) -> Result<ParsedFile, ImportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
         path: path.to_path_buf(),
         source,
@@ -105,9 +147,22 @@ pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<(Vec<Row>, Vec<RowEr
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
-        Some("jsonl") | Some("ndjson") => Ok(parse_jsonl(&text, &name)),
-        Some("csv") => Ok(csv_agenda::parse(&text, &name)),
-        Some("ics") => Ok(ics::parse(&text, &name, tz)),
+        Some("jsonl") | Some("ndjson") => Ok(parse_jsonl(&text, &name).into()),
+        Some("csv") => Ok(csv_agenda::parse(&text, &name).into()),
+        Some("ics") => {
+            let opts = ics::Options {
+                tz,
+                now,
+                config: calendar,
+            };
+            let p = ics::parse(&text, &name, &opts);
+            Ok(ParsedFile {
+                rows: p.rows,
+                errors: p.errors,
+                calendar: Some(p.counts),
+                notes: p.notes,
+            })
+        }
         _ => Err(ImportError::UnsupportedType {
             path: path.to_path_buf(),
         }),
@@ -161,7 +216,9 @@ fn rejects_text(path: &Path, rejected: &[RowError]) -> String {
         if !ics {
             text.push_str(&format!("# {}\n", e.to_string().replace('\n', " ")));
         }
-        let last_of_row = rejected.get(i + 1).is_none_or(|next| next.line != e.line);
+        // A calendar event's errors name their own lines: its text once.
+        let same_row = |n: &RowError| n.line == e.line || (n.raw == e.raw && e.raw.starts_with("BEGIN:"));
+        let last_of_row = rejected.get(i + 1).is_none_or(|next| !same_row(next));
         if last_of_row && !e.raw.is_empty() {
             text.push_str(e.raw.trim_end_matches(['\r', '\n']));
             text.push_str(if ics { "\r\n" } else { "\n" });
@@ -193,6 +250,9 @@ pub struct ImportReport {
     pub rejected: Vec<RowError>,
     pub rejects_file: Option<String>,
     pub notes: Vec<String>,
+    /// iCalendar files: VEVENTs found, occurrences, skipped and refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calendar: Option<CalendarCounts>,
 }
 
 impl ImportReport {
@@ -258,7 +318,20 @@ pub fn import_file(
     opts: &ImportOptions,
     now: DateTime<Utc>,
 ) -> Result<ImportReport, ImportError> {
-    let (rows, mut rejected) = parse_file(path, planner.tz)?;
+    import_file_with(store, planner, path, opts, &ImportConfig::default(), now)
+}
+
+/// [`import_file`] with the `[import]` settings.
+pub fn import_file_with(
+    store: &mut Store,
+    planner: &Planner<'_>,
+    path: &Path,
+    opts: &ImportOptions,
+    calendar: &ImportConfig,
+    now: DateTime<Utc>,
+) -> Result<ImportReport, ImportError> {
+    let parsed = parse_file_with(path, planner.tz, calendar, now)?;
+    let (rows, mut rejected) = (parsed.rows, parsed.errors);
     if !rejected.is_empty() && !opts.skip_invalid {
         return Err(ImportError::Rejected(rejected));
     }
@@ -267,6 +340,8 @@ pub fn import_file(
         file: file.clone(),
         // One row may carry several errors: count rows, not errors.
         events: rows.len() + distinct_lines(&rejected),
+        calendar: parsed.calendar,
+        notes: parsed.notes.into_iter().take(20).collect(),
         ..Default::default()
     };
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {

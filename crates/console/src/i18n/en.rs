@@ -165,6 +165,18 @@ pub static EN: Strings = Strings {
         ("refused_event", "refused"),
     ],
     reasons: &[
+        (
+            "key_message_mismatch",
+            "engine event parked: its key and its message id name two different intentions; applied to neither (check which message went out)",
+        ),
+        (
+            "foreign_instance",
+            "event from another engine instance: refused (check [channel.motor] instance_id)",
+        ),
+        (
+            "template_blocked",
+            "WhatsApp rejected, paused or disabled the template: the messages wait in review",
+        ),
         ("commitment_cancelled", "appointment cancelled"),
         ("superseded", "rescheduled"),
         ("already_confirmed", "already confirmed"),

@@ -165,6 +165,18 @@ pub static ES: Strings = Strings {
         ("refused_event", "rechazado"),
     ],
     reasons: &[
+        (
+            "key_message_mismatch",
+            "evento del motor apartado: su clave y su id de mensaje señalan dos intenciones distintas; no se aplicó a ninguna (revisar cuál mensaje salió)",
+        ),
+        (
+            "foreign_instance",
+            "evento de otra instancia del motor: rechazado (revisar [channel.motor] instance_id)",
+        ),
+        (
+            "template_blocked",
+            "WhatsApp rechazó, pausó o desactivó la plantilla: los mensajes esperan en revisión",
+        ),
         ("commitment_cancelled", "cita cancelada"),
         ("superseded", "reprogramación"),
         ("already_confirmed", "ya confirmada"),

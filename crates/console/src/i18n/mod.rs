@@ -395,4 +395,20 @@ mod tests {
         assert_ne!(ES.reason(code), code);
         assert_ne!(EN.reason(code), code);
     }
+
+    /// Why a webhook event was parked or refused (store/webhooks.rs), for
+    /// a technician in Atención, in both languages.
+    #[test]
+    fn parked_and_refused_event_reasons_are_said_in_both_languages() {
+        use crate::store::{PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE};
+        for code in [
+            PARKED_KEY_MESSAGE_MISMATCH,
+            REFUSED_FOREIGN_INSTANCE,
+            "template_blocked",
+        ] {
+            assert_ne!(ES.reason(code), code);
+            assert_ne!(EN.reason(code), code);
+        }
+        assert!(ES.reason(PARKED_KEY_MESSAGE_MISMATCH).contains("apartado"));
+    }
 }

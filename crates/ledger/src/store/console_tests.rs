@@ -194,6 +194,9 @@ fn migration_0002_backfills_an_existing_database() {
              CREATE INDEX intentions_day_state ON intentions(day, state);
              ALTER TABLE intentions DROP COLUMN starts_at;
              DROP TABLE refused_events; ALTER TABLE commitments DROP COLUMN contact_name;
+             DROP INDEX channel_events_parked; ALTER TABLE channel_events DROP COLUMN copies;
+             ALTER TABLE channel_events DROP COLUMN reason; DROP INDEX contacts_wa_user_id;
+             ALTER TABLE contacts DROP COLUMN wa_user_id; DROP TABLE template_status;
              PRAGMA user_version = 1;",
         )
         .unwrap();

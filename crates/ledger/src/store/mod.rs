@@ -17,6 +17,7 @@ mod inbound;
 mod intents;
 mod ledger;
 mod metrics;
+mod notifications;
 mod operator;
 mod queries;
 mod refused;
@@ -31,11 +32,15 @@ pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
+pub use notifications::{ChangedNumber, TemplateStatus, UpcomingAppointment};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
 pub use refused::{NewRefusal, RefusedEventRow};
 pub use uncertain::UncertainItem;
-pub use webhooks::{ChannelEventRow, NewChannelEvent, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome};
+pub use webhooks::{
+    ChannelEventRow, NewChannelEvent, PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_CLOUD,
+    SOURCE_MOTOR, StatusOutcome,
+};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -94,6 +99,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("migrations/0002_console_speed.sql")),
     (3, include_str!("migrations/0003_refused_events.sql")),
     (4, include_str!("migrations/0004_resend_acknowledgements.sql")),
+    (6, include_str!("migrations/0006_notifications.sql")),
 ];
 
 /// One connection to the ledger. Not `Sync`: each thread or task that

@@ -24,6 +24,9 @@ pub const SOURCE_MOTOR: &str = "motor";
 /// The periodic sweep retries pending statuses this recent.
 pub const SWEEP_WINDOW_HOURS: i64 = 72;
 
+/// One stored event's `(kind, status, reason, copies)`.
+pub type StoredEventRow = (String, String, Option<String>, i64);
+
 /// A stored channel event: `(source, event_id, kind, status, intention_id)`.
 pub type ChannelEventRow = (String, String, String, String, Option<i64>);
 
@@ -69,14 +72,26 @@ pub enum StatusOutcome {
     },
     /// No intention known for it yet: kept, applied once correlated.
     Pending,
-    /// Same event id as an earlier one: counted, noted, not applied again.
+    /// Same event id as an earlier one: counted on the stored event
+    /// (`copies`), not applied again.
     Duplicate { intention_id: Option<i64> },
+    /// Its key and its message id name two different intentions: applied
+    /// to neither, kept for a person with a reason code.
+    Parked { reason: String },
+    /// Not for this installation (another engine instance): kept, applied
+    /// to nothing.
+    Refused { reason: String },
 }
+
+/// Reason code of an engine event whose key and message id disagree.
+pub const PARKED_KEY_MESSAGE_MISMATCH: &str = "key_message_mismatch";
+/// Reason code of an engine event from another engine instance.
+pub const REFUSED_FOREIGN_INSTANCE: &str = "foreign_instance";
 
 impl Tx<'_> {
     /// Stores one event raw, unless its `(source, event_id)` is already
-    /// stored; a duplicate bumps `duplicate_events` and
-    /// `duplicate_events_<source>`.
+    /// stored; a duplicate adds one to the stored event's `copies` and bumps
+    /// `duplicate_events` and `duplicate_events_<source>`.
     pub fn record_channel_event(&self, ev: &NewChannelEvent<'_>, at: DateTime<Utc>) -> Result<Recorded> {
         let id: Option<i64> = self
             .conn()
@@ -94,7 +109,8 @@ impl Tx<'_> {
         self.bump_counter("duplicate_events", 1)?;
         self.bump_counter(&format!("duplicate_events_{}", ev.source), 1)?;
         let (row, intention_id) = self.conn().query_row(
-            "SELECT id, intention_id FROM channel_events WHERE source = ?1 AND event_id = ?2",
+            "UPDATE channel_events SET copies = copies + 1 WHERE source = ?1 AND event_id = ?2
+             RETURNING id, intention_id",
             params![ev.source, ev.event_id],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
@@ -265,19 +281,11 @@ impl Tx<'_> {
     /// Records a status event and applies it once: the whole path for one
     /// Cloud status or engine event. Call inside [`Tx::atomically`].
     pub fn ingest_status(&self, ev: &NewChannelEvent<'_>, report: &Report, at: DateTime<Utc>) -> Result<StatusOutcome> {
+        // A copy is counted on the stored event, never a history row per
+        // copy (a provider retrying 60 times would bury the history).
         let row = match self.record_channel_event(ev, at)? {
             Recorded::New(row) => row,
-            Recorded::Duplicate { intention_id, .. } => {
-                if let Some(id) = intention_id {
-                    let note = "same event received again: applied once";
-                    self.note(
-                        id,
-                        &self.webhook_entry("duplicate_webhook", &report.evidence, Some(note)),
-                        at,
-                    )?;
-                }
-                return Ok(StatusOutcome::Duplicate { intention_id });
-            }
+            Recorded::Duplicate { intention_id, .. } => return Ok(StatusOutcome::Duplicate { intention_id }),
         };
         match self.correlate_status(ev.message_id, ev.intention_key, at)? {
             Some(id) => {
@@ -294,6 +302,56 @@ impl Tx<'_> {
                 Ok(StatusOutcome::Pending)
             }
         }
+    }
+
+    /// The intention a provider message id names (on the intention or one
+    /// of its attempts), without recording anything.
+    fn intention_by_message_id(&self, mid: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT id FROM intentions WHERE provider_message_id = ?1
+                 UNION ALL SELECT intention_id FROM attempts WHERE message_id = ?1 LIMIT 1",
+                [mid],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// An event whose intention key and message id name two different
+    /// intentions is stored, parked with [`PARKED_KEY_MESSAGE_MISMATCH`]
+    /// and applied to neither; both intentions get a history note. `None`
+    /// when they agree (or either is unknown): apply it as usual.
+    pub fn park_if_split(&self, ev: &NewChannelEvent<'_>, at: DateTime<Utc>) -> Result<Option<StatusOutcome>> {
+        let (Some(key), Some(mid)) = (ev.intention_key.filter(|k| !k.is_empty()), ev.message_id) else {
+            return Ok(None);
+        };
+        let (Some(by_key), Some(by_mid)) = (self.intention_id(key)?, self.intention_by_message_id(mid)?) else {
+            return Ok(None);
+        };
+        if by_key == by_mid {
+            return Ok(None);
+        }
+        let row = match self.record_channel_event(ev, at)? {
+            Recorded::New(row) => row,
+            Recorded::Duplicate { intention_id, .. } => return Ok(Some(StatusOutcome::Duplicate { intention_id })),
+        };
+        self.set_channel_event_reason(row, "parked", PARKED_KEY_MESSAGE_MISMATCH)?;
+        self.bump_counter(
+            &format!("webhook_parked:{}:{PARKED_KEY_MESSAGE_MISMATCH}", ev.source),
+            1,
+        )?;
+        let evidence = format!("{}:{}", ev.source, ev.event_id);
+        for (id, other) in [(by_key, by_mid), (by_mid, by_key)] {
+            let note = format!(
+                "event {} names this intention and intention #{other} (key {key}, message {mid}): applied to neither",
+                ev.event_id
+            );
+            self.note(id, &self.webhook_entry("event_parked", &evidence, Some(&note)), at)?;
+        }
+        Ok(Some(StatusOutcome::Parked {
+            reason: PARKED_KEY_MESSAGE_MISMATCH.into(),
+        }))
     }
 
     /// Applies, in received order, the pending status events that belong
@@ -373,6 +431,27 @@ impl Tx<'_> {
             None => self.mark_channel_event(p.id, "ignored", Some(intention_id), at)?,
         }
         Ok(())
+    }
+
+    /// One stored event: `(kind, status, reason, copies)`.
+    pub fn channel_event(&self, source: &str, event_id: &str) -> Result<Option<StoredEventRow>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT kind, status, reason, copies FROM channel_events WHERE source = ?1 AND event_id = ?2",
+                params![source, event_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?)
+    }
+
+    /// Copies received beyond the first, over every stored event of `source`.
+    pub fn extra_copies(&self, source: &str) -> Result<i64> {
+        Ok(self.conn().query_row(
+            "SELECT coalesce(sum(copies - 1), 0) FROM channel_events WHERE source = ?1",
+            [source],
+            |r| r.get(0),
+        )?)
     }
 
     /// Channel events in received order, for tests and the console.

@@ -4,7 +4,11 @@
 //! [{"changes": [{"field": "messages", "value": {"statuses": [...],
 //! "messages": [...]}}]}]}`. Each status and each inbound message is one
 //! event: stored raw, deduplicated, applied inside its own savepoint, in
-//! the order it appears. Anything we do not know is tolerated and kept.
+//! the order it appears. Every change of another `field` (template
+//! statuses, user preferences, calls, account updates, fields Meta adds
+//! later) is stored raw too and handled by [`super::notices`]. A status of
+//! `type: "call"` is a call's, not a message's: stored, never parked as a
+//! pending message status.
 
 use std::collections::HashMap;
 
@@ -19,6 +23,7 @@ use serde_json::Value;
 
 use super::auth::{check_signature, constant_time_eq, read_body};
 use super::inbound::{self, InboundOutcome};
+use super::notices::{self, Notice, NoticeOutcome};
 use super::{ApiError, AppState};
 use crate::domain::status::CloudStatus;
 use crate::store::{NewChannelEvent, SOURCE_CLOUD, StatusOutcome, StoreError, Tx};
@@ -40,26 +45,33 @@ pub struct Notification {
 pub struct NotificationEntry {
     #[serde(default)]
     pub id: Option<String>,
+    /// Unix seconds; template and account notices carry it.
+    #[serde(default)]
+    pub time: Option<Value>,
     #[serde(default)]
     pub changes: Vec<NotificationChange>,
 }
 
+/// `value` stays raw: its shape depends on `field`.
 #[derive(Debug, Deserialize)]
 pub struct NotificationChange {
     #[serde(default)]
     pub field: Option<String>,
     #[serde(default)]
-    pub value: ChangeValue,
+    pub value: Value,
 }
 
-/// `statuses[]` and `messages[]` stay raw JSON here so that one malformed
-/// item is rejected alone instead of failing the whole batch.
+/// A `messages` change. `statuses[]` and `messages[]` stay raw JSON here
+/// so that one malformed item is rejected alone instead of failing the
+/// whole batch; `contacts[]` tells which `user_id` a phone has.
 #[derive(Debug, Default, Deserialize)]
 pub struct ChangeValue {
     #[serde(default)]
     pub statuses: Vec<Value>,
     #[serde(default)]
     pub messages: Vec<Value>,
+    #[serde(default)]
+    pub contacts: Vec<Value>,
 }
 
 /// The answer to a notification: what happened to each event.
@@ -69,6 +81,10 @@ pub struct BatchSummary {
     pub applied: usize,
     pub pending: usize,
     pub duplicates: usize,
+    /// Stored with no effect on any message: call statuses, account
+    /// updates, fields we do not act on, messages we cannot correlate yet.
+    #[serde(default)]
+    pub recorded: usize,
     /// `(index in the batch, reason)` of events that could not be read.
     pub rejected: Vec<(usize, String)>,
 }
@@ -116,17 +132,7 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
             ));
         }
     };
-    let items: Vec<Item> = note
-        .entry
-        .into_iter()
-        .flat_map(|e| e.changes)
-        .flat_map(|c| {
-            let statuses = c.value.statuses.into_iter().map(Item::Status);
-            statuses
-                .chain(c.value.messages.into_iter().map(Item::Message))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let items = items(note);
     let summary = state
         .blocking(move |st, store| {
             let now = Utc::now();
@@ -141,6 +147,46 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
 pub enum Item {
     Status(Value),
     Message(Value),
+    /// A `contacts[]` entry: `wa_id` and Meta's `user_id`.
+    Contact(Value),
+    /// A change of another field, or a call status.
+    Notice(Notice),
+}
+
+/// The events of a notification, in order; a `messages` change's contacts
+/// come first so its messages can be correlated by `user_id`.
+pub fn items(note: Notification) -> Vec<Item> {
+    let mut out = Vec::new();
+    for e in note.entry {
+        for c in e.changes {
+            let field = c.field.unwrap_or_default();
+            if field != "messages" {
+                out.push(Item::Notice(Notice {
+                    field: if field.is_empty() { "unknown".into() } else { field },
+                    entry_id: e.id.clone(),
+                    entry_time: e.time.clone(),
+                    value: c.value,
+                }));
+                continue;
+            }
+            let v: ChangeValue = serde_json::from_value(c.value.clone()).unwrap_or_default();
+            out.extend(v.contacts.into_iter().map(Item::Contact));
+            for s in v.statuses {
+                if s.get("type").and_then(Value::as_str) == Some("call") {
+                    out.push(Item::Notice(Notice {
+                        field: "calls".into(),
+                        entry_id: e.id.clone(),
+                        entry_time: e.time.clone(),
+                        value: s,
+                    }));
+                } else {
+                    out.push(Item::Status(s));
+                }
+            }
+            out.extend(v.messages.into_iter().map(Item::Message));
+        }
+    }
+    out
 }
 
 /// Applies a notification's events in order, each whole or not at all.
@@ -151,10 +197,16 @@ pub fn process_batch(
     now: DateTime<Utc>,
 ) -> Result<BatchSummary, StoreError> {
     let mut s = BatchSummary {
-        received: items.len(),
+        received: items.iter().filter(|i| !matches!(i, Item::Contact(_))).count(),
         ..BatchSummary::default()
     };
-    for (i, item) in items.into_iter().enumerate() {
+    // The index a rejection names counts events, not contacts[] entries.
+    let mut i = 0;
+    for item in items {
+        if let Item::Contact(v) = &item {
+            inbound::learn_user_id(tx, v, now)?;
+            continue;
+        }
         let outcome = match item {
             Item::Status(v) => tx
                 .atomically(|tx| process_status(tx, v, now))
@@ -162,19 +214,27 @@ pub fn process_batch(
             Item::Message(v) => tx
                 .atomically(|tx| inbound::process(tx, state, v, now))
                 .map(|o| o.map(Counted::Inbound)),
+            Item::Contact(_) => continue,
+            Item::Notice(n) => tx
+                .atomically(|tx| notices::process(tx, &n, now))
+                .map(|o| Ok(Counted::Notice(o))),
         }?;
         match outcome {
             Ok(Counted::Status(StatusOutcome::Applied { .. }))
             | Ok(Counted::Inbound(InboundOutcome::Applied { .. })) => s.applied += 1,
             Ok(Counted::Status(StatusOutcome::Pending)) => s.pending += 1,
-            Ok(Counted::Status(StatusOutcome::Duplicate { .. })) | Ok(Counted::Inbound(InboundOutcome::Duplicate)) => {
-                s.duplicates += 1
-            }
+            Ok(Counted::Status(StatusOutcome::Duplicate { .. }))
+            | Ok(Counted::Inbound(InboundOutcome::Duplicate))
+            | Ok(Counted::Notice(NoticeOutcome::Duplicate)) => s.duplicates += 1,
+            Ok(Counted::Status(StatusOutcome::Parked { .. } | StatusOutcome::Refused { .. }))
+            | Ok(Counted::Inbound(InboundOutcome::Recorded { .. }))
+            | Ok(Counted::Notice(NoticeOutcome::Recorded { .. })) => s.recorded += 1,
             Err(reason) => {
                 tx.bump_counter("webhook_rejected:cloud:malformed_event", 1)?;
                 s.rejected.push((i, reason));
             }
         }
+        i += 1;
     }
     Ok(s)
 }
@@ -182,6 +242,7 @@ pub fn process_batch(
 enum Counted {
     Status(StatusOutcome),
     Inbound(InboundOutcome),
+    Notice(NoticeOutcome),
 }
 
 /// One `statuses[]` object: `Ok(Err(reason))` when it cannot be read.

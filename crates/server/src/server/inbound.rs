@@ -11,6 +11,14 @@
 //! - reschedule → `reschedule_requested_at` on the commitment (the
 //!   console's attention list) plus a commitment signal;
 //! - anything else → a conversation signal on the commitment.
+//!
+//! A message with no `from` but Meta's `user_id` is correlated by the
+//! contact that id was seen with (`contacts[]`); until one is known it is
+//! stored, not rejected (Meta does not resend after our 200). A `system`
+//! message is not the user writing: it opens no service window. Its
+//! `user_changed_number` moves the contact's upcoming appointments to the
+//! new number as a booking change, so their planned messages to the old
+//! number are superseded as for any phone change.
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
@@ -19,6 +27,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use crate::domain::event::{BookingEvent, is_e164};
 use crate::domain::inbound::Reply;
+use crate::domain::mask::mask_phone;
 use crate::domain::status::timestamp_text;
 use crate::ingest::{IngestError, ingest};
 use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StoreError, Tx};
@@ -29,7 +38,14 @@ use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StoreError, Tx};
 #[derive(Debug, Clone, Deserialize)]
 pub struct InboundMessage {
     pub id: String,
-    pub from: String,
+    /// The sender's phone (`wa_id`); absent when Meta identifies the user
+    /// by `user_id` only.
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default, alias = "from_user_id")]
+    pub user_id: Option<String>,
+    #[serde(default)]
+    pub system: Option<SystemBody>,
     #[serde(default)]
     pub timestamp: Value,
     #[serde(default, rename = "type")]
@@ -77,6 +93,18 @@ pub struct IdTitle {
     pub title: Option<String>,
 }
 
+/// A `system` message: `{"type": "user_changed_number", "wa_id": new, "body": …}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SystemBody {
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// The new number (`new_wa_id` in older API versions).
+    #[serde(default, alias = "new_wa_id")]
+    pub wa_id: Option<String>,
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
 /// The message a reply quotes (`context.id` is the wamid we sent).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Context {
@@ -121,14 +149,9 @@ impl InboundMessage {
         format!("[{}]", self.kind.as_deref().unwrap_or("message"))
     }
 
-    /// Sender in E.164 (`wa_id` comes without the `+`).
-    pub fn phone(&self) -> String {
-        let digits = self.from.trim();
-        if digits.starts_with('+') {
-            digits.to_string()
-        } else {
-            format!("+{digits}")
-        }
+    /// Sender in E.164 (`wa_id` comes without the `+`), if given.
+    pub fn phone(&self) -> Option<String> {
+        self.from.as_deref().map(e164)
     }
 
     /// When the customer sent it, never later than `now`.
@@ -142,6 +165,16 @@ impl InboundMessage {
     }
 }
 
+/// A `wa_id` (digits, no `+`) in E.164.
+pub fn e164(wa_id: &str) -> String {
+    let digits = wa_id.trim();
+    if digits.starts_with('+') {
+        digits.to_string()
+    } else {
+        format!("+{digits}")
+    }
+}
+
 /// What happened to one inbound message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -151,6 +184,26 @@ pub enum InboundOutcome {
         commitment: Option<String>,
     },
     Duplicate,
+    /// Stored with no effect yet (`why`): a system notice, or a sender
+    /// known only by a `user_id` we have not seen with a phone.
+    Recorded {
+        why: &'static str,
+    },
+}
+
+/// A `contacts[]` entry (`{"wa_id": …, "user_id": …}`): remembers the
+/// user id of a known contact.
+pub fn learn_user_id(tx: &Tx<'_>, v: &Value, now: DateTime<Utc>) -> Result<(), StoreError> {
+    let s = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    if let (Some(wa), Some(uid)) = (s("wa_id"), s("user_id")) {
+        tx.remember_user_id(&e164(wa), uid, now)?;
+    }
+    Ok(())
 }
 
 /// Records and applies one `messages[]` object inside the caller's
@@ -168,8 +221,15 @@ pub fn process(
     if msg.id.trim().is_empty() {
         return Ok(Err("message object: empty id".into()));
     }
-    let phone = msg.phone();
-    if !is_e164(&phone) {
+    let by_user_id = match (&msg.from, msg.user_id.as_deref()) {
+        (None, Some(uid)) => Some(tx.phone_by_user_id(uid)?),
+        (None, None) => return Ok(Err("message object: neither from nor user_id".into())),
+        _ => None,
+    };
+    let phone = msg.phone().or(by_user_id.clone().flatten());
+    if let Some(p) = &phone
+        && !is_e164(p)
+    {
         return Ok(Err(format!(
             "message object: sender {:?} is not a phone number",
             msg.from
@@ -188,9 +248,21 @@ pub fn process(
         Recorded::New(row) => row,
         Recorded::Duplicate { .. } => return Ok(Ok(InboundOutcome::Duplicate)),
     };
+    let Some(phone) = phone else {
+        // Kept, and counted, until a contacts[] entry links the user id.
+        tx.mark_channel_event(row, "recorded", None, now)?;
+        tx.bump_counter("inbound_by_user_id_uncorrelated", 1)?;
+        return Ok(Ok(InboundOutcome::Recorded { why: "unknown_user_id" }));
+    };
     let sent_at = msg.sent_at(now);
+    if msg.kind.as_deref() == Some("system") {
+        return system(tx, state, &msg, &phone, row, sent_at, now).map(Ok);
+    }
     let contact = tx.inbound_contact(&phone, now)?;
     tx.touch_inbound(contact, sent_at, now)?;
+    if let Some(uid) = msg.user_id.as_deref().filter(|u| !u.trim().is_empty()) {
+        tx.remember_user_id(&phone, uid.trim(), now)?;
+    }
 
     let reply = msg
         .candidates()
@@ -271,6 +343,62 @@ fn confirm(
             Ok(())
         }
     }
+}
+
+/// A `system` message: never the user writing, so no service window. A
+/// changed number moves the upcoming appointments to the new number.
+fn system(
+    tx: &Tx<'_>,
+    state: &AppState,
+    msg: &InboundMessage,
+    old: &str,
+    row: i64,
+    sent_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<InboundOutcome, StoreError> {
+    let sys = msg.system.as_ref();
+    let new = sys
+        .and_then(|s| s.wa_id.as_deref())
+        .map(e164)
+        .filter(|p| is_e164(p) && p != old);
+    let (Some("user_changed_number"), Some(new)) = (sys.and_then(|s| s.kind.as_deref()), new) else {
+        tx.mark_channel_event(row, "recorded", None, now)?;
+        return Ok(InboundOutcome::Recorded { why: "system" });
+    };
+    let Some(changed) = tx.change_number(old, &new, now)? else {
+        tx.mark_channel_event(row, "recorded", None, now)?;
+        return Ok(InboundOutcome::Recorded { why: "unknown_number" });
+    };
+    tx.bump_counter("number_changed", 1)?;
+    let source_event = format!("cloud:{}", msg.id);
+    let shown = format!("{} → {}", mask_phone(old), mask_phone(&new));
+    for a in &changed.upcoming {
+        let raw = json!({
+            "event_id": format!("whatsapp:{}:number:{}", msg.id, a.reference),
+            "type": "appointment.scheduled",
+            "ref": a.reference,
+            "starts_at": a.starts_at.to_rfc3339(),
+            "contact": {"phone": new, "name": changed.name},
+            "service": a.service,
+            "location": a.location,
+            "occurred_at": sent_at.to_rfc3339(),
+            "note": "the customer changed their WhatsApp number",
+        });
+        match BookingEvent::from_value(raw) {
+            Ok(ev) => match tx.atomically(|tx| ingest(tx, &state.planner(), &ev, "whatsapp", now)) {
+                Ok(_) => {}
+                Err(IngestError::Store(e)) => return Err(e),
+                Err(e) => tracing::warn!(reference = %a.reference, error = %e, "number change not applied"),
+            },
+            Err(errors) => tracing::warn!(reference = %a.reference, ?errors, "could not build the number change"),
+        }
+        tx.add_commitment_signal(a.id, "number_changed", Some(&shown), &source_event, now)?;
+    }
+    tx.mark_channel_event(row, "applied", None, now)?;
+    Ok(InboundOutcome::Applied {
+        reply: "number_changed",
+        commitment: changed.upcoming.first().map(|a| a.reference.clone()),
+    })
 }
 
 /// Deterministic booking event id of a confirmation reply.

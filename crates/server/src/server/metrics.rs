@@ -17,7 +17,27 @@ pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError>
         .await??;
     // Rejections not flushed yet count too.
     super::limits::merge_counters(&mut snap.counters, state.rejections().pending());
-    let body = exposition(&snap, Utc::now());
+    let blocked = state
+        .blocking(|_, store| store.read(|tx| tx.blocked_templates()))
+        .await??;
+    let mut body = exposition(&snap, Utc::now());
+    // Templates WhatsApp rejected, paused or disabled (issue 14): one alert
+    // per template, with the planned messages held in review for it.
+    family(
+        &mut body,
+        "unavez_template_blocked",
+        "gauge",
+        "Templates WhatsApp reports rejected, paused or disabled, with their messages held in review.",
+    );
+    for (name, language, status, held) in blocked {
+        let _ = writeln!(
+            body,
+            "unavez_template_blocked{{template=\"{}\",language=\"{}\",status=\"{}\"}} {held}",
+            esc(&name),
+            esc(&language),
+            esc(&status)
+        );
+    }
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],

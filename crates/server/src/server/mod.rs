@@ -28,6 +28,7 @@ pub mod inbound;
 pub mod limits;
 pub mod metrics;
 pub mod motor;
+pub mod notices;
 
 use std::collections::HashSet;
 use std::future::Future;

@@ -2,10 +2,17 @@
 //! wire format of [`crate::channel::motor_event`]: one [`MotorEvent`] (or
 //! an array of them) signed with `X-Unavez-Signature`.
 //!
-//! Each event is deduplicated by its `event_id`, correlated by the
-//! idempotency key (our intention key) or the provider message id, and
-//! applied monotonically; the command id and message id are recorded on
-//! the intention the first time they are seen.
+//! Each event is deduplicated by its `event_id` (a copy adds to the stored
+//! event's `copies`), correlated by the idempotency key (our intention key)
+//! or the provider message id, and applied monotonically; the command id
+//! and message id are recorded on the intention the first time they are
+//! seen. Two checks come first, and both keep the event raw:
+//! - an event from another engine instance than `[channel.motor]
+//!   instance_id` is refused (`foreign_instance`): it is about messages of
+//!   another installation;
+//! - an event whose key and message id name two different intentions is
+//!   parked (`key_message_mismatch`) and applied to neither: a person must
+//!   see which message it is about.
 
 use axum::Json;
 use axum::body::Body;
@@ -20,7 +27,7 @@ use super::auth::{check_signature, read_body};
 use super::{ApiError, AppState};
 use crate::channel::motor_event::{MotorEvent, SIGNATURE_HEADER};
 use crate::domain::status::motor_report;
-use crate::store::{NewChannelEvent, SOURCE_MOTOR, StatusOutcome, StoreError, Tx};
+use crate::store::{NewChannelEvent, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_MOTOR, StatusOutcome, StoreError, Tx};
 
 #[derive(Debug, Serialize)]
 pub struct MotorSummary {
@@ -39,12 +46,13 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
         }
     };
     let results = state
-        .blocking(move |_, store| {
+        .blocking(move |st, store| {
             let now = Utc::now();
+            let instance = st.config().channel.motor.instance_id.clone();
             store.write(|tx| {
                 events
                     .iter()
-                    .map(|(ev, payload)| tx.atomically(|tx| apply(tx, ev, payload, now)))
+                    .map(|(ev, payload)| tx.atomically(|tx| apply(tx, &instance, ev, payload, now)))
                     .collect()
             })
         })
@@ -74,8 +82,15 @@ fn parse(raw: &[u8]) -> Result<Vec<(MotorEvent, String)>, String> {
         .collect()
 }
 
-/// Records and applies one engine event (call inside a savepoint).
-pub fn apply(tx: &Tx<'_>, ev: &MotorEvent, payload: &str, now: DateTime<Utc>) -> Result<StatusOutcome, StoreError> {
+/// Records and applies one engine event (call inside a savepoint);
+/// `instance` is the configured engine instance id.
+pub fn apply(
+    tx: &Tx<'_>,
+    instance: &str,
+    ev: &MotorEvent,
+    payload: &str,
+    now: DateTime<Utc>,
+) -> Result<StatusOutcome, StoreError> {
     let new = NewChannelEvent {
         source: SOURCE_MOTOR,
         event_id: &ev.event_id,
@@ -84,6 +99,27 @@ pub fn apply(tx: &Tx<'_>, ev: &MotorEvent, payload: &str, now: DateTime<Utc>) ->
         intention_key: Some(&ev.idempotency_key),
         payload,
     };
+    if ev.instance_id != instance {
+        return match tx.record_channel_event(&new, now)? {
+            Recorded::New(row) => {
+                tx.set_channel_event_reason(row, "refused", REFUSED_FOREIGN_INSTANCE)?;
+                tx.bump_counter(&format!("webhook_rejected:motor:{REFUSED_FOREIGN_INSTANCE}"), 1)?;
+                tracing::warn!(
+                    event_id = %ev.event_id,
+                    instance = %ev.instance_id,
+                    configured = %instance,
+                    "engine event from another instance refused"
+                );
+                Ok(StatusOutcome::Refused {
+                    reason: REFUSED_FOREIGN_INSTANCE.into(),
+                })
+            }
+            Recorded::Duplicate { intention_id, .. } => Ok(StatusOutcome::Duplicate { intention_id }),
+        };
+    }
+    if let Some(parked) = tx.park_if_split(&new, now)? {
+        return Ok(parked);
+    }
     let out = tx.ingest_status(&new, &motor_report(ev), now)?;
     if let StatusOutcome::Applied { intention_id, .. } = &out {
         let cmd = Some(ev.command_id.as_str()).filter(|c| !c.is_empty());

@@ -1,0 +1,345 @@
+//! Time zones of an iCalendar file: `TZID`s as exporters write them, and
+//! the `VTIMEZONE` definitions the file carries.
+//!
+//! A `TZID` is resolved, in order, as:
+//! 1. an IANA name (`America/Lima`), case-insensitively, also behind a
+//!    vendor prefix (`/freeassociation.sourceforge.net/Tzfile/America/Lima`,
+//!    `/mozilla.org/20070129_1/America/Lima`);
+//! 2. a Windows zone name (`SA Pacific Standard Time`) through the CLDR
+//!    `windowsZones` table (the `localzone` crate's copy), preferring the
+//!    configured country's zone, else CLDR's world default;
+//! 3. an Outlook display name (`(UTC-05:00) Bogota, Lima, Quito`): the first
+//!    listed city that names an IANA zone;
+//! 4. the file's own `VTIMEZONE` with that `TZID`: its `X-LIC-LOCATION` if
+//!    that is an IANA name, else its `STANDARD`/`DAYLIGHT` observances.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, FixedOffset, NaiveDateTime, TimeZone};
+use chrono_tz::Tz;
+
+use super::lines::Comp;
+use super::recur;
+
+/// A zone local times are read in.
+#[derive(Debug, Clone)]
+pub enum Zone {
+    Iana(Tz),
+    /// Defined by the file's `VTIMEZONE` (no IANA name found for it).
+    Defined(Defined),
+}
+
+impl Zone {
+    /// The instant of a local time. An ambiguous time (clocks set back)
+    /// takes the earlier instant; a time that does not exist (clocks set
+    /// forward) is an error rather than a guess.
+    pub fn localize(&self, t: NaiveDateTime) -> Result<DateTime<FixedOffset>, String> {
+        match self {
+            Zone::Iana(z) => z
+                .from_local_datetime(&t)
+                .earliest()
+                .map(|d| d.fixed_offset())
+                .ok_or_else(|| format!("{t} does not exist in {z} (daylight-saving gap)")),
+            Zone::Defined(d) => d.localize(t),
+        }
+    }
+
+    /// The wall-clock time of an instant in this zone.
+    pub fn to_local(&self, t: DateTime<chrono::Utc>) -> NaiveDateTime {
+        match self {
+            Zone::Iana(z) => t.with_timezone(z).naive_local(),
+            Zone::Defined(d) => {
+                let utc = t.naive_utc();
+                utc + Duration::seconds(d.offset_at(utc).into())
+            }
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Zone::Iana(z) => z.name().to_string(),
+            Zone::Defined(d) => d.tzid.clone(),
+        }
+    }
+}
+
+/// One `STANDARD` or `DAYLIGHT` onset: from this UTC instant on, the
+/// offset is `to` (seconds east of UTC).
+#[derive(Debug, Clone, Copy)]
+struct Onset {
+    utc: NaiveDateTime,
+    from: i32,
+    to: i32,
+}
+
+/// A zone built from `VTIMEZONE` observances.
+#[derive(Debug, Clone)]
+pub struct Defined {
+    tzid: String,
+    /// Sorted by instant.
+    onsets: Vec<Onset>,
+}
+
+impl Defined {
+    fn offset_at(&self, utc: NaiveDateTime) -> i32 {
+        match self.onsets.iter().rev().find(|o| o.utc <= utc) {
+            Some(o) => o.to,
+            None => self.onsets.first().map(|o| o.from).unwrap_or(0),
+        }
+    }
+
+    fn localize(&self, t: NaiveDateTime) -> Result<DateTime<FixedOffset>, String> {
+        let mut offsets: Vec<i32> = self.onsets.iter().flat_map(|o| [o.from, o.to]).collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        // The earliest instant whose offset, by the observances, is the one
+        // that reads `t` on the wall.
+        offsets
+            .into_iter()
+            .map(|o| (t - Duration::seconds(o.into()), o))
+            .filter(|(utc, o)| self.offset_at(*utc) == *o)
+            .min_by_key(|(utc, _)| *utc)
+            .and_then(|(utc, o)| {
+                let off = FixedOffset::east_opt(o)?;
+                Some(off.from_utc_datetime(&utc))
+            })
+            .ok_or_else(|| format!("{t} does not exist in {} (daylight-saving gap)", self.tzid))
+    }
+}
+
+/// The zones a file names, resolved once each.
+pub struct Zones<'a> {
+    defined: HashMap<String, &'a Comp>,
+    country: &'a str,
+}
+
+impl<'a> Zones<'a> {
+    /// `vtimezones`: every `VTIMEZONE` of the file; `country`: the
+    /// configured default country (ISO 3166), to pick among CLDR's zones.
+    pub fn new(vtimezones: Vec<&'a Comp>, country: &'a str) -> Zones<'a> {
+        let defined = vtimezones
+            .into_iter()
+            .filter_map(|c| c.text("TZID").map(|id| (id, c)))
+            .collect();
+        Zones { defined, country }
+    }
+
+    /// Resolves a `TZID`, or says why it cannot.
+    pub fn resolve(&self, tzid: &str) -> Result<Zone, String> {
+        let tzid = tzid.trim().trim_matches('"');
+        if let Some(z) = by_name(tzid, self.country) {
+            return Ok(Zone::Iana(z));
+        }
+        let Some(vtz) = self.defined.get(tzid) else {
+            return Err(format!(
+                "unknown TZID {tzid:?} (not an IANA or Windows zone name, and the file defines no VTIMEZONE for it)"
+            ));
+        };
+        if let Some(z) = vtz.text("X-LIC-LOCATION").and_then(|l| by_name(&l, self.country)) {
+            return Ok(Zone::Iana(z));
+        }
+        defined(tzid, vtz).map(Zone::Defined)
+    }
+}
+
+/// Steps 1–3 of the module's order.
+pub fn by_name(name: &str, country: &str) -> Option<Tz> {
+    let name = name.trim().trim_matches('"');
+    if let Ok(z) = iana(name) {
+        return Some(z);
+    }
+    // Vendor prefixes: try each suffix after a '/'.
+    if name.starts_with('/') {
+        let mut rest = name;
+        while let Some(i) = rest.find('/') {
+            rest = &rest[i + 1..];
+            if let Ok(z) = iana(rest) {
+                return Some(z);
+            }
+        }
+    }
+    let windows =
+        localzone::win_zone_to_iana(name, Some(country)).or_else(|| localzone::win_zone_to_iana(name, Some("001")));
+    if let Some(z) = windows.and_then(|n| n.parse().ok()) {
+        return Some(z);
+    }
+    display_name(name)
+}
+
+/// An IANA name, in any letter case.
+fn iana(name: &str) -> Result<Tz, ()> {
+    name.parse::<Tz>().or_else(|_| {
+        chrono_tz::TZ_VARIANTS
+            .iter()
+            .find(|z| z.name().eq_ignore_ascii_case(name))
+            .copied()
+            .ok_or(())
+    })
+}
+
+/// `(UTC-05:00) Bogota, Lima, Quito` → the first city that is the last
+/// part of an IANA name (`America/Bogota`).
+fn display_name(name: &str) -> Option<Tz> {
+    let rest = name.strip_prefix("(UTC")?.split_once(')')?.1;
+    rest.split(',').find_map(|city| {
+        let city = city.trim().replace(' ', "_");
+        if city.is_empty() {
+            return None;
+        }
+        chrono_tz::TZ_VARIANTS
+            .iter()
+            .find(|z| {
+                z.name()
+                    .rsplit('/')
+                    .next()
+                    .is_some_and(|last| last.eq_ignore_ascii_case(&city))
+            })
+            .copied()
+    })
+}
+
+/// A zone from a `VTIMEZONE`'s observances (RFC 5545 §3.6.5): each one's
+/// `DTSTART` (local time in its `TZOFFSETFROM`) and `RRULE`/`RDATE`
+/// onsets, expanded through 2100.
+fn defined(tzid: &str, vtz: &Comp) -> Result<Defined, String> {
+    let mut onsets = Vec::new();
+    for obs in vtz
+        .children
+        .iter()
+        .filter(|c| c.name == "STANDARD" || c.name == "DAYLIGHT")
+    {
+        let what = |p: &str| format!("VTIMEZONE {tzid:?} {}: {p}", obs.name);
+        let from = offset(obs.text("TZOFFSETFROM").as_deref()).ok_or_else(|| what("bad TZOFFSETFROM"))?;
+        let to = offset(obs.text("TZOFFSETTO").as_deref()).ok_or_else(|| what("bad TZOFFSETTO"))?;
+        let start = obs
+            .text("DTSTART")
+            .and_then(|s| NaiveDateTime::parse_from_str(&s, "%Y%m%dT%H%M%S").ok())
+            .ok_or_else(|| what("bad DTSTART"))?;
+        let mut locals = vec![start];
+        if let Some(rule) = obs.text("RRULE") {
+            let end = NaiveDateTime::parse_from_str("21000101T000000", "%Y%m%dT%H%M%S").unwrap_or(start);
+            // Onsets before 1970 matter to no appointment.
+            let from = NaiveDateTime::parse_from_str("19700101T000000", "%Y%m%dT%H%M%S").unwrap_or(start);
+            locals = recur::expand(&rule, start, &[], from.max(start), end, 400)
+                .map_err(|e| what(&e))?
+                .0;
+            if locals.is_empty() {
+                locals.push(start);
+            }
+        }
+        for rdate in obs.all("RDATE").flat_map(|p| p.value.split(',')) {
+            if let Ok(t) = NaiveDateTime::parse_from_str(rdate.trim(), "%Y%m%dT%H%M%S") {
+                locals.push(t);
+            }
+        }
+        onsets.extend(locals.into_iter().map(|local| Onset {
+            utc: local - Duration::seconds(from.into()),
+            from,
+            to,
+        }));
+    }
+    if onsets.is_empty() {
+        return Err(format!("VTIMEZONE {tzid:?} has no STANDARD or DAYLIGHT observance"));
+    }
+    onsets.sort_by_key(|o| o.utc);
+    Ok(Defined {
+        tzid: tzid.to_string(),
+        onsets,
+    })
+}
+
+/// `-0500`, `+0530`, `+013000` → seconds east of UTC.
+fn offset(s: Option<&str>) -> Option<i32> {
+    let s = s?.trim();
+    let (sign, digits) = match s.as_bytes().first()? {
+        b'+' => (1, &s[1..]),
+        b'-' => (-1, &s[1..]),
+        _ => return None,
+    };
+    if !(digits.len() == 4 || digits.len() == 6) || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| digits.get(r).and_then(|d| d.parse::<i32>().ok());
+    let secs = n(0..2)? * 3600 + n(2..4)? * 60 + if digits.len() == 6 { n(4..6)? } else { 0 };
+    Some(sign * secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::ics::lines;
+
+    fn at(s: &str) -> NaiveDateTime {
+        NaiveDateTime::parse_from_str(s, "%Y%m%dT%H%M%S").unwrap()
+    }
+
+    #[test]
+    fn names_as_exporters_write_them() {
+        let lima = Some(chrono_tz::America::Lima);
+        assert_eq!(by_name("America/Lima", "PE"), lima);
+        assert_eq!(by_name("america/lima", "PE"), lima);
+        assert_eq!(
+            by_name("/freeassociation.sourceforge.net/Tzfile/America/Lima", "PE"),
+            lima
+        );
+        assert_eq!(by_name("/freeassociation.sourceforge.net/America/Lima", "PE"), lima);
+        assert_eq!(by_name("/mozilla.org/20070129_1/America/Lima", "PE"), lima);
+        assert_eq!(by_name("SA Pacific Standard Time", "PE"), lima);
+        assert_eq!(
+            by_name("SA Pacific Standard Time", "CO"),
+            Some(chrono_tz::America::Bogota)
+        );
+        assert_eq!(
+            by_name("Pacific Standard Time", "PE"),
+            Some(chrono_tz::America::Los_Angeles),
+            "CLDR's world default when the country has none"
+        );
+        assert_eq!(
+            by_name("(UTC-05:00) Bogota, Lima, Quito", "PE"),
+            Some(chrono_tz::America::Bogota)
+        );
+        assert_eq!(by_name("Customized Time Zone", "PE"), None);
+    }
+
+    const VTZ: &str = "BEGIN:VTIMEZONE\nTZID:Customized Time Zone\nBEGIN:STANDARD\nDTSTART:16010101T020000\n\
+        TZOFFSETFROM:-0400\nTZOFFSETTO:-0500\nRRULE:FREQ=YEARLY;BYDAY=1SU;BYMONTH=11\nEND:STANDARD\nBEGIN:DAYLIGHT\n\
+        DTSTART:16010101T020000\nTZOFFSETFROM:-0500\nTZOFFSETTO:-0400\nRRULE:FREQ=YEARLY;BYDAY=2SU;BYMONTH=3\n\
+        END:DAYLIGHT\nEND:VTIMEZONE\n";
+
+    #[test]
+    fn a_vtimezone_defines_its_own_rules() {
+        let doc = lines::read(VTZ);
+        let zones = Zones::new(doc.components.iter().collect(), "PE");
+        let z = zones.resolve("Customized Time Zone").unwrap();
+        assert!(matches!(z, Zone::Defined(_)));
+        // US-style rules: winter −5, summer −4 (as New York).
+        assert_eq!(
+            z.localize(at("20270115T093000")).unwrap().to_rfc3339(),
+            "2027-01-15T09:30:00-05:00"
+        );
+        assert_eq!(
+            z.localize(at("20270715T093000")).unwrap().to_rfc3339(),
+            "2027-07-15T09:30:00-04:00"
+        );
+        assert!(z.localize(at("20270314T023000")).is_err(), "the spring-forward gap");
+        assert!(zones.resolve("Nowhere").unwrap_err().contains("Nowhere"));
+        let lic = VTZ.replace(
+            "TZID:Customized Time Zone\n",
+            "TZID:Mine\nX-LIC-LOCATION:America/Lima\n",
+        );
+        let doc = lines::read(&lic);
+        let zones = Zones::new(doc.components.iter().collect(), "PE");
+        assert!(matches!(
+            zones.resolve("Mine").unwrap(),
+            Zone::Iana(chrono_tz::America::Lima)
+        ));
+    }
+
+    #[test]
+    fn offsets() {
+        assert_eq!(offset(Some("-0500")), Some(-18000));
+        assert_eq!(offset(Some("+0530")), Some(19800));
+        assert_eq!(offset(Some("+013000")), Some(5400));
+        assert_eq!(offset(Some("0500")), None);
+    }
+}

@@ -1,0 +1,216 @@
+//! WhatsApp notifications other than message statuses (migration 0006):
+//! template status and quality, marketing preferences, changed numbers,
+//! Meta's user ids, and parked or refused channel events. Rows only: what
+//! they mean is decided by the server (`unavez-server`'s cloud handler).
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+
+use super::intents::Entry;
+use super::{Cause, Result, Tx, from_ms, ms};
+use crate::domain::state::{IntentionState, Signal};
+
+/// A template's status as Meta reported it; `None` fields keep what was known.
+#[derive(Debug, Clone, Default)]
+pub struct TemplateStatus<'a> {
+    pub name: &'a str,
+    pub language: &'a str,
+    pub status: Option<&'a str>,
+    pub reason: Option<&'a str>,
+    pub category: Option<&'a str>,
+    pub quality: Option<&'a str>,
+}
+
+/// A parked or refused channel event: `(source, event_id, kind, status,
+/// reason code, copies)`.
+pub type ParkedEventRow = (String, String, String, String, String, i64);
+
+/// A scheduled appointment of a contact whose number changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpcomingAppointment {
+    pub id: i64,
+    pub reference: String,
+    pub starts_at: DateTime<Utc>,
+    pub service: Option<String>,
+    pub location: Option<String>,
+}
+
+/// What a "user changed number" message found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangedNumber {
+    pub old_contact: i64,
+    pub new_contact: i64,
+    pub name: Option<String>,
+    /// The old contact's upcoming scheduled appointments: their planned
+    /// messages must move to the new number.
+    pub upcoming: Vec<UpcomingAppointment>,
+}
+
+impl Tx<'_> {
+    /// Records the last status, category or quality of a template.
+    pub fn set_template_status(&self, t: &TemplateStatus<'_>, event_row: i64, at: DateTime<Utc>) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO template_status(name, language, status, reason, category, quality, channel_event_id, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT(name, language) DO UPDATE SET status = coalesce(excluded.status, status),
+                 reason = CASE WHEN excluded.status IS NOT NULL THEN excluded.reason ELSE reason END,
+                 category = coalesce(excluded.category, category), quality = coalesce(excluded.quality, quality),
+                 channel_event_id = excluded.channel_event_id, updated_at = excluded.updated_at",
+            params![t.name, t.language, t.status, t.reason, t.category, t.quality, event_row, ms(at)],
+        )?;
+        Ok(())
+    }
+
+    /// `(name, language, status)` of templates Meta has rejected, paused or
+    /// disabled, with how many intentions of that name wait in `review`.
+    pub fn blocked_templates(&self) -> Result<Vec<(String, String, String, i64)>> {
+        let rows = self
+            .conn()
+            .prepare_cached(
+                "SELECT t.name, t.language, t.status,
+                        (SELECT count(*) FROM intentions i WHERE i.template = t.name AND i.state = 'review')
+                 FROM template_status t WHERE t.status IN ('REJECTED', 'PAUSED', 'DISABLED') ORDER BY t.name, t.language",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Puts every planned intention of a template (all languages) in
+    /// `review` with `note`: a blocked template would fail each one alone.
+    /// Returns how many moved.
+    pub fn hold_template(&self, name: &str, note: &str, evidence: &str, at: DateTime<Utc>) -> Result<usize> {
+        let ids: Vec<i64> = self
+            .conn()
+            .prepare_cached("SELECT id FROM intentions WHERE template = ?1 AND state = ?2 ORDER BY id")?
+            .query_map(params![name, IntentionState::Planned.to_string()], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let entry = Entry {
+            signal: "template_blocked",
+            cause: Cause::Webhook,
+            evidence: Some(evidence),
+            note: Some(note),
+            commitment_version: None,
+        };
+        for id in &ids {
+            self.signal(*id, Signal::NeedsReview, &entry, at)?;
+        }
+        Ok(ids.len())
+    }
+
+    /// A marketing stop or resume the user asked WhatsApp for. Marketing
+    /// only: transactional consent is never touched. `false` when the
+    /// phone is not a contact yet (a stop still creates it, so it holds).
+    pub fn set_marketing_preference(
+        &self,
+        phone: &str,
+        stop: bool,
+        message_at: DateTime<Utc>,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let id = if stop {
+            Some(self.upsert_contact(phone, None, None, at)?)
+        } else {
+            self.contact_by_phone(phone)?.map(|c| c.id)
+        };
+        let Some(id) = id else {
+            return Ok(false);
+        };
+        self.conn().execute(
+            "UPDATE contacts SET opt_out_marketing_at = CASE WHEN ?2 THEN coalesce(opt_out_marketing_at, ?3) ELSE NULL END,
+                 updated_at = ?4 WHERE id = ?1",
+            params![id, stop, ms(message_at), ms(at)],
+        )?;
+        Ok(true)
+    }
+
+    /// Remembers Meta's user id of a phone (from `contacts[]`).
+    pub fn remember_user_id(&self, phone: &str, user_id: &str, at: DateTime<Utc>) -> Result<()> {
+        self.conn().execute(
+            "UPDATE contacts SET wa_user_id = ?2, updated_at = ?3 WHERE phone = ?1 AND wa_user_id IS NOT ?2",
+            params![phone, user_id, ms(at)],
+        )?;
+        Ok(())
+    }
+
+    /// The phone of the contact Meta knows by `user_id`.
+    pub fn phone_by_user_id(&self, user_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT phone FROM contacts WHERE wa_user_id = ?1 ORDER BY updated_at DESC LIMIT 1",
+                [user_id],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// The user moved from `old` to `new`: the new number becomes a contact
+    /// carrying the old one's opt-outs, user id, name and language (but not
+    /// its last inbound time: a number change is not the user writing).
+    /// `None` when the old number is unknown.
+    pub fn change_number(&self, old: &str, new: &str, at: DateTime<Utc>) -> Result<Option<ChangedNumber>> {
+        let Some(old_c) = self.contact_by_phone(old)? else {
+            return Ok(None);
+        };
+        let new_id = self.upsert_contact(new, old_c.name.as_deref(), old_c.language.as_deref(), at)?;
+        self.conn().execute(
+            "UPDATE contacts SET
+                 opt_out_marketing_at = coalesce(opt_out_marketing_at, (SELECT opt_out_marketing_at FROM contacts WHERE id = ?2)),
+                 opt_out_transactional_at = coalesce(opt_out_transactional_at, (SELECT opt_out_transactional_at FROM contacts WHERE id = ?2)),
+                 wa_user_id = coalesce(wa_user_id, (SELECT wa_user_id FROM contacts WHERE id = ?2)),
+                 updated_at = ?3
+             WHERE id = ?1",
+            params![new_id, old_c.id, ms(at)],
+        )?;
+        let upcoming = self
+            .conn()
+            .prepare_cached(
+                "SELECT id, ref, starts_at, service, location FROM commitments
+                 WHERE contact_id = ?1 AND kind = 'appointment' AND status = 'scheduled' AND starts_at >= ?2
+                 ORDER BY starts_at, id",
+            )?
+            .query_map(params![old_c.id, ms(at)], |r| {
+                Ok(UpcomingAppointment {
+                    id: r.get(0)?,
+                    reference: r.get(1)?,
+                    starts_at: from_ms(r.get(2)?),
+                    service: r.get(3)?,
+                    location: r.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(Some(ChangedNumber {
+            old_contact: old_c.id,
+            new_contact: new_id,
+            name: old_c.name,
+            upcoming,
+        }))
+    }
+
+    /// Parks (`parked`) or refuses (`refused`) a stored channel event with
+    /// a reason code; it is applied to nothing.
+    pub fn set_channel_event_reason(&self, row: i64, status: &str, reason: &str) -> Result<()> {
+        self.conn().execute(
+            "UPDATE channel_events SET status = ?2, reason = ?3 WHERE id = ?1",
+            params![row, status, reason],
+        )?;
+        Ok(())
+    }
+
+    /// Channel events parked or refused, newest first, for the console's
+    /// attention list.
+    pub fn parked_channel_events(&self, limit: u32) -> Result<Vec<ParkedEventRow>> {
+        let rows = self
+            .conn()
+            .prepare_cached(
+                "SELECT source, event_id, kind, status, coalesce(reason, ''), copies FROM channel_events
+                 WHERE status IN ('parked', 'refused') ORDER BY id DESC LIMIT ?1",
+            )?
+            .query_map([limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+}
