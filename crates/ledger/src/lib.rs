@@ -16,6 +16,7 @@
 
 pub use unavez_core::{domain, planner, policy, templates};
 
+pub mod api;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod store;

@@ -15,7 +15,10 @@ use super::presend::Clearance;
 use super::request::{attempt_result, send_request};
 use super::{Control, Db, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
-use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, Holder};
+use super::claim::{ClaimDecision, Claimant, Claimed, claim_batch};
+use super::finish::{abandon_unsent, finish_attempts};
+use super::presend::Holder;
+use crate::store::{Cause, ClaimScope, Finished};
 
 /// Counts of what one dispatcher run did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -230,7 +233,13 @@ async fn claim(
     let kind = channel.kind();
     let scope = scope.clone();
     db.call(move |store| {
-        Ok(store.write(|tx| tx.claim_batch(&scope, &s.owner, kind, s.lease, want, &s.rules, Utc::now()))?)
+        let who = Claimant {
+            owner: &s.owner,
+            channel: kind,
+            lease: s.lease,
+            rules: &s.rules,
+        };
+        Ok(store.write(|tx| claim_batch(tx, &scope, who, want, Utc::now()))?)
     })
     .await
 }
@@ -293,17 +302,22 @@ async fn record(
     let res = db
         .call(move |store| {
             let now = Utc::now();
-            let policy = s.retry_policy();
             Ok(store.write(|tx| {
-                let mut out = Vec::with_capacity(done.len());
+                // Answers in one set-based write, in order; the few the
+                // pre-send check stopped one by one.
+                let answered: Vec<(i64, _)> = done
+                    .iter()
+                    .filter_map(|(a, sent)| match sent {
+                        Sent::Answered(outcome) => Some((*a, attempt_result(outcome))),
+                        Sent::NotSent(_) => None,
+                    })
+                    .collect();
+                let mut out = finish_attempts(tx, &answered, Cause::Dispatcher, &s.retry, now)?;
                 let holder = Holder::Lease(s.owner.clone());
                 for (attempt_id, sent) in &done {
-                    out.push(match sent {
-                        Sent::Answered(outcome) => {
-                            tx.finish_attempt(*attempt_id, &attempt_result(outcome), Cause::Dispatcher, &policy, now)?
-                        }
-                        Sent::NotSent(why) => tx.abandon_unsent(*attempt_id, &holder, why, &s.rules, now)?,
-                    });
+                    if let Sent::NotSent(why) = sent {
+                        out.push(abandon_unsent(tx, *attempt_id, &holder, why, &s.rules, now)?);
+                    }
                 }
                 for a in &dead {
                     tx.abandon_attempt(*a, why, now)?;
