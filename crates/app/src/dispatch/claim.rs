@@ -244,4 +244,4 @@ pub fn evaluate<L: LedgerTx + ?Sized>(
 
 #[cfg(test)]
 #[path = "claim_tests.rs"]
-mod tests;
+pub(crate) mod tests;

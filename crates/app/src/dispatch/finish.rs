@@ -185,3 +185,7 @@ fn revalidate<L: LedgerTx + ?Sized>(tx: &L, id: i64, rules: &Rules, now: DateTim
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "finish_tests.rs"]
+mod tests;
