@@ -113,3 +113,7 @@ pub fn close_planned<L: LedgerTx + ?Sized>(
     tx.apply_records(&records)?;
     Ok(records.iter().map(|r| r.intention_id).collect())
 }
+
+#[cfg(test)]
+#[path = "planning_tests.rs"]
+mod tests;
