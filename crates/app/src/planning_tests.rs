@@ -97,7 +97,6 @@ fn reserve_returns_existing_for_the_same_key_and_content() {
         .unwrap();
 }
 
-
 #[test]
 fn reserve_with_other_content_is_a_conflict_naming_key_and_fingerprints() {
     let (_dir, mut store) = temp_store();
@@ -129,7 +128,6 @@ fn reserve_with_other_content_is_a_conflict_naming_key_and_fingerprints() {
     assert_eq!(row.body, "hola", "nothing overwritten");
     assert_eq!(row.fingerprint, original.fingerprint());
 }
-
 
 #[test]
 fn closures_cancel_only_what_their_rule_names() {
@@ -202,4 +200,3 @@ fn closures_cancel_only_what_their_rule_names() {
         "nothing planned left"
     );
 }
-

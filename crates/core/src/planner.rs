@@ -356,8 +356,18 @@ mod tests {
         assert!(confirm.closes(1, "recordatorio-24h", true) && !confirm.closes(1, "recordatorio-2h", false));
         let reminders = Closure::Reminders { reason: r };
         assert!(reminders.closes(1, "recordatorio-2h", false) && !reminders.closes(1, "aviso-reserva", false));
-        for c in [older, confirm, reminders, Closure::AllPlanned { reason: CancelReason::ManualContact }] {
-            assert!(matches!(c.reason(), CancelReason::Superseded | CancelReason::ManualContact));
+        for c in [
+            older,
+            confirm,
+            reminders,
+            Closure::AllPlanned {
+                reason: CancelReason::ManualContact,
+            },
+        ] {
+            assert!(matches!(
+                c.reason(),
+                CancelReason::Superseded | CancelReason::ManualContact
+            ));
         }
     }
     use crate::domain::commitment::{Effect, apply};

@@ -44,7 +44,10 @@ pub enum ClaimDecision {
     },
     /// The intention already has channel evidence on an earlier attempt:
     /// sending again would be a duplicate. Sent to review instead.
-    Guarded { id: i64, key: String },
+    Guarded {
+        id: i64,
+        key: String,
+    },
 }
 
 /// Who claims, and under which rules.
@@ -156,7 +159,10 @@ fn apply<L: LedgerTx + ?Sized>(
         match v {
             Verdict::Guard => {
                 let note = "planned again but an earlier attempt was acknowledged by the channel: not resending";
-                records.extend(move_to(Signal::NeedsReview, said(HistorySignal::NeedsReview).note(note)));
+                records.extend(move_to(
+                    Signal::NeedsReview,
+                    said(HistorySignal::NeedsReview).note(note),
+                ));
                 decisions.push(ClaimDecision::Guarded { id, key });
             }
             Verdict::Validity(Validity::Cancel { reason, explanation }) => {
@@ -166,24 +172,35 @@ fn apply<L: LedgerTx + ?Sized>(
                     .version(version);
                 records.extend(move_to(Signal::Cancel(reason), s));
                 let reason = reason.as_str().to_string();
-                decisions.push(ClaimDecision::Cancelled { id, key, reason, explanation });
+                decisions.push(ClaimDecision::Cancelled {
+                    id,
+                    key,
+                    reason,
+                    explanation,
+                });
             }
             Verdict::Validity(Validity::Defer { until, why }) => {
                 deferrals.push((id, Some(until)));
                 let note = format!("{why} (until {})", until.to_rfc3339());
-                let s = said(HistorySignal::Deferred).evidence("validity_at_claim").note(note).version(version);
+                let s = said(HistorySignal::Deferred)
+                    .evidence("validity_at_claim")
+                    .note(note)
+                    .version(version);
                 records.push(history::note(id, IntentionState::Planned, s, now));
                 decisions.push(ClaimDecision::Deferred { id, key, until, why });
             }
             Verdict::Validity(Validity::Valid) => {
-                let record = move_to(Signal::Claim, said(HistorySignal::Claim).note(who.owner).version(version))
-                    .filter(|r| r.applied)
-                    // Only a planned intention is selected, inside this same
-                    // transaction; anything else is a bug worth surfacing.
-                    .ok_or_else(|| StoreError::Corrupt {
-                        table: "intentions",
-                        detail: format!("#{id} could not be claimed from {}", f.intention.state),
-                    })?;
+                let record = move_to(
+                    Signal::Claim,
+                    said(HistorySignal::Claim).note(who.owner).version(version),
+                )
+                .filter(|r| r.applied)
+                // Only a planned intention is selected, inside this same
+                // transaction; anything else is a bug worth surfacing.
+                .ok_or_else(|| StoreError::Corrupt {
+                    table: "intentions",
+                    detail: format!("#{id} could not be claimed from {}", f.intention.state),
+                })?;
                 records.push(record);
                 let n = f.intention.attempt_count + 1;
                 let until = now + who.lease;

@@ -81,9 +81,7 @@ fn seed(tx: &Tx<'_>, planner: &Planner<'_>, ev: &BookingEvent, now: DateTime<Utc
 
 pub(crate) fn claim(store: &mut Store, owner: &str, now: DateTime<Utc>) -> Vec<ClaimDecision> {
     store
-        .write(|tx| {
-            claim_batch(tx, &ClaimScope::Due, claimant(owner, &rules()), 100, now)
-        })
+        .write(|tx| claim_batch(tx, &ClaimScope::Due, claimant(owner, &rules()), 100, now))
         .unwrap()
 }
 
@@ -322,7 +320,10 @@ fn a_planned_intention_with_an_acknowledged_attempt_is_never_claimed_again() {
         })
         .unwrap();
     // Simulate a bad manual edit putting it back to planned.
-    sql(&store, &format!("UPDATE intentions SET state = 'planned' WHERE id = {}", c.intention.id));
+    sql(
+        &store,
+        &format!("UPDATE intentions SET state = 'planned' WHERE id = {}", c.intention.id),
+    );
     let d = claim(&mut store, "w2", now);
     assert!(matches!(&d[..], [ClaimDecision::Guarded { .. }]), "{d:?}");
     assert_eq!(store.read(|tx| tx.attempts(c.intention.id)).unwrap().len(), 1);

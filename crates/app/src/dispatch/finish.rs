@@ -97,7 +97,11 @@ fn write_plans<L: LedgerTx + ?Sized>(tx: &L, plans: &[FinishPlan], now: DateTime
     }
     // A status webhook may have arrived before this answer told us the
     // message id: apply it now, after our own evidence, in received order.
-    let with_refs: Vec<i64> = plans.iter().filter(|p| p.refs.is_some()).map(|p| p.intention_id).collect();
+    let with_refs: Vec<i64> = plans
+        .iter()
+        .filter(|p| p.refs.is_some())
+        .map(|p| p.intention_id)
+        .collect();
     tx.apply_pending_statuses(&with_refs, now)?;
     Ok(())
 }
@@ -156,7 +160,12 @@ pub fn abandon_unsent<L: LedgerTx + ?Sized>(
         }
         _ => {
             let note = format!("{detail}; the intention is {} and no longer this sender's", i.state);
-            tx.apply_records(&[history::note(i.id, i.state, said(HistorySignal::NotSentLate, note), now)])?;
+            tx.apply_records(&[history::note(
+                i.id,
+                i.state,
+                said(HistorySignal::NotSentLate, note),
+                now,
+            )])?;
         }
     }
     Ok(Finished::NotSent)
@@ -168,16 +177,31 @@ pub fn abandon_unsent<L: LedgerTx + ?Sized>(
 fn revalidate<L: LedgerTx + ?Sized>(tx: &L, id: i64, rules: &Rules, now: DateTime<Utc>) -> Result<(), StoreError> {
     let i = tx.intention(id)?;
     let (verdict, version, _) = evaluate(tx, &i, rules, now)?;
-    let said = |s| Said::new(s, Cause::Dispatcher).evidence("validity_before_send").version(version);
+    let said = |s| {
+        Said::new(s, Cause::Dispatcher)
+            .evidence("validity_before_send")
+            .version(version)
+    };
     match verdict {
         Validity::Cancel { reason, explanation } => {
-            let (_, r) = history::on_signal(id, i.state, Signal::Cancel(reason), said(HistorySignal::Cancel).note(explanation), now);
+            let (_, r) = history::on_signal(
+                id,
+                i.state,
+                Signal::Cancel(reason),
+                said(HistorySignal::Cancel).note(explanation),
+                now,
+            );
             tx.apply_records(&r.into_iter().collect::<Vec<_>>())?;
         }
         Validity::Defer { until, why } => {
             tx.set_next_attempt(&[(id, Some(until))], now)?;
             let note = format!("{why} (until {})", until.to_rfc3339());
-            tx.apply_records(&[history::note(id, i.state, said(HistorySignal::Deferred).note(note), now)])?;
+            tx.apply_records(&[history::note(
+                id,
+                i.state,
+                said(HistorySignal::Deferred).note(note),
+                now,
+            )])?;
         }
         // Still valid (e.g. an order notice): due again now, and the next
         // claim checks it once more.

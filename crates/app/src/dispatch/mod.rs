@@ -39,8 +39,8 @@ use tokio::task::JoinHandle;
 
 use crate::channel::Channel;
 use crate::config::Config;
-use crate::domain::validity::Rules;
 use crate::domain::attempt::{Backoff, RetryPolicy};
+use crate::domain::validity::Rules;
 use crate::store::{Store, StoreError};
 
 pub use control::{Activity, Control, ServiceState, ServiceStatus};

@@ -15,15 +15,15 @@ use chrono::{DateTime, Utc};
 
 use super::{ItemResult, Settled};
 use crate::channel::{CancelOutcome, Capabilities, Channel, SendOutcome};
-use crate::dispatch::presend::Clearance;
-use crate::dispatch::request::{attempt_result, evidence_for, send_request};
-use crate::dispatch::{Db, Result, Settings};
-use crate::domain::state::{CancelReason, IntentionState, ReviewReason, Signal};
-use crate::domain::validity::Validity;
 use crate::dispatch::claim::evaluate;
 use crate::dispatch::finish::{abandon_unsent, finish_attempt};
+use crate::dispatch::presend::Clearance;
 use crate::dispatch::presend::Holder;
+use crate::dispatch::request::{attempt_result, evidence_for, send_request};
+use crate::dispatch::{Db, Result, Settings};
 use crate::domain::history::{self, HistorySignal, Said};
+use crate::domain::state::{CancelReason, IntentionState, ReviewReason, Signal};
+use crate::domain::validity::Validity;
 use crate::store::{Cause, NewAttempt, UncertainItem};
 
 /// What the validity check before a repeat allows. Pure.
@@ -159,7 +159,12 @@ fn start_repeat(
             ..
         } => {
             let note = format!("not repeated: {explanation}; asking the channel to withdraw command {command_id}");
-            tx.apply_records(&[history::note(id, i.state, said(HistorySignal::RepeatRefused, note), now)])?;
+            tx.apply_records(&[history::note(
+                id,
+                i.state,
+                said(HistorySignal::RepeatRefused, note),
+                now,
+            )])?;
         }
         RepeatPlan::Review { reason, explanation } => {
             let note = format!("not repeated (the first request may or may not have gone out): {explanation}");
@@ -249,7 +254,14 @@ pub(super) async fn repeat(
         .call(move |store| {
             let now = Utc::now();
             Ok(store.write(|tx| {
-                let f = finish_attempt(tx, attempt_id, &attempt_result(&outcome), Cause::Reconciler, &s.retry, now)?;
+                let f = finish_attempt(
+                    tx,
+                    attempt_id,
+                    &attempt_result(&outcome),
+                    Cause::Reconciler,
+                    &s.retry,
+                    now,
+                )?;
                 tx.hold_uncertain(id, now + wait)?;
                 Ok::<_, crate::store::StoreError>(f)
             })?)

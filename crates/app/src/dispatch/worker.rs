@@ -11,13 +11,13 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::{Id, JoinSet};
 
+use super::claim::{ClaimDecision, Claimant, Claimed, claim_batch};
+use super::finish::{abandon_unsent, finish_attempts};
 use super::presend::Clearance;
+use super::presend::Holder;
 use super::request::{attempt_result, send_request};
 use super::{Control, Db, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
-use super::claim::{ClaimDecision, Claimant, Claimed, claim_batch};
-use super::finish::{abandon_unsent, finish_attempts};
-use super::presend::Holder;
 use crate::store::{Cause, ClaimScope, Finished};
 
 /// Counts of what one dispatcher run did.

@@ -82,7 +82,9 @@ impl fmt::Display for AttemptOutcome {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown attempt outcome {0:?} (expected one of started, accepted, ambiguous, failed, retry, uncertain, conflict, not_sent)")]
+#[error(
+    "unknown attempt outcome {0:?} (expected one of started, accepted, ambiguous, failed, retry, uncertain, conflict, not_sent)"
+)]
 pub struct UnknownOutcome(pub String);
 
 impl FromStr for AttemptOutcome {
@@ -278,7 +280,10 @@ mod tests {
             detail: None,
         };
         assert_eq!(ack.outcome(), AttemptOutcome::Accepted);
-        assert_eq!((ack.refs(), ack.error_code(), ack.http_status()), ((Some("c1"), None), None, Some(202)));
+        assert_eq!(
+            (ack.refs(), ack.error_code(), ack.http_status()),
+            ((Some("c1"), None), None, Some(202))
+        );
         let amb = AttemptResult::Acknowledged {
             evidence: None,
             command_id: None,
@@ -286,26 +291,41 @@ mod tests {
             http_status: None,
             detail: Some("x"),
         };
-        assert_eq!((amb.outcome(), amb.error_code(), amb.detail()), (AttemptOutcome::Ambiguous, Some("ambiguo"), Some("x")));
+        assert_eq!(
+            (amb.outcome(), amb.error_code(), amb.detail()),
+            (AttemptOutcome::Ambiguous, Some("ambiguo"), Some("x"))
+        );
         let failed = AttemptResult::Failed {
             code: "E1",
             detail: "bad",
             http_status: Some(400),
         };
-        assert_eq!((failed.outcome(), failed.error_code()), (AttemptOutcome::Failed, Some("E1")));
+        assert_eq!(
+            (failed.outcome(), failed.error_code()),
+            (AttemptOutcome::Failed, Some("E1"))
+        );
         let retry = AttemptResult::Retry {
             detail: "503",
             http_status: Some(503),
             retry_after_secs: None,
         };
-        assert_eq!((retry.outcome(), retry.error_code(), retry.refs()), (AttemptOutcome::Retry, None, (None, None)));
+        assert_eq!(
+            (retry.outcome(), retry.error_code(), retry.refs()),
+            (AttemptOutcome::Retry, None, (None, None))
+        );
         let unknown = AttemptResult::Uncertain { detail: "timeout" };
-        assert_eq!((unknown.outcome(), unknown.http_status()), (AttemptOutcome::Uncertain, None));
+        assert_eq!(
+            (unknown.outcome(), unknown.http_status()),
+            (AttemptOutcome::Uncertain, None)
+        );
         let conflict = AttemptResult::Conflict {
             detail: "409",
             http_status: Some(409),
         };
-        assert_eq!((conflict.outcome(), conflict.error_code()), (AttemptOutcome::Conflict, Some("conflict")));
+        assert_eq!(
+            (conflict.outcome(), conflict.error_code()),
+            (AttemptOutcome::Conflict, Some("conflict"))
+        );
     }
 
     #[test]

@@ -91,26 +91,7 @@ pub fn decide(
 ) -> FinishPlan {
     let (command_id, message_id) = result.refs();
     let own = |s: Option<&str>| s.map(str::to_string);
-    let attempt = if f.attempt_ended {
-        AttemptWrite::LateAnswer {
-            attempt_id: f.attempt_id,
-            http_status: result.http_status(),
-            command_id: own(command_id),
-            message_id: own(message_id),
-            note: format!("late answer: {}", result.outcome().as_str()),
-        }
-    } else {
-        AttemptWrite::End {
-            attempt_id: f.attempt_id,
-            outcome: result.outcome(),
-            http_status: result.http_status(),
-            command_id: own(command_id),
-            message_id: own(message_id),
-            error_code: own(result.error_code()),
-            error_detail: own(result.detail()),
-            at: now,
-        }
-    };
+    let attempt = attempt_write(f, result, now);
     let refs = (command_id.is_some() || message_id.is_some()).then(|| (own(command_id), own(message_id)));
     let evidence = command_id
         .or(message_id)
@@ -125,7 +106,11 @@ pub fn decide(
     };
     let mut next_attempt_at = None;
     let (record, finished) = match result {
-        AttemptResult::Acknowledged { evidence: Some(sig), detail, .. } => {
+        AttemptResult::Acknowledged {
+            evidence: Some(sig),
+            detail,
+            ..
+        } => {
             let (t, r) = history::on_signal(f.intention_id, f.state, *sig, said((*sig).into(), own(*detail)), now);
             let finished = match (t, sig) {
                 (Transition::Move(_), Signal::Sent) => Finished::Sent,
@@ -140,7 +125,13 @@ pub fn decide(
         }
         AttemptResult::Acknowledged { evidence: None, .. } => {
             let note = "the channel reports the command as ambiguous: waiting for its own resolution";
-            moved_or_late(f, Signal::Unknown, said(HistorySignal::Ambiguous, Some(note.into())), Finished::Uncertain, now)
+            moved_or_late(
+                f,
+                Signal::Unknown,
+                said(HistorySignal::Ambiguous, Some(note.into())),
+                Finished::Uncertain,
+                now,
+            )
         }
         AttemptResult::Failed { code, detail, .. } => {
             let s = said(HistorySignal::Failed, Some(format!("{code}: {detail}")));
@@ -155,29 +146,13 @@ pub fn decide(
             moved_or_late(f, Signal::NeedsReview, s, Finished::Review, now)
         }
         AttemptResult::Retry {
-            detail, retry_after_secs, ..
+            detail,
+            retry_after_secs,
+            ..
         } => {
-            if f.state != IntentionState::Dispatching {
-                // Not ours to re-plan: the lease expired meanwhile, or this
-                // was a reconciliation repeat. It stays where it is and the
-                // reconciler tries again later.
-                let note = format!("retry answer while {}: {detail}", f.state);
-                let r = history::note(f.intention_id, f.state, said(HistorySignal::Retry, Some(note)), now);
-                (Some(r), Finished::Late)
-            } else if f.attempt_count >= i64::from(retry.max_attempts) {
-                let note = format!("{} attempt(s) exhausted; last: {detail}", f.attempt_count);
-                let s = said(HistorySignal::NeedsReview, Some(note));
-                (history::on_signal(f.intention_id, f.state, Signal::NeedsReview, s, now).1, Finished::Review)
-            } else {
-                let idx = usize::try_from(f.attempt_count - 1).unwrap_or(0);
-                // The channel may ask for a longer wait (Retry-After).
-                let asked = wait_secs(retry_after_secs.unwrap_or(0));
-                let next = now + retry.backoff.wait(idx).max(asked);
-                let note = format!("{detail}; next try at {}", next.to_rfc3339());
-                let s = said(HistorySignal::Release, Some(note));
-                next_attempt_at = Some(next);
-                (history::on_signal(f.intention_id, f.state, Signal::Release, s, now).1, Finished::Retry)
-            }
+            let (record, finished, next) = retry_step(f, detail, *retry_after_secs, &said, retry, now);
+            next_attempt_at = next;
+            (record, finished)
         }
     };
     let state_after = match &record {
@@ -196,6 +171,67 @@ pub fn decide(
     }
 }
 
+/// How the attempt row is written: closed with the result's outcome, or, if
+/// it was already closed, annotated with the late answer.
+fn attempt_write(f: &FinishFacts, result: &AttemptResult<'_>, now: DateTime<Utc>) -> AttemptWrite {
+    let (command_id, message_id) = result.refs();
+    let own = |s: Option<&str>| s.map(str::to_string);
+    if f.attempt_ended {
+        AttemptWrite::LateAnswer {
+            attempt_id: f.attempt_id,
+            http_status: result.http_status(),
+            command_id: own(command_id),
+            message_id: own(message_id),
+            note: format!("late answer: {}", result.outcome().as_str()),
+        }
+    } else {
+        AttemptWrite::End {
+            attempt_id: f.attempt_id,
+            outcome: result.outcome(),
+            http_status: result.http_status(),
+            command_id: own(command_id),
+            message_id: own(message_id),
+            error_code: own(result.error_code()),
+            error_detail: own(result.detail()),
+            at: now,
+        }
+    }
+}
+
+/// A try that never reached processing: back to planned after the backoff
+/// (or the channel's Retry-After, if longer), to review once attempts are
+/// exhausted, or only noted when the intention is no longer ours.
+fn retry_step(
+    f: &FinishFacts,
+    detail: &str,
+    retry_after_secs: Option<u64>,
+    said: &dyn Fn(HistorySignal, Option<String>) -> Said,
+    retry: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> (Option<Record>, Finished, Option<DateTime<Utc>>) {
+    if f.state != IntentionState::Dispatching {
+        // Not ours to re-plan: the lease expired meanwhile, or this was a
+        // reconciliation repeat. It stays where it is and the reconciler
+        // tries again later.
+        let note = format!("retry answer while {}: {detail}", f.state);
+        let r = history::note(f.intention_id, f.state, said(HistorySignal::Retry, Some(note)), now);
+        return (Some(r), Finished::Late, None);
+    }
+    if f.attempt_count >= i64::from(retry.max_attempts) {
+        let note = format!("{} attempt(s) exhausted; last: {detail}", f.attempt_count);
+        let s = said(HistorySignal::NeedsReview, Some(note));
+        let r = history::on_signal(f.intention_id, f.state, Signal::NeedsReview, s, now).1;
+        return (r, Finished::Review, None);
+    }
+    let idx = usize::try_from(f.attempt_count - 1).unwrap_or(0);
+    // The channel may ask for a longer wait (Retry-After).
+    let next = now + retry.backoff.wait(idx).max(wait_secs(retry_after_secs.unwrap_or(0)));
+    let note = format!("{detail}; next try at {}", next.to_rfc3339());
+    let s = said(HistorySignal::Release, Some(note));
+    let r = history::on_signal(f.intention_id, f.state, Signal::Release, s, now).1;
+    (r, Finished::Retry, Some(next))
+}
+
 fn moved_or_late(
     f: &FinishFacts,
     signal: Signal,
@@ -204,7 +240,14 @@ fn moved_or_late(
     now: DateTime<Utc>,
 ) -> (Option<Record>, Finished) {
     let (t, r) = history::on_signal(f.intention_id, f.state, signal, said, now);
-    (r, if matches!(t, Transition::Move(_)) { moved } else { Finished::Late })
+    (
+        r,
+        if matches!(t, Transition::Move(_)) {
+            moved
+        } else {
+            Finished::Late
+        },
+    )
 }
 
 /// What the ledger holds about the request that produced the channel's

@@ -73,11 +73,18 @@ fn every_result_in_every_state_moves_only_where_the_machine_allows() {
             let moved = p.record.as_ref().is_some_and(|r| r.applied);
             let late = p.finished == Finished::Late;
             assert_eq!(moved, !late, "{state} + {r:?}: {p:?}");
-            assert_eq!(p.state_after, p.record.as_ref().filter(|r| r.applied).map_or(state, |r| r.to));
+            assert_eq!(
+                p.state_after,
+                p.record.as_ref().filter(|r| r.applied).map_or(state, |r| r.to)
+            );
             if let Some(rec) = &p.record {
                 assert_eq!(rec.from, Some(state));
                 assert_eq!(rec.intention_id, 7);
-                assert_eq!(rec.said.commitment_version, Some(1), "rows speak of the version checked");
+                assert_eq!(
+                    rec.said.commitment_version,
+                    Some(1),
+                    "rows speak of the version checked"
+                );
                 assert_eq!(rec.said.cause, Cause::Dispatcher);
             }
             assert_eq!(p.next_attempt_at.is_some(), p.finished == Finished::Retry);
@@ -98,11 +105,21 @@ fn from_dispatching_each_result_lands_where_its_evidence_says() {
         (Finished::Uncertain, IntentionState::Uncertain, HistorySignal::Ambiguous),
         (Finished::Failed, IntentionState::Failed, HistorySignal::Failed),
         (Finished::Retry, IntentionState::Planned, HistorySignal::Release),
-        (Finished::Uncertain, IntentionState::Uncertain, HistorySignal::UnknownOutcome),
+        (
+            Finished::Uncertain,
+            IntentionState::Uncertain,
+            HistorySignal::UnknownOutcome,
+        ),
         (Finished::Review, IntentionState::Review, HistorySignal::NeedsReview),
     ];
     for (r, (finished, state, signal)) in results().iter().zip(expect) {
-        let p = decide(&facts(IntentionState::Dispatching), r, Cause::Dispatcher, &policy(), now());
+        let p = decide(
+            &facts(IntentionState::Dispatching),
+            r,
+            Cause::Dispatcher,
+            &policy(),
+            now(),
+        );
         assert_eq!((p.finished, p.state_after), (finished, state), "{r:?}");
         let rec = p.record.unwrap();
         let want = if matches!(r, AttemptResult::Conflict { .. }) {
@@ -121,7 +138,13 @@ fn the_attempt_row_keeps_what_the_channel_said() {
         detail: "bad number",
         http_status: Some(400),
     };
-    let p = decide(&facts(IntentionState::Dispatching), &r, Cause::Dispatcher, &policy(), now());
+    let p = decide(
+        &facts(IntentionState::Dispatching),
+        &r,
+        Cause::Dispatcher,
+        &policy(),
+        now(),
+    );
     assert_eq!(
         p.attempt,
         AttemptWrite::End {
@@ -138,7 +161,11 @@ fn the_attempt_row_keeps_what_the_channel_said() {
     assert_eq!(p.refs, None);
     let rec = p.record.unwrap();
     assert_eq!(rec.said.note.as_deref(), Some("E1: bad number"));
-    assert_eq!(rec.said.evidence.as_deref(), Some("attempt 1"), "no reference: the attempt is the evidence");
+    assert_eq!(
+        rec.said.evidence.as_deref(),
+        Some("attempt 1"),
+        "no reference: the attempt is the evidence"
+    );
     // An acknowledgement's references are the evidence and go on the intention.
     let ack = AttemptResult::Acknowledged {
         evidence: Some(Signal::Accepted),
@@ -147,10 +174,19 @@ fn the_attempt_row_keeps_what_the_channel_said() {
         http_status: Some(200),
         detail: Some("ok"),
     };
-    let p = decide(&facts(IntentionState::Dispatching), &ack, Cause::Reconciler, &policy(), now());
+    let p = decide(
+        &facts(IntentionState::Dispatching),
+        &ack,
+        Cause::Reconciler,
+        &policy(),
+        now(),
+    );
     assert_eq!(p.refs, Some((None, Some("wamid.1".into()))));
     let rec = p.record.unwrap();
-    assert_eq!((rec.said.evidence.as_deref(), rec.said.note.as_deref()), (Some("wamid.1"), Some("ok")));
+    assert_eq!(
+        (rec.said.evidence.as_deref(), rec.said.note.as_deref()),
+        (Some("wamid.1"), Some("ok"))
+    );
     assert_eq!(rec.said.cause, Cause::Reconciler);
 }
 
@@ -183,20 +219,54 @@ fn a_retry_backs_off_honours_retry_after_then_goes_to_review() {
         http_status: Some(503),
         retry_after_secs: after,
     };
-    let p = decide(&facts(IntentionState::Dispatching), &retry(None), Cause::Dispatcher, &policy(), now());
-    assert_eq!((p.finished, p.next_attempt_at), (Finished::Retry, Some(now() + Duration::seconds(5))));
-    assert!(p.record.unwrap().said.note.unwrap().starts_with("503; next try at 2026-11-29T15:00:05"));
-    let p = decide(&facts(IntentionState::Dispatching), &retry(Some(30)), Cause::Dispatcher, &policy(), now());
+    let p = decide(
+        &facts(IntentionState::Dispatching),
+        &retry(None),
+        Cause::Dispatcher,
+        &policy(),
+        now(),
+    );
+    assert_eq!(
+        (p.finished, p.next_attempt_at),
+        (Finished::Retry, Some(now() + Duration::seconds(5)))
+    );
+    assert!(
+        p.record
+            .unwrap()
+            .said
+            .note
+            .unwrap()
+            .starts_with("503; next try at 2026-11-29T15:00:05")
+    );
+    let p = decide(
+        &facts(IntentionState::Dispatching),
+        &retry(Some(30)),
+        Cause::Dispatcher,
+        &policy(),
+        now(),
+    );
     assert_eq!(p.next_attempt_at, Some(now() + Duration::seconds(30)));
     let exhausted = FinishFacts {
         attempt_count: 2,
         ..facts(IntentionState::Dispatching)
     };
     let p = decide(&exhausted, &retry(None), Cause::Dispatcher, &policy(), now());
-    assert_eq!((p.finished, p.state_after, p.next_attempt_at), (Finished::Review, IntentionState::Review, None));
-    assert_eq!(p.record.unwrap().said.note.as_deref(), Some("2 attempt(s) exhausted; last: 503"));
+    assert_eq!(
+        (p.finished, p.state_after, p.next_attempt_at),
+        (Finished::Review, IntentionState::Review, None)
+    );
+    assert_eq!(
+        p.record.unwrap().said.note.as_deref(),
+        Some("2 attempt(s) exhausted; last: 503")
+    );
     // Not ours to re-plan: recorded, nothing moves.
-    let p = decide(&facts(IntentionState::Uncertain), &retry(None), Cause::Reconciler, &policy(), now());
+    let p = decide(
+        &facts(IntentionState::Uncertain),
+        &retry(None),
+        Cause::Reconciler,
+        &policy(),
+        now(),
+    );
     assert_eq!((p.finished, p.state_after), (Finished::Late, IntentionState::Uncertain));
     let rec = p.record.unwrap();
     assert_eq!((rec.said.signal, rec.applied), (HistorySignal::Retry, false));
@@ -212,7 +282,10 @@ fn a_version_that_moved_is_flagged_for_the_sequence_check() {
             current_version: current,
             ..facts(IntentionState::Dispatching)
         };
-        assert_eq!(decide(&f, &results()[0], Cause::Dispatcher, &policy(), now()).version_moved, moved);
+        assert_eq!(
+            decide(&f, &results()[0], Cause::Dispatcher, &policy(), now()).version_moved,
+            moved
+        );
     }
 }
 
@@ -232,12 +305,25 @@ fn sequence() -> SequenceFacts {
 #[test]
 fn a_change_in_flight_is_recorded_with_both_versions_and_the_notice() {
     let r = version_sequence(&sequence(), now()).unwrap();
-    assert_eq!((r.said.signal, r.applied, r.to), (HistorySignal::VersionChangedInFlight, false, IntentionState::Accepted));
+    assert_eq!(
+        (r.said.signal, r.applied, r.to),
+        (HistorySignal::VersionChangedInFlight, false, IntentionState::Accepted)
+    );
     assert_eq!(r.said.evidence.as_deref(), Some("cita-1:aviso-cambio:v2"));
     assert_eq!(r.said.commitment_version, Some(2));
     let note = r.said.note.unwrap();
-    assert!(note.contains("checked v1, now v2") && note.contains("update notice cita-1:aviso-cambio:v2 is planned"), "{note}");
-    let r = version_sequence(&SequenceFacts { notice: None, ..sequence() }, now()).unwrap();
+    assert!(
+        note.contains("checked v1, now v2") && note.contains("update notice cita-1:aviso-cambio:v2 is planned"),
+        "{note}"
+    );
+    let r = version_sequence(
+        &SequenceFacts {
+            notice: None,
+            ..sequence()
+        },
+        now(),
+    )
+    .unwrap();
     assert!(r.said.note.unwrap().contains("a person should check"));
     assert_eq!(r.said.evidence, None);
 }
@@ -252,8 +338,35 @@ fn a_message_validated_against_the_new_version_is_a_bug_never_in_flight() {
     assert_eq!(r.said.signal, HistorySignal::SentAfterChange);
     assert_eq!(r.said.evidence.as_deref(), Some("attempt 1"));
     // Orders, and messages of the current version, are not bugs.
-    assert_eq!(version_sequence(&SequenceFacts { appointment: false, ..bug.clone() }, now()), None);
-    assert_eq!(version_sequence(&SequenceFacts { intention_version: 2, ..bug }, now()), None);
+    assert_eq!(
+        version_sequence(
+            &SequenceFacts {
+                appointment: false,
+                ..bug.clone()
+            },
+            now()
+        ),
+        None
+    );
+    assert_eq!(
+        version_sequence(
+            &SequenceFacts {
+                intention_version: 2,
+                ..bug
+            },
+            now()
+        ),
+        None
+    );
     // Nothing reached the channel: nothing to say.
-    assert_eq!(version_sequence(&SequenceFacts { producer: None, ..sequence() }, now()), None);
+    assert_eq!(
+        version_sequence(
+            &SequenceFacts {
+                producer: None,
+                ..sequence()
+            },
+            now()
+        ),
+        None
+    );
 }

@@ -172,9 +172,7 @@ impl HistorySignal {
         if s.starts_with("webhook:") {
             return Some(Self::Webhook);
         }
-        Self::ALL
-            .into_iter()
-            .find(|h| *h != Self::Webhook && h.as_str() == s)
+        Self::ALL.into_iter().find(|h| *h != Self::Webhook && h.as_str() == s)
     }
 
     /// The row a state machine signal writes.
@@ -270,7 +268,13 @@ pub struct Record {
 /// What `signal` does to an intention in state `from`, and the row that
 /// records it (`None` when the machine refuses the signal: nothing is
 /// written and the caller explains it).
-pub fn on_signal(id: i64, from: IntentionState, signal: Signal, said: Said, at: DateTime<Utc>) -> (Transition, Option<Record>) {
+pub fn on_signal(
+    id: i64,
+    from: IntentionState,
+    signal: Signal,
+    said: Said,
+    at: DateTime<Utc>,
+) -> (Transition, Option<Record>) {
     let t = transition(from, signal);
     let record = match t {
         Transition::Move(to) => Some(Record {
@@ -369,11 +373,25 @@ mod tests {
         let (t, r) = on_signal(7, IntentionState::Planned, Signal::Claim, said.clone(), at);
         assert_eq!(t, Transition::Move(IntentionState::Dispatching));
         let r = r.unwrap();
-        assert_eq!((r.from, r.to, r.applied, r.reason.as_deref()), (Some(IntentionState::Planned), IntentionState::Dispatching, true, Some("w1")));
+        assert_eq!(
+            (r.from, r.to, r.applied, r.reason.as_deref()),
+            (
+                Some(IntentionState::Planned),
+                IntentionState::Dispatching,
+                true,
+                Some("w1")
+            )
+        );
         assert_eq!(r.said, said);
         // A cancellation's reason is its typed word, never the note.
         let said = Said::new(HistorySignal::Cancel, Cause::Planner).note("free text");
-        let (_, r) = on_signal(7, IntentionState::Planned, Signal::Cancel(CancelReason::Superseded), said, at);
+        let (_, r) = on_signal(
+            7,
+            IntentionState::Planned,
+            Signal::Cancel(CancelReason::Superseded),
+            said,
+            at,
+        );
         assert_eq!(r.unwrap().reason.as_deref(), Some("superseded"));
     }
 
@@ -384,18 +402,41 @@ mod tests {
         let (t, r) = on_signal(1, IntentionState::Read, Signal::Delivered, said, at);
         assert_eq!(t, Transition::Record(RecordOnly::Lower));
         let r = r.unwrap();
-        assert_eq!((r.from, r.to, r.applied, r.reason), (Some(IntentionState::Read), IntentionState::Read, false, None));
+        assert_eq!(
+            (r.from, r.to, r.applied, r.reason),
+            (Some(IntentionState::Read), IntentionState::Read, false, None)
+        );
         assert_eq!(r.said.note.as_deref(), Some("lower_rank: late"));
-        let (_, r) = on_signal(1, IntentionState::Read, Signal::Read, Said::new(HistorySignal::Read, Cause::Webhook), at);
+        let (_, r) = on_signal(
+            1,
+            IntentionState::Read,
+            Signal::Read,
+            Said::new(HistorySignal::Read, Cause::Webhook),
+            at,
+        );
         assert_eq!(r.unwrap().said.note.as_deref(), Some("repeated"));
     }
 
     #[test]
     fn refused_signals_write_nothing_and_notes_never_move() {
         let at = Utc::now();
-        let (t, r) = on_signal(1, IntentionState::Sent, Signal::Claim, Said::new(HistorySignal::Claim, Cause::Dispatcher), at);
+        let (t, r) = on_signal(
+            1,
+            IntentionState::Sent,
+            Signal::Claim,
+            Said::new(HistorySignal::Claim, Cause::Dispatcher),
+            at,
+        );
         assert_eq!((t, r), (Transition::Refuse, None));
-        let n = note(3, IntentionState::Uncertain, Said::new(HistorySignal::Reconcile, Cause::Reconciler), at);
-        assert_eq!((n.from, n.to, n.applied), (Some(IntentionState::Uncertain), IntentionState::Uncertain, false));
+        let n = note(
+            3,
+            IntentionState::Uncertain,
+            Said::new(HistorySignal::Reconcile, Cause::Reconciler),
+            at,
+        );
+        assert_eq!(
+            (n.from, n.to, n.applied),
+            (Some(IntentionState::Uncertain), IntentionState::Uncertain, false)
+        );
     }
 }

@@ -5,8 +5,8 @@
 pub mod attempt;
 pub mod commitment;
 pub mod event;
-pub mod finish;
 pub mod fingerprint;
+pub mod finish;
 pub mod history;
 pub mod inbound;
 pub mod intention;

@@ -166,7 +166,10 @@ impl Tx<'_> {
             .prepare(&format!(
                 "SELECT key, state FROM intentions WHERE commitment_id = ?1 AND commitment_version = ?2
                    AND purpose IN ({}) ORDER BY id LIMIT 1",
-                (3..3 + notice_purposes.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(",")
+                (3..3 + notice_purposes.len())
+                    .map(|i| format!("?{i}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
             ))?
             .query_row(
                 params_from_iter(

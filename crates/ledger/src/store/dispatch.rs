@@ -39,8 +39,7 @@ pub(super) fn marks(n: usize) -> String {
     vec!["?"; n].join(",")
 }
 
-const DUE: &str =
-    "i.state = 'planned' AND i.due_at <= ?1 AND (i.next_attempt_at IS NULL OR i.next_attempt_at <= ?1)";
+const DUE: &str = "i.state = 'planned' AND i.due_at <= ?1 AND (i.next_attempt_at IS NULL OR i.next_attempt_at <= ?1)";
 
 /// Attempts that may have reached the channel (every outcome but `retry`
 /// and `not_sent`) started since `?1`.

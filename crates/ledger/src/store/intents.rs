@@ -11,7 +11,7 @@ use rusqlite::params_from_iter;
 use rusqlite::types::Value;
 
 use super::{Result, StoreError, Tx, from_ms, ms};
-use crate::api::{PlannedRow, ReserveRow, Reservation};
+use crate::api::{PlannedRow, Reservation, ReserveRow};
 use crate::domain::history::Record;
 use crate::domain::key::Purpose;
 use crate::domain::state::{IntentionState, Signal, Transition, transition};

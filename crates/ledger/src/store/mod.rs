@@ -22,7 +22,7 @@ mod refused;
 mod uncertain;
 mod webhooks;
 
-pub use crate::api::{ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, ReserveRow, Reservation};
+pub use crate::api::{ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, Reservation, ReserveRow};
 pub use crate::domain::attempt::{AttemptOutcome, AttemptResult, Backoff, Finished, RetryPolicy};
 pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
 pub use dispatch::PresendFacts;

@@ -136,9 +136,7 @@ fn migrations_are_idempotent_on_reopen() {
     let mut store = Store::open(&path).unwrap();
     let (cid, contact) = seed(&mut store, "cita-1");
     store
-        .write(|tx| {
-            tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact)
-        })
+        .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact))
         .unwrap();
     drop(store);
     for _ in 0..3 {
@@ -175,7 +173,8 @@ fn reserving_a_key_twice_inserts_once_and_returns_the_stored_fingerprint() {
             let first = tx.test_reserve(&original, cid, contact)?;
             // One set-based write: a stored key, a new one, and a key given twice.
             let (f1, f2) = (other.fingerprint(), reminder.fingerprint());
-            let said = crate::domain::history::Said::new(crate::domain::history::HistorySignal::Reserved, Cause::Planner);
+            let said =
+                crate::domain::history::Said::new(crate::domain::history::HistorySignal::Reserved, Cause::Planner);
             let row = |n, fingerprint| Reservation {
                 intention: n,
                 fingerprint,
@@ -190,8 +189,18 @@ fn reserving_a_key_twice_inserts_once_and_returns_the_stored_fingerprint() {
         .unwrap();
     let (first, many) = rows;
     assert!(first.inserted);
-    assert_eq!(many[0], ReserveRow { id: first.id, inserted: false, fingerprint: original.fingerprint() });
-    assert!(many[1].inserted && !many[2].inserted && many[1].id == many[2].id, "{many:?}");
+    assert_eq!(
+        many[0],
+        ReserveRow {
+            id: first.id,
+            inserted: false,
+            fingerprint: original.fingerprint()
+        }
+    );
+    assert!(
+        many[1].inserted && !many[2].inserted && many[1].id == many[2].id,
+        "{many:?}"
+    );
     store
         .read(|tx| {
             assert_eq!(tx.test_count("intentions")?, 2);
@@ -207,9 +216,7 @@ fn content_is_frozen_once_an_attempt_exists() {
     let (_dir, mut store) = temp_store();
     let (cid, contact) = seed(&mut store, "cita-1");
     let id = store
-        .write(|tx| {
-            tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "hola"), cid, contact)
-        })
+        .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "hola"), cid, contact))
         .unwrap()
         .id;
     // Before any attempt the row may still be corrected.
@@ -240,9 +247,7 @@ fn history_is_append_only() {
     let (_dir, mut store) = temp_store();
     let (cid, contact) = seed(&mut store, "cita-1");
     store
-        .write(|tx| {
-            tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact)
-        })
+        .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact))
         .unwrap();
     let e = store
         .write(|tx| Ok::<_, StoreError>(tx.conn().execute("DELETE FROM intention_history", [])?))
