@@ -45,6 +45,20 @@ pub struct DispatchReport {
 }
 
 impl DispatchReport {
+    /// Counts a claim decision; a claimed intention comes back to be sent.
+    fn add_claim(&mut self, d: ClaimDecision) -> Option<Claimed> {
+        match d {
+            ClaimDecision::Claimed(c) => {
+                self.claimed += 1;
+                return Some(*c);
+            }
+            ClaimDecision::Cancelled { .. } => self.cancelled += 1,
+            ClaimDecision::Deferred { .. } => self.deferred += 1,
+            ClaimDecision::Guarded { .. } => self.guarded += 1,
+        }
+        None
+    }
+
     fn add_finished(&mut self, f: Finished) {
         match f {
             Finished::Accepted | Finished::Sent | Finished::Delivered | Finished::Read => self.accepted += 1,
@@ -162,20 +176,14 @@ pub(crate) async fn dispatch_loop(
                     full_batch = decisions.len() as u32 >= want || (matches!(mode, Mode::Ids(_)) && !queue.is_empty());
                     claimed_any = !decisions.is_empty() || !queue.is_empty();
                     for d in decisions {
-                        match d {
-                            ClaimDecision::Claimed(c) => {
-                                // Chaos kill point: claimed and attempt recorded (one
-                                // committed transaction), nothing sent yet.
-                                #[cfg(feature = "failpoints")]
-                                crate::failpoint::hit("after_claim");
-                                report.claimed += 1;
-                                let attempt_id = c.attempt_id;
-                                let h = inflight.spawn(send_one(channel.clone(), *c, db.clone(), settings.clone()));
-                                attempts.insert(h.id(), attempt_id);
-                            }
-                            ClaimDecision::Cancelled { .. } => report.cancelled += 1,
-                            ClaimDecision::Deferred { .. } => report.deferred += 1,
-                            ClaimDecision::Guarded { .. } => report.guarded += 1,
+                        if let Some(c) = report.add_claim(d) {
+                            // Chaos kill point: claimed and attempt recorded (one
+                            // committed transaction), nothing sent yet.
+                            #[cfg(feature = "failpoints")]
+                            crate::failpoint::hit("after_claim");
+                            let attempt_id = c.attempt_id;
+                            let h = inflight.spawn(send_one(channel.clone(), c, db.clone(), settings.clone()));
+                            attempts.insert(h.id(), attempt_id);
                         }
                     }
                 }
