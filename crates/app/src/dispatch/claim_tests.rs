@@ -124,7 +124,7 @@ fn a_claim_records_the_attempt_before_sending_and_results_move_the_state() {
     assert_eq!(c.intention.state, IntentionState::Dispatching);
     let attempts = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
     assert_eq!(attempts.len(), 1);
-    assert_eq!(attempts[0].outcome, "started");
+    assert_eq!(attempts[0].outcome, crate::domain::attempt::AttemptOutcome::Started);
     // Nothing else is due; a second claimer gets nothing.
     assert!(claim(&mut store, "w2", now).is_empty());
     let f = store
@@ -246,7 +246,7 @@ fn an_expired_lease_with_an_open_attempt_becomes_uncertain_never_planned() {
     let row = store.read(|tx| tx.intention(c.intention.id)).unwrap();
     assert_eq!(row.state, IntentionState::Uncertain);
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
-    assert_eq!(att[0].outcome, "uncertain");
+    assert_eq!(att[0].outcome, crate::domain::attempt::AttemptOutcome::Uncertain);
     // The worker's late answer is still evidence.
     let f = store
         .write(|tx| {
@@ -268,7 +268,11 @@ fn an_expired_lease_with_an_open_attempt_becomes_uncertain_never_planned() {
         .unwrap();
     assert_eq!(f, Finished::Sent);
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
-    assert_eq!(att[0].outcome, "uncertain", "the closing outcome stays");
+    assert_eq!(
+        att[0].outcome,
+        crate::domain::attempt::AttemptOutcome::Uncertain,
+        "the closing outcome stays"
+    );
     assert_eq!(att[0].message_id.as_deref(), Some("wamid.9"));
     assert!(
         att[0]

@@ -70,7 +70,7 @@ fn an_abandoned_send_is_not_sent_and_goes_straight_back_through_validity() {
     assert_eq!((i.lease_owner, i.lease_until), (None, None));
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
     assert_eq!(att.len(), 1);
-    assert_eq!(att[0].outcome, AttemptOutcome::NotSent.as_str());
+    assert_eq!(att[0].outcome, crate::domain::attempt::AttemptOutcome::NotSent);
     assert!(att[0].ended_at.is_some());
     assert!(!store.read(|tx| tx.acknowledged(c.intention.id)).unwrap());
     let h = store.read(|tx| tx.history(c.intention.id)).unwrap();
@@ -139,7 +139,11 @@ fn an_abandoned_send_that_is_no_longer_ours_only_closes_the_attempt() {
     let i = store.read(|tx| tx.intention(c.intention.id)).unwrap();
     assert_eq!(i.state, IntentionState::Uncertain, "not ours to move");
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
-    assert_eq!(att[0].outcome, "uncertain", "the closing outcome stays");
+    assert_eq!(
+        att[0].outcome,
+        crate::domain::attempt::AttemptOutcome::Uncertain,
+        "the closing outcome stays"
+    );
     let h = store.read(|tx| tx.history(c.intention.id)).unwrap();
     let late = h.last().unwrap();
     assert_eq!(late.signal, "not_sent_late");
