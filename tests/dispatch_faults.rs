@@ -148,7 +148,7 @@ fn ambiguous_commands_are_read_until_resolved_never_repeated() {
     let mut ambiguous = 0;
     for i in env.intentions() {
         let attempts = env.store().read(|tx| tx.attempts(i.id)).unwrap();
-        let Some(pos) = attempts.iter().position(|a| a.outcome == "ambiguous") else {
+        let Some(pos) = attempts.iter().position(|a| a.outcome.as_str() == "ambiguous") else {
             continue;
         };
         ambiguous += 1;

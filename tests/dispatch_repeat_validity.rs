@@ -103,7 +103,7 @@ fn a_reset_booking_notice_is_not_sent_by_the_reconciler_once_the_appointment_is_
     assert!(attempts.len() >= 2, "{attempts:#?}");
     for a in &attempts {
         assert_eq!(a.commitment_version_checked, 1, "{a:?}");
-        assert_eq!(a.outcome, "uncertain", "{a:?}");
+        assert_eq!(a.outcome.as_str(), "uncertain", "{a:?}");
     }
     rt.block_on(sim.shutdown());
 }
@@ -234,7 +234,7 @@ fn a_claimed_message_held_before_sending_is_abandoned_when_its_appointment_is_ca
     assert_eq!(r.state_reason.as_deref(), Some("commitment_cancelled"));
     let attempts = env.store().read(|tx| tx.attempts(r.id)).unwrap();
     assert_eq!(attempts.len(), 1, "{attempts:#?}");
-    assert_eq!(attempts[0].outcome, "not_sent");
+    assert_eq!(attempts[0].outcome.as_str(), "not_sent");
     let detail = attempts[0].error_detail.as_deref().unwrap();
     assert!(detail.contains("moved from v1 to v2"), "{detail}");
     let h = env.history(r.id);

@@ -92,7 +92,18 @@ fn sixteen_threads_presenting_the_same_500_intentions_make_500_rows_with_the_sam
                         .write(|tx| {
                             chunk
                                 .iter()
-                                .map(|&n| Ok((n, tx.reserve(&intention(n), commitment_id, Some(contact_id), now())?)))
+                                .map(|&n| {
+                                    Ok((
+                                        n,
+                                        unavez::planning::reserve(
+                                            tx,
+                                            &intention(n),
+                                            commitment_id,
+                                            Some(contact_id),
+                                            now(),
+                                        )?,
+                                    ))
+                                })
                                 .collect::<Result<Vec<_>, StoreError>>()
                         })
                         .unwrap();

@@ -483,7 +483,8 @@ async fn a_second_message_id_for_one_key_is_flagged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_before_the_send_answer_applies_when_the_attempt_is_recorded() {
-    use unavez::store::{AttemptResult, RetryPolicy};
+    use unavez::dispatch::finish::finish_attempt;
+    use unavez::store::{AttemptResult, Backoff, RetryPolicy};
     let h = Harness::start().await;
     h.schedule("cita-1042", 3);
     let mut store = h.store();
@@ -519,13 +520,14 @@ async fn a_status_before_the_send_answer_applies_when_the_attempt_is_recorded() 
                 http_status: Some(200),
                 detail: None,
             };
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 attempt,
                 &result,
                 Cause::Dispatcher,
                 &RetryPolicy {
                     max_attempts: 3,
-                    backoff_seconds: &[1],
+                    backoff: Backoff::new(vec![1]),
                 },
                 chrono::Utc::now(),
             )

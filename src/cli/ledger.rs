@@ -441,7 +441,7 @@ fn show_intention(
             "  {} {} {:<9} http {} cmd {} msg {} {}",
             a.n,
             a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
-            inert(&a.outcome),
+            inert(a.outcome.as_str()),
             a.http_status.map(|s| s.to_string()).unwrap_or("-".into()),
             inert(a.command_id.as_deref().unwrap_or("-")),
             inert(a.message_id.as_deref().unwrap_or("-")),

@@ -19,9 +19,11 @@ use serde_json::Value;
 use crate::domain::commitment::{Change, Commitment, Effect, apply};
 use crate::domain::event::{BookingEvent, ConflictKind, differing_fields};
 use crate::domain::fingerprint::fingerprint;
-use crate::domain::state::Signal;
+use crate::domain::history::{self, HistorySignal, Said};
+use crate::domain::intention::NewIntention;
+use crate::domain::state::{IntentionState, Signal};
 use crate::planner::{PlanError, Planner};
-use crate::store::{Cause, Entry, EventEffect, LoggedEvent, NewRefusal, Reserved, StoreError, Tx};
+use crate::store::{Cause, EventEffect, LoggedEvent, NewRefusal, Reserved, StoreError, Tx};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -271,31 +273,32 @@ fn realize(
         held: Vec::new(),
         notes: Vec::new(),
     };
-    for rule in &plan.closures {
-        r.closed += tx.close_planned(commitment_id, *rule, &keep, after.version, now)?.len();
-    }
-    for n in &plan.intentions {
-        match tx.reserve(n, commitment_id, contact_id, now)? {
+    r.closed += crate::planning::close_planned(tx, commitment_id, &plan.closures, &keep, after.version, now)?.len();
+    // Planned and held intentions in one set-based reservation.
+    let all: Vec<&NewIntention> = plan.intentions.iter().chain(plan.held.iter().map(|(n, _)| n)).collect();
+    let reserved = crate::planning::reserve_all(tx, &all, commitment_id, contact_id, now)?;
+    let (planned, held) = reserved.split_at(plan.intentions.len());
+    for (n, got) in plan.intentions.iter().zip(planned) {
+        match got {
             Reserved::New(_) => r.planned.push(n.key.to_string()),
             Reserved::Existing(_) => r.already_present += 1,
         }
     }
-    for (n, reason) in &plan.held {
-        match tx.reserve(n, commitment_id, contact_id, now)? {
+    let mut review = Vec::new();
+    for ((n, reason), got) in plan.held.iter().zip(held) {
+        match got {
             Reserved::New(id) => {
-                let entry = Entry {
-                    signal: "needs_review",
-                    cause: Cause::Planner,
-                    evidence: None,
-                    note: Some(reason),
-                    commitment_version: Some(n.commitment_version),
-                };
-                tx.signal(id, Signal::NeedsReview, &entry, now)?;
+                let said = Said::new(HistorySignal::NeedsReview, Cause::Planner)
+                    .note(reason.clone())
+                    .version(n.commitment_version);
+                let (_, record) = history::on_signal(*id, IntentionState::Planned, Signal::NeedsReview, said, now);
+                review.extend(record);
                 r.held.push(n.key.to_string());
             }
             Reserved::Existing(_) => r.already_present += 1,
         }
     }
+    tx.apply_records(&review)?;
     r.notes = plan.notes;
     Ok(r)
 }

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | [`config`] | the TOML configuration (re-exporting policy, operators and channel config under their old paths); secrets by env var name; the template file |
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
+//! | [`planning`] | reserving a plan's intentions (a reused key with other content is a conflict) and closing what a closure names |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`dispatch`] | the background dispatcher and reconciler: claims with validity, durable attempts, pre-send checks, uncertain outcomes, repeats, reprocessing a day |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact, pause) with reason and responsible |
@@ -28,3 +29,4 @@ pub mod dispatch;
 pub mod import;
 pub mod ingest;
 pub mod ops;
+pub mod planning;

@@ -30,6 +30,30 @@ pub enum Closure {
     Reminders { reason: CancelReason },
 }
 
+impl Closure {
+    /// The reason the intentions this rule closes are cancelled with.
+    pub fn reason(self) -> CancelReason {
+        match self {
+            Closure::OlderThan { reason, .. }
+            | Closure::AllPlanned { reason }
+            | Closure::ConfirmReminders { reason }
+            | Closure::Reminders { reason } => reason,
+        }
+    }
+
+    /// Whether this rule closes a still-planned intention of commitment
+    /// version `version` with purpose slug `purpose`. (The plan's own keys
+    /// are kept by the caller whatever the rule says.)
+    pub fn closes(self, version: i64, purpose: &str, asks_confirmation: bool) -> bool {
+        match self {
+            Closure::OlderThan { version: newer, .. } => version < newer,
+            Closure::AllPlanned { .. } => true,
+            Closure::ConfirmReminders { .. } => asks_confirmation,
+            Closure::Reminders { .. } => purpose.starts_with("recordatorio-"),
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Plan {
     pub intentions: Vec<NewIntention>,
@@ -321,6 +345,31 @@ impl<'a> Planner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_closure_names_what_it_closes() {
+        let r = CancelReason::Superseded;
+        let older = Closure::OlderThan { version: 2, reason: r };
+        assert!(older.closes(1, "aviso-reserva", false) && !older.closes(2, "aviso-reserva", false));
+        assert!(Closure::AllPlanned { reason: r }.closes(5, "confirmado", false));
+        let confirm = Closure::ConfirmReminders { reason: r };
+        assert!(confirm.closes(1, "recordatorio-24h", true) && !confirm.closes(1, "recordatorio-2h", false));
+        let reminders = Closure::Reminders { reason: r };
+        assert!(reminders.closes(1, "recordatorio-2h", false) && !reminders.closes(1, "aviso-reserva", false));
+        for c in [
+            older,
+            confirm,
+            reminders,
+            Closure::AllPlanned {
+                reason: CancelReason::ManualContact,
+            },
+        ] {
+            assert!(matches!(
+                c.reason(),
+                CancelReason::Superseded | CancelReason::ManualContact
+            ));
+        }
+    }
     use crate::domain::commitment::{Effect, apply};
     use chrono::TimeZone;
 

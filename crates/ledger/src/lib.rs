@@ -6,8 +6,14 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`api`] | the set-based [`api::LedgerTx`] trait: the surface a second backend (PostgreSQL) implements — rows in and out, no rules (claim facts and attempts for N, finish facts and attempt rows for N, reserve N, apply N history rows) |
 //! | [`store`] | `Store`/`Tx`: typed operations grouped by who uses them (ingest, dispatch, uncertain, webhooks, console, operator…), `open_connection` with the production pragmas, `migrations/` |
 //! | `failpoint` | (feature `failpoints`, dev crates only) named places where the chaos harness makes a transaction fail or the process die |
+//!
+//! **No decisions here.** Retry, review, late, validity, guards and key
+//! conflicts are decided in `unavez-core` and `unavez-app`; this crate
+//! returns the facts they need and stores the rows they decided. Console,
+//! webhook and operator queries are still inherent `Tx` methods.
 //!
 //! **Layering:** on top of `unavez-core` only (re-exported here under its
 //! module names so `crate::domain::…` paths read as before). It knows
@@ -16,6 +22,7 @@
 
 pub use unavez_core::{domain, planner, policy, templates};
 
+pub mod api;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod store;

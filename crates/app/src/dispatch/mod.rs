@@ -5,7 +5,9 @@
 //! | file | job |
 //! |---|---|
 //! | [`control`] | pause/resume, status snapshot, activity notifications for the console |
-//! | `worker.rs` | claim due intentions in batches (validity checked in the claim transaction), send with bounded concurrency, record results |
+//! | `worker.rs` | claim due intentions in batches, send with bounded concurrency, record results |
+//! | [`claim`] | which due intentions a claim takes: guard, validity (cancel, defer) and the claim itself, decided from one set-based read |
+//! | [`finish`] | recording results in batches (the decision is `domain::finish`), and attempts the pre-send check stopped |
 //! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend |
 //! | `repeat.rs` | a reconciliation repeat is a send: validity in the transaction that records it, withdraw or review when no longer valid |
 //! | [`presend`] | the check right before each request leaves: commitment version, cancellation and the sender's own hold, re-read on a separate connection |
@@ -16,7 +18,9 @@
 //! blocking pool through [`Db`], so a slow fsync never stalls the sends in
 //! flight.
 
+pub mod claim;
 pub mod control;
+pub mod finish;
 pub mod presend;
 mod reconcile;
 pub mod reprocess;
@@ -35,8 +39,9 @@ use tokio::task::JoinHandle;
 
 use crate::channel::Channel;
 use crate::config::Config;
+use crate::domain::attempt::{Backoff, RetryPolicy};
 use crate::domain::validity::Rules;
-use crate::store::{RetryPolicy, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 pub use control::{Activity, Control, ServiceState, ServiceStatus};
 pub use reconcile::{ReconcileReport, reconcile_once};
@@ -66,8 +71,9 @@ pub struct Settings {
     pub poll: StdDuration,
     pub shutdown_grace: StdDuration,
     pub rules: Rules,
-    pub max_attempts: u32,
-    pub backoff_seconds: Vec<u64>,
+    /// Result retries: attempts before review, and the one backoff (also
+    /// the wait between reconciliation tries).
+    pub retry: RetryPolicy,
     /// Non-idempotent channels (and engine-ambiguous commands): how long an
     /// uncertain send waits for evidence before `review`.
     pub uncertain_review: Duration,
@@ -94,32 +100,19 @@ impl Settings {
                 daily_cap: p.daily_cap_per_recipient,
                 tz: cfg.tz(),
             },
-            max_attempts: p.max_attempts.max(1),
-            backoff_seconds: if p.backoff_seconds.is_empty() {
-                vec![1]
-            } else {
-                p.backoff_seconds.clone()
+            retry: RetryPolicy {
+                max_attempts: p.max_attempts.max(1),
+                backoff: Backoff::new(p.backoff_seconds.clone()),
             },
             uncertain_review: Duration::minutes(i64::try_from(p.uncertain_review_minutes).unwrap_or(30)),
             max_reconcile_attempts: p.max_reconcile_attempts.max(1),
         }
     }
 
-    /// The retry policy the store applies when it records a result.
-    pub fn retry_policy(&self) -> RetryPolicy<'_> {
-        RetryPolicy {
-            max_attempts: self.max_attempts,
-            backoff_seconds: &self.backoff_seconds,
-        }
-    }
-
     /// Wait before reconciliation try number `tries` (0-based), from the
     /// backoff policy.
     pub(crate) fn reconcile_wait(&self, tries: u32) -> Duration {
-        let idx = usize::try_from(tries)
-            .unwrap_or(usize::MAX)
-            .min(self.backoff_seconds.len() - 1);
-        Duration::seconds(i64::try_from(self.backoff_seconds[idx]).unwrap_or(60))
+        self.retry.backoff.wait(usize::try_from(tries).unwrap_or(usize::MAX))
     }
 }
 

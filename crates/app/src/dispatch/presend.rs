@@ -4,7 +4,7 @@
 //! slow store or a free connection; meanwhile the appointment may move or
 //! the lease may pass to someone else. Right before the request, this
 //! re-reads the commitment version, its cancellation and the sender's own
-//! hold on the intention (see [`PresendFacts::moved`]).
+//! hold on the intention (see [`moved`]).
 //!
 //! It reads on its own connection, so it never queues behind the writer's
 //! fsyncs on the dispatcher's [`Db`], and one query covers every attempt
@@ -18,10 +18,63 @@ use chrono::Utc;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Db;
-use crate::store::{Holder, PresendFacts, Store};
+use crate::domain::key::Purpose;
+use crate::domain::state::IntentionState;
+use crate::store::{PresendFacts, Store};
 
 /// Most attempts one query covers.
 const BATCH: usize = 64;
+
+/// Who holds an attempt that is about to be sent: what the pre-send check
+/// compares (the fencing token of a send).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// A dispatcher's claim: the intention is `dispatching` under this
+    /// lease owner, and the lease has not run out.
+    Lease(String),
+    /// A reconciliation repeat: the intention is still `uncertain`.
+    Reconciler,
+}
+
+/// Why the request must not leave, or `None` when nothing moved since its
+/// validity check: the commitment's version and cancellation, and the
+/// holder's own claim on the intention and the attempt. Pure.
+pub fn moved(f: &PresendFacts, holder: &Holder, now: chrono::DateTime<Utc>) -> Option<String> {
+    if !f.attempt_open {
+        return Some(format!("attempt {} was closed meanwhile", f.n));
+    }
+    match holder {
+        Holder::Lease(owner) => {
+            if f.state != IntentionState::Dispatching {
+                return Some(format!("the intention is {} now, no longer dispatching", f.state));
+            }
+            if f.lease_owner.as_deref() != Some(owner.as_str()) {
+                return Some(format!(
+                    "the lease is held by {} now",
+                    f.lease_owner.as_deref().unwrap_or("nobody")
+                ));
+            }
+            if f.lease_until.is_none_or(|t| t <= now) {
+                return Some("the lease ran out before the request could leave".into());
+            }
+        }
+        Holder::Reconciler => {
+            if f.state != IntentionState::Uncertain {
+                return Some(format!("the intention is {} now, no longer uncertain", f.state));
+            }
+        }
+    }
+    if f.commitment_version != f.version_checked {
+        return Some(format!(
+            "the commitment moved from v{} to v{} after the validity check",
+            f.version_checked, f.commitment_version
+        ));
+    }
+    if f.commitment_cancelled && Purpose::from_slug(&f.purpose) != Purpose::Cancellation {
+        return Some("the commitment was cancelled after the validity check".into());
+    }
+    None
+}
 
 /// The answer for one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +169,7 @@ pub(crate) fn clearance(
         Err(e) => Clearance::Stop(format!("the pre-send check could not read the ledger: {e}")),
         Ok(rows) => match rows.iter().find(|f| f.attempt_id == attempt_id) {
             None => Clearance::Stop(format!("attempt #{attempt_id} is not in the ledger")),
-            Some(f) => match f.moved(holder, now) {
+            Some(f) => match moved(f, holder, now) {
                 None => Clearance::Go,
                 Some(why) => Clearance::Stop(why),
             },
@@ -127,7 +180,6 @@ pub(crate) fn clearance(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::state::IntentionState;
     use chrono::Duration;
 
     fn facts() -> PresendFacts {

@@ -31,6 +31,7 @@ use tokio::task::JoinSet;
 use super::request::{evidence_for, send_request};
 use super::{Db, Result, Settings};
 use crate::channel::{Capabilities, Channel, LookupOutcome};
+use crate::domain::attempt::AttemptOutcome;
 use crate::store::{Finished, UncertainItem};
 
 #[path = "repeat.rs"]
@@ -83,7 +84,10 @@ pub(crate) enum Step {
 }
 
 pub(crate) fn decide(caps: Capabilities, item: &UncertainItem, s: &Settings, now: DateTime<Utc>) -> Step {
-    let ambiguous = item.last_attempt.as_ref().is_some_and(|a| a.outcome == "ambiguous");
+    let ambiguous = item
+        .last_attempt
+        .as_ref()
+        .is_some_and(|a| a.outcome == AttemptOutcome::Ambiguous);
     let waited = now - item.since;
     if (!caps.idempotent_keys || ambiguous) && waited >= s.uncertain_review {
         return Step::Review(format!(
@@ -330,7 +334,10 @@ async fn reconcile_item(
                 },
                 LookupOutcome::NotFound => {
                     let caps = channel.capabilities();
-                    let ambiguous = item.last_attempt.as_ref().is_some_and(|a| a.outcome == "ambiguous");
+                    let ambiguous = item
+                        .last_attempt
+                        .as_ref()
+                        .is_some_and(|a| a.outcome == AttemptOutcome::Ambiguous);
                     if caps.idempotent_keys && !ambiguous {
                         // The request never arrived: sending it now, with the
                         // same key, cannot duplicate anything — and is the
@@ -381,7 +388,7 @@ mod tests {
                 channel: "motor".into(),
                 started_at: now,
                 ended_at: Some(now),
-                outcome: outcome.into(),
+                outcome: outcome.parse().unwrap(),
                 http_status: None,
                 command_id: None,
                 message_id: None,

@@ -15,12 +15,16 @@ use chrono::{DateTime, Utc};
 
 use super::{ItemResult, Settled};
 use crate::channel::{CancelOutcome, Capabilities, Channel, SendOutcome};
+use crate::dispatch::claim::evaluate;
+use crate::dispatch::finish::{abandon_unsent, finish_attempt};
 use crate::dispatch::presend::Clearance;
+use crate::dispatch::presend::Holder;
 use crate::dispatch::request::{attempt_result, evidence_for, send_request};
 use crate::dispatch::{Db, Result, Settings};
+use crate::domain::history::{self, HistorySignal, Said};
 use crate::domain::state::{CancelReason, IntentionState, ReviewReason, Signal};
 use crate::domain::validity::Validity;
-use crate::store::{Cause, Holder, UncertainItem};
+use crate::store::{Cause, NewAttempt, UncertainItem};
 
 /// What the validity check before a repeat allows. Pure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,14 +122,13 @@ fn start_repeat(
     if i.state != IntentionState::Uncertain {
         return Ok(Start::Moved);
     }
-    let (verdict, version, _) = tx.evaluate(&i, &s.rules, now)?;
+    let (verdict, version, _) = evaluate(tx, &i, &s.rules, now)?;
     let plan = repeat_plan(verdict, command_id, channel.1);
-    let entry = |signal, note| crate::store::Entry {
-        signal,
-        cause: Cause::Reconciler,
-        evidence: Some("validity_before_repeat"),
-        note,
-        commitment_version: Some(version),
+    let said = |signal, note: String| {
+        Said::new(signal, Cause::Reconciler)
+            .evidence("validity_before_repeat")
+            .note(note)
+            .version(version)
     };
     match &plan {
         RepeatPlan::Send => {
@@ -135,8 +138,19 @@ fn start_repeat(
                 None,
                 now,
             )?;
-            let worker = format!("{}/reconciler", s.owner);
-            let (attempt_id, _) = tx.start_extra_attempt(id, &worker, channel.0, version, now)?;
+            // The repeat may be the first request that reaches the channel,
+            // so it records the version it was validated against, exactly
+            // as a claim does.
+            let attempt = NewAttempt {
+                intention_id: id,
+                n: i.attempt_count + 1,
+                worker: format!("{}/reconciler", s.owner),
+                channel: channel.0.to_string(),
+                version_checked: version,
+                lease: None,
+                at: now,
+            };
+            let attempt_id = tx.start_attempts(&[attempt])?[0];
             return Ok(Start::Go(attempt_id));
         }
         RepeatPlan::Withdraw {
@@ -145,7 +159,12 @@ fn start_repeat(
             ..
         } => {
             let note = format!("not repeated: {explanation}; asking the channel to withdraw command {command_id}");
-            tx.note(id, &entry("repeat_refused", Some(&note)), now)?;
+            tx.apply_records(&[history::note(
+                id,
+                i.state,
+                said(HistorySignal::RepeatRefused, note),
+                now,
+            )])?;
         }
         RepeatPlan::Review { reason, explanation } => {
             let note = format!("not repeated (the first request may or may not have gone out): {explanation}");
@@ -153,7 +172,7 @@ fn start_repeat(
         }
         RepeatPlan::Hold { until, why } => {
             let note = format!("not repeated now: {why} (until {})", until.to_rfc3339());
-            tx.note(id, &entry("deferred", Some(&note)), now)?;
+            tx.apply_records(&[history::note(id, i.state, said(HistorySignal::Deferred, note), now)])?;
             tx.hold_uncertain(id, *until)?;
         }
     }
@@ -223,7 +242,7 @@ pub(super) async fn repeat(
     if let Clearance::Stop(why) = db.presend().check(attempt_id, Holder::Reconciler).await {
         let s = settings.clone();
         db.call(move |store| {
-            Ok(store.write(|tx| tx.abandon_unsent(attempt_id, &Holder::Reconciler, &why, &s.rules, Utc::now()))?)
+            Ok(store.write(|tx| abandon_unsent(tx, attempt_id, &Holder::Reconciler, &why, &s.rules, Utc::now()))?)
         })
         .await?;
         return Ok(ItemResult::NotSent);
@@ -234,9 +253,15 @@ pub(super) async fn repeat(
     let finished = db
         .call(move |store| {
             let now = Utc::now();
-            let policy = s.retry_policy();
             Ok(store.write(|tx| {
-                let f = tx.finish_attempt(attempt_id, &attempt_result(&outcome), Cause::Reconciler, &policy, now)?;
+                let f = finish_attempt(
+                    tx,
+                    attempt_id,
+                    &attempt_result(&outcome),
+                    Cause::Reconciler,
+                    &s.retry,
+                    now,
+                )?;
                 tx.hold_uncertain(id, now + wait)?;
                 Ok::<_, crate::store::StoreError>(f)
             })?)

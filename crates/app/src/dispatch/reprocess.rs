@@ -198,7 +198,7 @@ fn planned(
             "an earlier attempt was acknowledged by the channel: to review, never resent".into(),
         ));
     }
-    Ok(match tx.evaluate(r, &s.rules, now)?.0 {
+    Ok(match super::claim::evaluate(tx, r, &s.rules, now)?.0 {
         Validity::Valid => (Action::Dispatch, "due and still valid: dispatch now".into()),
         Validity::Cancel { reason, explanation } => (Action::Cancel, format!("{reason}: {explanation}")),
         Validity::Defer { until, why } => (Action::Defer, format!("{why} (until {})", until.to_rfc3339())),

@@ -11,11 +11,14 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::{Id, JoinSet};
 
+use super::claim::{ClaimDecision, Claimant, Claimed, claim_batch};
+use super::finish::{abandon_unsent, finish_attempts};
 use super::presend::Clearance;
+use super::presend::Holder;
 use super::request::{attempt_result, send_request};
 use super::{Control, Db, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
-use crate::store::{Cause, ClaimDecision, ClaimScope, Claimed, Finished, Holder};
+use crate::store::{Cause, ClaimScope, Finished};
 
 /// Counts of what one dispatcher run did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -42,6 +45,20 @@ pub struct DispatchReport {
 }
 
 impl DispatchReport {
+    /// Counts a claim decision; a claimed intention comes back to be sent.
+    fn add_claim(&mut self, d: ClaimDecision) -> Option<Claimed> {
+        match d {
+            ClaimDecision::Claimed(c) => {
+                self.claimed += 1;
+                return Some(*c);
+            }
+            ClaimDecision::Cancelled { .. } => self.cancelled += 1,
+            ClaimDecision::Deferred { .. } => self.deferred += 1,
+            ClaimDecision::Guarded { .. } => self.guarded += 1,
+        }
+        None
+    }
+
     fn add_finished(&mut self, f: Finished) {
         match f {
             Finished::Accepted | Finished::Sent | Finished::Delivered | Finished::Read => self.accepted += 1,
@@ -159,20 +176,14 @@ pub(crate) async fn dispatch_loop(
                     full_batch = decisions.len() as u32 >= want || (matches!(mode, Mode::Ids(_)) && !queue.is_empty());
                     claimed_any = !decisions.is_empty() || !queue.is_empty();
                     for d in decisions {
-                        match d {
-                            ClaimDecision::Claimed(c) => {
-                                // Chaos kill point: claimed and attempt recorded (one
-                                // committed transaction), nothing sent yet.
-                                #[cfg(feature = "failpoints")]
-                                crate::failpoint::hit("after_claim");
-                                report.claimed += 1;
-                                let attempt_id = c.attempt_id;
-                                let h = inflight.spawn(send_one(channel.clone(), *c, db.clone(), settings.clone()));
-                                attempts.insert(h.id(), attempt_id);
-                            }
-                            ClaimDecision::Cancelled { .. } => report.cancelled += 1,
-                            ClaimDecision::Deferred { .. } => report.deferred += 1,
-                            ClaimDecision::Guarded { .. } => report.guarded += 1,
+                        if let Some(c) = report.add_claim(d) {
+                            // Chaos kill point: claimed and attempt recorded (one
+                            // committed transaction), nothing sent yet.
+                            #[cfg(feature = "failpoints")]
+                            crate::failpoint::hit("after_claim");
+                            let attempt_id = c.attempt_id;
+                            let h = inflight.spawn(send_one(channel.clone(), c, db.clone(), settings.clone()));
+                            attempts.insert(h.id(), attempt_id);
                         }
                     }
                 }
@@ -230,7 +241,13 @@ async fn claim(
     let kind = channel.kind();
     let scope = scope.clone();
     db.call(move |store| {
-        Ok(store.write(|tx| tx.claim_batch(&scope, &s.owner, kind, s.lease, want, &s.rules, Utc::now()))?)
+        let who = Claimant {
+            owner: &s.owner,
+            channel: kind,
+            lease: s.lease,
+            rules: &s.rules,
+        };
+        Ok(store.write(|tx| claim_batch(tx, &scope, who, want, Utc::now()))?)
     })
     .await
 }
@@ -293,17 +310,22 @@ async fn record(
     let res = db
         .call(move |store| {
             let now = Utc::now();
-            let policy = s.retry_policy();
             Ok(store.write(|tx| {
-                let mut out = Vec::with_capacity(done.len());
+                // Answers in one set-based write, in order; the few the
+                // pre-send check stopped one by one.
+                let answered: Vec<(i64, _)> = done
+                    .iter()
+                    .filter_map(|(a, sent)| match sent {
+                        Sent::Answered(outcome) => Some((*a, attempt_result(outcome))),
+                        Sent::NotSent(_) => None,
+                    })
+                    .collect();
+                let mut out = finish_attempts(tx, &answered, Cause::Dispatcher, &s.retry, now)?;
                 let holder = Holder::Lease(s.owner.clone());
                 for (attempt_id, sent) in &done {
-                    out.push(match sent {
-                        Sent::Answered(outcome) => {
-                            tx.finish_attempt(*attempt_id, &attempt_result(outcome), Cause::Dispatcher, &policy, now)?
-                        }
-                        Sent::NotSent(why) => tx.abandon_unsent(*attempt_id, &holder, why, &s.rules, now)?,
-                    });
+                    if let Sent::NotSent(why) = sent {
+                        out.push(abandon_unsent(tx, *attempt_id, &holder, why, &s.rules, now)?);
+                    }
                 }
                 for a in &dead {
                     tx.abandon_attempt(*a, why, now)?;

@@ -230,9 +230,7 @@ pub fn authorize_resend(
         );
     }
     let new = resend_of(tx, actor, &fam.original, reason, tz, now)?;
-    let id = tx
-        .reserve(&new, fam.original.commitment_id, fam.commitment.contact_id, now)?
-        .id();
+    let id = crate::planning::reserve(tx, &new, fam.original.commitment_id, fam.commitment.contact_id, now)?.id();
     let outcome = OpOutcome::Done {
         state: Some(IntentionState::Planned),
         new_intention: Some((id, new.key.to_string())),

@@ -2,9 +2,12 @@
 //! commitment versions and the input contract. Everything here is tested
 //! exhaustively without a database or a network.
 
+pub mod attempt;
 pub mod commitment;
 pub mod event;
 pub mod fingerprint;
+pub mod finish;
+pub mod history;
 pub mod inbound;
 pub mod intention;
 pub mod key;

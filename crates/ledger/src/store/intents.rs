@@ -5,39 +5,28 @@ use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 
+use std::collections::HashMap;
+
+use rusqlite::params_from_iter;
+use rusqlite::types::Value;
+
 use super::{Result, StoreError, Tx, from_ms, ms};
-use crate::domain::intention::NewIntention;
+use crate::api::{PlannedRow, Reservation, ReserveRow};
+use crate::domain::history::Record;
 use crate::domain::key::Purpose;
 use crate::domain::state::{IntentionState, Signal, Transition, transition};
-use crate::planner::Closure;
 use crate::templates::Category;
 
-/// Who caused a signal, as recorded in history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    Planner,
-    Dispatcher,
-    Webhook,
-    Reconciler,
-    Operator,
-    Import,
-}
+/// Intentions per multi-row insert (26 parameters each, well under
+/// SQLite's limit of 32,766).
+const RESERVE_CHUNK: usize = 64;
+/// History rows per multi-row insert (10 parameters each).
+const HISTORY_CHUNK: usize = 128;
 
-impl Cause {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cause::Planner => "planner",
-            Cause::Dispatcher => "dispatcher",
-            Cause::Webhook => "webhook",
-            Cause::Reconciler => "reconciler",
-            Cause::Operator => "operator",
-            Cause::Import => "import",
-        }
-    }
-}
+pub use crate::domain::history::Cause;
 
-/// The outcome of [`Tx::reserve`].
+/// The outcome of reserving one intention: the new row, or the existing
+/// one with the same key and content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", content = "id", rename_all = "snake_case")]
 pub enum Reserved {
@@ -189,102 +178,112 @@ pub struct Entry<'a> {
 }
 
 impl Tx<'_> {
-    /// Reserves an intention: the new row, or the existing one for the same
-    /// key. Check and insert are one statement inside the caller's
-    /// `BEGIN IMMEDIATE`, and the key is `UNIQUE`, so concurrent presenters
-    /// (threads or processes) all end up with the same row.
-    pub fn reserve(
-        &self,
-        n: &NewIntention,
-        commitment_id: i64,
-        contact_id: Option<i64>,
-        at: DateTime<Utc>,
-    ) -> Result<Reserved> {
-        let fingerprint = n.fingerprint();
-        let related_id: Option<i64> = match &n.related_key {
-            Some(k) => self.intention_id(k.as_str())?,
-            None => None,
-        };
-        let params_json = serde_json::to_string(&n.parameters).map_err(|e| StoreError::Corrupt {
-            table: "intentions",
-            detail: e.to_string(),
-        })?;
+    /// Reserves intentions: each new key is inserted with its history row,
+    /// and every reservation gets back the stored id and fingerprint (the
+    /// caller judges a different fingerprint a conflict). Check and insert
+    /// are one statement per chunk inside the caller's `BEGIN IMMEDIATE`,
+    /// and the key is `UNIQUE`, so concurrent presenters (threads or
+    /// processes) all end up with the same row.
+    pub fn reserve_many(&self, rows: &[Reservation<'_>]) -> Result<Vec<ReserveRow>> {
+        let mut out: Vec<Option<ReserveRow>> = vec![None; rows.len()];
+        let mut history = Vec::new();
+        for (c, chunk) in rows.chunks(RESERVE_CHUNK).enumerate() {
+            let mut inserted = self.insert_intentions(chunk)?;
+            for (k, r) in chunk.iter().enumerate() {
+                // A key given twice is inserted once: the second is "existing".
+                if let Some(id) = inserted.remove(r.intention.key.as_str()) {
+                    out[c * RESERVE_CHUNK + k] = Some(ReserveRow {
+                        id,
+                        inserted: true,
+                        fingerprint: r.fingerprint.to_string(),
+                    });
+                    history.push(Record {
+                        intention_id: id,
+                        from: None,
+                        to: IntentionState::Planned,
+                        applied: true,
+                        reason: None,
+                        said: r.said.clone(),
+                        at: r.at,
+                    });
+                }
+            }
+        }
+        // Keys that already existed: the stored row, for the caller to compare.
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT id, fingerprint FROM intentions WHERE key = ?1")?;
+        for (slot, r) in out.iter_mut().zip(rows) {
+            if slot.is_none() {
+                let (id, fingerprint) = stmt.query_row([r.intention.key.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                *slot = Some(ReserveRow {
+                    id,
+                    inserted: false,
+                    fingerprint,
+                });
+            }
+        }
+        self.apply_records(&history)?;
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// One multi-row `INSERT … ON CONFLICT(key) DO NOTHING`; the ids of the
+    /// rows it inserted, by key.
+    fn insert_intentions(&self, chunk: &[Reservation<'_>]) -> Result<HashMap<String, i64>> {
         // `starts_at` is the commitment's (migration 0002), set here so the
         // trigger that would otherwise copy it has nothing to do.
-        let inserted: Option<i64> = self
-            .conn()
-            .query_row(
-                "INSERT INTO intentions(key, commitment_id, commitment_version, purpose, contact_id, recipient,
-                     category, channel, template, language, parameters, body, fingerprint, correlation_id,
-                     asks_confirmation, due_at, expires_at, day, state, state_changed_at, related_id, created_by,
-                     authorized_by, reason, created_at, updated_at, starts_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                     'planned', ?19, ?20, ?21, ?22, ?23, ?19, ?19,
-                     (SELECT starts_at FROM commitments WHERE id = ?2))
-                 ON CONFLICT(key) DO NOTHING RETURNING id",
-                params![
-                    n.key.as_str(),
-                    commitment_id,
-                    n.commitment_version,
-                    n.purpose.slug(),
-                    contact_id,
-                    n.recipient,
-                    n.category.as_str(),
-                    n.channel,
-                    n.template,
-                    n.language,
-                    params_json,
-                    n.body,
-                    fingerprint,
-                    n.correlation_id,
-                    n.asks_confirmation,
-                    ms(n.due_at),
-                    n.expires_at.map(ms),
-                    n.day,
-                    ms(at),
-                    related_id,
-                    n.created_by,
-                    n.authorized_by,
-                    n.reason,
-                ],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(id) = inserted {
-            self.append_history(
-                id,
-                None,
-                IntentionState::Planned,
-                true,
-                &Entry {
-                    signal: "reserved",
-                    cause: if n.created_by == "planner" {
-                        Cause::Planner
-                    } else {
-                        Cause::Operator
-                    },
-                    evidence: None,
-                    note: n.reason.as_deref(),
-                    commitment_version: Some(n.commitment_version),
-                },
-                at,
-            )?;
-            return Ok(Reserved::New(id));
+        let one = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned', ?, \
+                   (SELECT id FROM intentions WHERE key = ?), ?, ?, ?, ?, ?, (SELECT starts_at FROM commitments WHERE id = ?))";
+        let sql = format!(
+            "INSERT INTO intentions(key, commitment_id, commitment_version, purpose, contact_id, recipient,
+                 category, channel, template, language, parameters, body, fingerprint, correlation_id,
+                 asks_confirmation, due_at, expires_at, day, state, state_changed_at, related_id, created_by,
+                 authorized_by, reason, created_at, updated_at, starts_at)
+             VALUES {} ON CONFLICT(key) DO NOTHING RETURNING id, key",
+            vec![one; chunk.len()].join(", ")
+        );
+        let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 25);
+        for r in chunk {
+            let n = r.intention;
+            let params_json = serde_json::to_string(&n.parameters).map_err(|e| StoreError::Corrupt {
+                table: "intentions",
+                detail: e.to_string(),
+            })?;
+            let at = ms(r.at);
+            values.extend([
+                Value::Text(n.key.to_string()),
+                Value::Integer(r.commitment_id),
+                Value::Integer(n.commitment_version),
+                Value::Text(n.purpose.slug()),
+                Value::from(r.contact_id),
+                Value::Text(n.recipient.clone()),
+                Value::Text(n.category.as_str().to_string()),
+                Value::Text(n.channel.clone()),
+                Value::Text(n.template.clone()),
+                Value::Text(n.language.clone()),
+                Value::Text(params_json),
+                Value::Text(n.body.clone()),
+                Value::Text(r.fingerprint.to_string()),
+                Value::Text(n.correlation_id.clone()),
+                Value::Integer(i64::from(n.asks_confirmation)),
+                Value::Integer(ms(n.due_at)),
+                Value::from(n.expires_at.map(ms)),
+                Value::Text(n.day.to_string()),
+                Value::Integer(at),
+                Value::from(n.related_key.as_ref().map(|k| k.to_string())),
+                Value::Text(n.created_by.clone()),
+                Value::from(n.authorized_by.clone()),
+                Value::from(n.reason.clone()),
+                Value::Integer(at),
+                Value::Integer(at),
+                Value::Integer(r.commitment_id),
+            ]);
         }
-        let (id, stored): (i64, String) = self.conn().query_row(
-            "SELECT id, fingerprint FROM intentions WHERE key = ?1",
-            [n.key.as_str()],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        if stored != fingerprint {
-            return Err(StoreError::Conflict {
-                key: n.key.to_string(),
-                stored,
-                presented: fingerprint,
-            });
-        }
-        self.bump_counter("duplicate_keys", 1)?;
-        Ok(Reserved::Existing(id))
+        let mut stmt = self.conn().prepare_cached(&sql)?;
+        let rows = stmt
+            .query_map(params_from_iter(values), |r| Ok((r.get(1)?, r.get(0)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
     }
 
     pub fn intention_id(&self, key: &str) -> Result<Option<i64>> {
@@ -327,14 +326,7 @@ impl Tx<'_> {
                     Signal::Cancel(r) => Some(r.as_str().to_string()),
                     _ => entry.note.map(str::to_string),
                 };
-                // Leaving `dispatching` ends the lease.
-                self.conn().execute(
-                    "UPDATE intentions SET state = ?2, state_reason = ?3, state_changed_at = ?4, updated_at = ?4,
-                         lease_owner = CASE WHEN ?2 = 'dispatching' THEN lease_owner ELSE NULL END,
-                         lease_until = CASE WHEN ?2 = 'dispatching' THEN lease_until ELSE NULL END
-                     WHERE id = ?1",
-                    params![id, to.as_str(), reason, ms(at)],
-                )?;
+                self.move_state(id, None, to, reason.as_deref(), at)?;
                 self.append_history(id, Some(from), to, true, entry, at)?;
             }
             Transition::Record(why) => {
@@ -397,52 +389,81 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Closes still-planned intentions of a commitment per a planner rule;
-    /// `keep` lists keys the same plan reserves. Returns the closed ids.
-    pub fn close_planned(
-        &self,
-        commitment_id: i64,
-        rule: Closure,
-        keep: &[&str],
-        version: i64,
-        at: DateTime<Utc>,
-    ) -> Result<Vec<i64>> {
-        let (cond, reason, older_than) = match rule {
-            Closure::OlderThan { version, reason } => ("commitment_version < ?2", reason, version),
-            Closure::AllPlanned { reason } => ("?2 = ?2", reason, 0),
-            Closure::ConfirmReminders { reason } => ("asks_confirmation = 1 AND ?2 = ?2", reason, 0),
-            Closure::Reminders { reason } => ("purpose LIKE 'recordatorio-%' AND ?2 = ?2", reason, 0),
-        };
-        // `?2 = ?2` keeps one parameter list for every rule.
-        let sql = format!(
-            "SELECT id, key FROM intentions WHERE commitment_id = ?1 AND state = 'planned' AND {cond} ORDER BY id"
-        );
-        let candidates: Vec<(i64, String)> = self
-            .conn()
-            .prepare_cached(&sql)?
-            .query_map(params![commitment_id, older_than], |r| Ok((r.get(0)?, r.get(1)?)))?
+    pub fn planned_of_commitment(&self, commitment_id: i64) -> Result<Vec<PlannedRow>> {
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT id, key, commitment_version, purpose, asks_confirmation FROM intentions
+             WHERE commitment_id = ?1 AND state = 'planned' ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map([commitment_id], |r| {
+                Ok(PlannedRow {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    commitment_version: r.get(2)?,
+                    purpose: r.get(3)?,
+                    asks_confirmation: r.get(4)?,
+                })
+            })?
             .collect::<rusqlite::Result<_>>()?;
-        let mut closed = Vec::new();
-        for (id, key) in candidates {
-            if keep.contains(&key.as_str()) {
-                continue;
-            }
-            let r = self.signal(
-                id,
-                Signal::Cancel(reason),
-                &Entry {
-                    signal: "cancel",
-                    cause: Cause::Planner,
-                    evidence: None,
-                    note: None,
-                    commitment_version: Some(version),
-                },
-                at,
-            )?;
-            if r.moved() {
-                closed.push(id);
+        Ok(rows)
+    }
+
+    /// Appends history rows, moving the intentions of applied ones (see
+    /// [`crate::api::LedgerTx::apply_records`]).
+    pub fn apply_records(&self, records: &[Record]) -> Result<()> {
+        for r in records {
+            if let (true, Some(from)) = (r.applied, r.from) {
+                let changed = self.move_state(r.intention_id, Some(from), r.to, r.reason.as_deref(), r.at)?;
+                if changed == 0 {
+                    return Err(StoreError::Moved {
+                        id: r.intention_id,
+                        expected: from,
+                    });
+                }
             }
         }
-        Ok(closed)
+        for chunk in records.chunks(HISTORY_CHUNK) {
+            let sql = format!(
+                "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause,
+                     evidence, note, commitment_version) VALUES {}",
+                vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 10);
+            for r in chunk {
+                values.extend([
+                    Value::Integer(r.intention_id),
+                    Value::Integer(ms(r.at)),
+                    Value::from(r.from.map(|s| s.as_str().to_string())),
+                    Value::Text(r.to.as_str().to_string()),
+                    Value::Integer(i64::from(r.applied)),
+                    Value::Text(r.said.signal.as_str().to_string()),
+                    Value::Text(r.said.cause.as_str().to_string()),
+                    Value::from(r.said.evidence.clone()),
+                    Value::from(r.said.note.clone()),
+                    Value::from(r.said.commitment_version),
+                ]);
+            }
+            self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+        }
+        Ok(())
+    }
+
+    /// Moves one intention to `to` (only from `from`, when given); leaving
+    /// `dispatching` ends the lease. Returns the rows changed.
+    fn move_state(
+        &self,
+        id: i64,
+        from: Option<IntentionState>,
+        to: IntentionState,
+        reason: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<usize> {
+        Ok(self.conn().execute(
+            "UPDATE intentions SET state = ?2, state_reason = ?3, state_changed_at = ?4, updated_at = ?4,
+                 lease_owner = CASE WHEN ?2 = 'dispatching' THEN lease_owner ELSE NULL END,
+                 lease_until = CASE WHEN ?2 = 'dispatching' THEN lease_until ELSE NULL END
+             WHERE id = ?1 AND (?5 IS NULL OR state = ?5)",
+            params![id, to.as_str(), reason, ms(at), from.map(|s| s.as_str())],
+        )?)
     }
 }

@@ -81,15 +81,20 @@ fn commitment_row(r: &Row<'_>) -> rusqlite::Result<CommitmentRow> {
 }
 
 fn contact_row(r: &Row<'_>) -> rusqlite::Result<ContactRow> {
+    contact_row_from(r, 0)
+}
+
+/// A contact read from column `at` on (the contact columns of a join).
+pub(super) fn contact_row_from(r: &Row<'_>, at: usize) -> rusqlite::Result<ContactRow> {
     Ok(ContactRow {
-        id: r.get(0)?,
-        phone: r.get(1)?,
-        name: r.get(2)?,
-        language: r.get(3)?,
-        consent_marketing: r.get(4)?,
-        opt_out_marketing_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
-        opt_out_transactional_at: r.get::<_, Option<i64>>(6)?.map(from_ms),
-        last_inbound_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
+        id: r.get(at)?,
+        phone: r.get(at + 1)?,
+        name: r.get(at + 2)?,
+        language: r.get(at + 3)?,
+        consent_marketing: r.get(at + 4)?,
+        opt_out_marketing_at: r.get::<_, Option<i64>>(at + 5)?.map(from_ms),
+        opt_out_transactional_at: r.get::<_, Option<i64>>(at + 6)?.map(from_ms),
+        last_inbound_at: r.get::<_, Option<i64>>(at + 7)?.map(from_ms),
     })
 }
 

@@ -24,9 +24,10 @@ mod refused;
 mod uncertain;
 mod webhooks;
 
-pub use attempts::{AttemptOutcome, AttemptResult, Finished, RetryPolicy};
+pub use crate::api::{ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, Reservation, ReserveRow};
+pub use crate::domain::attempt::{AttemptOutcome, AttemptResult, Backoff, Finished, RetryPolicy};
 pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
-pub use dispatch::{ClaimDecision, ClaimScope, Claimed, Holder, PresendFacts};
+pub use dispatch::PresendFacts;
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
@@ -76,6 +77,13 @@ pub enum StoreError {
     },
     #[error("no intention {0}")]
     NoIntention(String),
+    #[error("no attempt #{0}")]
+    NoAttempt(i64),
+    #[error("intention #{id} is no longer {expected}: a change decided on a stale read was not applied")]
+    Moved {
+        id: i64,
+        expected: crate::domain::state::IntentionState,
+    },
     #[error("no commitment {0}")]
     NoCommitment(String),
     #[error("corrupt row in {table}: {detail}")]

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::intents::{HistoryRow, INTENTION_COLS, IntentionRow, intention_row};
 use super::operator::AcknowledgementRow;
 use super::{Result, StoreError, Tx, from_ms};
+use crate::domain::attempt::AttemptOutcome;
 use crate::domain::state::IntentionState;
 
 #[derive(Debug, Clone, Default)]
@@ -27,7 +28,7 @@ pub struct AttemptRow {
     pub channel: String,
     pub started_at: DateTime<Utc>,
     pub ended_at: Option<DateTime<Utc>>,
-    pub outcome: String,
+    pub outcome: AttemptOutcome,
     pub http_status: Option<i64>,
     pub command_id: Option<String>,
     pub message_id: Option<String>,
@@ -83,7 +84,12 @@ pub(super) fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
         channel: r.get(3)?,
         started_at: from_ms(r.get(4)?),
         ended_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
-        outcome: r.get(6)?,
+        outcome: {
+            let o: String = r.get(6)?;
+            o.parse().map_err(|e: crate::domain::attempt::UnknownOutcome| {
+                rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, e.to_string().into())
+            })?
+        },
         http_status: r.get(7)?,
         command_id: r.get(8)?,
         message_id: r.get(9)?,

@@ -7,8 +7,6 @@ use super::*;
 use crate::domain::commitment::{Commitment, CommitmentKind};
 use crate::domain::intention::{NewIntention, correlation_id};
 use crate::domain::key::{IntentionKey, Purpose};
-use crate::domain::state::{CancelReason, IntentionState};
-use crate::planner::Closure;
 use crate::templates::Category;
 
 fn now() -> DateTime<Utc> {
@@ -76,6 +74,21 @@ fn seed(store: &mut Store, reference: &str) -> (i64, i64) {
 }
 
 impl Tx<'_> {
+    /// Test-only: reserves one intention through the set-based write.
+    fn test_reserve(&self, n: &NewIntention, cid: i64, contact: i64) -> Result<ReserveRow> {
+        let fingerprint = n.fingerprint();
+        let said = crate::domain::history::Said::new(crate::domain::history::HistorySignal::Reserved, Cause::Planner);
+        let row = Reservation {
+            intention: n,
+            fingerprint: &fingerprint,
+            commitment_id: cid,
+            contact_id: Some(contact),
+            said,
+            at: now(),
+        };
+        Ok(self.reserve_many(&[row])?.remove(0))
+    }
+
     /// Test-only: records a started attempt, as the dispatcher will.
     fn test_insert_attempt(&self, intention_id: i64) -> Result<()> {
         self.conn().execute(
@@ -123,14 +136,7 @@ fn migrations_are_idempotent_on_reopen() {
     let mut store = Store::open(&path).unwrap();
     let (cid, contact) = seed(&mut store, "cita-1");
     store
-        .write(|tx| {
-            tx.reserve(
-                &intention("cita-1", Purpose::Booking, 1, "x"),
-                cid,
-                Some(contact),
-                now(),
-            )
-        })
+        .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact))
         .unwrap();
     drop(store);
     for _ in 0..3 {
@@ -156,57 +162,53 @@ fn a_newer_schema_is_refused() {
 }
 
 #[test]
-fn reserve_returns_existing_for_the_same_key_and_content() {
-    let (_dir, mut store) = temp_store();
-    let (cid, contact) = seed(&mut store, "cita-1");
-    let n = intention("cita-1", Purpose::Booking, 1, "hola");
-    let first = store.write(|tx| tx.reserve(&n, cid, Some(contact), now())).unwrap();
-    let second = store
-        .write(|tx| tx.reserve(&n, cid, Some(contact), now() + Duration::hours(1)))
-        .unwrap();
-    assert!(matches!(first, Reserved::New(_)));
-    assert_eq!(second, Reserved::Existing(first.id()));
-    store
-        .read(|tx| {
-            assert_eq!(tx.test_count("intentions")?, 1);
-            // Only the first presentation is in history; the repeat is counted.
-            assert_eq!(tx.history(first.id())?.len(), 1);
-            assert_eq!(tx.counter("duplicate_keys")?, 1);
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-}
-
-#[test]
-fn reserve_with_other_content_is_a_conflict_naming_key_and_fingerprints() {
+fn reserving_a_key_twice_inserts_once_and_returns_the_stored_fingerprint() {
     let (_dir, mut store) = temp_store();
     let (cid, contact) = seed(&mut store, "cita-1");
     let original = intention("cita-1", Purpose::Booking, 1, "hola");
     let other = intention("cita-1", Purpose::Booking, 1, "adiós");
-    let id = store
-        .write(|tx| tx.reserve(&original, cid, Some(contact), now()))
-        .unwrap()
-        .id();
-    let e = store
-        .write(|tx| tx.reserve(&other, cid, Some(contact), now()))
-        .unwrap_err();
-    match &e {
-        StoreError::Conflict { key, stored, presented } => {
-            assert_eq!(key, "cita-1:aviso-reserva:v1");
-            assert_eq!(stored, &original.fingerprint());
-            assert_eq!(presented, &other.fingerprint());
+    let reminder = intention("cita-1", Purpose::Reminder { minutes: 120 }, 1, "hola");
+    let rows = store
+        .write(|tx| {
+            let first = tx.test_reserve(&original, cid, contact)?;
+            // One set-based write: a stored key, a new one, and a key given twice.
+            let (f1, f2) = (other.fingerprint(), reminder.fingerprint());
+            let said =
+                crate::domain::history::Said::new(crate::domain::history::HistorySignal::Reserved, Cause::Planner);
+            let row = |n, fingerprint| Reservation {
+                intention: n,
+                fingerprint,
+                commitment_id: cid,
+                contact_id: Some(contact),
+                said: said.clone(),
+                at: now(),
+            };
+            let many = tx.reserve_many(&[row(&other, &f1), row(&reminder, &f2), row(&reminder, &f2)])?;
+            Ok::<_, StoreError>((first, many))
+        })
+        .unwrap();
+    let (first, many) = rows;
+    assert!(first.inserted);
+    assert_eq!(
+        many[0],
+        ReserveRow {
+            id: first.id,
+            inserted: false,
+            fingerprint: original.fingerprint()
         }
-        other => panic!("expected a conflict, got {other:?}"),
-    }
-    let msg = e.to_string();
-    assert!(
-        msg.contains("cita-1:aviso-reserva:v1")
-            && msg.contains(&original.fingerprint())
-            && msg.contains(&other.fingerprint())
     );
-    let row = store.read(|tx| tx.intention(id)).unwrap();
-    assert_eq!(row.body, "hola", "nothing overwritten");
-    assert_eq!(row.fingerprint, original.fingerprint());
+    assert!(
+        many[1].inserted && !many[2].inserted && many[1].id == many[2].id,
+        "{many:?}"
+    );
+    store
+        .read(|tx| {
+            assert_eq!(tx.test_count("intentions")?, 2);
+            assert_eq!(tx.intention(first.id)?.body, "hola", "nothing overwritten");
+            assert_eq!(tx.history(many[1].id)?.len(), 1, "one reserved row per new intention");
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
 }
 
 #[test]
@@ -214,16 +216,9 @@ fn content_is_frozen_once_an_attempt_exists() {
     let (_dir, mut store) = temp_store();
     let (cid, contact) = seed(&mut store, "cita-1");
     let id = store
-        .write(|tx| {
-            tx.reserve(
-                &intention("cita-1", Purpose::Booking, 1, "hola"),
-                cid,
-                Some(contact),
-                now(),
-            )
-        })
+        .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "hola"), cid, contact))
         .unwrap()
-        .id();
+        .id;
     // Before any attempt the row may still be corrected.
     assert_eq!(store.write(|tx| tx.test_raw_update(id, "body", "hola!")).unwrap(), 1);
     store.write(|tx| tx.test_insert_attempt(id)).unwrap();
@@ -252,91 +247,12 @@ fn history_is_append_only() {
     let (_dir, mut store) = temp_store();
     let (cid, contact) = seed(&mut store, "cita-1");
     store
-        .write(|tx| {
-            tx.reserve(
-                &intention("cita-1", Purpose::Booking, 1, "x"),
-                cid,
-                Some(contact),
-                now(),
-            )
-        })
+        .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact))
         .unwrap();
     let e = store
         .write(|tx| Ok::<_, StoreError>(tx.conn().execute("DELETE FROM intention_history", [])?))
         .unwrap_err();
     assert!(e.to_string().contains("append-only"), "{e}");
-}
-
-#[test]
-fn closures_cancel_only_what_their_rule_names() {
-    let (_dir, mut store) = temp_store();
-    let (cid, contact) = seed(&mut store, "cita-1");
-    let reserve = |store: &mut Store, p: Purpose, v: i64| {
-        store
-            .write(|tx| tx.reserve(&intention("cita-1", p, v, "x"), cid, Some(contact), now()))
-            .unwrap()
-            .id()
-    };
-    let booking1 = reserve(&mut store, Purpose::Booking, 1);
-    let r24_1 = reserve(&mut store, Purpose::Reminder { minutes: 1440 }, 1);
-    let r24_2 = reserve(&mut store, Purpose::Reminder { minutes: 1440 }, 2);
-    let r2_2 = reserve(&mut store, Purpose::Reminder { minutes: 120 }, 2);
-    let superseded = Closure::OlderThan {
-        version: 2,
-        reason: CancelReason::Superseded,
-    };
-    let closed = store
-        .write(|tx| tx.close_planned(cid, superseded, &[], 2, now()))
-        .unwrap();
-    assert_eq!(closed, [booking1, r24_1]);
-    let confirmed = Closure::ConfirmReminders {
-        reason: CancelReason::AlreadyConfirmed,
-    };
-    let closed = store
-        .write(|tx| tx.close_planned(cid, confirmed, &[], 2, now()))
-        .unwrap();
-    assert_eq!(closed, [r24_2]);
-    let all = Closure::AllPlanned {
-        reason: CancelReason::CommitmentCancelled,
-    };
-    let kept_key = "cita-1:recordatorio-2h:v2";
-    let closed = store
-        .write(|tx| tx.close_planned(cid, all, &[kept_key], 3, now()))
-        .unwrap();
-    assert!(closed.is_empty(), "the kept key stays planned");
-    store
-        .read(|tx| {
-            let b = tx.intention(booking1)?;
-            assert_eq!(
-                (b.state, b.state_reason.as_deref()),
-                (IntentionState::Cancelled, Some("superseded"))
-            );
-            let r = tx.intention(r24_2)?;
-            assert_eq!(
-                (r.state, r.state_reason.as_deref()),
-                (IntentionState::Cancelled, Some("already_confirmed"))
-            );
-            assert_eq!(tx.intention(r2_2)?.state, IntentionState::Planned);
-            let h = tx.history(booking1)?;
-            assert_eq!(
-                h.iter().map(|h| h.to_state.as_str()).collect::<Vec<_>>(),
-                ["planned", "cancelled"]
-            );
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
-    let closed = store.write(|tx| tx.close_planned(cid, all, &[], 3, now())).unwrap();
-    assert_eq!(closed, [r2_2]);
-    let manual = Closure::Reminders {
-        reason: CancelReason::ManualContact,
-    };
-    assert!(
-        store
-            .write(|tx| tx.close_planned(cid, manual, &[], 3, now()))
-            .unwrap()
-            .is_empty(),
-        "nothing planned left"
-    );
 }
 
 #[test]

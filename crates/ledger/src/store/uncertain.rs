@@ -9,6 +9,7 @@ use rusqlite::{OptionalExtension, params};
 use super::intents::{INTENTION_COLS, IntentionRow, intention_row};
 use super::queries::{ATTEMPT_COLS, AttemptRow, attempt_row};
 use super::{Cause, ContactRow, Entry, Result, Tx, from_ms, ms};
+use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, ReviewReason, Signal};
 
 /// An uncertain intention taken for one reconciliation pass.
@@ -46,7 +47,7 @@ impl Tx<'_> {
                 id,
                 Signal::Unknown,
                 &Entry {
-                    signal: "lease_expired",
+                    signal: HistorySignal::LeaseExpired.as_str(),
                     cause: Cause::Reconciler,
                     evidence: None,
                     note: Some(&note),
@@ -74,7 +75,7 @@ impl Tx<'_> {
             id,
             Signal::Unknown,
             &Entry {
-                signal: "unknown_outcome",
+                signal: HistorySignal::UnknownOutcome.as_str(),
                 cause: Cause::Dispatcher,
                 evidence: None,
                 note: Some(why),
@@ -185,7 +186,7 @@ impl Tx<'_> {
         self.note(
             id,
             &Entry {
-                signal: "reconcile",
+                signal: HistorySignal::Reconcile.as_str(),
                 cause: Cause::Reconciler,
                 evidence,
                 note: Some(note),
@@ -216,7 +217,7 @@ impl Tx<'_> {
             id,
             signal,
             &Entry {
-                signal: signal.name(),
+                signal: HistorySignal::of(signal).as_str(),
                 cause: Cause::Reconciler,
                 evidence: command_id.or(message_id),
                 note: Some(note),
@@ -236,7 +237,7 @@ impl Tx<'_> {
             id,
             Signal::NeedsReview,
             &Entry {
-                signal: "needs_review",
+                signal: HistorySignal::NeedsReview.as_str(),
                 cause: Cause::Reconciler,
                 evidence: None,
                 note: Some(note),
@@ -264,7 +265,7 @@ impl Tx<'_> {
             id,
             Signal::NeedsReview,
             &Entry {
-                signal: "needs_review",
+                signal: HistorySignal::NeedsReview.as_str(),
                 cause: Cause::Reconciler,
                 evidence: Some("validity_before_repeat"),
                 note: Some(note),

@@ -86,7 +86,7 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
             "  {} {} {} http {} cmd {} msg {} {}",
             a.n,
             local(app, a.started_at, "%H:%M:%S"),
-            inert(&a.outcome),
+            inert(a.outcome.as_str()),
             a.http_status.map(|s| s.to_string()).unwrap_or_else(none),
             inert(&a.command_id.clone().unwrap_or_else(none)),
             inert(&a.message_id.clone().unwrap_or_else(none)),

@@ -1,20 +1,27 @@
-//! Store-level tests of claims, results, leases and reconciliation support,
-//! on a real SQLite file.
+//! Claims, results, leases and reconciliation support through the
+//! set-based ledger, on a real SQLite file.
 
 use chrono::{DateTime, Duration, Utc};
 
 use super::*;
-use crate::domain::commitment::{Effect, apply};
+use crate::dispatch::finish::finish_attempt;
+use crate::domain::attempt::{AttemptResult, Backoff, Finished, RetryPolicy};
 use crate::domain::event::BookingEvent;
-use crate::domain::state::IntentionState;
+use crate::domain::state::Signal;
 use crate::domain::validity::Rules;
 use crate::planner::Planner;
 use crate::policy::Policy;
-use crate::store::{AttemptResult, Finished, RetryPolicy};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, Tx};
 use crate::templates::Templates;
 
-pub(super) fn rules() -> Rules {
+/// Runs one statement on a second connection: a change made behind the
+/// dispatcher's back (a manual edit, another process).
+pub(crate) fn sql(store: &Store, statement: &str) {
+    let conn = crate::store::open_connection(store.path()).unwrap();
+    conn.execute_batch(statement).unwrap();
+}
+
+pub(crate) fn rules() -> Rules {
     Rules {
         quiet_hours: None,
         daily_cap: 0,
@@ -22,19 +29,19 @@ pub(super) fn rules() -> Rules {
     }
 }
 
-pub(super) fn retry() -> RetryPolicy<'static> {
+pub(crate) fn retry() -> RetryPolicy {
     RetryPolicy {
         max_attempts: 2,
-        backoff_seconds: &[5, 60],
+        backoff: Backoff::new(vec![5, 60]),
     }
 }
 
-pub(super) fn setup(dir: &tempfile::TempDir) -> Store {
+pub(crate) fn setup(dir: &tempfile::TempDir) -> Store {
     Store::open(&dir.path().join("t.db")).unwrap()
 }
 
 /// Schedules `r` two days ahead: its booking notice is due now.
-pub(super) fn schedule(
+pub(crate) fn schedule(
     store: &mut Store,
     r: &str,
     kind: &str,
@@ -63,48 +70,31 @@ pub(super) fn schedule(
     store.write(|tx| seed(tx, &planner, &ev, now)).unwrap();
 }
 
-/// What ingest does for one valid event, minus the event log and conflict
-/// handling the ledger does not own: apply the event, save the commitment,
-/// close what stopped being pertinent, reserve the plan.
+/// Ingests one valid event (the real path: event log, commitment,
+/// closures, reservations).
 fn seed(tx: &Tx<'_>, planner: &Planner<'_>, ev: &BookingEvent, now: DateTime<Utc>) -> Result<(), StoreError> {
-    let current = tx.commitment(&ev.reference)?;
-    let Effect::Applied { after, kind, .. } = apply(current.as_ref().map(|c| &c.commitment), ev, now) else {
-        panic!("test event {} does not apply", ev.event_id);
-    };
-    let contact_id = match &after.phone {
-        Some(phone) => Some(tx.upsert_contact(phone, after.name.as_deref(), after.language.as_deref(), now)?),
-        None => None,
-    };
-    let commitment_id = tx.save_commitment(&after, contact_id, now)?;
-    let plan = planner.plan(&after, kind, ev, now).expect("test events plan");
-    assert!(plan.held.is_empty(), "test events plan nothing held");
-    let keep: Vec<&str> = plan.intentions.iter().map(|i| i.key.as_str()).collect();
-    for rule in &plan.closures {
-        tx.close_planned(commitment_id, *rule, &keep, after.version, now)?;
+    match crate::ingest::ingest(tx, planner, ev, "test", now) {
+        Ok(_) => Ok(()),
+        Err(e) => panic!("test event {} does not apply: {e}", ev.event_id),
     }
-    for n in &plan.intentions {
-        tx.reserve(n, commitment_id, contact_id, now)?;
-    }
-    Ok(())
 }
 
-pub(super) fn claim(store: &mut Store, owner: &str, now: DateTime<Utc>) -> Vec<ClaimDecision> {
+pub(crate) fn claim(store: &mut Store, owner: &str, now: DateTime<Utc>) -> Vec<ClaimDecision> {
     store
-        .write(|tx| {
-            tx.claim_batch(
-                &ClaimScope::Due,
-                owner,
-                "motor",
-                Duration::seconds(30),
-                100,
-                &rules(),
-                now,
-            )
-        })
+        .write(|tx| claim_batch(tx, &ClaimScope::Due, claimant(owner, &rules()), 100, now))
         .unwrap()
 }
 
-pub(super) fn claimed(d: &[ClaimDecision]) -> Vec<&Claimed> {
+pub(crate) fn claimant<'a>(owner: &'a str, rules: &'a Rules) -> Claimant<'a> {
+    Claimant {
+        owner,
+        channel: "motor",
+        lease: Duration::seconds(30),
+        rules,
+    }
+}
+
+pub(crate) fn claimed(d: &[ClaimDecision]) -> Vec<&Claimed> {
     d.iter()
         .filter_map(|d| match d {
             ClaimDecision::Claimed(c) => Some(c.as_ref()),
@@ -134,12 +124,13 @@ fn a_claim_records_the_attempt_before_sending_and_results_move_the_state() {
     assert_eq!(c.intention.state, IntentionState::Dispatching);
     let attempts = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
     assert_eq!(attempts.len(), 1);
-    assert_eq!(attempts[0].outcome, "started");
+    assert_eq!(attempts[0].outcome, crate::domain::attempt::AttemptOutcome::Started);
     // Nothing else is due; a second claimer gets nothing.
     assert!(claim(&mut store, "w2", now).is_empty());
     let f = store
         .write(|tx| {
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 c.attempt_id,
                 &AttemptResult::Acknowledged {
                     evidence: Some(Signal::Accepted),
@@ -176,14 +167,7 @@ fn invalid_intentions_are_cancelled_at_claim_with_the_version_evaluated() {
     );
     // The commitment moves on behind the planner's back (v2 stored, the v1
     // notice still planned): validity at claim must catch it.
-    store
-        .write(|tx| {
-            tx.conn()
-                .execute("UPDATE commitments SET version = 2 WHERE ref = 'cita-2'", [])
-                .map(|_| ())
-                .map_err(StoreError::from)
-        })
-        .unwrap();
+    sql(&store, "UPDATE commitments SET version = 2 WHERE ref = 'cita-2'");
     let d = claim(&mut store, "w1", now);
     assert!(
         matches!(&d[..], [ClaimDecision::Cancelled { reason, .. }] if reason == "superseded"),
@@ -221,7 +205,7 @@ fn retry_backs_off_then_goes_to_review_when_attempts_are_exhausted() {
     let d = claim(&mut store, "w1", now);
     let a = claimed(&d)[0].attempt_id;
     let f = store
-        .write(|tx| tx.finish_attempt(a, &retry_result, Cause::Dispatcher, &retry(), now))
+        .write(|tx| finish_attempt(tx, a, &retry_result, Cause::Dispatcher, &retry(), now))
         .unwrap();
     assert_eq!(f, Finished::Retry);
     // Not due again before the backoff.
@@ -231,7 +215,7 @@ fn retry_backs_off_then_goes_to_review_when_attempts_are_exhausted() {
     let c = claimed(&d)[0];
     assert_eq!(c.attempt_n, 2);
     let f = store
-        .write(|tx| tx.finish_attempt(c.attempt_id, &retry_result, Cause::Dispatcher, &retry(), later))
+        .write(|tx| finish_attempt(tx, c.attempt_id, &retry_result, Cause::Dispatcher, &retry(), later))
         .unwrap();
     assert_eq!(f, Finished::Review);
 }
@@ -262,11 +246,12 @@ fn an_expired_lease_with_an_open_attempt_becomes_uncertain_never_planned() {
     let row = store.read(|tx| tx.intention(c.intention.id)).unwrap();
     assert_eq!(row.state, IntentionState::Uncertain);
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
-    assert_eq!(att[0].outcome, "uncertain");
+    assert_eq!(att[0].outcome, crate::domain::attempt::AttemptOutcome::Uncertain);
     // The worker's late answer is still evidence.
     let f = store
         .write(|tx| {
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 c.attempt_id,
                 &AttemptResult::Acknowledged {
                     evidence: Some(Signal::Sent),
@@ -283,7 +268,11 @@ fn an_expired_lease_with_an_open_attempt_becomes_uncertain_never_planned() {
         .unwrap();
     assert_eq!(f, Finished::Sent);
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
-    assert_eq!(att[0].outcome, "uncertain", "the closing outcome stays");
+    assert_eq!(
+        att[0].outcome,
+        crate::domain::attempt::AttemptOutcome::Uncertain,
+        "the closing outcome stays"
+    );
     assert_eq!(att[0].message_id.as_deref(), Some("wamid.9"));
     assert!(
         att[0]
@@ -318,7 +307,8 @@ fn a_planned_intention_with_an_acknowledged_attempt_is_never_claimed_again() {
     let c = claimed(&d)[0];
     store
         .write(|tx| {
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 c.attempt_id,
                 &AttemptResult::Acknowledged {
                     evidence: Some(Signal::Accepted),
@@ -334,17 +324,10 @@ fn a_planned_intention_with_an_acknowledged_attempt_is_never_claimed_again() {
         })
         .unwrap();
     // Simulate a bad manual edit putting it back to planned.
-    store
-        .write(|tx| {
-            tx.conn()
-                .execute(
-                    "UPDATE intentions SET state = 'planned' WHERE id = ?1",
-                    [c.intention.id],
-                )
-                .map(|_| ())
-                .map_err(StoreError::from)
-        })
-        .unwrap();
+    sql(
+        &store,
+        &format!("UPDATE intentions SET state = 'planned' WHERE id = {}", c.intention.id),
+    );
     let d = claim(&mut store, "w2", now);
     assert!(matches!(&d[..], [ClaimDecision::Guarded { .. }]), "{d:?}");
     assert_eq!(store.read(|tx| tx.attempts(c.intention.id)).unwrap().len(), 1);
@@ -375,7 +358,8 @@ fn a_reschedule_while_in_flight_is_recorded_with_both_versions() {
     );
     store
         .write(|tx| {
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 c.attempt_id,
                 &AttemptResult::Acknowledged {
                     evidence: Some(Signal::Accepted),
@@ -422,15 +406,8 @@ fn two_connections_never_claim_the_same_intention() {
                 loop {
                     let d = s
                         .write(|tx| {
-                            tx.claim_batch(
-                                &ClaimScope::Due,
-                                &format!("w{w}"),
-                                "motor",
-                                Duration::seconds(30),
-                                7,
-                                &rules(),
-                                now,
-                            )
+                            let owner = format!("w{w}");
+                            claim_batch(tx, &ClaimScope::Due, claimant(&owner, &rules()), 7, now)
                         })
                         .unwrap();
                     if d.is_empty() {

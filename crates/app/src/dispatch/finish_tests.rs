@@ -4,10 +4,14 @@
 
 use chrono::{Duration, Utc};
 
-use super::tests::{claim, claimed, retry, rules, schedule, setup};
+use super::super::claim::tests::{claim, claimant, claimed, retry, rules, schedule, setup};
 use super::*;
-use crate::domain::state::{IntentionState, ReviewReason};
-use crate::store::{AttemptResult, Finished, Store};
+use crate::dispatch::claim::{ClaimDecision, claim_batch, evaluate};
+use crate::dispatch::presend::moved;
+use crate::domain::attempt::AttemptResult;
+use crate::domain::state::ReviewReason;
+use crate::domain::validity::Validity;
+use crate::store::{ClaimScope, NewAttempt, Store};
 
 #[test]
 fn the_pre_send_check_sees_a_cancellation_committed_after_the_claim() {
@@ -23,16 +27,16 @@ fn the_pre_send_check_sees_a_cancellation_committed_after_the_claim() {
     let mut reader = Store::open(store.path()).unwrap();
     let f = reader.read(|tx| tx.presend_facts(&[c.attempt_id])).unwrap();
     assert_eq!(f.len(), 1);
-    assert_eq!(f[0].moved(&holder, now), None, "{f:?}");
+    assert_eq!(moved(&f[0], &holder, now), None, "{f:?}");
     assert_eq!(
-        f[0].moved(&Holder::Lease("w2".into()), now).as_deref(),
+        moved(&f[0], &Holder::Lease("w2".into()), now).as_deref(),
         Some("the lease is held by w1 now")
     );
 
     schedule(&mut store, "cita-p1", "appointment.cancelled", 2, starts, now);
     let f = reader.read(|tx| tx.presend_facts(&[c.attempt_id, 9_999])).unwrap();
     assert_eq!(f.len(), 1, "unknown attempts are simply absent");
-    let why = f[0].moved(&holder, now).unwrap();
+    let why = moved(&f[0], &holder, now).unwrap();
     assert!(why.contains("moved from v1 to v2"), "{why}");
 }
 
@@ -49,7 +53,8 @@ fn an_abandoned_send_is_not_sent_and_goes_straight_back_through_validity() {
 
     let f = store
         .write(|tx| {
-            tx.abandon_unsent(
+            abandon_unsent(
+                tx,
                 c.attempt_id,
                 &Holder::Lease("w1".into()),
                 "the commitment moved from v1 to v2 after the validity check",
@@ -65,7 +70,7 @@ fn an_abandoned_send_is_not_sent_and_goes_straight_back_through_validity() {
     assert_eq!((i.lease_owner, i.lease_until), (None, None));
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
     assert_eq!(att.len(), 1);
-    assert_eq!(att[0].outcome, AttemptOutcome::NotSent.as_str());
+    assert_eq!(att[0].outcome, crate::domain::attempt::AttemptOutcome::NotSent);
     assert!(att[0].ended_at.is_some());
     assert!(!store.read(|tx| tx.acknowledged(c.intention.id)).unwrap());
     let h = store.read(|tx| tx.history(c.intention.id)).unwrap();
@@ -93,7 +98,8 @@ fn a_send_abandoned_for_a_still_valid_intention_is_due_again_at_once() {
     let c = claimed(&d)[0].clone();
     store
         .write(|tx| {
-            tx.abandon_unsent(
+            abandon_unsent(
+                tx,
                 c.attempt_id,
                 &Holder::Lease("w1".into()),
                 "the lease ran out",
@@ -128,12 +134,16 @@ fn an_abandoned_send_that_is_no_longer_ours_only_closes_the_attempt() {
     // The lease passes (expired: the reconciler owns it now).
     store.write(|tx| tx.expire_leases(now + Duration::minutes(5))).unwrap();
     store
-        .write(|tx| tx.abandon_unsent(c.attempt_id, &Holder::Lease("w1".into()), "late", &rules(), now))
+        .write(|tx| abandon_unsent(tx, c.attempt_id, &Holder::Lease("w1".into()), "late", &rules(), now))
         .unwrap();
     let i = store.read(|tx| tx.intention(c.intention.id)).unwrap();
     assert_eq!(i.state, IntentionState::Uncertain, "not ours to move");
     let att = store.read(|tx| tx.attempts(c.intention.id)).unwrap();
-    assert_eq!(att[0].outcome, "uncertain", "the closing outcome stays");
+    assert_eq!(
+        att[0].outcome,
+        crate::domain::attempt::AttemptOutcome::Uncertain,
+        "the closing outcome stays"
+    );
     let h = store.read(|tx| tx.history(c.intention.id)).unwrap();
     let late = h.last().unwrap();
     assert_eq!(late.signal, "not_sent_late");
@@ -157,7 +167,7 @@ fn a_not_sent_attempt_does_not_count_as_a_message_handed_over_today() {
         ..rules()
     };
     let d = store
-        .write(|tx| tx.claim_batch(&ClaimScope::Due, "w1", "motor", Duration::seconds(30), 10, &capped, now))
+        .write(|tx| claim_batch(tx, &ClaimScope::Due, claimant("w1", &capped), 10, now))
         .unwrap();
     let first = claimed(&d)[0].clone();
     assert!(
@@ -172,12 +182,12 @@ fn a_not_sent_attempt_does_not_count_as_a_message_handed_over_today() {
         })
         .unwrap();
     store
-        .write(|tx| tx.abandon_unsent(first.attempt_id, &Holder::Lease("w1".into()), "test", &capped, now))
+        .write(|tx| abandon_unsent(tx, first.attempt_id, &Holder::Lease("w1".into()), "test", &capped, now))
         .unwrap();
     let verdict = store
         .read(|tx| {
             let i = tx.intention(second)?;
-            tx.evaluate(&i, &capped, now)
+            evaluate(tx, &i, &capped, now)
         })
         .unwrap()
         .0;
@@ -197,7 +207,8 @@ fn an_unvalidated_first_delivery_after_a_change_is_a_bug_never_in_flight() {
     // then the appointment moved to v2 …
     store
         .write(|tx| {
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 c.attempt_id,
                 &AttemptResult::Retry {
                     detail: "HTTP 503",
@@ -220,12 +231,23 @@ fn an_unvalidated_first_delivery_after_a_change_is_a_bug_never_in_flight() {
     );
     // … and something sends it validated against v2, bypassing validity
     // (as the old reconciler's repeat did): the engine takes it now.
-    let (a2, _) = store
-        .write(|tx| tx.start_extra_attempt(c.intention.id, "w1/reconciler", "motor", 2, now))
-        .unwrap();
+    let a2 = store
+        .write(|tx| {
+            tx.start_attempts(&[NewAttempt {
+                intention_id: c.intention.id,
+                n: 2,
+                worker: "w1/reconciler".into(),
+                channel: "motor".into(),
+                version_checked: 2,
+                lease: None,
+                at: now,
+            }])
+        })
+        .unwrap()[0];
     store
         .write(|tx| {
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 a2,
                 &AttemptResult::Acknowledged {
                     evidence: Some(Signal::Accepted),
@@ -274,7 +296,8 @@ fn a_refused_repeat_goes_to_review_with_a_typed_reason_and_evidence_still_settle
     let c = claimed(&d)[0].clone();
     store
         .write(|tx| {
-            tx.finish_attempt(
+            finish_attempt(
+                tx,
                 c.attempt_id,
                 &AttemptResult::Uncertain { detail: "timeout" },
                 Cause::Dispatcher,

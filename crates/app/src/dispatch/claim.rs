@@ -1,0 +1,264 @@
+//! Claiming: which due intentions this dispatcher takes. The ledger returns
+//! the due rows with every fact validity reads, in one set-based read;
+//! this module decides each one — guarded (an earlier attempt was
+//! acknowledged: never resent), cancelled, deferred or claimed — and hands
+//! the ledger the rows to write, all in the caller's single
+//! `BEGIN IMMEDIATE` transaction, so a batch costs one fsync and two
+//! processes can never claim the same intention.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::domain::history::{self, Cause, HistorySignal, Record, Said};
+use crate::domain::state::{IntentionState, Signal};
+use crate::domain::validity::{self, ContactFacts, IntentionFacts, Rules, Validity};
+use crate::store::{ClaimFacts, ClaimScope, ContactRow, IntentionRow, LedgerTx, NewAttempt, StoreError};
+
+/// An intention this worker now holds, with its attempt already on disk.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub intention: IntentionRow,
+    pub attempt_id: i64,
+    pub attempt_n: i64,
+    /// The commitment version validity was checked against.
+    pub version_checked: i64,
+    pub contact: Option<ContactRow>,
+}
+
+/// What a claim did with one candidate.
+#[derive(Debug, Clone)]
+pub enum ClaimDecision {
+    Claimed(Box<Claimed>),
+    Cancelled {
+        id: i64,
+        key: String,
+        reason: String,
+        explanation: String,
+    },
+    Deferred {
+        id: i64,
+        key: String,
+        until: DateTime<Utc>,
+        why: String,
+    },
+    /// The intention already has channel evidence on an earlier attempt:
+    /// sending again would be a duplicate. Sent to review instead.
+    Guarded {
+        id: i64,
+        key: String,
+    },
+}
+
+/// Who claims, and under which rules.
+#[derive(Debug, Clone, Copy)]
+pub struct Claimant<'a> {
+    pub owner: &'a str,
+    pub channel: &'a str,
+    pub lease: Duration,
+    pub rules: &'a Rules,
+}
+
+/// The verdict for one candidate. Pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Guard,
+    Validity(Validity),
+}
+
+/// The day start from which the daily cap counts, when there is a cap.
+pub fn day_start(rules: &Rules, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    (rules.daily_cap > 0).then(|| validity::local_midnight(rules.tz, now))
+}
+
+/// Validity of one intention from its facts; `extra_today` adds messages
+/// to the same recipient claimed earlier in the same batch. Pure.
+pub fn validity_of(f: &ClaimFacts, extra_today: u32, rules: &Rules, now: DateTime<Utc>) -> Validity {
+    let i = &f.intention;
+    validity::check(
+        &IntentionFacts {
+            commitment_version: i.commitment_version,
+            purpose: i.purpose(),
+            category: i.category(),
+            asks_confirmation: i.asks_confirmation,
+            expires_at: i.expires_at,
+            created_at: i.created_at,
+        },
+        &f.commitment,
+        f.contact.as_ref().map(contact_facts).as_ref(),
+        f.sent_today + extra_today,
+        rules,
+        now,
+    )
+}
+
+fn contact_facts(k: &ContactRow) -> ContactFacts {
+    ContactFacts {
+        consent_marketing: k.consent_marketing,
+        opt_out_marketing_at: k.opt_out_marketing_at,
+        opt_out_transactional_at: k.opt_out_transactional_at,
+    }
+}
+
+/// The verdicts for a batch, in order. A candidate claimed earlier in the
+/// batch counts against the daily cap of the later ones to the same
+/// recipient, exactly as if they had been claimed one by one. Pure.
+pub fn decide_batch(facts: &[ClaimFacts], rules: &Rules, now: DateTime<Utc>) -> Vec<Verdict> {
+    let mut claimed_to: HashMap<&str, u32> = HashMap::new();
+    facts
+        .iter()
+        .map(|f| {
+            // Belt and braces: an earlier attempt the channel acknowledged
+            // means the message may be out; a new send could only duplicate it.
+            if f.acknowledged {
+                return Verdict::Guard;
+            }
+            let recipient = f.intention.recipient.as_str();
+            let v = validity_of(f, claimed_to.get(recipient).copied().unwrap_or(0), rules, now);
+            if v == Validity::Valid && !f.counted_today {
+                *claimed_to.entry(recipient).or_default() += 1;
+            }
+            Verdict::Validity(v)
+        })
+        .collect()
+}
+
+/// Claims up to `limit` due intentions in `scope` for `who`.
+pub fn claim_batch<L: LedgerTx + ?Sized>(
+    tx: &L,
+    scope: &ClaimScope,
+    who: Claimant<'_>,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Result<Vec<ClaimDecision>, StoreError> {
+    let ids = tx.due_ids(scope, limit, now)?;
+    let facts = tx.claim_facts(&ids, day_start(who.rules, now))?;
+    let verdicts = decide_batch(&facts, who.rules, now);
+    apply(tx, facts, verdicts, who, now)
+}
+
+/// Writes what the verdicts decided: every history row (and state change)
+/// in one call, the deferrals, then the claims' attempts.
+fn apply<L: LedgerTx + ?Sized>(
+    tx: &L,
+    facts: Vec<ClaimFacts>,
+    verdicts: Vec<Verdict>,
+    who: Claimant<'_>,
+    now: DateTime<Utc>,
+) -> Result<Vec<ClaimDecision>, StoreError> {
+    let mut records: Vec<Record> = Vec::new();
+    let mut deferrals = Vec::new();
+    let mut attempts = Vec::new();
+    let mut decisions = Vec::with_capacity(facts.len());
+    let mut claims = Vec::new();
+    for (f, v) in facts.into_iter().zip(verdicts) {
+        let (id, version) = (f.intention.id, f.commitment.version);
+        let key = f.intention.key.clone();
+        let said = |s: HistorySignal| Said::new(s, Cause::Dispatcher);
+        let move_to = |signal, said| history::on_signal(id, IntentionState::Planned, signal, said, now).1;
+        match v {
+            Verdict::Guard => {
+                let note = "planned again but an earlier attempt was acknowledged by the channel: not resending";
+                records.extend(move_to(
+                    Signal::NeedsReview,
+                    said(HistorySignal::NeedsReview).note(note),
+                ));
+                decisions.push(ClaimDecision::Guarded { id, key });
+            }
+            Verdict::Validity(Validity::Cancel { reason, explanation }) => {
+                let s = said(HistorySignal::Cancel)
+                    .evidence("validity_at_claim")
+                    .note(explanation.clone())
+                    .version(version);
+                records.extend(move_to(Signal::Cancel(reason), s));
+                let reason = reason.as_str().to_string();
+                decisions.push(ClaimDecision::Cancelled {
+                    id,
+                    key,
+                    reason,
+                    explanation,
+                });
+            }
+            Verdict::Validity(Validity::Defer { until, why }) => {
+                deferrals.push((id, Some(until)));
+                let note = format!("{why} (until {})", until.to_rfc3339());
+                let s = said(HistorySignal::Deferred)
+                    .evidence("validity_at_claim")
+                    .note(note)
+                    .version(version);
+                records.push(history::note(id, IntentionState::Planned, s, now));
+                decisions.push(ClaimDecision::Deferred { id, key, until, why });
+            }
+            Verdict::Validity(Validity::Valid) => {
+                let record = move_to(
+                    Signal::Claim,
+                    said(HistorySignal::Claim).note(who.owner).version(version),
+                )
+                .filter(|r| r.applied)
+                // Only a planned intention is selected, inside this same
+                // transaction; anything else is a bug worth surfacing.
+                .ok_or_else(|| StoreError::Corrupt {
+                    table: "intentions",
+                    detail: format!("#{id} could not be claimed from {}", f.intention.state),
+                })?;
+                records.push(record);
+                let n = f.intention.attempt_count + 1;
+                let until = now + who.lease;
+                attempts.push(NewAttempt {
+                    intention_id: id,
+                    n,
+                    worker: who.owner.to_string(),
+                    channel: who.channel.to_string(),
+                    version_checked: version,
+                    lease: Some((who.owner.to_string(), until)),
+                    at: now,
+                });
+                claims.push((decisions.len(), f, n, until));
+                decisions.push(ClaimDecision::Guarded { id, key }); // replaced below
+            }
+        }
+    }
+    tx.apply_records(&records)?;
+    tx.set_next_attempt(&deferrals, now)?;
+    let attempt_ids = tx.start_attempts(&attempts)?;
+    for ((slot, f, n, until), attempt_id) in claims.into_iter().zip(attempt_ids) {
+        let mut intention = f.intention;
+        // The row as the writes above left it, without reading it again.
+        intention.state = IntentionState::Dispatching;
+        intention.state_reason = Some(who.owner.to_string());
+        intention.state_changed_at = now;
+        intention.lease_owner = Some(who.owner.to_string());
+        intention.lease_until = Some(until);
+        intention.attempt_count = n;
+        intention.next_attempt_at = None;
+        decisions[slot] = ClaimDecision::Claimed(Box::new(Claimed {
+            intention,
+            attempt_id,
+            attempt_n: n,
+            version_checked: f.commitment.version,
+            contact: f.contact,
+        }));
+    }
+    Ok(decisions)
+}
+
+/// Validity of `i` against the commitment and contact as stored now,
+/// without writing anything (the reprocess dry run, a repeat, a released
+/// claim). Returns the verdict, the commitment version evaluated and the
+/// contact.
+pub fn evaluate<L: LedgerTx + ?Sized>(
+    tx: &L,
+    i: &IntentionRow,
+    rules: &Rules,
+    now: DateTime<Utc>,
+) -> Result<(Validity, i64, Option<ContactRow>), StoreError> {
+    let f = tx
+        .claim_facts(&[i.id], day_start(rules, now))?
+        .pop()
+        .ok_or_else(|| StoreError::NoIntention(format!("#{}", i.id)))?;
+    Ok((validity_of(&f, 0, rules, now), f.commitment.version, f.contact))
+}
+
+#[cfg(test)]
+#[path = "claim_tests.rs"]
+pub(crate) mod tests;
