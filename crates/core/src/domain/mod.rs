@@ -2,6 +2,7 @@
 //! commitment versions and the input contract. Everything here is tested
 //! exhaustively without a database or a network.
 
+pub mod attention;
 pub mod commitment;
 pub mod event;
 pub mod fingerprint;

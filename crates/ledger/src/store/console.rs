@@ -2,89 +2,19 @@
 //! by an index or a derived table, so opening a screen costs about the same
 //! with a thousand intentions as with a million:
 //!
-//! - Atención: `intentions_attention` (0002: uncertain/review/failed by the
-//!   commitment's start time) walked from `now` both ways up to the page,
-//!   `intentions_lease` for stuck dispatches, `commitments_reschedule` for
-//!   reschedule requests, `refused_events_ref` (0003) for booking events
-//!   refused as conflicts; the total from `intention_counts`;
+//! - Atención: see `attention.rs` (the work queue built from the domain's
+//!   attention rule);
 //! - Próximas citas: `commitments_starts_at`, then `intentions_commitment`
 //!   for the rows of one page only;
 //! - Tablero: `intention_counts` (0002, kept by triggers) for one operating
 //!   day, `intentions_day_state` for closures, `contacts_opt_out`.
 
-use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Row, params};
+use chrono::{DateTime, Utc};
+use rusqlite::params;
 use serde::Serialize;
 
+use super::attention::{AttentionRow, attention_row, intention_keys, page_sql};
 use super::{Result, Tx, from_ms, ms};
-
-/// What an attention row is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RowKind {
-    /// An intention that needs a person (uncertain, review, failed, stuck).
-    Intention,
-    /// The customer asked to reschedule the commitment.
-    RescheduleRequest,
-    /// A booking event refused as a conflict (same version, other content),
-    /// not yet settled by a newer version: a technician must look.
-    RefusedEvent,
-}
-
-/// One row of the Atención list or of a Tablero drill-down.
-#[derive(Debug, Clone, Serialize)]
-pub struct AttentionRow {
-    pub kind: RowKind,
-    pub intention_id: Option<i64>,
-    pub key: Option<String>,
-    pub commitment_id: i64,
-    pub commitment_ref: String,
-    pub starts_at: Option<DateTime<Utc>>,
-    /// Raw E.164; the console masks it before showing it.
-    pub phone: Option<String>,
-    pub purpose: String,
-    /// The intention state, or `stuck` for a dispatch whose lease expired,
-    /// `reschedule` for a reschedule request, `refused_event` for a refused
-    /// booking event (then `purpose` is the event's type, `state_reason`
-    /// the refusal and `last_event` its event id and the refusal).
-    pub state: String,
-    pub state_reason: Option<String>,
-    /// Since when the row is in this situation.
-    pub since: DateTime<Utc>,
-    /// History rows that carry evidence (channel, webhook, reconciler or
-    /// operator facts).
-    pub evidence_count: i64,
-    /// The latest history row, as `signal (cause): note`.
-    pub last_event: Option<String>,
-}
-
-/// The Atención query's parameters.
-#[derive(Debug, Clone)]
-pub struct AttentionQuery {
-    pub now: DateTime<Utc>,
-    /// Substring of the commitment reference or intention key.
-    pub filter: Option<String>,
-    /// Failed intentions older than this (by due time) have left the desk.
-    pub failed_window: Duration,
-    /// Reschedule requests are shown for commitments starting in
-    /// `[now - window, now + window]`.
-    pub reschedule_window: Duration,
-    pub limit: u32,
-    pub offset: u32,
-}
-
-impl AttentionQuery {
-    pub fn new(now: DateTime<Utc>) -> Self {
-        AttentionQuery {
-            now,
-            filter: None,
-            failed_window: Duration::days(3),
-            reschedule_window: Duration::days(7),
-            limit: 50,
-            offset: 0,
-        }
-    }
-}
 
 /// A page of rows and the total behind it.
 #[derive(Debug, Clone, Serialize)]
@@ -146,171 +76,7 @@ pub struct CounterQuery {
     pub reason: Option<String>,
 }
 
-const EVIDENCE_SIGNALS: &str = "('accepted','sent','delivered','read','failed')";
-
-/// The latest history row of intention `i`, as `signal (cause): note`.
-const LAST_EVENT: &str =
-    "(SELECT h.signal || ' (' || h.cause || ')' || coalesce(': ' || coalesce(h.evidence, h.note), '')
-        FROM intention_history h WHERE h.intention_id = i.id ORDER BY h.id DESC LIMIT 1)";
-
-fn attention_row(r: &Row<'_>) -> rusqlite::Result<AttentionRow> {
-    let kind: String = r.get(0)?;
-    Ok(AttentionRow {
-        kind: match kind.as_str() {
-            "reschedule" => RowKind::RescheduleRequest,
-            "refused" => RowKind::RefusedEvent,
-            _ => RowKind::Intention,
-        },
-        intention_id: r.get(1)?,
-        key: r.get(2)?,
-        commitment_id: r.get(3)?,
-        commitment_ref: r.get(4)?,
-        starts_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
-        phone: r.get(6)?,
-        purpose: r.get(7)?,
-        state: r.get(8)?,
-        state_reason: r.get(9)?,
-        since: from_ms(r.get(10)?),
-        evidence_count: r.get(11)?,
-        last_event: r.get(12)?,
-    })
-}
-
-/// Display columns of intention `i` (joined with commitment `c`) in the
-/// attention shape. Only ever computed for one page of rows.
-fn intention_cols() -> String {
-    format!(
-        "'intention', i.id, i.key, c.id, c.ref, c.starts_at, i.recipient, i.purpose,
-            CASE WHEN i.state = 'dispatching' THEN 'stuck' ELSE i.state END, i.state_reason, i.state_changed_at,
-            (SELECT count(*) FROM intention_history h WHERE h.intention_id = i.id
-                AND (h.evidence IS NOT NULL OR h.signal IN {EVIDENCE_SIGNALS})),
-            {LAST_EVENT}"
-    )
-}
-
 impl Tx<'_> {
-    /// The Atención list: uncertain, review, recently failed and stuck
-    /// intentions plus reschedule requests and unsettled refused booking
-    /// events; nearest upcoming commitment first (then the most recent past
-    /// ones), then the least evidence.
-    pub fn attention(&self, q: &AttentionQuery) -> Result<Page<AttentionRow>> {
-        let now = ms(q.now);
-        let failed_since = ms(q.now - q.failed_window);
-        let (win_lo, win_hi) = (ms(q.now - q.reschedule_window), ms(q.now + q.reschedule_window));
-        let like = q
-            .filter
-            .as_deref()
-            .filter(|f| !f.trim().is_empty())
-            .map(|f| format!("%{}%", f.trim()));
-        // The page is computed from candidates, never from the whole
-        // attention set. Uncertain/review/failed rows are walked through
-        // `intentions_attention` (a partial index by the commitment's start
-        // time, copied onto each intention by migration 0002's triggers),
-        // upcoming ones ascending from `now`, past ones descending, and each
-        // walk stops at the (offset + limit)-th row, keeping every row tied
-        // with it: a row on the page has fewer than offset + limit rows
-        // strictly before it, so it is a candidate of its own walk. Rows
-        // without a start time (all tied) are only needed when the two walks
-        // together hold fewer rows than that. Stuck dispatches and
-        // reschedule requests are few and always candidates. Only then is
-        // evidence counted, for the candidates alone.
-        // ?5 is NULL when there is no filter; the OR short-circuits.
-        let filter = "(?5 IS NULL OR c.ref LIKE ?5 OR i.key LIKE ?5)";
-        let cond = format!(
-            "(i.state IN ('uncertain', 'review')
-                    OR (i.state = 'failed' AND i.due_at >= ?2)
-                    OR (i.state = 'dispatching' AND i.lease_until < ?1))
-                AND {filter}"
-        );
-        let resched = "c.starts_at BETWEEN ?3 AND ?4 AND c.reschedule_requested_at IS NOT NULL
-                AND c.status != 'cancelled' AND (?5 IS NULL OR c.ref LIKE ?5)";
-        // Few by nature (a conflict is a booking system's mistake), so all
-        // are candidates; a newer version of the commitment settles one.
-        let refused = "FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
-                WHERE c.version <= r.version AND (?5 IS NULL OR c.ref LIKE ?5 OR r.event_id LIKE ?5)";
-        let keys = format!(
-            "WITH att AS NOT MATERIALIZED (
-                 SELECT i.id AS iid, i.commitment_id AS cid, i.starts_at AS s
-                 FROM intentions i INDEXED BY intentions_attention JOIN commitments c ON c.id = i.commitment_id
-                 WHERE i.state IN ('uncertain', 'review', 'failed')
-                   AND (i.state != 'failed' OR i.due_at >= ?2) AND {filter}),
-             up AS MATERIALIZED (SELECT * FROM att WHERE s >= ?1 AND s <= coalesce(
-                 (SELECT s FROM att WHERE s >= ?1 ORDER BY s LIMIT 1 OFFSET ?6 + ?7 - 1), 9223372036854775807)),
-             past AS MATERIALIZED (SELECT * FROM att WHERE s < ?1 AND s >= coalesce(
-                 (SELECT s FROM att WHERE s < ?1 ORDER BY s DESC LIMIT 1 OFFSET ?6 + ?7 - 1), -9223372036854775808)),
-             cand AS (
-                 SELECT 'intention' AS kind, iid, cid, s AS starts FROM up
-                 UNION ALL SELECT 'intention', iid, cid, s FROM past
-                 UNION ALL SELECT 'intention', iid, cid, s FROM att
-                     WHERE s IS NULL AND (SELECT count(*) FROM up) + (SELECT count(*) FROM past) < ?6 + ?7
-                 UNION ALL SELECT 'intention', i.id, i.commitment_id, c.starts_at
-                     FROM intentions i JOIN commitments c ON c.id = i.commitment_id
-                     WHERE i.state = 'dispatching' AND i.lease_until < ?1 AND {filter}
-                 UNION ALL SELECT 'reschedule', NULL, c.id, c.starts_at FROM commitments c WHERE {resched}
-                 UNION ALL SELECT 'refused', r.id, c.id, c.starts_at {refused})
-             SELECT kind, iid, cid, starts,
-                 CASE WHEN kind = 'intention' THEN (SELECT count(*) FROM intention_history h
-                     WHERE h.intention_id = cand.iid
-                       AND (h.evidence IS NOT NULL OR h.signal IN {EVIDENCE_SIGNALS})) ELSE 0 END AS ev
-             FROM cand"
-        );
-        let order = "ORDER BY CASE WHEN p.starts IS NULL THEN 2 WHEN p.starts >= ?1 THEN 0 ELSE 1 END,
-                CASE WHEN p.starts >= ?1 THEN p.starts ELSE -p.starts END, p.ev, p.iid";
-        let page_sql = format!(
-            "SELECT p.kind, i.id, i.key, c.id, c.ref, c.starts_at, coalesce(i.recipient, k.phone),
-                coalesce(i.purpose, r.type, 'reprogramar'),
-                CASE WHEN p.kind = 'reschedule' THEN 'reschedule' WHEN p.kind = 'refused' THEN 'refused_event'
-                     WHEN i.state = 'dispatching' THEN 'stuck' ELSE i.state END,
-                coalesce(i.state_reason, r.reason),
-                coalesce(i.state_changed_at, r.last_seen_at, c.reschedule_requested_at), p.ev,
-                coalesce({LAST_EVENT}, r.event_id || ': ' || r.reason)
-             FROM (SELECT * FROM ({keys}) p {order} LIMIT ?6 OFFSET ?7) p
-             JOIN commitments c ON c.id = p.cid
-             LEFT JOIN intentions i ON i.id = p.iid AND p.kind = 'intention'
-             LEFT JOIN refused_events r ON r.id = p.iid AND p.kind = 'refused'
-             LEFT JOIN contacts k ON k.id = c.contact_id
-             {order}"
-        );
-        let limit = if q.limit == 0 { 50 } else { q.limit };
-        let rows = self
-            .conn()
-            .prepare_cached(&page_sql)?
-            .query_map(
-                params![now, failed_since, win_lo, win_hi, like, limit, q.offset],
-                attention_row,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        // Unfiltered, the total never touches the attention set row by
-        // row: uncertain and review from `intention_counts`, recent failures
-        // and stuck dispatches by index ranges, reschedule requests by their
-        // partial index. (Every intention has its commitment: foreign key.)
-        let total_sql = if like.is_none() {
-            format!(
-                "SELECT (SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state IN ('uncertain', 'review'))
-                      + (SELECT count(*) FROM intentions WHERE state = 'failed' AND due_at >= ?2)
-                      + (SELECT count(*) FROM intentions WHERE state = 'dispatching' AND lease_until < ?1)
-                      + (SELECT count(*) FROM commitments c WHERE {resched})
-                      + (SELECT count(*) {refused})"
-            )
-        } else {
-            format!(
-                "SELECT (SELECT count(*) FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE {cond})
-                      + (SELECT count(*) FROM commitments c WHERE {resched})
-                      + (SELECT count(*) {refused})"
-            )
-        };
-        let total: i64 = self
-            .conn()
-            .query_row(&total_sql, params![now, failed_since, win_lo, win_hi, like], |r| {
-                r.get(0)
-            })?;
-        Ok(Page {
-            rows,
-            total,
-            offset: q.offset,
-        })
-    }
-
     /// Appointments (and orders) starting in `[from, to)`, ordered by time,
     /// each with the status of its notifications.
     pub fn upcoming(
@@ -449,15 +215,13 @@ impl Tx<'_> {
         // The page's ids first, in creation order straight from the index
         // (no per-row work before LIMIT), then the display columns for
         // those rows only.
-        let sql = format!(
-            "SELECT {cols} FROM (SELECT i.id FROM intentions i WHERE {cond} ORDER BY i.id
-                                 LIMIT ?{l} OFFSET ?{o}) p
-             JOIN intentions i ON i.id = p.id JOIN commitments c ON c.id = i.commitment_id
-             ORDER BY i.id",
-            cols = intention_cols(),
+        let keys = intention_keys(&format!(
+            "FROM (SELECT i.id FROM intentions i WHERE {cond} ORDER BY i.id LIMIT ?{l} OFFSET ?{o}) q
+             JOIN intentions i ON i.id = q.id JOIN commitments c ON c.id = i.commitment_id",
             l = n + 3,
             o = n + 4
-        );
+        ));
+        let sql = page_sql(&keys, "ORDER BY p.iid");
         args.push(i64::from(if limit == 0 { 50 } else { limit }).into());
         args.push(i64::from(offset).into());
         let rows = self

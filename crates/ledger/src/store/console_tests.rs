@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use rusqlite::params;
 
 use super::super::{Store, ms};
-use super::AttentionQuery;
+use super::super::AttentionQuery;
 use ledger_shape::LedgerShape;
 
 // The bench's ledger generator (a bench tool, not part of the store), so
@@ -122,9 +122,9 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
             .query_map(
                 params![
                     ms(at),
-                    ms(at - base.failed_window),
-                    ms(at - base.reschedule_window),
-                    ms(at + base.reschedule_window)
+                    ms(at - base.rule.failed_window),
+                    ms(at - base.rule.reschedule_window),
+                    ms(at + base.rule.reschedule_window)
                 ],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
@@ -149,9 +149,9 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
                 .iter()
                 .map(|r| {
                     let kind = match r.kind {
-                        super::RowKind::Intention => "intention",
-                        super::RowKind::RescheduleRequest => "reschedule",
-                        super::RowKind::RefusedEvent => "refused",
+                        super::super::RowKind::Intention => "intention",
+                        super::super::RowKind::RescheduleRequest => "reschedule",
+                        super::super::RowKind::RefusedEvent => "refused",
                     };
                     (kind.to_string(), r.intention_id, r.commitment_id, r.evidence_count)
                 })
@@ -193,6 +193,9 @@ fn migration_0002_backfills_an_existing_database() {
              DROP INDEX intentions_day_due; DROP INDEX intentions_day_state;
              CREATE INDEX intentions_day_state ON intentions(day, state);
              ALTER TABLE intentions DROP COLUMN starts_at;
+             DROP TRIGGER commitment_search_insert; DROP TRIGGER commitment_search_update;
+             DROP TRIGGER commitment_search_delete; DROP TRIGGER commitment_search_contact;
+             DROP TABLE commitment_search; DROP TABLE attention_handled; DROP INDEX commitments_contact;
              DROP TABLE refused_events; ALTER TABLE commitments DROP COLUMN contact_name;
              PRAGMA user_version = 1;",
         )

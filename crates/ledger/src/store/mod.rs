@@ -10,6 +10,7 @@
 //! Submodules group the operations by the part of the system that uses them.
 
 mod attempts;
+mod attention;
 mod console;
 mod dispatch;
 mod inbound;
@@ -23,7 +24,8 @@ mod uncertain;
 mod webhooks;
 
 pub use attempts::{AttemptOutcome, AttemptResult, Finished, RetryPolicy};
-pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
+pub use attention::{AttentionQuery, AttentionRow, AttentionView, HandledMark, RowKind};
+pub use console::{Board, CounterQuery, NotificationCell, Page, UpcomingRow};
 pub use dispatch::{ClaimDecision, ClaimScope, Claimed, Holder, PresendFacts};
 pub use inbound::SignalRow;
 pub use intents::Entry;
@@ -83,6 +85,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("migrations/0002_console_speed.sql")),
     (3, include_str!("migrations/0003_refused_events.sql")),
     (4, include_str!("migrations/0004_resend_acknowledgements.sql")),
+    (8, include_str!("migrations/0008_front_desk_queue.sql")),
 ];
 
 /// One connection to the ledger. Not `Sync`: each thread or task that
