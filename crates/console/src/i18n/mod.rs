@@ -8,6 +8,7 @@
 use chrono_tz::Tz;
 
 use crate::config::{Language, Role};
+use crate::domain::attention::NextStep;
 use crate::domain::text::inert;
 use crate::ops::{OpKind, Refusal, VerifyOutcome};
 use crate::store::FamilyMember;
@@ -197,6 +198,28 @@ pub struct Strings {
     /// The "message" column of an Atención row that is a booking event
     /// refused as a conflict.
     pub refused_event: &'static str,
+    // The work queue (issue 10).
+    pub act_resolve: &'static str,
+    pub act_toggle_handled: &'static str,
+    pub act_top: &'static str,
+    pub act_bottom: &'static str,
+    pub scope_resolve: &'static str,
+    pub flash_changed: &'static str,
+    pub no_results: &'static str,
+    pub handled_none: &'static str,
+    pub handled_title: &'static str,
+    pub handled_by: &'static str,
+    pub reopened: &'static str,
+    pub col_next: &'static str,
+    pub col_name: &'static str,
+    pub col_phone: &'static str,
+    pub cli_done: &'static str,
+    pub cli_resolved: &'static str,
+    pub today: &'static str,
+    pub tomorrow: &'static str,
+    pub yesterday: &'static str,
+    /// `(code, label)` for `domain::attention::NextStep`.
+    pub next_steps: &'static [(&'static str, &'static str)],
 }
 
 mod en;
@@ -247,7 +270,17 @@ impl Strings {
             OpKind::Reprocess => self.act_reprocess,
             OpKind::PauseDispatch => self.act_pause_dispatch,
             OpKind::ResumeDispatch => self.act_resume_dispatch,
+            OpKind::Resolve => self.act_resolve,
         }
+    }
+
+    /// What to do next with a case, in words.
+    pub fn next_step(&self, step: NextStep) -> &'static str {
+        self.next_steps
+            .iter()
+            .find(|(c, _)| *c == step.as_str())
+            .map(|(_, l)| *l)
+            .unwrap_or("")
     }
 
     pub fn outcome(&self, o: VerifyOutcome) -> &'static str {
@@ -375,6 +408,16 @@ mod tests {
     fn spanish_is_the_default() {
         assert_eq!(strings(Language::default()).screen_attention, "Atención");
         assert_eq!(strings(Language::En).screen_attention, "Attention");
+    }
+
+    /// Every next step of the work queue has words in both languages.
+    #[test]
+    fn every_next_step_is_said_in_both_languages() {
+        for t in [&ES, &EN] {
+            for step in NextStep::ALL {
+                assert!(!t.next_step(step).is_empty(), "{step:?}");
+            }
+        }
     }
 
     /// The reasons a refused repeat goes to review with (dispatch/repeat.rs)

@@ -92,6 +92,11 @@ pub enum Action {
     DayNext,
     /// Reproceso: toggle the state under the cursor.
     ToggleState,
+    /// Atención: the day's handled cases instead of the open ones.
+    ToggleHandled,
+    /// First / last row of the page.
+    Top,
+    Bottom,
     /// Opens the form of an operator action.
     Op(OpKind),
     /// The role may not do this (the key is hidden for it).
@@ -122,6 +127,9 @@ pub enum KeySpec {
     Right,
     PageUp,
     PageDown,
+    Home,
+    End,
+    F(u8),
 }
 
 impl KeySpec {
@@ -140,6 +148,9 @@ impl KeySpec {
             (KeySpec::Right, KeyCode::Right) => true,
             (KeySpec::PageUp, KeyCode::PageUp) => true,
             (KeySpec::PageDown, KeyCode::PageDown) => true,
+            (KeySpec::Home, KeyCode::Home) => true,
+            (KeySpec::End, KeyCode::End) => true,
+            (KeySpec::F(n), KeyCode::F(x)) => n == x,
             _ => false,
         }
     }
@@ -159,6 +170,9 @@ impl KeySpec {
             KeySpec::Right => "→".into(),
             KeySpec::PageUp => "pgup".into(),
             KeySpec::PageDown => "pgdn".into(),
+            KeySpec::Home => "home".into(),
+            KeySpec::End => "end".into(),
+            KeySpec::F(n) => format!("F{n}"),
         }
     }
 }
@@ -208,7 +222,7 @@ const LISTS: &[Screen] = &[S::Attention, S::Upcoming, S::Counter, S::Board, S::D
 /// The one list of commands.
 pub static REGISTRY: &[Command] = &[
     Command {
-        keys: &[KeySpec::Char('?')],
+        keys: &[KeySpec::Char('?'), KeySpec::F(1), KeySpec::Char('¿')],
         action: Action::Help,
         label: |t| t.act_help,
         hint: true,
@@ -241,6 +255,20 @@ pub static REGISTRY: &[Command] = &[
         label: |t| t.act_manual_contact,
         hint: true,
         screens: &[S::Attention, S::Upcoming, S::Detail, S::Counter],
+    },
+    Command {
+        keys: &[KeySpec::Char('x')],
+        action: Action::Op(OpKind::Resolve),
+        label: |t| t.act_resolve,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        keys: &[KeySpec::Char('h')],
+        action: Action::ToggleHandled,
+        label: |t| t.act_toggle_handled,
+        hint: false,
+        screens: &[S::Attention],
     },
     Command {
         keys: &[KeySpec::Char('r')],
@@ -323,14 +351,28 @@ pub static REGISTRY: &[Command] = &[
         screens: LISTS,
     },
     Command {
-        keys: &[KeySpec::PageUp],
+        keys: &[KeySpec::Char('g'), KeySpec::Home],
+        action: Action::Top,
+        label: |t| t.act_top,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::Char('G'), KeySpec::End],
+        action: Action::Bottom,
+        label: |t| t.act_bottom,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::PageUp, KeySpec::Ctrl('u')],
         action: Action::PageUp,
         label: |t| t.act_page,
         hint: false,
         screens: LISTS,
     },
     Command {
-        keys: &[KeySpec::PageDown],
+        keys: &[KeySpec::PageDown, KeySpec::Ctrl('d')],
         action: Action::PageDown,
         label: |t| t.act_page,
         hint: false,
@@ -434,9 +476,21 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             _ => Some(Action::Back),
         },
         Mode::Normal => {
-            let cmd = REGISTRY
-                .iter()
-                .find(|c| c.on(screen) && c.keys.iter().any(|k| k.matches(key)))?;
+            let find = |k: &KeyEvent| {
+                REGISTRY
+                    .iter()
+                    .find(|c| c.on(screen) && c.keys.iter().any(|s| s.matches(k)))
+            };
+            // Caps Lock: an uppercase letter with no binding of its own acts
+            // as its lowercase (`Q` quits); pairs bound on purpose (`g`/`G`)
+            // keep their meanings.
+            let lower = match key.code {
+                KeyCode::Char(c) if c.is_uppercase() => {
+                    Some(KeyEvent::new(KeyCode::Char(c.to_lowercase().next().unwrap_or(c)), key.modifiers))
+                }
+                _ => None,
+            };
+            let cmd = find(key).or_else(|| lower.as_ref().and_then(find))?;
             if !goto_permitted(cmd.action, access.role) {
                 return None;
             }

@@ -86,6 +86,14 @@ pub struct AttentionRow {
     pub handled: Option<HandledMark>,
 }
 
+/// A case's commitment and since when it is in its situation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseInfo {
+    pub commitment_id: i64,
+    pub commitment_ref: String,
+    pub since: Option<DateTime<Utc>>,
+}
+
 /// Open cases, or the ones handled since a moment (the day's start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttentionView {
@@ -265,7 +273,7 @@ const ORDER: &str = "ORDER BY CASE WHEN p.starts IS NULL THEN 2 WHEN p.starts >=
 /// before a `:`, which is the reference part of a key), the key pattern
 /// when a key was typed, and a plain pattern for short text and refused
 /// events' ids.
-struct Search {
+pub(super) struct Search {
     /// `"…"`: an FTS5 phrase; `None` when the text is too short for
     /// trigrams (then `like` matches without the index).
     phrase: Option<String>,
@@ -274,7 +282,7 @@ struct Search {
 }
 
 impl Search {
-    fn parse(filter: Option<&str>) -> Option<Search> {
+    pub(super) fn parse(filter: Option<&str>) -> Option<Search> {
         let text = filter.map(str::trim).filter(|f| !f.is_empty())?;
         let head = text.split(':').next().unwrap_or("").trim();
         Some(Search {
@@ -286,7 +294,7 @@ impl Search {
 
     /// Commitments the search matches, as `SELECT cid`: `?5` the phrase
     /// or pattern.
-    fn commitments_sql(&self) -> &'static str {
+    pub(super) fn commitments_sql(&self) -> &'static str {
         if self.phrase.is_some() {
             "SELECT rowid AS cid FROM commitment_search WHERE commitment_search MATCH ?5"
         } else {
@@ -295,7 +303,7 @@ impl Search {
         }
     }
 
-    fn arg(&self) -> &str {
+    pub(super) fn arg(&self) -> &str {
         self.phrase.as_deref().unwrap_or(&self.like)
     }
 }
@@ -376,6 +384,34 @@ impl Tx<'_> {
             params![kind.as_str(), subject_id, ms(at), operator, action_id],
         )?;
         Ok(())
+    }
+
+    /// A case's commitment and the moment its situation began (the
+    /// intention's last state change, the reschedule request, the refused
+    /// event's last sighting); `None` when there is no such case.
+    pub fn case_info(&self, kind: RowKind, subject_id: i64) -> Result<Option<CaseInfo>> {
+        use rusqlite::OptionalExtension;
+        let sql = match kind {
+            RowKind::Intention => {
+                "SELECT c.id, c.ref, i.state_changed_at FROM intentions i JOIN commitments c ON c.id = i.commitment_id
+                 WHERE i.id = ?1"
+            }
+            RowKind::RescheduleRequest => "SELECT c.id, c.ref, c.reschedule_requested_at FROM commitments c WHERE c.id = ?1",
+            RowKind::RefusedEvent => {
+                "SELECT c.id, c.ref, r.last_seen_at FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
+                 WHERE r.id = ?1"
+            }
+        };
+        Ok(self
+            .conn()
+            .query_row(sql, [subject_id], |r| {
+                Ok(CaseInfo {
+                    commitment_id: r.get(0)?,
+                    commitment_ref: r.get(1)?,
+                    since: r.get::<_, Option<i64>>(2)?.map(from_ms),
+                })
+            })
+            .optional()?)
     }
 
     /// The mark on a case, if any (covering or outgrown).

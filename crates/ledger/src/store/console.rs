@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::params;
 use serde::Serialize;
 
-use super::attention::{AttentionRow, attention_row, intention_keys, page_sql};
+use super::attention::{AttentionRow, Search, attention_row, intention_keys, page_sql};
 use super::{Result, Tx, from_ms, ms};
 
 /// A page of rows and the total behind it.
@@ -37,6 +37,8 @@ pub struct UpcomingRow {
     pub confirmed_at: Option<DateTime<Utc>>,
     pub manual_contact_at: Option<DateTime<Utc>>,
     pub reschedule_requested_at: Option<DateTime<Utc>>,
+    /// The patient's name, when the booking system gave one.
+    pub name: Option<String>,
     pub notifications: Vec<NotificationCell>,
 }
 
@@ -87,19 +89,24 @@ impl Tx<'_> {
         limit: u32,
         offset: u32,
     ) -> Result<Page<UpcomingRow>> {
-        let like = filter
-            .filter(|f| !f.trim().is_empty())
-            .map(|f| format!("%{}%", f.trim()));
+        let search = Search::parse(filter);
+        let arg = search.as_ref().map(|s| s.arg().to_string());
+        let matched = match &search {
+            Some(s) => format!("AND c.id IN ({})", s.commitments_sql()),
+            None => String::new(),
+        };
         let limit = if limit == 0 { 50 } else { limit };
-        let mut stmt = self.conn().prepare_cached(
+        // `?5` is the search (see `Search::commitments_sql`), referenced
+        // even without one so both statements take the same five values.
+        let mut stmt = self.conn().prepare_cached(&format!(
             "SELECT c.id, c.ref, c.kind, c.status, c.version, c.starts_at, k.phone, c.confirmed_at,
-                    c.manual_contact_at, c.reschedule_requested_at
+                    c.manual_contact_at, c.reschedule_requested_at, coalesce(c.contact_name, k.name)
              FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
-             WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?3 IS NULL OR c.ref LIKE ?3)
-             ORDER BY c.starts_at, c.id LIMIT ?4 OFFSET ?5",
-        )?;
+             WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1) {matched}
+             ORDER BY c.starts_at, c.id LIMIT ?3 OFFSET ?4"
+        ))?;
         let mut rows: Vec<UpcomingRow> = stmt
-            .query_map(params![ms(from), ms(to), like, limit, offset], |r| {
+            .query_map(params![ms(from), ms(to), limit, offset, arg], |r| {
                 Ok(UpcomingRow {
                     commitment_id: r.get(0)?,
                     commitment_ref: r.get(1)?,
@@ -111,6 +118,7 @@ impl Tx<'_> {
                     confirmed_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
                     manual_contact_at: r.get::<_, Option<i64>>(8)?.map(from_ms),
                     reschedule_requested_at: r.get::<_, Option<i64>>(9)?.map(from_ms),
+                    name: r.get(10)?,
                     notifications: Vec::new(),
                 })
             })?
@@ -134,8 +142,11 @@ impl Tx<'_> {
                 .collect::<rusqlite::Result<_>>()?;
         }
         let total: i64 = self.conn().query_row(
-            "SELECT count(*) FROM commitments c WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?3 IS NULL OR c.ref LIKE ?3)",
-            params![ms(from), ms(to), like],
+            &format!(
+                "SELECT count(*) FROM commitments c
+                 WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1) {matched}"
+            ),
+            params![ms(from), ms(to), limit, offset, arg],
             |r| r.get(0),
         )?;
         Ok(Page { rows, total, offset })

@@ -5,23 +5,33 @@ use super::*;
 
 impl App {
     pub(super) fn on_input(&mut self, a: Action) -> Vec<Request> {
+        let filtering = self.mode == Mode::Filter;
         match a {
-            Action::Input(c) => self.input.push(c),
+            Action::Input(c) => {
+                self.input.push(c);
+                if filtering {
+                    return self.apply_filter();
+                }
+            }
             Action::Backspace => {
                 self.input.pop();
+                if filtering {
+                    return self.apply_filter();
+                }
             }
             Action::Abort => {
                 self.mode = Mode::Normal;
                 self.input.clear();
+                // Esc clears a search as it is typed (it already applied).
+                if filtering && !self.filter.is_empty() {
+                    return self.apply_filter();
+                }
             }
             Action::Submit => {
                 let text = std::mem::take(&mut self.input);
-                let was = self.mode;
                 self.mode = Mode::Normal;
-                if was == Mode::Filter {
-                    self.filter = text.trim().to_string();
-                    self.reset_offset();
-                    return self.load_screen(self.screen);
+                if filtering {
+                    return vec![];
                 }
                 return self.run_command(text.trim());
             }
@@ -29,6 +39,18 @@ impl App {
             _ => {}
         }
         vec![]
+    }
+
+    /// The search applies as it is typed: the list reloads on each key,
+    /// back at its first row.
+    fn apply_filter(&mut self) -> Vec<Request> {
+        let text = self.input.trim().to_string();
+        if text == self.filter {
+            return vec![];
+        }
+        self.filter = text;
+        self.reset_offset();
+        self.load_screen(self.screen)
     }
 
     /// `:` commands: screen names (Spanish or English), `q`, and
@@ -124,6 +146,10 @@ impl App {
         ];
         let iid = target.intention_id.unwrap_or_default();
         let (op, scope) = match f.op {
+            OpKind::Resolve => match target.case {
+                Some(case) => (PendingOp::Resolve { case }, fill(t.scope_resolve, &vals)),
+                None => (PendingOp::Resolve { case: Case::intention(iid) }, fill(t.scope_resolve, &vals)),
+            },
             OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
             OpKind::Verify => (
                 match choice {
@@ -182,6 +208,7 @@ impl App {
         let resend = matches!(op, PendingOp::Resend { .. }).then(ResendConfirm::default);
         Confirmation {
             op,
+            seen: target.seen,
             reason,
             scope,
             resend,
@@ -285,6 +312,7 @@ impl App {
             operator: self.operator.clone(),
             role: self.role(),
             reason: c.reason,
+            seen: c.seen,
             now: self.now,
         }]
     }
@@ -396,7 +424,8 @@ impl App {
                 self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
                 match r {
                     Ok(report) => self.op_flash(&report),
-                    Err(e) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
+                    Err(OpError::Changed) => self.flash(FlashKind::Refused, self.t.flash_changed.into()),
+                    Err(OpError::Other(e)) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
                 }
                 return self.load();
             }

@@ -15,21 +15,44 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
 
 use super::keys::{Access, Action, Mode, Screen};
-use super::worker::{PendingOp, Request, Response};
+use super::worker::{OpError, PendingOp, Request, Response};
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
-use crate::ops::{OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
-use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, RowKind, UpcomingRow};
+use crate::ops::{Case, OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
+use crate::store::{
+    AttentionQuery, AttentionRow, AttentionView, Board, CounterQuery, IntentionDetail, Page, RowKind, UpcomingRow,
+};
 
-/// A paginated list with a cursor.
+/// What a list row is, whatever its position: the cursor follows it.
+pub trait RowIdentity {
+    fn identity(&self) -> (u8, i64);
+}
+
+impl RowIdentity for AttentionRow {
+    fn identity(&self) -> (u8, i64) {
+        (self.kind as u8, self.subject_id)
+    }
+}
+
+impl RowIdentity for UpcomingRow {
+    fn identity(&self) -> (u8, i64) {
+        (0, self.commitment_id)
+    }
+}
+
+/// A paginated list with a cursor. The cursor is kept on its case (by
+/// identity) across refreshes, filters and re-sorting; only when that case
+/// left the list does it stay at the same position.
 #[derive(Debug, Clone)]
 pub struct Rows<T> {
     pub rows: Vec<T>,
     pub total: i64,
     pub offset: u32,
     pub selected: usize,
+    /// The selected row's identity, followed across reloads.
+    pub anchor: Option<(u8, i64)>,
     pub loading: bool,
     pub loaded: bool,
 }
@@ -41,37 +64,54 @@ impl<T> Default for Rows<T> {
             total: 0,
             offset: 0,
             selected: 0,
+            anchor: None,
             loading: false,
             loaded: false,
         }
     }
 }
 
-impl<T> Rows<T> {
+impl<T: RowIdentity> Rows<T> {
     fn set(&mut self, page: Page<T>) {
         self.rows = page.rows;
         self.total = page.total;
         self.offset = page.offset;
-        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
+        let found = self
+            .anchor
+            .and_then(|a| self.rows.iter().position(|r| r.identity() == a));
+        self.selected = found.unwrap_or(self.selected).min(self.rows.len().saturating_sub(1));
+        self.anchor = self.current().map(RowIdentity::identity);
         self.loading = false;
         self.loaded = true;
     }
     pub fn current(&self) -> Option<&T> {
         self.rows.get(self.selected)
     }
+    /// Moves the cursor to `i` (clamped) and follows that row from now on.
+    pub fn select(&mut self, i: usize) {
+        self.selected = i.min(self.rows.len().saturating_sub(1));
+        self.anchor = self.current().map(RowIdentity::identity);
+    }
     fn up(&mut self) {
-        self.selected = self.selected.saturating_sub(1);
+        self.select(self.selected.saturating_sub(1));
     }
     fn down(&mut self) {
-        if self.selected + 1 < self.rows.len() {
-            self.selected += 1;
-        }
+        self.select(self.selected + 1);
+    }
+    /// Back to the first row (a new page, a new search).
+    fn top(&mut self) {
+        self.selected = 0;
+        self.anchor = None;
     }
 }
 
 /// What an action is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The Atención case the action is on, if it is one.
+    pub case: Option<Case>,
+    /// When the case's situation began as the operator saw it.
+    pub seen: Option<DateTime<Utc>>,
     pub intention_id: Option<i64>,
     pub key: Option<String>,
     pub state: Option<String>,
@@ -107,6 +147,8 @@ pub enum VerifyChoice {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirmation {
     pub op: PendingOp,
+    /// The target's situation as the form saw it.
+    pub seen: Option<DateTime<Utc>>,
     pub reason: String,
     pub scope: String,
     /// Resends only: the evidence shown before anything is decided.
@@ -191,6 +233,8 @@ pub struct App {
     pub detail_loading: bool,
     pub detail_scroll: u16,
     pub filter: String,
+    /// Atención shows the day's handled cases instead of the open ones.
+    pub show_handled: bool,
     pub input: String,
     pub form: Option<Form>,
     pub confirm: Option<Confirmation>,
@@ -230,6 +274,7 @@ impl App {
             detail_loading: false,
             detail_scroll: 0,
             filter: String::new(),
+            show_handled: false,
             input: String::new(),
             form: None,
             confirm: None,
@@ -263,6 +308,16 @@ impl App {
         }
     }
 
+    /// The start of today in the configured zone.
+    pub fn day_start(&self) -> DateTime<Utc> {
+        let today = self.now.with_timezone(&self.tz).date_naive();
+        today
+            .and_hms_opt(0, 0, 0)
+            .and_then(|t| t.and_local_timezone(self.tz).earliest())
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or(self.now)
+    }
+
     /// The requests that (re)load the current screen, plus the status line.
     pub fn load(&mut self) -> Vec<Request> {
         let mut out = vec![Request::Status { now: self.now }];
@@ -281,6 +336,9 @@ impl App {
                 self.attention.loading = true;
                 let mut q = AttentionQuery::new(self.now);
                 q.filter = self.filter_opt();
+                if self.show_handled {
+                    q.view = AttentionView::HandledSince(self.day_start());
+                }
                 q.limit = self.page_size;
                 q.offset = self.attention.offset;
                 vec![Request::Attention(q)]
@@ -371,6 +429,11 @@ impl App {
     /// What an action would apply to on the current screen.
     pub fn target(&self) -> Option<Target> {
         let from_row = |r: &AttentionRow| Target {
+            case: Some(Case {
+                kind: r.kind,
+                subject_id: r.subject_id,
+            }),
+            seen: Some(r.since),
             intention_id: r.intention_id,
             key: r.key.clone(),
             state: Some(r.state.clone()),
@@ -381,6 +444,8 @@ impl App {
             Screen::Attention => self.attention.current().map(from_row),
             Screen::Counter => self.counter.current().map(from_row),
             Screen::Upcoming => self.upcoming.current().map(|u| Target {
+                case: None,
+                seen: None,
                 intention_id: None,
                 key: None,
                 state: None,
@@ -388,6 +453,8 @@ impl App {
                 commitment_ref: u.commitment_ref.clone(),
             }),
             Screen::Detail => self.detail.as_ref().map(|d| Target {
+                case: Some(Case::intention(d.intention.id)),
+                seen: Some(d.intention.state_changed_at),
                 intention_id: Some(d.intention.id),
                 key: Some(d.intention.key.clone()),
                 state: Some(d.intention.state.to_string()),

@@ -102,6 +102,23 @@ impl App {
                 vec![]
             }
             Action::PageUp | Action::PageDown => self.page(a == Action::PageDown),
+            Action::Top | Action::Bottom => {
+                let end = a == Action::Bottom;
+                match self.screen {
+                    Screen::Attention => self.attention.select(if end { usize::MAX } else { 0 }),
+                    Screen::Upcoming => self.upcoming.select(if end { usize::MAX } else { 0 }),
+                    Screen::Counter => self.counter.select(if end { usize::MAX } else { 0 }),
+                    Screen::Board => {
+                        self.board_selected = if end { self.board_items().len().saturating_sub(1) } else { 0 }
+                    }
+                    Screen::Detail if !end => self.detail_scroll = 0,
+                    Screen::Detail => {}
+                    Screen::Reprocess => {
+                        self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 }
+                    }
+                }
+                vec![]
+            }
             Action::Open => self.open(),
             Action::DayPrev | Action::DayNext => {
                 self.day += Duration::days(if a == Action::DayNext { 1 } else { -1 });
@@ -119,6 +136,14 @@ impl App {
                 self.load_screen(Screen::Reprocess)
             }
             Action::Op(op) => self.open_form(op),
+            Action::ToggleHandled => {
+                if self.screen != Screen::Attention {
+                    return vec![];
+                }
+                self.show_handled = !self.show_handled;
+                self.reset_offset();
+                self.load_screen(Screen::Attention)
+            }
             Action::Refused(op) => {
                 let role = self.t.role(self.role());
                 let msg = fill(
@@ -158,9 +183,18 @@ impl App {
 
     pub(super) fn reset_offset(&mut self) {
         match self.screen {
-            Screen::Attention => (self.attention.offset, self.attention.selected) = (0, 0),
-            Screen::Upcoming => (self.upcoming.offset, self.upcoming.selected) = (0, 0),
-            Screen::Counter => (self.counter.offset, self.counter.selected) = (0, 0),
+            Screen::Attention => {
+                self.attention.offset = 0;
+                self.attention.top();
+            }
+            Screen::Upcoming => {
+                self.upcoming.offset = 0;
+                self.upcoming.top();
+            }
+            Screen::Counter => {
+                self.counter.offset = 0;
+                self.counter.top();
+            }
             _ => {}
         }
     }
@@ -186,9 +220,9 @@ impl App {
         };
         *offset = next;
         match self.screen {
-            Screen::Attention => self.attention.selected = 0,
-            Screen::Upcoming => self.upcoming.selected = 0,
-            _ => self.counter.selected = 0,
+            Screen::Attention => self.attention.top(),
+            Screen::Upcoming => self.upcoming.top(),
+            _ => self.counter.top(),
         }
         self.load_screen(self.screen)
     }
@@ -257,6 +291,8 @@ impl App {
             }
             let day = self.day.format("%Y-%m-%d").to_string();
             let target = Target {
+                case: None,
+                seen: None,
                 intention_id: None,
                 key: None,
                 state: None,
@@ -275,6 +311,7 @@ impl App {
         }
         let target = match self.target() {
             Some(t) if op == OpKind::ManualContact || t.intention_id.is_some() => t,
+            Some(t) if op == OpKind::Resolve && t.case.is_some() => t,
             _ => {
                 self.flash(FlashKind::Info, self.t.flash_no_selection.into());
                 return vec![];
@@ -311,6 +348,8 @@ impl App {
             return self.on_action(Action::Refused(op));
         }
         let target = Target {
+            case: None,
+            seen: None,
             intention_id: None,
             key: None,
             state: None,

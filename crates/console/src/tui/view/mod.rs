@@ -23,6 +23,8 @@ use super::keys::{Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
+use crate::domain::attention::{CaseKind, next_step};
+use crate::i18n::fill;
 use crate::ops::OpKind;
 use crate::store::{AttentionRow, RowKind, UpcomingRow};
 
@@ -210,6 +212,8 @@ fn draw_attention_like(
                 format!(" {} {} · {} ", t.board_day, inert(&q.day), inert(what))
             })
             .unwrap_or_default()
+    } else if app.show_handled {
+        format!(" {} · {} ", t.screen_attention, t.handled_title)
     } else {
         format!(" {} ", t.screen_attention)
     };
@@ -218,30 +222,55 @@ fn draw_attention_like(
         .title(title)
         .title_bottom(page_info(app, offset, rows.len(), total));
     if rows.is_empty() {
-        let msg = if loaded { t.empty_list } else { t.loading };
+        let msg = if !loaded {
+            t.loading
+        } else if !app.filter.is_empty() {
+            t.no_results
+        } else if app.show_handled && app.screen == Screen::Attention {
+            t.handled_none
+        } else {
+            t.empty_list
+        };
         f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
         return;
     }
-    let header = Row::new([
-        t.col_commitment,
-        t.col_time,
-        t.col_customer,
-        t.col_purpose,
-        t.col_state,
-        t.col_age,
-        t.col_evidence,
-    ])
-    .style(HEAD);
+    // Narrow terminals (80 columns) keep who, when, the phone's last digits,
+    // the state and what to do; wider ones add the message, the age and
+    // the last evidence.
+    let wide = area.width >= 110;
+    let mut header = vec![t.col_commitment, t.col_time, t.col_name, t.col_phone];
+    if wide {
+        header.push(t.col_purpose);
+    }
+    header.push(t.col_state);
+    if wide {
+        header.push(t.col_age);
+    }
+    header.push(t.col_next);
+    if wide {
+        header.push(t.col_evidence);
+    }
+    let header = Row::new(header).style(HEAD);
     let body = rows.iter().map(|r| {
         let when = r
             .starts_at
-            .map(|s| local(app, s, "%d/%m %H:%M"))
+            .map(|s| human_time(app, s))
             .unwrap_or_else(|| t.detail_none.into());
         let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
         let purpose = match r.kind {
             RowKind::RescheduleRequest => t.reschedule_request.to_string(),
             RowKind::RefusedEvent => t.refused_event.to_string(),
             RowKind::Intention => short_purpose(&r.purpose),
+        };
+        let next = match (&r.handled, app.show_handled && app.screen == Screen::Attention) {
+            (Some(h), true) => fill(
+                t.handled_by,
+                &[("when", &human_time(app, h.at)), ("who", &inert(&h.operator))],
+            ),
+            (Some(_), false) if app.screen == Screen::Attention => {
+                format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
+            }
+            _ => t.next_step(next_step(case_kind(r))).to_string(),
         };
         let evidence = match (&r.last_event, r.evidence_count) {
             (_, 0) if r.kind == RowKind::Intention => {
@@ -250,28 +279,42 @@ fn draw_attention_like(
             (Some(e), n) => format!("{n} · {}", inert(e)),
             (None, _) => String::new(),
         };
-        Row::new([
+        let name = r.name.as_deref().map(|n| inert(n).into_owned()).unwrap_or_default();
+        let mut cells = vec![
             Cell::from(inert(&r.commitment_ref).into_owned()),
             Cell::from(when),
+            Cell::from(name),
             Cell::from(inert(&phone).into_owned()),
-            Cell::from(inert(&purpose).into_owned()),
-            Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)),
-            Cell::from(age(app.now, r.since)),
-            Cell::from(evidence),
-        ])
+        ];
+        if wide {
+            cells.push(Cell::from(inert(&purpose).into_owned()));
+        }
+        cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)));
+        if wide {
+            cells.push(Cell::from(age(app.now, r.since)));
+        }
+        cells.push(Cell::from(next));
+        if wide {
+            cells.push(Cell::from(evidence));
+        }
+        Row::new(cells)
     });
     // Fixed columns keep their width (a masked phone must show its last
-    // digits even at 80 columns); the evidence column takes what is left.
-    let purpose_width = if area.width < 96 { 11 } else { 14 };
-    let widths = [
+    // digits even at 80 columns); the last column takes what is left.
+    let mut widths = vec![
         Constraint::Length(10),
-        Constraint::Length(11),
+        Constraint::Length(12),
+        Constraint::Length(if wide { 16 } else { 10 }),
         Constraint::Length(15),
-        Constraint::Length(purpose_width),
-        Constraint::Length(11),
-        Constraint::Length(6),
-        Constraint::Fill(1),
     ];
+    if wide {
+        widths.push(Constraint::Length(14));
+    }
+    widths.push(Constraint::Length(11));
+    if wide {
+        widths.extend([Constraint::Length(6), Constraint::Length(24)]);
+    }
+    widths.push(Constraint::Fill(1));
     let table = Table::new(body, widths)
         .header(header)
         .block(block)
@@ -279,6 +322,33 @@ fn draw_attention_like(
         .column_spacing(1);
     let mut state = TableState::default().with_selected(Some(selected));
     f.render_stateful_widget(table, area, &mut state);
+}
+
+/// What an Atención row is, for the next step.
+fn case_kind(r: &AttentionRow) -> CaseKind {
+    match r.kind {
+        RowKind::RescheduleRequest => CaseKind::RescheduleRequest,
+        RowKind::RefusedEvent => CaseKind::RefusedEvent,
+        RowKind::Intention => CaseKind::Intention(match r.state.as_str() {
+            "stuck" => IntentionState::Dispatching,
+            s => s.parse().unwrap_or(IntentionState::Review),
+        }),
+    }
+}
+
+/// A local, human time: `hoy 14:30`, `mañana 09:00`, `ayer 18:10`, else
+/// `lun 03/03 10:00`.
+pub fn human_time(app: &App, t: DateTime<Utc>) -> String {
+    let local = t.with_timezone(&app.tz);
+    let today = app.now.with_timezone(&app.tz).date_naive();
+    let days = (local.date_naive() - today).num_days();
+    let hm = local.format("%H:%M");
+    match days {
+        0 => format!("{} {hm}", app.t.today),
+        1 => format!("{} {hm}", app.t.tomorrow),
+        -1 => format!("{} {hm}", app.t.yesterday),
+        _ => local.format("%d/%m %H:%M").to_string(),
+    }
 }
 
 /// `aviso-reserva` → `reserva`, `recordatorio-24h` → `24h`: the column
@@ -314,14 +384,19 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         .title(format!(" {} ", t.screen_upcoming))
         .title_bottom(page_info(app, r.offset, r.rows.len(), r.total));
     if r.rows.is_empty() {
-        let msg = if r.loaded { t.empty_list } else { t.loading };
+        let msg = match (r.loaded, app.filter.is_empty()) {
+            (false, _) => t.loading,
+            (true, false) => t.no_results,
+            (true, true) => t.empty_list,
+        };
         f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
         return;
     }
     let header = Row::new([
         t.col_time,
         t.col_commitment,
-        t.col_customer,
+        t.col_name,
+        t.col_phone,
         t.col_status,
         t.col_notifications,
     ])
@@ -329,7 +404,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
     let rows = r.rows.iter().map(|u| {
         let when = u
             .starts_at
-            .map(|s| local(app, s, "%d/%m %H:%M"))
+            .map(|s| human_time(app, s))
             .unwrap_or_else(|| t.detail_none.into());
         let status = if u.status == "cancelled" {
             t.cancelled_appt
@@ -378,16 +453,18 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         Row::new([
             Cell::from(when),
             Cell::from(inert(&u.commitment_ref).into_owned()),
+            Cell::from(u.name.as_deref().map(|n| inert(n).into_owned()).unwrap_or_default()),
             Cell::from(inert(&u.phone.as_deref().map(mask_phone).unwrap_or_default()).into_owned()),
             Cell::from(status).style(style),
             Cell::from(notes),
         ])
     });
     let widths = [
-        Constraint::Length(11),
+        Constraint::Length(12),
         Constraint::Length(10),
+        Constraint::Length(if area.width >= 110 { 16 } else { 10 }),
         Constraint::Length(15),
-        Constraint::Length(22),
+        Constraint::Length(if area.width >= 110 { 22 } else { 14 }),
         Constraint::Fill(1),
     ];
     let table = Table::new(rows, widths)
