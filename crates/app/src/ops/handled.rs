@@ -74,7 +74,13 @@ pub fn ensure_unchanged(tx: &Tx<'_>, case: Case, seen: Option<DateTime<Utc>>) ->
 }
 
 /// "Marcar atendido": the case needs nothing else; the reason says why.
-pub fn resolve(tx: &Tx<'_>, actor: &Actor<'_>, case: Case, reason: &str, now: DateTime<Utc>) -> Result<OpReport, OpsError> {
+pub fn resolve(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    case: Case,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
     check(actor, OpKind::Resolve, reason)?;
     let info = tx
         .case_info(case.kind, case.subject_id)?
@@ -85,7 +91,12 @@ pub fn resolve(tx: &Tx<'_>, actor: &Actor<'_>, case: Case, reason: &str, now: Da
     };
     let scope = match &row {
         Some(r) => format!("intention #{} {}", r.id, r.key),
-        None => format!("{} #{} of commitment {}", case.kind.as_str(), case.subject_id, info.commitment_ref),
+        None => format!(
+            "{} #{} of commitment {}",
+            case.kind.as_str(),
+            case.subject_id,
+            info.commitment_ref
+        ),
     };
     let outcome = OpOutcome::Done {
         state: None,

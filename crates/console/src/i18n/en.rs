@@ -160,7 +160,7 @@ pub static EN: Strings = Strings {
         ("review", "review"),
         ("cancelled", "cancelled"),
         ("stuck", "stuck"),
-        ("reschedule", "reschedule"),
+        ("reschedule", "wants change"),
         ("refused_event", "refused"),
     ],
     reasons: &[
@@ -223,6 +223,8 @@ pub static EN: Strings = Strings {
     today: "today",
     tomorrow: "tomorrow",
     yesterday: "yesterday",
+    too_small: "terminal too small",
+    too_small_hint: "enlarge the window to 80×24 or more · {quit} quits",
     next_steps: &[
         ("call", "call"),
         ("resend", "resend/call"),

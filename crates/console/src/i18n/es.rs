@@ -160,7 +160,7 @@ pub static ES: Strings = Strings {
         ("review", "en revisión"),
         ("cancelled", "cancelada"),
         ("stuck", "atascada"),
-        ("reschedule", "reagendar"),
+        ("reschedule", "pide cambio"),
         ("refused_event", "rechazado"),
     ],
     reasons: &[
@@ -223,6 +223,8 @@ pub static ES: Strings = Strings {
     today: "hoy",
     tomorrow: "mañana",
     yesterday: "ayer",
+    too_small: "terminal demasiado pequeña",
+    too_small_hint: "agrande la ventana a 80×24 o más · {quit} salir",
     next_steps: &[
         ("call", "llamar"),
         ("resend", "reenviar/llamar"),

@@ -218,6 +218,8 @@ pub struct Strings {
     pub today: &'static str,
     pub tomorrow: &'static str,
     pub yesterday: &'static str,
+    pub too_small: &'static str,
+    pub too_small_hint: &'static str,
     /// `(code, label)` for `domain::attention::NextStep`.
     pub next_steps: &'static [(&'static str, &'static str)],
 }

@@ -485,9 +485,10 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             // as its lowercase (`Q` quits); pairs bound on purpose (`g`/`G`)
             // keep their meanings.
             let lower = match key.code {
-                KeyCode::Char(c) if c.is_uppercase() => {
-                    Some(KeyEvent::new(KeyCode::Char(c.to_lowercase().next().unwrap_or(c)), key.modifiers))
-                }
+                KeyCode::Char(c) if c.is_uppercase() => Some(KeyEvent::new(
+                    KeyCode::Char(c.to_lowercase().next().unwrap_or(c)),
+                    key.modifiers,
+                )),
                 _ => None,
             };
             let cmd = find(key).or_else(|| lower.as_ref().and_then(find))?;

@@ -285,10 +285,12 @@ fn operator_action(
         channel: ctx.reprocess.as_ref().and_then(|r| r.channel.clone()),
         runtime: ctx.reprocess.as_ref().map(|r| r.runtime.clone()),
     };
-    Response::Op(ops::run(store, &env, &op, actor, reason, seen, now).map_err(|e| match e {
-        ops::OpsError::Changed => OpError::Changed,
-        e => OpError::Other(e.to_string()),
-    }))
+    Response::Op(
+        ops::run(store, &env, &op, actor, reason, seen, now).map_err(|e| match e {
+            ops::OpsError::Changed => OpError::Changed,
+            e => OpError::Other(e.to_string()),
+        }),
+    )
 }
 
 /// Records the pause/resume, then flips the switch: committed first, so a

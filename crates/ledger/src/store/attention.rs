@@ -155,7 +155,13 @@ fn clause_sql(c: Clause) -> String {
 
 /// The rule's clauses selected by `pick`, as one predicate over `i`.
 fn rule_sql(rule: &AttentionRule, pick: impl Fn(&Clause) -> bool) -> String {
-    let parts: Vec<String> = rule.clauses().iter().copied().filter(|c| pick(c)).map(clause_sql).collect();
+    let parts: Vec<String> = rule
+        .clauses()
+        .iter()
+        .copied()
+        .filter(|c| pick(c))
+        .map(clause_sql)
+        .collect();
     if parts.is_empty() {
         return "0".into();
     }
@@ -396,7 +402,9 @@ impl Tx<'_> {
                 "SELECT c.id, c.ref, i.state_changed_at FROM intentions i JOIN commitments c ON c.id = i.commitment_id
                  WHERE i.id = ?1"
             }
-            RowKind::RescheduleRequest => "SELECT c.id, c.ref, c.reschedule_requested_at FROM commitments c WHERE c.id = ?1",
+            RowKind::RescheduleRequest => {
+                "SELECT c.id, c.ref, c.reschedule_requested_at FROM commitments c WHERE c.id = ?1"
+            }
             RowKind::RefusedEvent => {
                 "SELECT c.id, c.ref, r.last_seen_at FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
                  WHERE r.id = ?1"
@@ -446,11 +454,7 @@ impl Tx<'_> {
 /// candidates alone. Returns the keys and the total's SQL.
 fn open_sql(rule: &AttentionRule) -> (String, String) {
     let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
-    let walk = format!(
-        "{} AND {} AND {open_i}",
-        walked_states(rule),
-        rule_sql(rule, walked)
-    );
+    let walk = format!("{} AND {} AND {open_i}", walked_states(rule), rule_sql(rule, walked));
     let stuck = format!("{} AND {open_i}", rule_sql(rule, |c| !walked(c)));
     let (resched, refused) = open_others();
     let keys = format!(

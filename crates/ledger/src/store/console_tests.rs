@@ -6,8 +6,8 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rusqlite::params;
 
-use super::super::{Store, ms};
 use super::super::AttentionQuery;
+use super::super::{Store, ms};
 use ledger_shape::LedgerShape;
 
 // The bench's ledger generator (a bench tool, not part of the store), so

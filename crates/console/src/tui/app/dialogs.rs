@@ -148,7 +148,12 @@ impl App {
         let (op, scope) = match f.op {
             OpKind::Resolve => match target.case {
                 Some(case) => (PendingOp::Resolve { case }, fill(t.scope_resolve, &vals)),
-                None => (PendingOp::Resolve { case: Case::intention(iid) }, fill(t.scope_resolve, &vals)),
+                None => (
+                    PendingOp::Resolve {
+                        case: Case::intention(iid),
+                    },
+                    fill(t.scope_resolve, &vals),
+                ),
             },
             OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
             OpKind::Verify => (

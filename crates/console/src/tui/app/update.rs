@@ -109,13 +109,15 @@ impl App {
                     Screen::Upcoming => self.upcoming.select(if end { usize::MAX } else { 0 }),
                     Screen::Counter => self.counter.select(if end { usize::MAX } else { 0 }),
                     Screen::Board => {
-                        self.board_selected = if end { self.board_items().len().saturating_sub(1) } else { 0 }
+                        self.board_selected = if end {
+                            self.board_items().len().saturating_sub(1)
+                        } else {
+                            0
+                        }
                     }
                     Screen::Detail if !end => self.detail_scroll = 0,
                     Screen::Detail => {}
-                    Screen::Reprocess => {
-                        self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 }
-                    }
+                    Screen::Reprocess => self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 },
                 }
                 vec![]
             }

@@ -19,14 +19,18 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
 
 use super::app::{App, FlashKind, age};
-use super::keys::{Mode, Screen, visible};
+use super::keys::{Action, Mode, Screen, visible};
+use crate::domain::attention::{CaseKind, next_step};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
-use crate::domain::attention::{CaseKind, next_step};
 use crate::i18n::fill;
 use crate::ops::OpKind;
 use crate::store::{AttentionRow, RowKind, UpcomingRow};
+
+/// The smallest terminal the console lays out; below it, a notice.
+pub const MIN_WIDTH: u16 = 80;
+pub const MIN_HEIGHT: u16 = 24;
 
 const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
 const DIM: Style = Style::new().fg(Color::DarkGray);
@@ -34,6 +38,17 @@ const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
 
 /// Draws the whole console.
 pub fn draw(f: &mut Frame<'_>, app: &App) {
+    let area = f.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let size = format!("{}×{} < {MIN_WIDTH}×{MIN_HEIGHT}", area.width, area.height);
+        let text = vec![
+            Line::from(app.t.too_small).style(HEAD),
+            Line::from(size).style(DIM),
+            Line::from(fill(app.t.too_small_hint, &[("quit", "q")])).style(DIM),
+        ];
+        f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+        return;
+    }
     let [header, tabs, body, flash, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
@@ -237,13 +252,14 @@ fn draw_attention_like(
     // Narrow terminals (80 columns) keep who, when, the phone's last digits,
     // the state and what to do; wider ones add the message, the age and
     // the last evidence.
-    let wide = area.width >= 110;
+    let (medium, wide) = (area.width >= 100, area.width >= 130);
+    let name_width: u16 = if medium { 16 } else { 10 };
     let mut header = vec![t.col_commitment, t.col_time, t.col_name, t.col_phone];
     if wide {
         header.push(t.col_purpose);
     }
     header.push(t.col_state);
-    if wide {
+    if medium {
         header.push(t.col_age);
     }
     header.push(t.col_next);
@@ -279,7 +295,11 @@ fn draw_attention_like(
             (Some(e), n) => format!("{n} · {}", inert(e)),
             (None, _) => String::new(),
         };
-        let name = r.name.as_deref().map(|n| inert(n).into_owned()).unwrap_or_default();
+        let name = r
+            .name
+            .as_deref()
+            .map(|n| short_name(&inert(n), name_width.into()))
+            .unwrap_or_default();
         let mut cells = vec![
             Cell::from(inert(&r.commitment_ref).into_owned()),
             Cell::from(when),
@@ -290,7 +310,7 @@ fn draw_attention_like(
             cells.push(Cell::from(inert(&purpose).into_owned()));
         }
         cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)));
-        if wide {
+        if medium {
             cells.push(Cell::from(age(app.now, r.since)));
         }
         cells.push(Cell::from(next));
@@ -304,15 +324,18 @@ fn draw_attention_like(
     let mut widths = vec![
         Constraint::Length(10),
         Constraint::Length(12),
-        Constraint::Length(if wide { 16 } else { 10 }),
+        Constraint::Length(name_width),
         Constraint::Length(15),
     ];
     if wide {
         widths.push(Constraint::Length(14));
     }
     widths.push(Constraint::Length(11));
+    if medium {
+        widths.push(Constraint::Length(6));
+    }
     if wide {
-        widths.extend([Constraint::Length(6), Constraint::Length(24)]);
+        widths.push(Constraint::Length(24));
     }
     widths.push(Constraint::Fill(1));
     let table = Table::new(body, widths)
@@ -322,6 +345,22 @@ fn draw_attention_like(
         .column_spacing(1);
     let mut state = TableState::default().with_selected(Some(selected));
     f.render_stateful_widget(table, area, &mut state);
+}
+
+/// A name that fits `width`: whole, else `Carlos C.`, else cut with `…`.
+pub fn short_name(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        return name.to_string();
+    }
+    let mut words = name.split_whitespace();
+    if let (Some(first), Some(second)) = (words.next(), words.next()) {
+        let initial = second.chars().next().map(|c| format!(" {c}.")).unwrap_or_default();
+        let short = format!("{first}{initial}");
+        if short.chars().count() <= width {
+            return short;
+        }
+    }
+    name.chars().take(width.saturating_sub(1)).chain(['…']).collect()
 }
 
 /// What an Atención row is, for the next step.
@@ -453,7 +492,12 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         Row::new([
             Cell::from(when),
             Cell::from(inert(&u.commitment_ref).into_owned()),
-            Cell::from(u.name.as_deref().map(|n| inert(n).into_owned()).unwrap_or_default()),
+            Cell::from(
+                u.name
+                    .as_deref()
+                    .map(|n| short_name(&inert(n), if area.width >= 110 { 16 } else { 10 }))
+                    .unwrap_or_default(),
+            ),
             Cell::from(inert(&u.phone.as_deref().map(mask_phone).unwrap_or_default()).into_owned()),
             Cell::from(status).style(style),
             Cell::from(notes),
@@ -525,13 +569,54 @@ fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
 }
 
 fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let mut spans = Vec::new();
-    for c in visible(app.screen, app.access).filter(|c| c.hint) {
-        spans.push(Span::styled(
-            format!("{} ", c.key_label()),
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-        ));
-        spans.push(Span::styled(format!("{}  ", (c.label)(app.t)), DIM));
-    }
+    let spans = footer_spans(app, area.width as usize);
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The footer's key hints: help first and quit last always, the others in
+/// registry order while they fit whole (nothing is cut mid-word; `?`
+/// lists the rest).
+fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
+    let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+    let hints: Vec<(String, &'static str, Action)> = visible(app.screen, app.access)
+        .filter(|c| c.hint)
+        .map(|c| {
+            let k = c.keys.first().map(|k| k.label()).unwrap_or_default();
+            (k, (c.label)(app.t), c.action)
+        })
+        .collect();
+    let len = |(k, l, _): &(String, &str, Action)| k.chars().count() + 1 + l.chars().count() + 2;
+    let fixed: Vec<_> = hints
+        .iter()
+        .filter(|h| matches!(h.2, Action::Help | Action::Quit))
+        .cloned()
+        .collect();
+    let mut room = width.saturating_sub(fixed.iter().map(len).sum());
+    // Opening and searching come first: every role needs them.
+    let mut rest: Vec<_> = hints
+        .iter()
+        .filter(|h| !matches!(h.2, Action::Help | Action::Quit))
+        .collect();
+    rest.sort_by_key(|h| match h.2 {
+        Action::Open => 0,
+        Action::OpenFilter => 1,
+        _ => 2,
+    });
+    let mut shown = Vec::new();
+    for h in rest {
+        if len(h) <= room {
+            room -= len(h);
+            shown.push(h.clone());
+        }
+    }
+    // Back in registry order, so hints keep their usual places.
+    shown.sort_by_key(|h| hints.iter().position(|x| x.2 == h.2));
+    let help = fixed.iter().filter(|h| h.2 == Action::Help);
+    let quit = fixed.iter().filter(|h| h.2 == Action::Quit);
+    let mut spans = Vec::new();
+    for (k, l, _) in help.chain(shown.iter()).chain(quit) {
+        spans.push(Span::styled(format!("{k} "), key));
+        spans.push(Span::styled(format!("{l}  "), DIM));
+    }
+    spans
 }
