@@ -10,7 +10,7 @@ use chrono_tz::Tz;
 use crate::config::{Language, Role};
 use crate::domain::attention::NextStep;
 use crate::domain::text::inert;
-use crate::ops::{OpKind, Refusal, VerifyOutcome};
+use crate::ops::{OpKind, OpOutcome, OpReport, Refusal, VerifyOutcome};
 use crate::store::FamilyMember;
 
 /// Every label, hint and message of the console.
@@ -273,6 +273,57 @@ impl Strings {
             OpKind::PauseDispatch => self.act_pause_dispatch,
             OpKind::ResumeDispatch => self.act_resume_dispatch,
             OpKind::Resolve => self.act_resolve,
+        }
+    }
+
+    /// What an operator action did, in words (the console's flash line and
+    /// the command line's message): `Hecho: …`, the recorded-only note, or
+    /// the refusal.
+    pub fn report(&self, r: &OpReport) -> String {
+        let target = match (&r.intention_id, &r.intention_key) {
+            (Some(id), Some(key)) => format!("#{id} {}", inert(key)),
+            _ => inert(&r.commitment_ref).into_owned(),
+        };
+        let action = self.op_label(r.op);
+        let done = |what: String| fill(self.flash_done, &[("what", &what)]);
+        match &r.outcome {
+            OpOutcome::Done {
+                new_intention: Some((id, key)),
+                ..
+            } => done(fill(
+                self.done_new,
+                &[
+                    ("action", action),
+                    ("target", &target),
+                    ("id", &id.to_string()),
+                    ("key", &inert(key)),
+                ],
+            )),
+            OpOutcome::Done { .. } if r.op == OpKind::Resolve => done(fill(
+                self.cli_resolved,
+                &[("target", &target), ("action", &r.action_id.to_string())],
+            )),
+            OpOutcome::Done { state: Some(s), .. } => done(fill(
+                self.done_state,
+                &[
+                    ("action", action),
+                    ("target", &target),
+                    ("state", self.state(s.as_str())),
+                ],
+            )),
+            OpOutcome::Done { closed, .. } => done(fill(
+                self.done_closed,
+                &[("action", action), ("target", &target), ("n", &closed.to_string())],
+            )),
+            OpOutcome::Recorded { state } => fill(
+                self.recorded_only,
+                &[
+                    ("action", action),
+                    ("target", &target),
+                    ("state", self.state(state.as_str())),
+                ],
+            ),
+            OpOutcome::Refused(why) => fill(self.flash_refused, &[("why", &self.refusal(why))]),
         }
     }
 

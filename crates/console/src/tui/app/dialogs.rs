@@ -448,54 +448,12 @@ impl App {
             self.flash(FlashKind::Success, fill(t.flash_done, &[("what", what)]));
             return;
         }
-        let target = match (&r.intention_id, &r.intention_key) {
-            (Some(id), Some(key)) => format!("#{id} {key}"),
-            _ => r.commitment_ref.clone(),
+        let kind = match &r.outcome {
+            OpOutcome::Done { .. } => FlashKind::Success,
+            OpOutcome::Recorded { .. } => FlashKind::Info,
+            OpOutcome::Refused(_) => FlashKind::Refused,
         };
-        let action = t.op_label(r.op);
-        let (kind, text) = match &r.outcome {
-            OpOutcome::Done {
-                new_intention: Some((id, key)),
-                ..
-            } => {
-                let what = fill(
-                    t.done_new,
-                    &[
-                        ("action", action),
-                        ("target", &target),
-                        ("id", &id.to_string()),
-                        ("key", key),
-                    ],
-                );
-                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
-            }
-            OpOutcome::Done { state: Some(s), .. } => {
-                let what = fill(
-                    t.done_state,
-                    &[("action", action), ("target", &target), ("state", t.state(s.as_str()))],
-                );
-                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
-            }
-            OpOutcome::Done { closed, .. } => {
-                let what = fill(
-                    t.done_closed,
-                    &[("action", action), ("target", &target), ("n", &closed.to_string())],
-                );
-                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
-            }
-            OpOutcome::Recorded { state } => (
-                FlashKind::Info,
-                fill(
-                    t.recorded_only,
-                    &[
-                        ("action", action),
-                        ("target", &target),
-                        ("state", t.state(state.as_str())),
-                    ],
-                ),
-            ),
-            OpOutcome::Refused(why) => (FlashKind::Refused, fill(t.flash_refused, &[("why", &t.refusal(why))])),
-        };
+        let text = t.report(r);
         self.flash(kind, text);
     }
 }
