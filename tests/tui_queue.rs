@@ -225,3 +225,89 @@ fn below_80x24_the_console_says_the_terminal_is_too_small() {
     let screen = render(&app, 80, 23);
     assert!(screen.contains("80×23 < 80×24"), "{screen}");
 }
+
+#[test]
+fn command_completion_lists_choices_and_refuses_by_role() {
+    let mut fx = clinic(20);
+    let mut app = loaded(&mut fx, Role::FrontDesk, "recepcion");
+    fx.act(&mut app, Action::OpenCommand);
+    fx.type_text(&mut app, "ta");
+    fx.act(&mut app, Action::NextField);
+    assert_eq!(app.input, "tablero ");
+    fx.act(&mut app, Action::Abort);
+    fx.act(&mut app, Action::OpenCommand);
+    fx.type_text(&mut app, "reproceso");
+    fx.act(&mut app, Action::Submit);
+    let flash = app.flash.clone().unwrap();
+    assert_eq!(flash.kind, FlashKind::Refused);
+    assert!(flash.text.contains("recepción"), "{}", flash.text);
+    fx.act(&mut app, Action::OpenCommand);
+    fx.type_text(&mut app, "volar");
+    fx.act(&mut app, Action::Submit);
+    let text = app.flash.clone().unwrap().text;
+    assert!(
+        text.contains("Disponibles: atencion, citas, tablero, detalle"),
+        "{text}"
+    );
+    assert!(!text.contains("reproceso"), "{text}");
+}
+
+#[test]
+fn a_flash_fades_and_the_session_log_lists_what_this_operator_did() {
+    let mut fx = clinic(60);
+    let mut app = loaded(&mut fx, Role::FrontDesk, "recepcion");
+    act_with_reason(
+        &mut fx,
+        &mut app,
+        Action::Op(unavez::ops::OpKind::Resolve),
+        "sin novedad",
+    );
+    assert!(app.flash.is_some());
+    let _ = app.tick(now() + chrono::Duration::seconds(2));
+    assert!(app.flash.is_some(), "still shown");
+    let _ = app.tick(now() + chrono::Duration::seconds(7));
+    assert!(app.flash.is_none(), "faded");
+    fx.act(&mut app, Action::ShowLog);
+    assert_eq!(app.mode, Mode::Log);
+    let screen = render(&app, 120, 40);
+    assert!(screen.contains("Lo que hizo en esta sesión"), "{screen}");
+    assert!(screen.contains("marcado como atendido"), "{screen}");
+    fx.act(&mut app, Action::Back);
+    assert_eq!(app.mode, Mode::Normal);
+}
+
+#[test]
+fn the_header_shows_the_dispatcher_at_a_glance_and_keeps_the_clock() {
+    let mut fx = clinic(20);
+    let mut app = loaded(&mut fx, Role::Supervisor, "supervisora");
+    let long = format!("engine unreachable: {}", "connection refused ".repeat(10));
+    app.dispatcher = unavez::tui::app::DispatcherView {
+        running: Some(true),
+        paused: true,
+        last_error: Some(long.clone()),
+        queue: Some(12),
+    };
+    let screen = render(&app, 80, 24);
+    let header = screen.lines().next().unwrap();
+    assert!(header.contains("⏸ despachador: en pausa"), "{header}");
+    assert!(header.ends_with("01/12 08:00"), "the clock stays: {header}");
+    assert!(header.contains(" · ⚠"), "no room for the error's words: {header}");
+    let header = render(&app, 120, 40).lines().next().unwrap().to_string();
+    assert!(header.contains("último error: engine unreachable"), "{header}");
+    assert!(
+        header.contains('…') && header.ends_with("01/12 08:00"),
+        "shortened: {header}"
+    );
+    app.dispatcher.paused = false;
+    app.dispatcher.running = Some(false);
+    let header = render(&app, 120, 40).lines().next().unwrap().to_string();
+    assert!(header.contains("■ despachador: detenido"), "{header}");
+    app.dispatcher.running = Some(true);
+    let header = render(&app, 120, 40).lines().next().unwrap().to_string();
+    assert!(header.contains("● despachador: en marcha"), "{header}");
+    // `:error` shows it whole.
+    fx.act(&mut app, Action::OpenCommand);
+    fx.type_text(&mut app, "error");
+    fx.act(&mut app, Action::Submit);
+    assert_eq!(app.flash.clone().unwrap().text, long);
+}

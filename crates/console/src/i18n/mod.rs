@@ -220,6 +220,10 @@ pub struct Strings {
     pub yesterday: &'static str,
     pub too_small: &'static str,
     pub too_small_hint: &'static str,
+    pub no_error: &'static str,
+    pub act_log: &'static str,
+    pub log_title: &'static str,
+    pub log_empty: &'static str,
     /// `(code, label)` for `domain::attention::NextStep`.
     pub next_steps: &'static [(&'static str, &'static str)],
 }

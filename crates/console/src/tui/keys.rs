@@ -62,6 +62,8 @@ pub enum Mode {
     ConfirmWord,
     /// The `?` overlay.
     Help,
+    /// The session's action log (`L`).
+    Log,
 }
 
 /// The signed-in operator's powers.
@@ -76,6 +78,8 @@ pub struct Access {
 pub enum Action {
     Quit,
     Help,
+    /// This session's actions.
+    ShowLog,
     Back,
     Refresh,
     OpenFilter,
@@ -302,6 +306,13 @@ pub static REGISTRY: &[Command] = &[
         screens: &[S::Attention, S::Upcoming],
     },
     Command {
+        keys: &[KeySpec::Char('L')],
+        action: Action::ShowLog,
+        label: |t| t.act_log,
+        hint: false,
+        screens: &[],
+    },
+    Command {
         keys: &[KeySpec::Char(':')],
         action: Action::OpenCommand,
         label: |t| t.act_command,
@@ -462,7 +473,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::Esc => Some(Action::Abort),
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Backspace => Some(Action::Backspace),
-            KeyCode::Tab | KeyCode::BackTab if mode == Mode::Form => Some(Action::NextField),
+            KeyCode::Tab | KeyCode::BackTab if matches!(mode, Mode::Form | Mode::Command) => Some(Action::NextField),
             KeyCode::Char(c) if !ctrl => Some(Action::Input(c)),
             _ => None,
         },
@@ -471,7 +482,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(Action::Abort),
             _ => None,
         },
-        Mode::Help => match key.code {
+        Mode::Help | Mode::Log => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::Back),
         },

@@ -35,10 +35,47 @@ impl App {
                 }
                 return self.run_command(text.trim());
             }
+            Action::NextField if !filtering => self.complete_command(),
             Action::Quit => self.quit = true,
             _ => {}
         }
         vec![]
+    }
+
+    /// The `:` commands this operator can run, in the console's language
+    /// first (`reproceso` for technicians only).
+    pub fn commands(&self) -> Vec<&'static str> {
+        let mut v = vec!["atencion", "citas", "tablero"];
+        if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
+            v.push("reproceso");
+        }
+        v.extend(["detalle", "error", "salir"]);
+        v
+    }
+
+    /// Tab in `:`: completes the word to the commands it starts (their
+    /// common prefix), and lists them when several remain.
+    fn complete_command(&mut self) {
+        let typed = self.input.trim_start().to_lowercase();
+        if typed.contains(' ') {
+            return;
+        }
+        let matches: Vec<&str> = self.commands().into_iter().filter(|c| c.starts_with(&typed)).collect();
+        let Some(first) = matches.first() else { return };
+        let common: String = first
+            .chars()
+            .enumerate()
+            .take_while(|(i, ch)| matches.iter().all(|m| m.chars().nth(*i) == Some(*ch)))
+            .map(|(_, ch)| ch)
+            .collect();
+        self.input = if matches.len() == 1 {
+            format!("{common} ")
+        } else {
+            common
+        };
+        if matches.len() > 1 {
+            self.flash(FlashKind::Info, matches.join(" · "));
+        }
     }
 
     /// The search applies as it is typed: the list reloads on each key,
@@ -66,12 +103,30 @@ impl App {
             "atencion" | "atención" | "attention" => self.goto(Screen::Attention),
             "citas" | "proximas" | "próximas" | "upcoming" => self.goto(Screen::Upcoming),
             "tablero" | "board" => self.goto(Screen::Board),
-            "reproceso" | "reprocess" if Screen::tabs(self.role()).contains(&Screen::Reprocess) => {
-                self.goto(Screen::Reprocess)
+            "reproceso" | "reprocess" => {
+                if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
+                    self.goto(Screen::Reprocess)
+                } else {
+                    self.on_action(Action::Refused(OpKind::Reprocess))
+                }
             }
             "detalle" | "detail" | "d" if !arg.is_empty() => self.open_detail(arg.to_string()),
+            // The header shortens a long error; this shows it whole.
+            "error" => {
+                let text = self
+                    .dispatcher
+                    .last_error
+                    .clone()
+                    .unwrap_or_else(|| self.t.no_error.into());
+                self.flash(FlashKind::Info, text);
+                vec![]
+            }
             _ => {
-                self.flash(FlashKind::Refused, fill(self.t.flash_unknown_command, &[("cmd", cmd)]));
+                let known = self.commands().join(", ");
+                self.flash(
+                    FlashKind::Refused,
+                    fill(self.t.flash_unknown_command, &[("cmd", cmd), ("commands", &known)]),
+                );
                 vec![]
             }
         }
@@ -454,6 +509,7 @@ impl App {
             OpOutcome::Refused(_) => FlashKind::Refused,
         };
         let text = t.report(r);
+        self.log.push((self.now, text.clone()));
         self.flash(kind, text);
     }
 }

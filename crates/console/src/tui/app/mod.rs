@@ -176,7 +176,12 @@ pub enum FlashKind {
 pub struct Flash {
     pub kind: FlashKind,
     pub text: String,
+    /// When it was shown: it fades after [`FLASH_SECONDS`].
+    pub at: DateTime<Utc>,
 }
+
+/// How long a flash message stays on the line.
+pub const FLASH_SECONDS: i64 = 6;
 
 /// The embedded dispatcher as the header shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -245,6 +250,8 @@ pub struct App {
     /// Próximas citas shows `[now - 1 h, now + this]`.
     pub upcoming_hours: i64,
     pub ops_in_flight: usize,
+    /// This session's actions, newest last: what `L` lists.
+    pub log: Vec<(DateTime<Utc>, String)>,
 }
 
 impl App {
@@ -284,6 +291,7 @@ impl App {
             page_size: 50,
             upcoming_hours: 72,
             ops_in_flight: 0,
+            log: Vec::new(),
         }
     }
 
@@ -384,6 +392,13 @@ impl App {
     /// is still running (so a slow database never piles requests up).
     pub fn tick(&mut self, now: DateTime<Utc>) -> Vec<Request> {
         self.now = now;
+        if self
+            .flash
+            .as_ref()
+            .is_some_and(|f| now - f.at >= Duration::seconds(FLASH_SECONDS))
+        {
+            self.flash = None;
+        }
         let busy = match self.screen {
             Screen::Attention => self.attention.loading,
             Screen::Upcoming => self.upcoming.loading,
@@ -399,7 +414,11 @@ impl App {
     }
 
     fn flash(&mut self, kind: FlashKind, text: String) {
-        self.flash = Some(Flash { kind, text });
+        self.flash = Some(Flash {
+            kind,
+            text,
+            at: self.now,
+        });
     }
 
     fn goto(&mut self, screen: Screen) -> Vec<Request> {

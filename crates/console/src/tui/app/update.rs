@@ -9,7 +9,7 @@ impl App {
             Mode::Filter | Mode::Command => return self.on_input(a),
             Mode::Form => return self.on_form(a),
             Mode::Confirm | Mode::ConfirmWord => return self.on_confirm(a),
-            Mode::Help => {
+            Mode::Help | Mode::Log => {
                 match a {
                     Action::Quit => self.quit = true,
                     _ => self.mode = Mode::Normal,
@@ -25,6 +25,10 @@ impl App {
             }
             Action::Help => {
                 self.mode = Mode::Help;
+                vec![]
+            }
+            Action::ShowLog => {
+                self.mode = Mode::Log;
                 vec![]
             }
             Action::Back => self.back_action(),

@@ -8,7 +8,7 @@
 mod overlay;
 mod panels;
 
-use overlay::{draw_confirm, draw_form, draw_help};
+use overlay::{draw_confirm, draw_form, draw_help, draw_log};
 use panels::{draw_detail, draw_reprocess};
 
 use chrono::{DateTime, Duration, Utc};
@@ -91,6 +91,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Form => draw_form(f, app),
         Mode::Confirm | Mode::ConfirmWord => draw_confirm(f, app),
         Mode::Help => draw_help(f, app),
+        Mode::Log => draw_log(f, app),
         _ => {}
     }
     neutralize_controls(f);
@@ -117,23 +118,34 @@ fn local(app: &App, t: DateTime<Utc>, fmt: &str) -> String {
     t.with_timezone(&app.tz).format(fmt).to_string()
 }
 
+/// The dispatcher's state at a glance: a symbol and a colour each, paused
+/// and stopped in red (inverse, so they read without colour too).
+fn dispatcher_span(app: &App) -> Span<'static> {
+    let t = app.t;
+    let d = &app.dispatcher;
+    let red = Style::new()
+        .fg(Color::Red)
+        .add_modifier(Modifier::BOLD | Modifier::REVERSED);
+    let (symbol, label, style) = match d.running {
+        None => ("○", t.dispatcher_off, DIM),
+        Some(true) if d.paused => ("⏸", t.dispatcher_paused, red),
+        Some(true) => ("●", t.dispatcher_running, Style::new().fg(Color::Green)),
+        Some(false) => ("■", t.dispatcher_stopped, red),
+    };
+    Span::styled(format!("{symbol} {}: {label}", t.dispatcher), style)
+}
+
+/// Cuts `text` to `room` characters with `…` (whole when it fits).
+fn shorten(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    text.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+}
+
 fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
     let d = &app.dispatcher;
-    let state = match d.running {
-        None => t.dispatcher_off,
-        Some(true) if d.paused => t.dispatcher_paused,
-        Some(true) => t.dispatcher_running,
-        Some(false) => t.dispatcher_stopped,
-    };
-    let mut right = format!("{}: {state}", t.dispatcher);
-    if let Some(q) = d.queue {
-        right.push_str(&format!(" · {} {q}", t.queue));
-    }
-    if let Some(e) = &d.last_error {
-        right.push_str(&format!(" · {}: {}", t.last_error, inert(e)));
-    }
-    right.push_str(&format!(" · {}", local(app, app.now, "%d/%m %H:%M")));
     let mut left = vec![
         Span::styled(
             format!(" {} ", t.app_title),
@@ -150,16 +162,39 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
             Style::new().fg(Color::Yellow),
         ));
     }
-    let left_len: usize = left.iter().map(|s| s.content.chars().count()).sum();
-    let room = (area.width as usize).saturating_sub(left_len + 1);
-    let right: String = if right.chars().count() > room {
-        right.chars().take(room.saturating_sub(1)).chain(['…']).collect()
-    } else {
-        right
-    };
-    let pad = (area.width as usize).saturating_sub(left_len + right.chars().count());
+    // The clock and the dispatcher's state are always shown; the queue
+    // and the last error take what room is left (the error in full with
+    // `:error`).
+    let clock = format!(" · {} ", local(app, app.now, "%d/%m %H:%M"));
+    let state = dispatcher_span(app);
+    let width = area.width as usize;
+    let used = |spans: &[Span<'_>]| spans.iter().map(|s| s.content.chars().count()).sum::<usize>();
+    let mut room = width.saturating_sub(used(&left) + state.content.chars().count() + clock.chars().count() + 2);
+    let mut extra = String::new();
+    if let Some(q) = d.queue {
+        let part = format!(" · {} {q}", t.queue);
+        if part.chars().count() <= room {
+            room -= part.chars().count();
+            extra.push_str(&part);
+        }
+    }
+    if let Some(e) = &d.last_error {
+        let head = format!(" · {}: ", t.last_error);
+        if room > head.chars().count() + 8 {
+            let text = shorten(&inert(e), room - head.chars().count());
+            extra.push_str(&head);
+            extra.push_str(&text);
+        } else if room >= 4 {
+            // No room for words: a mark that there is one (`:error`).
+            extra.push_str(" · ⚠");
+        }
+    }
+    let right_len = state.content.chars().count() + extra.chars().count() + clock.chars().count();
+    let pad = width.saturating_sub(used(&left) + right_len);
     left.push(Span::raw(" ".repeat(pad)));
-    left.push(Span::styled(right, DIM));
+    left.push(state);
+    left.push(Span::styled(extra, DIM));
+    left.push(Span::styled(clock, HEAD));
     f.render_widget(Paragraph::new(Line::from(left)), area);
 }
 
@@ -335,7 +370,8 @@ fn draw_attention_like(
         widths.push(Constraint::Length(6));
     }
     if wide {
-        widths.push(Constraint::Length(24));
+        // The next step's words are short; the evidence takes the rest.
+        widths.push(Constraint::Length(16));
     }
     widths.push(Constraint::Fill(1));
     let table = Table::new(body, widths)
@@ -592,7 +628,8 @@ fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
         .cloned()
         .collect();
     let mut room = width.saturating_sub(fixed.iter().map(len).sum());
-    // Opening and searching come first: every role needs them.
+    // Opening, searching and marking handled come first: every role
+    // works the queue with them.
     let mut rest: Vec<_> = hints
         .iter()
         .filter(|h| !matches!(h.2, Action::Help | Action::Quit))
@@ -600,7 +637,8 @@ fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
     rest.sort_by_key(|h| match h.2 {
         Action::Open => 0,
         Action::OpenFilter => 1,
-        _ => 2,
+        Action::Op(OpKind::Resolve) => 2,
+        _ => 3,
     });
     let mut shown = Vec::new();
     for h in rest {
