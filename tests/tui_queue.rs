@@ -84,7 +84,7 @@ fn marking_a_case_handled_takes_it_off_the_queue_and_news_brings_it_back() {
     assert_eq!(keys_on_screen(&app), vec![(first.kind, first.subject_id)]);
     let screen = render(&app, 120, 40);
     assert!(screen.contains("Atendidos hoy"), "{screen}");
-    assert!(screen.contains("atendido hoy 08:00 por recepcion"), "{screen}");
+    assert!(screen.contains("✓ hoy 08:00 recepcion"), "{screen}");
     fx.act(&mut app, Action::ToggleHandled);
     // News: the situation changes after the mark (a later state change).
     if first.kind == RowKind::Intention {
@@ -152,7 +152,15 @@ fn the_cursor_follows_its_case_when_rows_above_it_leave() {
                     },
                     now(),
                 )?;
-                tx.mark_handled(r.kind, r.subject_id, "otra", id, now())
+                let situation = tx.case_info(r.kind, r.subject_id)?.and_then(|i| i.since);
+                let mark = unavez::store::NewMark {
+                    kind: r.kind,
+                    subject_id: r.subject_id,
+                    situation,
+                    operator: "otra",
+                    action_id: id,
+                };
+                tx.mark_handled(&mark, now())
             })
             .unwrap();
     }

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, check, note_text};
-use crate::store::{Cause, Entry, IntentionRow, OperatorAction, RowKind, Tx};
+use crate::store::{Cause, Entry, IntentionRow, NewMark, OperatorAction, RowKind, Tx};
 
 /// A case of the Atención list, by what it is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -53,11 +53,32 @@ pub(super) fn mark_after(
         return Ok(());
     }
     if let Some(r) = row {
-        tx.mark_handled(RowKind::Intention, r.id, actor.name, action_id, now)?;
+        mark(tx, Case::intention(r.id), actor, action_id, now)?;
     }
     if op == OpKind::ManualContact {
-        tx.mark_handled(RowKind::RescheduleRequest, commitment_id, actor.name, action_id, now)?;
+        let case = Case {
+            kind: RowKind::RescheduleRequest,
+            subject_id: commitment_id,
+        };
+        mark(tx, case, actor, action_id, now)?;
     }
+    Ok(())
+}
+
+/// Records the mark on the case's situation as it is now (after the
+/// action applied).
+fn mark(tx: &Tx<'_>, case: Case, actor: &Actor<'_>, action_id: i64, now: DateTime<Utc>) -> Result<(), OpsError> {
+    let situation = tx.case_info(case.kind, case.subject_id)?.and_then(|i| i.since);
+    tx.mark_handled(
+        &NewMark {
+            kind: case.kind,
+            subject_id: case.subject_id,
+            situation,
+            operator: actor.name,
+            action_id,
+        },
+        now,
+    )?;
     Ok(())
 }
 
@@ -117,7 +138,7 @@ pub fn resolve(
         },
         now,
     )?;
-    tx.mark_handled(case.kind, case.subject_id, actor.name, action_id, now)?;
+    mark(tx, case, actor, action_id, now)?;
     if let Some(r) = &row {
         tx.note(
             r.id,

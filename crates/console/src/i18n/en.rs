@@ -213,7 +213,7 @@ pub static EN: Strings = Strings {
     no_results: "0 results — esc to clear",
     handled_none: "Nothing handled today yet. h goes back to the open cases.",
     handled_title: "Handled today",
-    handled_by: "handled {when} by {who}",
+    handled_by: "✓ {when} {who}",
     reopened: "reopened: something new",
     col_next: "Next step",
     col_name: "Patient",

@@ -213,7 +213,7 @@ pub static ES: Strings = Strings {
     no_results: "0 resultados — esc para limpiar",
     handled_none: "Nada atendido hoy todavía. h vuelve a los pendientes.",
     handled_title: "Atendidos hoy",
-    handled_by: "atendido {when} por {who}",
+    handled_by: "✓ {when} {who}",
     reopened: "reabierto: hay novedades",
     col_next: "Qué hacer",
     col_name: "Paciente",

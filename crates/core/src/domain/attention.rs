@@ -94,12 +94,14 @@ impl AttentionRule {
 }
 
 /// A mark "atendido" covers a case until something new happens to it: the
-/// case reopens when its situation changed after the mark (a later state
-/// change of the intention, a newer reschedule request, the refused event
-/// seen again). Repeated or lower-ranked signals change no state and are
-/// not news.
-pub fn handled_covers(handled_at: DateTime<Utc>, situation_since: DateTime<Utc>) -> bool {
-    handled_at >= situation_since
+/// mark names the situation it was made on (when the intention's state last
+/// changed, when the reschedule was requested, when the refused event was
+/// last seen), and the case reopens as soon as its situation is another
+/// one. Repeated or lower-ranked signals change no state and are not news.
+/// Comparing situations, not the mark's clock with the situation's, keeps
+/// a mark right when another process's clock runs ahead.
+pub fn handled_covers(marked_situation: DateTime<Utc>, situation_since: DateTime<Utc>) -> bool {
+    marked_situation == situation_since
 }
 
 /// What an Atención row is about, as far as the next step goes.
@@ -222,7 +224,7 @@ mod tests {
     fn a_mark_covers_until_the_situation_changes() {
         let t = now();
         assert!(handled_covers(t, t));
-        assert!(handled_covers(t, t - Duration::seconds(1)));
+        assert!(!handled_covers(t, t - Duration::seconds(1)));
         assert!(!handled_covers(t, t + Duration::milliseconds(1)));
     }
 

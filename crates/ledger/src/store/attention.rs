@@ -86,6 +86,17 @@ pub struct AttentionRow {
     pub handled: Option<HandledMark>,
 }
 
+/// A mark "atendido" to record.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMark<'a> {
+    pub kind: RowKind,
+    pub subject_id: i64,
+    /// The case's situation right after the action.
+    pub situation: Option<DateTime<Utc>>,
+    pub operator: &'a str,
+    pub action_id: i64,
+}
+
 /// A case's commitment and since when it is in its situation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseInfo {
@@ -187,13 +198,19 @@ fn walked_states(rule: &AttentionRule) -> String {
     format!("i.state IN ({})", states.join(", "))
 }
 
-/// A mark of `kind` on `subject` covers its case while it is not older
-/// than the situation (`domain::attention::handled_covers`).
+/// A mark covers its case while the situation is the one it was made on
+/// (`domain::attention::handled_covers`), for mark `h`.
+fn covers_sql(since: &str) -> String {
+    format!("h.situation_at = {since}")
+}
+
+/// A covering mark of `kind` on `subject` exists.
 fn covered_sql(kind: RowKind, subject: &str, since: &str) -> String {
     format!(
         "EXISTS (SELECT 1 FROM attention_handled h WHERE h.kind = '{}' AND h.subject_id = {subject}
-            AND h.handled_at >= {since})",
-        kind.as_str()
+            AND {})",
+        kind.as_str(),
+        covers_sql(since)
     )
 }
 
@@ -373,21 +390,23 @@ impl Tx<'_> {
     }
 
     /// Marks a case handled by an operator action (replacing an older
-    /// mark). The action itself is in `operator_actions`.
-    pub fn mark_handled(
-        &self,
-        kind: RowKind,
-        subject_id: i64,
-        operator: &str,
-        action_id: i64,
-        at: DateTime<Utc>,
-    ) -> Result<()> {
+    /// mark), on the situation `situation` (see [`CaseInfo::since`]). The
+    /// action itself is in `operator_actions`.
+    pub fn mark_handled(&self, mark: &NewMark<'_>, at: DateTime<Utc>) -> Result<()> {
         self.conn().execute(
-            "INSERT INTO attention_handled(kind, subject_id, handled_at, operator, action_id)
-             VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(kind, subject_id) DO UPDATE SET handled_at = excluded.handled_at,
-                 operator = excluded.operator, action_id = excluded.action_id",
-            params![kind.as_str(), subject_id, ms(at), operator, action_id],
+                 situation_at = excluded.situation_at, operator = excluded.operator,
+                 action_id = excluded.action_id",
+            params![
+                mark.kind.as_str(),
+                mark.subject_id,
+                ms(at),
+                mark.situation.map(ms),
+                mark.operator,
+                mark.action_id
+            ],
         )?;
         Ok(())
     }
@@ -532,17 +551,19 @@ fn handled_sql(s: Option<&Search>) -> (String, String) {
             SELECT 'intention' AS kind, i.id AS iid, i.id AS sid, i.commitment_id AS cid, i.starts_at AS starts,
                 {ev} AS ev, h.handled_at AS hat
             FROM attention_handled h JOIN intentions i ON i.id = h.subject_id
-            WHERE h.kind = 'intention' AND h.handled_at >= ?9 AND h.handled_at >= i.state_changed_at
-                AND (?8 IS NULL OR i.key LIKE ?8)
+            WHERE h.kind = 'intention' AND h.handled_at >= ?9 AND {cov_i} AND (?8 IS NULL OR i.key LIKE ?8)
             UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0, h.handled_at
             FROM attention_handled h JOIN commitments c ON c.id = h.subject_id
-            WHERE h.kind = 'reschedule' AND h.handled_at >= ?9 AND h.handled_at >= c.reschedule_requested_at
+            WHERE h.kind = 'reschedule' AND h.handled_at >= ?9 AND {cov_c}
             UNION ALL SELECT 'refused', r.id, r.id, c.id, c.starts_at, 0, h.handled_at
             FROM attention_handled h JOIN refused_events r ON r.id = h.subject_id
                 JOIN commitments c ON c.ref = r.commitment_ref
-            WHERE h.kind = 'refused' AND h.handled_at >= ?9 AND h.handled_at >= r.last_seen_at) p
+            WHERE h.kind = 'refused' AND h.handled_at >= ?9 AND {cov_r}) p
          WHERE 1 {matched}",
-        ev = evidence_sql("i.id")
+        ev = evidence_sql("i.id"),
+        cov_i = covers_sql("i.state_changed_at"),
+        cov_c = covers_sql("c.reschedule_requested_at"),
+        cov_r = covers_sql("r.last_seen_at"),
     );
     let total = format!("SELECT count(*) FROM ({keys})");
     (keys, total)

@@ -230,9 +230,9 @@ fn open_cases_equal_the_domain_rule_applied_row_by_row() {
         .execute_batch(&format!(
             "INSERT INTO operator_actions(id, at, operator, role, action, reason, result)
                  VALUES (1, {n}, 'recepcion', 'front_desk', 'resolve', 'x', 'done');
-             INSERT INTO attention_handled(kind, subject_id, handled_at, operator, action_id)
-                 SELECT 'intention', id, CASE WHEN id % 2 = 0 THEN state_changed_at ELSE state_changed_at - 1 END,
-                        'recepcion', 1
+             INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
+                 SELECT 'intention', id, {n},
+                        CASE WHEN id % 2 = 0 THEN state_changed_at ELSE state_changed_at - 1 END, 'recepcion', 1
                  FROM intentions WHERE id % 5 = 0 AND state IN ('uncertain', 'review', 'failed', 'dispatching');",
             n = ms(now())
         ))
@@ -241,7 +241,7 @@ fn open_cases_equal_the_domain_rule_applied_row_by_row() {
     let mut stmt = store
         .conn
         .prepare(
-            "SELECT i.id, i.state, i.due_at, i.lease_until, i.state_changed_at, h.handled_at
+            "SELECT i.id, i.state, i.due_at, i.lease_until, i.state_changed_at, h.situation_at
              FROM intentions i LEFT JOIN attention_handled h ON h.kind = 'intention' AND h.subject_id = i.id",
         )
         .unwrap();

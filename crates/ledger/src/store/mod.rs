@@ -24,7 +24,7 @@ mod uncertain;
 mod webhooks;
 
 pub use attempts::{AttemptOutcome, AttemptResult, Finished, RetryPolicy};
-pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, HandledMark, RowKind};
+pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, HandledMark, NewMark, RowKind};
 pub use console::{Board, CounterQuery, NotificationCell, Page, UpcomingRow};
 pub use dispatch::{ClaimDecision, ClaimScope, Claimed, Holder, PresendFacts};
 pub use inbound::SignalRow;

@@ -1,16 +1,20 @@
 -- The front desk's work queue (issue 10): cases marked handled, and a
 -- search index for finding a patient who calls.
 
--- One mark per case: who handled it, when, through which operator action.
--- `kind` says what `subject_id` is: 'intention' (intentions.id),
--- 'reschedule' (commitments.id, a reschedule request) or 'refused'
--- (refused_events.id). A newer mark replaces the older one; the action log
--- (`operator_actions`) keeps every one. Whether a mark still covers its
--- case (nothing new since) is the domain's rule, applied by the query.
+-- One mark per case: who handled it, when, through which operator action,
+-- and the situation it was made on (`situation_at`: the intention's
+-- state_changed_at, the reschedule request's time, the refused event's
+-- last sighting, read right after the action). `kind` says what
+-- `subject_id` is: 'intention' (intentions.id), 'reschedule'
+-- (commitments.id, a reschedule request) or 'refused' (refused_events.id).
+-- A newer mark replaces the older one; the action log (`operator_actions`)
+-- keeps every one. Whether a mark still covers its case (the situation is
+-- still the one it was made on) is the domain's rule, applied by the query.
 CREATE TABLE attention_handled (
     kind        TEXT NOT NULL CHECK (kind IN ('intention', 'reschedule', 'refused')),
     subject_id  INTEGER NOT NULL,
     handled_at  INTEGER NOT NULL,
+    situation_at INTEGER,
     operator    TEXT NOT NULL,
     action_id   INTEGER NOT NULL REFERENCES operator_actions(id),
     PRIMARY KEY (kind, subject_id)
