@@ -224,6 +224,14 @@ pub struct Strings {
     pub act_log: &'static str,
     pub log_title: &'static str,
     pub log_empty: &'static str,
+    /// `(code, label)` for history signals (`intention_history.signal`);
+    /// `webhook:{status}` is said as `webhook_signal` with the status.
+    pub signals: &'static [(&'static str, &'static str)],
+    pub webhook_signal: &'static str,
+    /// `(code, label)` for history causes.
+    pub causes: &'static [(&'static str, &'static str)],
+    /// `(code, label)` for reprocessing actions.
+    pub reprocess_actions: &'static [(&'static str, &'static str)],
     /// `(code, label)` for `domain::attention::NextStep`.
     pub next_steps: &'static [(&'static str, &'static str)],
 }
@@ -331,6 +339,26 @@ impl Strings {
         }
     }
 
+    /// A history signal in words (the code itself when unknown: the test
+    /// below keeps that from happening).
+    pub fn signal(&self, code: &str) -> String {
+        if let Some(status) = code.strip_prefix("webhook:") {
+            return fill(self.webhook_signal, &[("status", self.state(status))]);
+        }
+        lookup(self.signals, code).unwrap_or(code).to_string()
+    }
+
+    pub fn cause<'a>(&self, code: &'a str) -> &'a str
+    where
+        'static: 'a,
+    {
+        lookup(self.causes, code).unwrap_or(code)
+    }
+
+    pub fn reprocess_action(&self, a: crate::dispatch::reprocess::Action) -> &'static str {
+        lookup(self.reprocess_actions, a.as_str()).unwrap_or(a.as_str())
+    }
+
     /// What to do next with a case, in words.
     pub fn next_step(&self, step: NextStep) -> &'static str {
         self.next_steps
@@ -435,6 +463,10 @@ impl Strings {
     }
 }
 
+fn lookup(table: &'static [(&'static str, &'static str)], code: &str) -> Option<&'static str> {
+    table.iter().find(|(c, _)| *c == code).map(|(_, l)| *l)
+}
+
 /// The table for a configured language.
 pub fn strings(lang: Language) -> &'static Strings {
     match lang {
@@ -465,6 +497,98 @@ mod tests {
     fn spanish_is_the_default() {
         assert_eq!(strings(Language::default()).screen_attention, "Atención");
         assert_eq!(strings(Language::En).screen_attention, "Attention");
+    }
+
+    /// Every `.rs` file under `dir`, recursively.
+    fn sources(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                sources(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.to_string_lossy().contains("test") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                out.push((p, text));
+            }
+        }
+    }
+
+    /// The string literals right after each `prefix` in `text`.
+    fn literals_after(text: &str, prefix: &str) -> Vec<String> {
+        text.match_indices(prefix)
+            .filter_map(|(i, _)| {
+                let rest = &text[i + prefix.len()..];
+                let rest = rest.strip_prefix('"')?;
+                let end = rest.find('"')?;
+                let word = &rest[..end];
+                word.chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_')
+                    .then(|| word.to_string())
+            })
+            .collect()
+    }
+
+    /// Every history signal, cause and reprocessing action the code can
+    /// write has words in both languages: the test reads the workspace's
+    /// sources, so a new `signal: "…"`, `entry("…")`, `Signal::…`,
+    /// `Cause::…` or reprocessing action without a text fails here.
+    #[test]
+    fn every_signal_cause_and_reprocess_action_is_said_in_both_languages() {
+        let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = Vec::new();
+        for c in ["core", "ledger", "app", "channels", "server"] {
+            sources(&crates.join(c).join("src"), &mut files);
+        }
+        let (mut signals, mut causes, mut actions) = (Vec::new(), Vec::new(), Vec::new());
+        for (path, text) in &files {
+            for prefix in ["signal: ", "entry(", "webhook_entry("] {
+                signals.extend(literals_after(text, prefix));
+            }
+            let name = path.file_name().unwrap().to_string_lossy();
+            for line in text.lines() {
+                let line = line.trim();
+                let arm = |p: &str| line.strip_prefix(p).and_then(|r| literals_after(r, " => ").pop());
+                if name == "state.rs" && line.starts_with("Signal::") {
+                    let head = line.split(" => ").next().unwrap_or("");
+                    if let Some(w) = literals_after(line, &format!("{head} => ")).pop() {
+                        signals.push(w);
+                    }
+                }
+                if name == "intents.rs"
+                    && let Some(w) = arm("Cause::").or_else(|| {
+                        line.split_once(" => ").and_then(|(h, _)| {
+                            h.strip_prefix("Cause::")
+                                .and_then(|_| literals_after(line, " => ").pop())
+                        })
+                    })
+                {
+                    causes.push(w);
+                }
+                if name == "reprocess.rs" && line.starts_with("Action::") {
+                    if let Some(w) = literals_after(line, " => ").pop() {
+                        actions.push(w);
+                    }
+                }
+            }
+        }
+        signals.extend(OpKind::ALL.iter().map(|o| o.as_str().to_string()));
+        assert!(
+            signals.len() > 20 && causes.len() == 6 && actions.len() == 9,
+            "{signals:?} {causes:?} {actions:?}"
+        );
+        for t in [&ES, &EN] {
+            let missing: Vec<&String> = signals.iter().filter(|s| lookup(t.signals, s).is_none()).collect();
+            assert!(missing.is_empty(), "signals without text: {missing:?}");
+            assert_ne!(t.signal("webhook:delivered"), "webhook:delivered");
+            for c in &causes {
+                assert!(lookup(t.causes, c).is_some(), "cause {c} has no text");
+            }
+            for a in &actions {
+                assert!(
+                    lookup(t.reprocess_actions, a).is_some(),
+                    "reprocess action {a} has no text"
+                );
+            }
+        }
     }
 
     /// Every next step of the work queue has words in both languages.

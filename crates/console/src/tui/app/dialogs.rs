@@ -246,7 +246,7 @@ impl App {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let count = self.reprocess.plan.as_ref().map(|p| p.len()).unwrap_or(0).to_string();
-                let plan = summary_text(self.reprocess.plan.as_deref().unwrap_or(&[]));
+                let plan = summary_text(t, self.reprocess.plan.as_deref().unwrap_or(&[]));
                 let scope = fill(
                     t.scope_reprocess,
                     &[
@@ -430,7 +430,7 @@ impl App {
                             "{} {}: {}",
                             self.t.act_reprocess,
                             report.day,
-                            summary_text(&report.items)
+                            summary_text(self.t, &report.items)
                         );
                         self.flash(FlashKind::Success, fill(self.t.flash_done, &[("what", &what)]));
                         self.reprocess.done = Some(report);

@@ -554,7 +554,7 @@ impl App {
 }
 
 /// `dispatch 3 · reconcile 2 · keep_evidence 10`, in plan order.
-pub fn summary_text(items: &[reprocess::Item]) -> String {
+pub fn summary_text(t: &Strings, items: &[reprocess::Item]) -> String {
     let mut counts: Vec<(reprocess::Action, usize)> = Vec::new();
     for i in items {
         match counts.iter_mut().find(|(a, _)| *a == i.action) {
@@ -564,7 +564,7 @@ pub fn summary_text(items: &[reprocess::Item]) -> String {
     }
     counts
         .iter()
-        .map(|(a, n)| format!("{} {n}", a.as_str()))
+        .map(|(a, n)| format!("{} {n}", t.reprocess_action(*a)))
         .collect::<Vec<_>>()
         .join(" · ")
 }

@@ -323,9 +323,10 @@ fn draw_attention_like(
             }
             _ => t.next_step(next_step(case_kind(r))).to_string(),
         };
-        let evidence = match (&r.last_event, r.evidence_count) {
+        let last = r.last_event.as_deref().map(|e| say_event(app, e));
+        let evidence = match (&last, r.evidence_count) {
             (_, 0) if r.kind == RowKind::Intention => {
-                format!("0 · {}", inert(r.last_event.as_deref().unwrap_or(t.no_evidence)))
+                format!("0 · {}", inert(last.as_deref().unwrap_or(t.no_evidence)))
             }
             (Some(e), n) => format!("{n} · {}", inert(e)),
             (None, _) => String::new(),
@@ -397,6 +398,18 @@ pub fn short_name(name: &str, width: usize) -> String {
         }
     }
     name.chars().take(width.saturating_sub(1)).chain(['…']).collect()
+}
+
+/// An Atención row's last event (`signal (cause): note`, see
+/// `AttentionRow::last_event`) with the signal and cause in words.
+fn say_event(app: &App, e: &str) -> String {
+    let Some((signal, rest)) = e.split_once(" (") else {
+        return e.to_string();
+    };
+    let Some((cause, note)) = rest.split_once(')') else {
+        return e.to_string();
+    };
+    format!("{} ({}){note}", app.t.signal(signal), app.t.cause(cause))
 }
 
 /// What an Atención row is, for the next step.
