@@ -287,10 +287,12 @@ fn draw_attention_like(
     // Narrow terminals (80 columns) keep who, when, the phone's last digits,
     // the state and what to do; wider ones add the message, the age and
     // the last evidence.
-    let (medium, wide) = (area.width >= 100, area.width >= 130);
+    // Wider terminals add the age (100), the message (120) and the last
+    // evidence (140).
+    let (medium, message, wide) = (area.width >= 100, area.width >= 120, area.width >= 140);
     let name_width: u16 = if medium { 16 } else { 10 };
     let mut header = vec![t.col_commitment, t.col_time, t.col_name, t.col_phone];
-    if wide {
+    if message {
         header.push(t.col_purpose);
     }
     header.push(t.col_state);
@@ -342,7 +344,7 @@ fn draw_attention_like(
             Cell::from(name),
             Cell::from(inert(&phone).into_owned()),
         ];
-        if wide {
+        if message {
             cells.push(Cell::from(inert(&purpose).into_owned()));
         }
         cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)));
@@ -363,7 +365,7 @@ fn draw_attention_like(
         Constraint::Length(name_width),
         Constraint::Length(15),
     ];
-    if wide {
+    if message {
         widths.push(Constraint::Length(14));
     }
     widths.push(Constraint::Length(11));
