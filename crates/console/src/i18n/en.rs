@@ -283,6 +283,7 @@ pub static EN: Strings = Strings {
         ("stay_cancelled", "stays cancelled"),
         ("stay_for_person", "stays for a person"),
     ],
+    board_chart: "Messages per hour",
     next_steps: &[
         ("call", "call"),
         ("resend", "resend/call"),

@@ -283,6 +283,7 @@ pub static ES: Strings = Strings {
         ("stay_cancelled", "sigue cancelada"),
         ("stay_for_person", "queda para una persona"),
     ],
+    board_chart: "Mensajes por hora",
     next_steps: &[
         ("call", "llamar"),
         ("resend", "reenviar/llamar"),

@@ -18,7 +18,9 @@ use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
 use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence};
-use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, Store, UpcomingRow};
+use crate::store::{
+    AttentionQuery, AttentionRow, Board, CounterQuery, HourCount, IntentionDetail, Page, Store, UpcomingRow,
+};
 use crate::templates::Templates;
 
 pub use crate::ops::PendingOp;
@@ -49,6 +51,11 @@ pub enum Request {
     },
     Board {
         day: String,
+    },
+    /// The Tablero's chart: the day's outcomes by the hour.
+    BoardHours {
+        day: String,
+        day_start: DateTime<Utc>,
     },
     Counter {
         query: CounterQuery,
@@ -86,6 +93,7 @@ pub enum Response {
     Attention(Result<Page<AttentionRow>, String>),
     Upcoming(Result<Page<UpcomingRow>, String>),
     Board(Result<Board, String>),
+    BoardHours(Result<Vec<HourCount>, String>),
     Counter(Result<Page<AttentionRow>, String>),
     Detail(Result<Box<IntentionDetail>, String>),
     Status {
@@ -211,6 +219,9 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 .map_err(s),
         ),
         Request::Board { day } => Response::Board(store.read(|tx| tx.board(&day)).map_err(s)),
+        Request::BoardHours { day, day_start } => {
+            Response::BoardHours(store.read(|tx| tx.board_hours(&day, day_start)).map_err(s))
+        }
         Request::Counter { query, limit, offset } => {
             Response::Counter(store.read(|tx| tx.counter_rows(&query, limit, offset)).map_err(s))
         }

@@ -66,7 +66,20 @@ pub struct Board {
     /// the day's accepted attempts (a sample of at most 500: each one is
     /// an attempt lookup, and a busy day has ten thousand).
     pub latency_ms_median: Option<i64>,
+    /// The 95th percentile of the same sample.
+    pub latency_ms_p95: Option<i64>,
     pub latency_samples: i64,
+}
+
+/// How many of a day's messages reached an outcome in one hour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HourCount {
+    /// Hours since the start of the operating day (0–23; 23–24 on a day
+    /// with a daylight-saving change).
+    pub hour: i64,
+    /// `accepted`, `sent`, `delivered`, `read` or `failed`.
+    pub state: String,
+    pub n: i64,
 }
 
 /// Which rows a Tablero counter stands for.
@@ -190,8 +203,33 @@ impl Tx<'_> {
             duplicate_events: self.counter("duplicate_events")? + self.counter("duplicate_channel_events")?,
             opt_outs,
             latency_ms_median: latencies.get(latencies.len() / 2).copied(),
+            latency_ms_p95: latencies
+                .get((latencies.len() * 95 / 100).min(latencies.len().saturating_sub(1)))
+                .copied(),
             latency_samples: latencies.len() as i64,
         })
+    }
+
+    /// The day's messages by the hour (since `day_start`) they reached
+    /// their outcome, for the Tablero's chart: the day's rows come from
+    /// `intentions_day_state`, one state at a time.
+    pub fn board_hours(&self, day: &str, day_start: DateTime<Utc>) -> Result<Vec<HourCount>> {
+        Ok(self
+            .conn()
+            .prepare_cached(
+                "SELECT (state_changed_at - ?2) / 3600000 AS h, state, count(*) FROM intentions
+                 WHERE day = ?1 AND state IN ('accepted', 'sent', 'delivered', 'read', 'failed')
+                   AND state_changed_at >= ?2
+                 GROUP BY h, state ORDER BY h, state",
+            )?
+            .query_map(params![day, ms(day_start)], |r| {
+                Ok(HourCount {
+                    hour: r.get(0)?,
+                    state: r.get(1)?,
+                    n: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?)
     }
 
     /// The intentions behind a Tablero counter, in the attention shape,

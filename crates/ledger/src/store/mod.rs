@@ -25,7 +25,7 @@ mod webhooks;
 
 pub use attempts::{AttemptOutcome, AttemptResult, Finished, RetryPolicy};
 pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, HandledMark, NewMark, RowKind};
-pub use console::{Board, CounterQuery, NotificationCell, Page, UpcomingRow};
+pub use console::{Board, CounterQuery, HourCount, NotificationCell, Page, UpcomingRow};
 pub use dispatch::{ClaimDecision, ClaimScope, Claimed, Holder, PresendFacts};
 pub use inbound::SignalRow;
 pub use intents::Entry;

@@ -442,6 +442,8 @@ impl App {
             Response::Attention(Ok(p)) => self.attention.set(p),
             Response::Upcoming(Ok(p)) => self.upcoming.set(p),
             Response::Counter(Ok(p)) => self.counter.set(p),
+            Response::BoardHours(Ok(h)) => self.board_hours = h,
+            Response::BoardHours(Err(_)) => self.board_hours.clear(),
             Response::Board(Ok(b)) => {
                 self.board = Some(b);
                 self.board_selected = self.board_selected.min(self.board_items().len().saturating_sub(1));

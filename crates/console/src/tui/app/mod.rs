@@ -9,7 +9,10 @@
 //! confirmation and the worker's answers.
 
 mod dialogs;
+mod rows;
 mod update;
+
+pub use rows::{RowIdentity, Rows};
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
@@ -22,88 +25,8 @@ use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
 use crate::ops::{Case, OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
 use crate::store::{
-    AttentionQuery, AttentionRow, AttentionView, Board, CounterQuery, IntentionDetail, Page, RowKind, UpcomingRow,
+    AttentionQuery, AttentionRow, AttentionView, Board, CounterQuery, HourCount, IntentionDetail, RowKind, UpcomingRow,
 };
-
-/// What a list row is, whatever its position: the cursor follows it.
-pub trait RowIdentity {
-    fn identity(&self) -> (u8, i64);
-}
-
-impl RowIdentity for AttentionRow {
-    fn identity(&self) -> (u8, i64) {
-        (self.kind as u8, self.subject_id)
-    }
-}
-
-impl RowIdentity for UpcomingRow {
-    fn identity(&self) -> (u8, i64) {
-        (0, self.commitment_id)
-    }
-}
-
-/// A paginated list with a cursor. The cursor is kept on its case (by
-/// identity) across refreshes, filters and re-sorting; only when that case
-/// left the list does it stay at the same position.
-#[derive(Debug, Clone)]
-pub struct Rows<T> {
-    pub rows: Vec<T>,
-    pub total: i64,
-    pub offset: u32,
-    pub selected: usize,
-    /// The selected row's identity, followed across reloads.
-    pub anchor: Option<(u8, i64)>,
-    pub loading: bool,
-    pub loaded: bool,
-}
-
-impl<T> Default for Rows<T> {
-    fn default() -> Self {
-        Rows {
-            rows: Vec::new(),
-            total: 0,
-            offset: 0,
-            selected: 0,
-            anchor: None,
-            loading: false,
-            loaded: false,
-        }
-    }
-}
-
-impl<T: RowIdentity> Rows<T> {
-    fn set(&mut self, page: Page<T>) {
-        self.rows = page.rows;
-        self.total = page.total;
-        self.offset = page.offset;
-        let found = self
-            .anchor
-            .and_then(|a| self.rows.iter().position(|r| r.identity() == a));
-        self.selected = found.unwrap_or(self.selected).min(self.rows.len().saturating_sub(1));
-        self.anchor = self.current().map(RowIdentity::identity);
-        self.loading = false;
-        self.loaded = true;
-    }
-    pub fn current(&self) -> Option<&T> {
-        self.rows.get(self.selected)
-    }
-    /// Moves the cursor to `i` (clamped) and follows that row from now on.
-    pub fn select(&mut self, i: usize) {
-        self.selected = i.min(self.rows.len().saturating_sub(1));
-        self.anchor = self.current().map(RowIdentity::identity);
-    }
-    fn up(&mut self) {
-        self.select(self.selected.saturating_sub(1));
-    }
-    fn down(&mut self) {
-        self.select(self.selected + 1);
-    }
-    /// Back to the first row (a new page, a new search).
-    fn top(&mut self) {
-        self.selected = 0;
-        self.anchor = None;
-    }
-}
 
 /// What an action is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,6 +155,8 @@ pub struct App {
     pub counter: Rows<AttentionRow>,
     pub counter_query: Option<CounterQuery>,
     pub board: Option<Board>,
+    /// The Tablero's chart data.
+    pub board_hours: Vec<HourCount>,
     pub board_selected: usize,
     pub day: NaiveDate,
     pub detail: Option<Box<IntentionDetail>>,
@@ -275,6 +200,7 @@ impl App {
             counter: Rows::default(),
             counter_query: None,
             board: None,
+            board_hours: Vec::new(),
             board_selected: 0,
             day: now.with_timezone(&tz).date_naive(),
             detail: None,
@@ -361,9 +287,19 @@ impl App {
                     offset: self.upcoming.offset,
                 }]
             }
-            Screen::Board => vec![Request::Board {
-                day: self.day.format("%Y-%m-%d").to_string(),
-            }],
+            Screen::Board => {
+                let day = self.day.format("%Y-%m-%d").to_string();
+                let day_start = self
+                    .day
+                    .and_hms_opt(0, 0, 0)
+                    .and_then(|t| t.and_local_timezone(self.tz).earliest())
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or(self.now);
+                vec![
+                    Request::Board { day: day.clone() },
+                    Request::BoardHours { day, day_start },
+                ]
+            }
             Screen::Counter => match &self.counter_query {
                 Some(q) => {
                     self.counter.loading = true;
@@ -540,9 +476,14 @@ impl App {
             value: b.opt_outs.to_string(),
             query: None,
         });
-        let latency = match b.latency_ms_median {
-            Some(ms) => format!("{:.1} s (n={})", ms as f64 / 1000.0, b.latency_samples),
-            None => t.detail_none.to_string(),
+        let latency = match (b.latency_ms_median, b.latency_ms_p95) {
+            (Some(p50), Some(p95)) => format!(
+                "{:.1} s · p95 {:.1} s (n={})",
+                p50 as f64 / 1000.0,
+                p95 as f64 / 1000.0,
+                b.latency_samples
+            ),
+            _ => t.detail_none.to_string(),
         };
         items.push(BoardItem {
             label: t.board_latency.into(),

@@ -5,9 +5,13 @@
 //! `panels.rs` draws Detalle and Reproceso, `overlay.rs` the form, the
 //! confirmation and the help.
 
+mod attention;
+mod board;
 mod overlay;
 mod panels;
 
+use attention::{draw_attention_like, human_time, short_name};
+use board::draw_board;
 use overlay::{draw_confirm, draw_form, draw_help, draw_log};
 use panels::{draw_detail, draw_reprocess};
 
@@ -18,23 +22,22 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
 
-use super::app::{App, FlashKind, age};
+use super::app::{App, FlashKind};
 use super::keys::{Action, Mode, Screen, visible};
-use crate::domain::attention::{CaseKind, next_step};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 use crate::i18n::fill;
 use crate::ops::OpKind;
-use crate::store::{AttentionRow, RowKind, UpcomingRow};
+use crate::store::UpcomingRow;
 
 /// The smallest terminal the console lays out; below it, a notice.
 pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 
-const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
-const DIM: Style = Style::new().fg(Color::DarkGray);
-const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
+pub(super) const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
+pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
+pub(super) const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
 
 /// Draws the whole console.
 pub fn draw(f: &mut Frame<'_>, app: &App) {
@@ -220,14 +223,14 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> String {
+pub(super) fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> String {
     if total == 0 {
         return String::new();
     }
     format!(" {} {}–{} / {total} ", app.t.page, offset + 1, offset as usize + shown)
 }
 
-fn state_style(state: &str) -> Style {
+pub(super) fn state_style(state: &str) -> Style {
     match state {
         "uncertain" | "stuck" => Style::new().fg(Color::Yellow),
         "review" | "reschedule" => Style::new().fg(Color::Magenta),
@@ -238,212 +241,9 @@ fn state_style(state: &str) -> Style {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn draw_attention_like(
-    f: &mut Frame<'_>,
-    app: &App,
-    area: Rect,
-    rows: &[AttentionRow],
-    selected: usize,
-    total: i64,
-    offset: u32,
-    loaded: bool,
-) {
-    let t = app.t;
-    let title = if app.screen == Screen::Counter {
-        app.counter_query
-            .as_ref()
-            .map(|q| {
-                let what = q
-                    .reason
-                    .as_deref()
-                    .map(|r| t.reason(r))
-                    .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
-                format!(" {} {} · {} ", t.board_day, inert(&q.day), inert(what))
-            })
-            .unwrap_or_default()
-    } else if app.show_handled {
-        format!(" {} · {} ", t.screen_attention, t.handled_title)
-    } else {
-        format!(" {} ", t.screen_attention)
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(title)
-        .title_bottom(page_info(app, offset, rows.len(), total));
-    if rows.is_empty() {
-        let msg = if !loaded {
-            t.loading
-        } else if !app.filter.is_empty() {
-            t.no_results
-        } else if app.show_handled && app.screen == Screen::Attention {
-            t.handled_none
-        } else {
-            t.empty_list
-        };
-        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
-        return;
-    }
-    // Narrow terminals (80 columns) keep who, when, the phone's last digits,
-    // the state and what to do; wider ones add the message, the age and
-    // the last evidence.
-    // Wider terminals add the age (100), the message (120) and the last
-    // evidence (140).
-    let (medium, message, wide) = (area.width >= 100, area.width >= 120, area.width >= 140);
-    let name_width: u16 = if medium { 16 } else { 10 };
-    let mut header = vec![t.col_commitment, t.col_time, t.col_name, t.col_phone];
-    if message {
-        header.push(t.col_purpose);
-    }
-    header.push(t.col_state);
-    if medium {
-        header.push(t.col_age);
-    }
-    header.push(t.col_next);
-    if wide {
-        header.push(t.col_evidence);
-    }
-    let header = Row::new(header).style(HEAD);
-    let body = rows.iter().map(|r| {
-        let when = r
-            .starts_at
-            .map(|s| human_time(app, s))
-            .unwrap_or_else(|| t.detail_none.into());
-        let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
-        let purpose = match r.kind {
-            RowKind::RescheduleRequest => t.reschedule_request.to_string(),
-            RowKind::RefusedEvent => t.refused_event.to_string(),
-            RowKind::Intention => short_purpose(&r.purpose),
-        };
-        let next = match (&r.handled, app.show_handled && app.screen == Screen::Attention) {
-            (Some(h), true) => fill(
-                t.handled_by,
-                &[("when", &human_time(app, h.at)), ("who", &inert(&h.operator))],
-            ),
-            (Some(_), false) if app.screen == Screen::Attention => {
-                format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
-            }
-            _ => t.next_step(next_step(case_kind(r))).to_string(),
-        };
-        let last = r.last_event.as_deref().map(|e| say_event(app, e));
-        let evidence = match (&last, r.evidence_count) {
-            (_, 0) if r.kind == RowKind::Intention => {
-                format!("0 · {}", inert(last.as_deref().unwrap_or(t.no_evidence)))
-            }
-            (Some(e), n) => format!("{n} · {}", inert(e)),
-            (None, _) => String::new(),
-        };
-        let name = r
-            .name
-            .as_deref()
-            .map(|n| short_name(&inert(n), name_width.into()))
-            .unwrap_or_default();
-        let mut cells = vec![
-            Cell::from(inert(&r.commitment_ref).into_owned()),
-            Cell::from(when),
-            Cell::from(name),
-            Cell::from(inert(&phone).into_owned()),
-        ];
-        if message {
-            cells.push(Cell::from(inert(&purpose).into_owned()));
-        }
-        cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)));
-        if medium {
-            cells.push(Cell::from(age(app.now, r.since)));
-        }
-        cells.push(Cell::from(next));
-        if wide {
-            cells.push(Cell::from(evidence));
-        }
-        Row::new(cells)
-    });
-    // Fixed columns keep their width (a masked phone must show its last
-    // digits even at 80 columns); the last column takes what is left.
-    let mut widths = vec![
-        Constraint::Length(10),
-        Constraint::Length(12),
-        Constraint::Length(name_width),
-        Constraint::Length(15),
-    ];
-    if message {
-        widths.push(Constraint::Length(14));
-    }
-    widths.push(Constraint::Length(11));
-    if medium {
-        widths.push(Constraint::Length(6));
-    }
-    if wide {
-        // The next step's words are short; the evidence takes the rest.
-        widths.push(Constraint::Length(16));
-    }
-    widths.push(Constraint::Fill(1));
-    let table = Table::new(body, widths)
-        .header(header)
-        .block(block)
-        .row_highlight_style(SELECTED)
-        .column_spacing(1);
-    let mut state = TableState::default().with_selected(Some(selected));
-    f.render_stateful_widget(table, area, &mut state);
-}
-
-/// A name that fits `width`: whole, else `Carlos C.`, else cut with `…`.
-pub fn short_name(name: &str, width: usize) -> String {
-    if name.chars().count() <= width {
-        return name.to_string();
-    }
-    let mut words = name.split_whitespace();
-    if let (Some(first), Some(second)) = (words.next(), words.next()) {
-        let initial = second.chars().next().map(|c| format!(" {c}.")).unwrap_or_default();
-        let short = format!("{first}{initial}");
-        if short.chars().count() <= width {
-            return short;
-        }
-    }
-    name.chars().take(width.saturating_sub(1)).chain(['…']).collect()
-}
-
-/// An Atención row's last event (`signal (cause): note`, see
-/// `AttentionRow::last_event`) with the signal and cause in words.
-fn say_event(app: &App, e: &str) -> String {
-    let Some((signal, rest)) = e.split_once(" (") else {
-        return e.to_string();
-    };
-    let Some((cause, note)) = rest.split_once(')') else {
-        return e.to_string();
-    };
-    format!("{} ({}){note}", app.t.signal(signal), app.t.cause(cause))
-}
-
-/// What an Atención row is, for the next step.
-fn case_kind(r: &AttentionRow) -> CaseKind {
-    match r.kind {
-        RowKind::RescheduleRequest => CaseKind::RescheduleRequest,
-        RowKind::RefusedEvent => CaseKind::RefusedEvent,
-        RowKind::Intention => CaseKind::Intention(match r.state.as_str() {
-            "stuck" => IntentionState::Dispatching,
-            s => s.parse().unwrap_or(IntentionState::Review),
-        }),
-    }
-}
-
-/// A local, human time: `hoy 14:30`, `mañana 09:00`, `ayer 18:10`, else
-/// `lun 03/03 10:00`.
-pub fn human_time(app: &App, t: DateTime<Utc>) -> String {
-    let local = t.with_timezone(&app.tz);
-    let today = app.now.with_timezone(&app.tz).date_naive();
-    let days = (local.date_naive() - today).num_days();
-    let hm = local.format("%H:%M");
-    match days {
-        0 => format!("{} {hm}", app.t.today),
-        1 => format!("{} {hm}", app.t.tomorrow),
-        -1 => format!("{} {hm}", app.t.yesterday),
-        _ => local.format("%d/%m %H:%M").to_string(),
-    }
-}
-
 /// `aviso-reserva` → `reserva`, `recordatorio-24h` → `24h`: the column
 /// header already says these are messages.
-fn short_purpose(p: &str) -> String {
+pub(super) fn short_purpose(p: &str) -> String {
     match p.strip_prefix("recordatorio-") {
         Some(offset) => format!("record. {offset}"),
         None => p.strip_prefix("aviso-").unwrap_or(p).to_string(),
@@ -567,35 +367,6 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         .block(block)
         .row_highlight_style(SELECTED);
     let mut state = TableState::default().with_selected(Some(r.selected));
-    f.render_stateful_widget(table, area, &mut state);
-}
-
-fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let t = app.t;
-    let title = format!(" {} · {} {} ", t.screen_board, t.board_day, app.day.format("%Y-%m-%d"));
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(title)
-        .title_bottom(format!(" {} ", t.board_hint));
-    let items = app.board_items();
-    if items.is_empty() {
-        f.render_widget(Paragraph::new(t.loading).style(DIM).block(block), area);
-        return;
-    }
-    let header = Row::new([t.col_counter, t.col_value]).style(HEAD);
-    let rows = items.iter().map(|i| {
-        let style = if i.query.is_some() { Style::new() } else { DIM };
-        Row::new([
-            Cell::from(inert(&i.label).into_owned()),
-            Cell::from(inert(&i.value).into_owned()),
-        ])
-        .style(style)
-    });
-    let table = Table::new(rows, [Constraint::Min(30), Constraint::Length(16)])
-        .header(header)
-        .block(block)
-        .row_highlight_style(SELECTED);
-    let mut state = TableState::default().with_selected(Some(app.board_selected));
     f.render_stateful_widget(table, area, &mut state);
 }
 
