@@ -319,3 +319,22 @@ fn the_header_shows_the_dispatcher_at_a_glance_and_keeps_the_clock() {
     fx.act(&mut app, Action::Submit);
     assert_eq!(app.flash.clone().unwrap().text, long);
 }
+
+#[test]
+fn a_click_selects_a_row_or_a_tab() {
+    let mut fx = clinic(60);
+    let mut app = loaded(&mut fx, Role::FrontDesk, "recepcion");
+    // Row 4 is the first list row (header, tabs, border, column header).
+    let reqs = app.on_click(10, 6, 100, 30);
+    fx.run(&mut app, reqs);
+    assert_eq!(app.attention.selected, 2);
+    let clicked = app.attention.current().unwrap().subject_id;
+    let screen = render(&app, 100, 30);
+    let line = screen.lines().nth(6).unwrap();
+    assert!(line.contains(&app.attention.rows[2].commitment_ref), "{line}");
+    assert_eq!(app.attention.anchor.map(|a| a.1), Some(clicked));
+    // The second tab, " 2 Próximas citas ", starts after " 1 Atención ".
+    let reqs = app.on_click(14, 1, 100, 30);
+    fx.run(&mut app, reqs);
+    assert_eq!(app.screen, unavez::tui::keys::Screen::Upcoming);
+}

@@ -172,6 +172,61 @@ impl App {
         }
     }
 
+    /// A left click at (`col`, `row`) on a `width`×`height` screen: a tab
+    /// switches screen, a list row is selected (the list scrolls as the
+    /// view does: the selected row stays on screen from the top).
+    pub fn on_click(&mut self, col: u16, row: u16, _width: u16, height: u16) -> Vec<Request> {
+        if self.mode != Mode::Normal {
+            return vec![];
+        }
+        if row == 1 {
+            let mut x = 0u16;
+            for s in Screen::tabs(self.role()) {
+                let w = format!(" 0 {} ", s.title(self.t)).chars().count() as u16;
+                if col >= x && col < x + w {
+                    return self.goto(*s);
+                }
+                x += w;
+            }
+            return vec![];
+        }
+        // Header, tabs, then the list's border and column header.
+        const FIRST_ROW: u16 = 4;
+        let visible = height.saturating_sub(FIRST_ROW + 3).max(1) as usize;
+        if row < FIRST_ROW || (row - FIRST_ROW) as usize >= visible {
+            return vec![];
+        }
+        let pick = |selected: usize| selected.saturating_sub(visible - 1) + (row - FIRST_ROW) as usize;
+        match self.screen {
+            Screen::Attention => {
+                let i = pick(self.attention.selected);
+                if i < self.attention.rows.len() {
+                    self.attention.select(i);
+                }
+            }
+            Screen::Upcoming => {
+                let i = pick(self.upcoming.selected);
+                if i < self.upcoming.rows.len() {
+                    self.upcoming.select(i);
+                }
+            }
+            Screen::Counter => {
+                let i = pick(self.counter.selected);
+                if i < self.counter.rows.len() {
+                    self.counter.select(i);
+                }
+            }
+            Screen::Board => {
+                let i = pick(self.board_selected);
+                if i < self.board_items().len() {
+                    self.board_selected = i;
+                }
+            }
+            _ => {}
+        }
+        vec![]
+    }
+
     pub(super) fn back_action(&mut self) -> Vec<Request> {
         if !self.filter.is_empty() && matches!(self.screen, Screen::Attention | Screen::Upcoming) {
             self.filter.clear();
