@@ -338,3 +338,26 @@ fn a_click_selects_a_row_or_a_tab() {
     fx.run(&mut app, reqs);
     assert_eq!(app.screen, unavez::tui::keys::Screen::Upcoming);
 }
+
+#[test]
+fn no_color_keeps_the_selected_row_whole() {
+    use ratatui::{Terminal, backend::TestBackend, style::Color, style::Modifier};
+    let mut fx = clinic(20);
+    let mut app = loaded(&mut fx, Role::FrontDesk, "recepcion");
+    app.no_color = true;
+    let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    term.draw(|f| unavez::tui::view::draw(f, &app)).unwrap();
+    let buf = term.backend().buffer();
+    let mut reversed = 0;
+    for y in 0..30 {
+        for x in 0..100 {
+            let c = &buf[(x, y)];
+            assert_eq!((c.fg, c.bg), (Color::Reset, Color::Reset), "colour at {x},{y}");
+            if y == 4 && c.modifier.contains(Modifier::REVERSED) {
+                reversed += 1;
+            }
+        }
+    }
+    // The whole selected row (inside the borders) is still highlighted.
+    assert_eq!(reversed, 98);
+}

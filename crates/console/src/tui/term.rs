@@ -100,6 +100,8 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
         Utc::now(),
     );
     app.dispatcher.running = opts.dispatcher_running;
+    // https://no-color.org: present and not empty.
+    app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     app.channel_verify = channel_configured;
     app.dispatcher.last_error = opts.dispatcher_error.clone();
     let mut terminal = ratatui::try_init()?;

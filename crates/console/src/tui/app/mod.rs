@@ -175,6 +175,8 @@ pub struct App {
     /// Próximas citas shows `[now - 1 h, now + this]`.
     pub upcoming_hours: i64,
     pub ops_in_flight: usize,
+    /// `NO_COLOR` is set: draw without colours (highlights stay).
+    pub no_color: bool,
     /// This session's actions, newest last: what `L` lists.
     pub log: Vec<(DateTime<Utc>, String)>,
 }
@@ -218,6 +220,7 @@ impl App {
             upcoming_hours: 72,
             ops_in_flight: 0,
             log: Vec::new(),
+            no_color: false,
         }
     }
 

@@ -98,6 +98,23 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         _ => {}
     }
     neutralize_controls(f);
+    if app.no_color {
+        strip_colors(f);
+    }
+}
+
+/// `NO_COLOR`: every colour goes, the modifiers stay, so the selected row
+/// (reversed) and the red states (reversed too) still read as such.
+fn strip_colors(f: &mut Frame<'_>) {
+    let buf = f.buffer_mut();
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let cell = &mut buf[(x, y)];
+            cell.set_fg(Color::Reset);
+            cell.set_bg(Color::Reset);
+        }
+    }
 }
 
 /// The last line of defence: stored text is made inert where it is put on
