@@ -135,7 +135,7 @@ fn the_cursor_follows_its_case_when_rows_above_it_leave() {
     app.attention.select(3);
     let followed = app.attention.current().unwrap().subject_id;
     // Another desk handles the two rows above it.
-    for r in app.attention.rows[..2].to_vec() {
+    for r in app.attention.rows[..2].iter().cloned() {
         fx.store
             .write(|tx| {
                 let id = tx.record_operator_action(

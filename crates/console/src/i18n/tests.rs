@@ -57,30 +57,18 @@ fn every_signal_cause_and_reprocess_action_is_said_in_both_languages() {
         for prefix in ["signal: ", "entry(", "webhook_entry("] {
             signals.extend(literals_after(text, prefix));
         }
+        // The `as_str`/`name` match arms of the typed vocabularies:
+        // `Signal::… => "…"`, `Cause::… => "…"`, `Action::… => "…"`.
         let name = path.file_name().unwrap().to_string_lossy();
-        for line in text.lines() {
-            let line = line.trim();
-            let arm = |p: &str| line.strip_prefix(p).and_then(|r| literals_after(r, " => ").pop());
-            if name == "state.rs" && line.starts_with("Signal::") {
-                let head = line.split(" => ").next().unwrap_or("");
-                if let Some(w) = literals_after(line, &format!("{head} => ")).pop() {
-                    signals.push(w);
-                }
-            }
-            if name == "intents.rs"
-                && let Some(w) = arm("Cause::").or_else(|| {
-                    line.split_once(" => ").and_then(|(h, _)| {
-                        h.strip_prefix("Cause::")
-                            .and_then(|_| literals_after(line, " => ").pop())
-                    })
-                })
-            {
-                causes.push(w);
-            }
-            if name == "reprocess.rs" && line.starts_with("Action::") {
-                if let Some(w) = literals_after(line, " => ").pop() {
-                    actions.push(w);
-                }
+        let target = match name.as_ref() {
+            "state.rs" => Some(("Signal::", &mut signals)),
+            "intents.rs" => Some(("Cause::", &mut causes)),
+            "reprocess.rs" => Some(("Action::", &mut actions)),
+            _ => None,
+        };
+        if let Some((prefix, out)) = target {
+            for line in text.lines().map(str::trim).filter(|l| l.starts_with(prefix)) {
+                out.extend(literals_after(line, " => ").pop());
             }
         }
     }

@@ -15,8 +15,7 @@ fn the_sql_is_built_from_the_rule() {
     assert_eq!(walked_states(&rule), "i.state IN ('uncertain', 'review', 'failed')");
     assert!(
         rule.clauses()
-            .iter()
-            .any(|c| *c == Clause::LeaseExpired(IntentionState::Dispatching))
+            .contains(&Clause::LeaseExpired(IntentionState::Dispatching))
     );
 }
 
