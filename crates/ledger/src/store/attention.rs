@@ -517,7 +517,9 @@ fn open_others() -> (String, String) {
 
 /// Open cases of the searched patients: from the matching commitments
 /// (few, through the trigram index) to their intentions
-/// (`intentions_commitment`), then the rule; no walk is needed.
+/// (`intentions_commitment`), then the rule; no walk is needed. `CROSS
+/// JOIN` fixes that order: left to itself SQLite walks every intention the
+/// rule names (thousands at a million) and probes the matches.
 fn searched_open_sql(rule: &AttentionRule, s: &Search) -> (String, String) {
     let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
     let (resched, refused) = open_others();
@@ -526,7 +528,7 @@ fn searched_open_sql(rule: &AttentionRule, s: &Search) -> (String, String) {
         "WITH m AS MATERIALIZED ({m})
          SELECT 'intention' AS kind, i.id AS iid, i.id AS sid, c.id AS cid, c.starts_at AS starts,
              {ev} AS ev
-         FROM m JOIN commitments c ON c.id = m.cid JOIN intentions i ON i.commitment_id = c.id
+         FROM m CROSS JOIN commitments c ON c.id = m.cid CROSS JOIN intentions i ON i.commitment_id = c.id
          WHERE {rule} AND {open_i} AND (?8 IS NULL OR i.key LIKE ?8)
          UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0
              FROM m JOIN commitments c ON c.id = m.cid WHERE {resched} AND ?8 IS NULL

@@ -104,9 +104,12 @@ impl Tx<'_> {
     ) -> Result<Page<UpcomingRow>> {
         let search = Search::parse(filter);
         let arg = search.as_ref().map(|s| s.arg().to_string());
-        let matched = match &search {
-            Some(s) => format!("AND c.id IN ({})", s.commitments_sql()),
-            None => String::new(),
+        // A search drives from its matches (few) to their commitments; the
+        // `CROSS JOIN` keeps SQLite from walking the whole time range and
+        // probing the matches instead.
+        let from_sql = match &search {
+            Some(s) => format!("({}) m CROSS JOIN commitments c ON c.id = m.cid", s.commitments_sql()),
+            None => "commitments c".to_string(),
         };
         let limit = if limit == 0 { 50 } else { limit };
         // `?5` is the search (see `Search::commitments_sql`), referenced
@@ -114,8 +117,8 @@ impl Tx<'_> {
         let mut stmt = self.conn().prepare_cached(&format!(
             "SELECT c.id, c.ref, c.kind, c.status, c.version, c.starts_at, k.phone, c.confirmed_at,
                     c.manual_contact_at, c.reschedule_requested_at, coalesce(c.contact_name, k.name)
-             FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
-             WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1) {matched}
+             FROM {from_sql} LEFT JOIN contacts k ON k.id = c.contact_id
+             WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1)
              ORDER BY c.starts_at, c.id LIMIT ?3 OFFSET ?4"
         ))?;
         let mut rows: Vec<UpcomingRow> = stmt
@@ -156,8 +159,8 @@ impl Tx<'_> {
         }
         let total: i64 = self.conn().query_row(
             &format!(
-                "SELECT count(*) FROM commitments c
-                 WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1) {matched}"
+                "SELECT count(*) FROM {from_sql}
+                 WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1)"
             ),
             params![ms(from), ms(to), limit, offset, arg],
             |r| r.get(0),
