@@ -495,13 +495,32 @@ fn open_sql(rule: &AttentionRule) -> (String, String) {
          UNION ALL SELECT 'refused', r.id, r.id, c.id, c.starts_at, 0 {REFUSED_FROM} AND {refused}",
         ev = evidence_sql("cand.iid")
     );
+    // The total never walks the attention set row by row: each clause is
+    // counted from what serves it (`intention_counts` for whole states,
+    // index ranges for the others), less the covering marks of cases the
+    // rule names (marks are few: one per handled case).
+    let clause_counts: Vec<String> = rule.clauses().iter().map(|c| clause_count_sql(*c)).collect();
     let total = format!(
-        "SELECT (SELECT count(*) FROM intentions i INDEXED BY intentions_attention WHERE {walk})
-              + (SELECT count(*) FROM intentions i WHERE {stuck})
+        "SELECT {clauses}
+              - (SELECT count(*) FROM attention_handled h JOIN intentions i ON i.id = h.subject_id
+                 WHERE h.kind = 'intention' AND {covers} AND {all})
               + (SELECT count(*) FROM commitments c WHERE {resched})
-              + (SELECT count(*) {REFUSED_FROM} AND {refused})"
+              + (SELECT count(*) {REFUSED_FROM} AND {refused})",
+        clauses = clause_counts.join(" + "),
+        covers = covers_sql("i.state_changed_at"),
+        all = rule_sql(rule, |_| true),
     );
     (keys, total)
+}
+
+/// How many intentions one clause names, from what serves it.
+fn clause_count_sql(c: Clause) -> String {
+    match c {
+        Clause::Always(s) => format!("(SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = '{s}')"),
+        Clause::DueWithinWindow(_) | Clause::LeaseExpired(_) => {
+            format!("(SELECT count(*) FROM intentions i WHERE {})", clause_sql(c))
+        }
+    }
 }
 
 /// The open-case conditions of reschedule requests (on `c`) and refused
