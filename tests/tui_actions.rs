@@ -521,11 +521,12 @@ fn front_desk_may_not_pause_dispatch_in_the_console_nor_in_the_library() {
             operator: "recepcion".into(),
             role: Role::FrontDesk,
             reason: "quiero pausar".into(),
+            seen: None,
             now: now(),
         },
     );
     assert!(
-        matches!(resp, unavez::tui::worker::Response::Op(Err(ref e)) if e.contains("may not")),
+        matches!(resp, unavez::tui::worker::Response::Op(Err(unavez::tui::worker::OpError::Other(ref e))) if e.contains("may not")),
         "{resp:?}"
     );
     assert!(!control.is_paused());

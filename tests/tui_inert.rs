@@ -95,7 +95,8 @@ fn names_services_places_errors_and_reasons_are_shown_as_visible_escapes() {
     fx.act(&mut app, Action::OpenFilter);
     fx.type_text(&mut app, "cita-evil");
     fx.act(&mut app, Action::Submit);
-    let screen = render(&app, 120, 30);
+    // Wide enough for the last-evidence column.
+    let screen = render(&app, 160, 30);
     assert_inert(&screen);
     assert!(screen.contains("cita-evil"), "{screen}");
     assert!(screen.contains("engine said \\e[31mRE"), "{screen}");
@@ -131,6 +132,7 @@ fn names_services_places_errors_and_reasons_are_shown_as_visible_escapes() {
     app.flash = Some(unavez::tui::app::Flash {
         kind: unavez::tui::app::FlashKind::Error,
         text: format!("Error: {EVIL}"),
+        at: app.now,
     });
     let screen = render(&app, 120, 40);
     assert_inert(&screen);

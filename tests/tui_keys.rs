@@ -215,3 +215,58 @@ fn pause_key_is_for_supervisors_and_technicians_on_every_screen() {
     assert!(allowed(Role::Technician, OpKind::ResumeDispatch));
     assert!(!allowed(Role::FrontDesk, OpKind::ResumeDispatch));
 }
+
+fn normal(k: KeyEvent, screen: Screen) -> Option<Action> {
+    action_for(&k, screen, access(Role::FrontDesk), Mode::Normal)
+}
+
+#[test]
+fn caps_lock_letters_act_as_lowercase_but_bound_pairs_keep_their_meaning() {
+    assert_eq!(normal(key('Q'), Screen::Attention), Some(Action::Quit));
+    assert_eq!(normal(key('C'), Screen::Attention), Some(Action::Op(OpKind::Cancel)));
+    assert_eq!(normal(key('X'), Screen::Attention), Some(Action::Op(OpKind::Resolve)));
+    // `g`/`G` and `L` are bound on purpose.
+    assert_eq!(normal(key('g'), Screen::Attention), Some(Action::Top));
+    assert_eq!(normal(key('G'), Screen::Attention), Some(Action::Bottom));
+    assert_eq!(normal(key('L'), Screen::Attention), Some(Action::ShowLog));
+}
+
+#[test]
+fn help_movement_and_queue_keys() {
+    for k in [KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE), key('?'), key('¿')] {
+        assert_eq!(normal(k, Screen::Upcoming), Some(Action::Help), "{k:?}");
+    }
+    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+    assert_eq!(normal(ctrl('d'), Screen::Attention), Some(Action::PageDown));
+    assert_eq!(normal(ctrl('u'), Screen::Attention), Some(Action::PageUp));
+    let plain = |c| KeyEvent::new(c, KeyModifiers::NONE);
+    assert_eq!(normal(plain(KeyCode::Home), Screen::Counter), Some(Action::Top));
+    assert_eq!(normal(plain(KeyCode::End), Screen::Counter), Some(Action::Bottom));
+    assert_eq!(normal(key('h'), Screen::Attention), Some(Action::ToggleHandled));
+    assert_eq!(normal(key('h'), Screen::Upcoming), None);
+    // Every role may mark a case handled; a read-only console may not.
+    for role in ROLES {
+        assert_eq!(
+            action_for(&key('x'), Screen::Attention, access(role), Mode::Normal),
+            Some(Action::Op(OpKind::Resolve))
+        );
+    }
+    let ro = Access {
+        role: Role::Supervisor,
+        read_only: true,
+    };
+    assert_eq!(
+        action_for(&key('x'), Screen::Attention, ro, Mode::Normal),
+        Some(Action::ReadOnly)
+    );
+    // Tab completes a `:` command.
+    assert_eq!(
+        action_for(
+            &plain(KeyCode::Tab),
+            Screen::Attention,
+            access(Role::FrontDesk),
+            Mode::Command
+        ),
+        Some(Action::NextField)
+    );
+}

@@ -364,3 +364,61 @@ fn the_headless_demo_prints_a_summary_by_state() {
         .unwrap_or(0);
     assert!(claimed > 0, "{stdout}");
 }
+
+/// The work queue in a real terminal: a front-desk operator finds a patient
+/// by name as they type, marks the case handled with a reason, and finds it
+/// again among the day's handled cases; the ledger keeps who and when.
+#[test]
+fn the_front_desk_finds_a_patient_and_works_the_case_off_the_queue() {
+    use unavez::store::{AttentionQuery, RowKind};
+    let fx = tui_support::clinic(40);
+    let db = fx.db.clone();
+    let dir = fx.dir.path().to_path_buf();
+    drop(fx.store);
+    let mut store = Store::open(&db).unwrap();
+    let mut q = AttentionQuery::new(chrono::Utc::now());
+    q.limit = 200;
+    let rows = store.read(|tx| tx.attention(&q)).unwrap().rows;
+    let row = rows
+        .iter()
+        .find(|r| r.kind == RowKind::Intention && r.name.as_deref().is_some_and(|n| n.len() <= 16))
+        .expect("a named case")
+        .clone();
+    let name = row.name.clone().unwrap();
+
+    let mut console = Console::start(&db, &dir, "recepcion");
+    console.wait_for("cita-10");
+    console.keys("/");
+    console.keys(&name);
+    console.wait_for(&format!("[filtro: {name}]"));
+    console.wait_for(&row.commitment_ref);
+    console.keys("\r");
+    console.keys("x");
+    console.wait_for("Motivo:");
+    console.keys("la paciente ya confirmó por teléfono\r");
+    console.wait_for("s confirmar");
+    console.keys("s");
+    let mark = poll("the handled mark", || {
+        store.read(|tx| tx.handled_mark(row.kind, row.subject_id)).unwrap()
+    });
+    assert_eq!(mark.operator, "recepcion");
+    console.wait_for("marcado como atendido");
+    // Not among the open cases any more; among today's handled ones.
+    console.wait_for("0 resultados — esc para limpiar");
+    console.keys("h");
+    console.wait_for("Atendidos hoy");
+    console.wait_for("✓ hoy");
+    let text = console.text();
+    let line = text.lines().find(|l| l.contains("✓ hoy")).unwrap();
+    assert!(
+        line.contains(&row.commitment_ref) && line.contains("recepcion"),
+        "{line}"
+    );
+    console.keys("\x1b");
+    console.quit();
+    let action = store.read(|tx| tx.operator_actions(1)).unwrap().remove(0);
+    assert_eq!(
+        (action.action.as_str(), action.reason.as_str()),
+        ("resolve", "la paciente ya confirmó por teléfono")
+    );
+}

@@ -89,7 +89,10 @@ fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
     fx.act(&mut app, Action::Submit);
     assert_eq!(app.mode, Mode::Confirm);
     let scope = app.confirm.as_ref().unwrap().scope.clone();
-    assert!(scope.contains(&day) && scope.contains("stay_for_person"), "{scope}");
+    assert!(
+        scope.contains(&day) && scope.contains("queda para una persona"),
+        "{scope}"
+    );
     fx.act(&mut app, Action::Confirm);
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
     let actions = fx.store.read(|tx| tx.operator_actions(10)).unwrap();

@@ -32,6 +32,25 @@ fn attention_at_80x24() {
 }
 
 #[test]
+fn attention_at_120x40() {
+    let (_fx, app) = loaded(Role::FrontDesk, "recepcion");
+    insta::assert_snapshot!("attention_120x40", render(&app, 120, 40));
+}
+
+#[test]
+fn attention_at_140x40_shows_message_and_evidence() {
+    let (_fx, app) = loaded(Role::FrontDesk, "recepcion");
+    insta::assert_snapshot!("attention_140x40", render(&app, 140, 40));
+}
+
+#[test]
+fn upcoming_at_80x24() {
+    let (mut fx, mut app) = loaded(Role::FrontDesk, "recepcion");
+    fx.act(&mut app, Action::Goto(Screen::Upcoming));
+    insta::assert_snapshot!("upcoming_80x24", render(&app, 80, 24));
+}
+
+#[test]
 fn attention_in_english() {
     let mut fx = clinic(60);
     fx.ctx.config.language = Language::En;

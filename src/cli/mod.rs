@@ -4,6 +4,7 @@
 
 mod background;
 mod dispatch;
+mod intents_ops;
 mod ledger;
 mod resend;
 mod sim;
@@ -78,6 +79,17 @@ pub enum IntentsCmd {
     /// when an earlier one was delivered or read. Exit 0 created, 3 refused,
     /// 2 unknown key, operator or blank reason.
     Resend(resend::ResendArgs),
+    /// Cancel the send of a message that has not left (not the appointment).
+    /// Exit 0 done, 3 refused, 2 unknown key, operator or blank reason.
+    Cancel(intents_ops::CaseArgs),
+    /// Record what the customer said: received or not received.
+    Verify(intents_ops::VerifyArgs),
+    /// Record a manual contact (staff reached the customer): closes the
+    /// equivalent pending reminders.
+    Contact(intents_ops::CaseArgs),
+    /// Mark the case handled ("marcar atendido"): it leaves Atención until
+    /// something new happens to it.
+    Resolve(intents_ops::CaseArgs),
 }
 
 /// What every command needs: configuration, database path and templates.
@@ -194,6 +206,12 @@ where
         Command::Commitments(c) => ledger::commitments(&ctx, c),
         Command::Intents(IntentsCmd::Ledger(c)) => ledger::intents(&ctx, c),
         Command::Intents(IntentsCmd::Resend(a)) => resend::run(&ctx, a),
+        Command::Intents(IntentsCmd::Cancel(a)) => intents_ops::run(&ctx, intents_ops::Twin::Cancel, a),
+        Command::Intents(IntentsCmd::Verify(a)) => {
+            intents_ops::run(&ctx, intents_ops::Twin::Verify(a.outcome.into()), a.case)
+        }
+        Command::Intents(IntentsCmd::Contact(a)) => intents_ops::run(&ctx, intents_ops::Twin::Contact, a),
+        Command::Intents(IntentsCmd::Resolve(a)) => intents_ops::run(&ctx, intents_ops::Twin::Resolve, a),
         Command::Demo(a) => tui::demo(&ctx, a),
         Command::Tui(a) => tui::tui(&ctx, a),
         Command::Sim(a) => sim::run(&ctx, a),

@@ -215,7 +215,8 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
             run.figures.push(
                 Figure::new(format!("console p95: {name}"), *p95, "ms")
                     .baseline("point lookup p95", p.point_p95_ms)
-                    .target(Target::AtMost(10.0))
+                    // Issue 10: a patient search keeps p95 within 20 ms.
+                    .target(Target::AtMost(if name.starts_with("search") { 20.0 } else { 10.0 }))
                     .note(format!(
                         "p50 {p50:.2} ms over {n} samples at {} intentions",
                         p.intentions

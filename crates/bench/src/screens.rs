@@ -66,6 +66,9 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
     let day = |k: usize| operating_day(now + Duration::days(k as i64 % 90 - 60), tz);
     let (mut att, mut up, mut board, mut counter, mut detail, mut point) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut search, mut search_up) = (vec![], vec![]);
+    let contacts = (intentions / 10 + 1).max(1) as u64;
+    let commitments = (intentions / 3).max(1) as u64;
     for k in 0..samples {
         let id = (crate::mix(k as u64) % intentions.max(1) as u64) as i64 + 1;
         store.read(|tx| {
@@ -81,6 +84,21 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
                 reason: None,
             };
             counter.push(time_ms(|| tx.counter_rows(&cq, 50, 0))?.0);
+            // A patient who calls: by name, the phone's last digits, the
+            // reference, or a key read out from a message.
+            let contact = crate::mix(k as u64 ^ 0x5eed) % contacts + 1;
+            let cid = crate::mix(k as u64 ^ 0xc1d) % commitments + 1;
+            let text = match k % 4 {
+                0 => format!("Paciente {contact}"),
+                1 => format!("{:04}", contact % 10_000),
+                2 => format!("cita-{cid:06}"),
+                _ => format!("cita-{cid:06}:recordatorio-24h"),
+            };
+            let mut q = AttentionQuery::new(now);
+            q.filter = Some(text.clone());
+            search.push(time_ms(|| tx.attention(&q))?.0);
+            let from = now - Duration::days(60);
+            search_up.push(time_ms(|| tx.upcoming(from, from + Duration::days(90), Some(&text), 50, 0))?.0);
             let (ms, row) = time_ms(|| tx.intention(id))?;
             point.push(ms);
             detail.push(time_ms(|| tx.intention_detail(&row.key))?.0);
@@ -99,6 +117,8 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
             summarize("Tablero (board of a day)", board),
             summarize("Tablero counter rows", counter),
             summarize("Detalle (intention detail)", detail),
+            summarize("search: Atención (name, phone digits, reference, key)", search),
+            summarize("search: Próximas citas (same texts, 90 days)", search_up),
         ],
         point_p50_ms: percentile(&point, 50.0),
         point_p95_ms: percentile(&point, 95.0),

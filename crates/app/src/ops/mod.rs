@@ -14,14 +14,20 @@
 //! authorizing a resend and the guard around it.
 
 mod contact;
+mod handled;
 pub mod identity;
 mod pause;
+mod refusal;
 mod resend;
+mod run;
 
 pub use contact::{manual_contact, verify_with_channel};
+pub use handled::{Case, ensure_unchanged, resolve};
 pub use identity::{Identity, IdentityError};
 pub use pause::switch_dispatch;
+pub use refusal::Refusal;
 pub use resend::{ResendEvidence, ResendGuard, authorize_resend, resend_evidence};
+pub use run::{OpEnv, PendingOp, run};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -48,10 +54,12 @@ pub enum OpKind {
     /// Stop new claims of the embedded dispatcher.
     PauseDispatch,
     ResumeDispatch,
+    /// "Marcar atendido": the case needs nothing else.
+    Resolve,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 7] = [
+    pub const ALL: [OpKind; 8] = [
         Self::Cancel,
         Self::Verify,
         Self::AuthorizeResend,
@@ -59,6 +67,7 @@ impl OpKind {
         Self::Reprocess,
         Self::PauseDispatch,
         Self::ResumeDispatch,
+        Self::Resolve,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -70,6 +79,7 @@ impl OpKind {
             OpKind::Reprocess => "reprocess",
             OpKind::PauseDispatch => "pause_dispatch",
             OpKind::ResumeDispatch => "resume_dispatch",
+            OpKind::Resolve => "resolve",
         }
     }
 }
@@ -79,7 +89,8 @@ impl OpKind {
 pub fn allowed(role: Role, op: OpKind) -> bool {
     match op {
         OpKind::Cancel | OpKind::ManualContact => matches!(role, Role::FrontDesk | Role::Supervisor),
-        OpKind::Verify => true,
+        // Anyone who works a case may say it needs nothing else.
+        OpKind::Verify | OpKind::Resolve => true,
         OpKind::AuthorizeResend => role == Role::Supervisor,
         OpKind::Reprocess => role == Role::Technician,
         // The desk works the lists; stopping the sends is a call for the
@@ -103,131 +114,6 @@ pub enum VerifyOutcome {
     Received,
     /// The customer did not receive it.
     NotReceived,
-}
-
-/// Why the ledger refused an action, explained to the operator.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "refusal", rename_all = "snake_case")]
-pub enum Refusal {
-    /// An attempt is in flight; its outcome will arrive.
-    InFlight,
-    /// The outcome is unknown: the customer may already have it.
-    Uncertain,
-    /// The channel already took the message.
-    ChannelHasIt { state: IntentionState },
-    /// The customer already has it.
-    Delivered { state: IntentionState },
-    /// Closed already (failed or cancelled).
-    Closed {
-        state: IntentionState,
-        reason: Option<String>,
-    },
-    /// Nothing left yet: there is nothing to verify or resend.
-    NotSentYet { state: IntentionState },
-    /// A resend of this intention is still pending.
-    ResendPending { key: String },
-    /// An earlier message of this intention (the original or a resend)
-    /// was already delivered or read, and the supervisor did not
-    /// acknowledge it.
-    AcknowledgeDelivery { key: String, state: IntentionState },
-    /// `[policy] max_resends_per_day` resends were already authorized for
-    /// this intention today.
-    DailyCap { limit: u32, authorized_today: u32 },
-    /// The commitment changed since this message was planned: its content is
-    /// no longer the truth.
-    StaleVersion { planned: i64, current: i64 },
-    /// The commitment was cancelled.
-    CommitmentCancelled,
-    /// The message's validity ended.
-    Expired,
-    /// Manual contact applies to appointments only.
-    NotAnAppointment,
-    /// The channel cannot be asked about a message (Cloud API): its status
-    /// webhook will settle it.
-    NoLookup,
-    /// The channel itself does not know yet (engine "ambiguous").
-    ChannelUnsure,
-    /// The channel has no record of the message: it never arrived.
-    ChannelNoRecord,
-    /// No engine command id is known: asking an idempotent engine by key
-    /// means repeating the send, which only the reconciler does (after the
-    /// validity check).
-    NoCommandId,
-    /// The channel could not be asked right now.
-    ChannelUnavailable { detail: String },
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::InFlight => write!(f, "an attempt is in flight; wait for its outcome"),
-            Refusal::Uncertain => write!(f, "the outcome is unknown and the customer may have it; verify first"),
-            Refusal::ChannelHasIt { state } => write!(f, "the channel already took the message ({state})"),
-            Refusal::Delivered { state } => write!(f, "already delivered to the customer ({state}); nothing to cancel"),
-            Refusal::Closed { state, reason } => match reason {
-                Some(r) => write!(f, "already closed ({state}: {r})"),
-                None => write!(f, "already closed ({state})"),
-            },
-            Refusal::NotSentYet { state } => write!(f, "nothing was sent yet ({state})"),
-            Refusal::ResendPending { key } => write!(f, "a resend is already pending: {key}"),
-            Refusal::AcknowledgeDelivery { key, state } => write!(
-                f,
-                "the customer already has {key} ({state}); a resend needs the supervisor's explicit acknowledgement"
-            ),
-            Refusal::DailyCap {
-                limit,
-                authorized_today,
-            } => write!(
-                f,
-                "{authorized_today} resend(s) already authorized today for this intention (policy.max_resends_per_day = {limit})"
-            ),
-            Refusal::StaleVersion { planned, current } => {
-                write!(
-                    f,
-                    "the commitment changed (message for v{planned}, now v{current}); its content is outdated"
-                )
-            }
-            Refusal::CommitmentCancelled => write!(f, "the commitment was cancelled"),
-            Refusal::Expired => write!(f, "the message's validity has ended"),
-            Refusal::NotAnAppointment => write!(f, "manual contact applies to appointments only"),
-            Refusal::NoLookup => write!(f, "the channel cannot be asked; its status webhook will settle it"),
-            Refusal::ChannelUnsure => write!(f, "the channel itself does not know yet (ambiguous); it will report"),
-            Refusal::ChannelNoRecord => write!(f, "the channel has no record of the message: it never arrived"),
-            Refusal::NoCommandId => write!(
-                f,
-                "no engine command is known for it: asking would repeat the send; the reconciler repeats it \
-                 only after checking it is still valid"
-            ),
-            Refusal::ChannelUnavailable { detail } => write!(f, "the channel could not be asked: {detail}"),
-        }
-    }
-}
-
-impl Refusal {
-    /// The rule that refused, as a stable code (the `refusal` tag of the
-    /// JSON form): what scripts match on, whatever the console language.
-    pub fn rule(&self) -> &'static str {
-        match self {
-            Refusal::InFlight => "in_flight",
-            Refusal::Uncertain => "uncertain",
-            Refusal::ChannelHasIt { .. } => "channel_has_it",
-            Refusal::Delivered { .. } => "delivered",
-            Refusal::Closed { .. } => "closed",
-            Refusal::NotSentYet { .. } => "not_sent_yet",
-            Refusal::ResendPending { .. } => "resend_pending",
-            Refusal::AcknowledgeDelivery { .. } => "acknowledge_delivery",
-            Refusal::DailyCap { .. } => "daily_cap",
-            Refusal::StaleVersion { .. } => "stale_version",
-            Refusal::CommitmentCancelled => "commitment_cancelled",
-            Refusal::Expired => "expired",
-            Refusal::NotAnAppointment => "not_an_appointment",
-            Refusal::NoLookup => "no_lookup",
-            Refusal::ChannelUnsure => "channel_unsure",
-            Refusal::ChannelNoRecord => "channel_no_record",
-            Refusal::NoCommandId => "no_command_id",
-            Refusal::ChannelUnavailable { .. } => "channel_unavailable",
-        }
-    }
 }
 
 /// What an action did.
@@ -281,6 +167,12 @@ pub enum OpsError {
     Ingest(#[from] IngestError),
     #[error(transparent)]
     Key(#[from] KeyError),
+    /// The case changed after the operator's form opened.
+    #[error("the case changed while the form was open; review it and confirm again")]
+    Changed,
+    /// The channel could not be reached for an action that needs it.
+    #[error("{0}")]
+    Channel(String),
 }
 
 pub(crate) fn check(actor: &Actor<'_>, op: OpKind, reason: &str) -> Result<(), OpsError> {
@@ -296,7 +188,7 @@ pub(crate) fn check(actor: &Actor<'_>, op: OpKind, reason: &str) -> Result<(), O
     Ok(())
 }
 
-fn note_text(actor: &Actor<'_>, reason: &str) -> String {
+pub(crate) fn note_text(actor: &Actor<'_>, reason: &str) -> String {
     format!("{} ({}): {}", actor.name, actor.role.as_str(), reason.trim())
 }
 
@@ -380,6 +272,7 @@ fn record(
         },
         now,
     )?;
+    handled::mark_after(tx, actor, op, row, commitment.0, &outcome, action_id, now)?;
     if note_history && let Some(r) = row {
         let note = format!(
             "{} — {}: {}",

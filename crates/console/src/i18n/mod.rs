@@ -8,8 +8,9 @@
 use chrono_tz::Tz;
 
 use crate::config::{Language, Role};
+use crate::domain::attention::NextStep;
 use crate::domain::text::inert;
-use crate::ops::{OpKind, Refusal, VerifyOutcome};
+use crate::ops::{OpKind, OpOutcome, OpReport, Refusal, VerifyOutcome};
 use crate::store::FamilyMember;
 
 /// Every label, hint and message of the console.
@@ -199,6 +200,43 @@ pub struct Strings {
     /// The "message" column of an Atención row that is a booking event
     /// refused as a conflict.
     pub refused_event: &'static str,
+    // The work queue (issue 10).
+    pub act_resolve: &'static str,
+    pub act_toggle_handled: &'static str,
+    pub act_top: &'static str,
+    pub act_bottom: &'static str,
+    pub scope_resolve: &'static str,
+    pub flash_changed: &'static str,
+    pub no_results: &'static str,
+    pub handled_none: &'static str,
+    pub handled_title: &'static str,
+    pub handled_by: &'static str,
+    pub reopened: &'static str,
+    pub col_next: &'static str,
+    pub col_name: &'static str,
+    pub col_phone: &'static str,
+    pub cli_done: &'static str,
+    pub cli_resolved: &'static str,
+    pub today: &'static str,
+    pub tomorrow: &'static str,
+    pub yesterday: &'static str,
+    pub too_small: &'static str,
+    pub too_small_hint: &'static str,
+    pub no_error: &'static str,
+    pub act_log: &'static str,
+    pub log_title: &'static str,
+    pub log_empty: &'static str,
+    /// `(code, label)` for history signals (`intention_history.signal`);
+    /// `webhook:{status}` is said as `webhook_signal` with the status.
+    pub signals: &'static [(&'static str, &'static str)],
+    pub webhook_signal: &'static str,
+    /// `(code, label)` for history causes.
+    pub causes: &'static [(&'static str, &'static str)],
+    /// `(code, label)` for reprocessing actions.
+    pub reprocess_actions: &'static [(&'static str, &'static str)],
+    pub board_chart: &'static str,
+    /// `(code, label)` for `domain::attention::NextStep`.
+    pub next_steps: &'static [(&'static str, &'static str)],
 }
 
 mod en;
@@ -249,7 +287,88 @@ impl Strings {
             OpKind::Reprocess => self.act_reprocess,
             OpKind::PauseDispatch => self.act_pause_dispatch,
             OpKind::ResumeDispatch => self.act_resume_dispatch,
+            OpKind::Resolve => self.act_resolve,
         }
+    }
+
+    /// What an operator action did, in words (the console's flash line and
+    /// the command line's message): `Hecho: …`, the recorded-only note, or
+    /// the refusal.
+    pub fn report(&self, r: &OpReport) -> String {
+        let target = match (&r.intention_id, &r.intention_key) {
+            (Some(id), Some(key)) => format!("#{id} {}", inert(key)),
+            _ => inert(&r.commitment_ref).into_owned(),
+        };
+        let action = self.op_label(r.op);
+        let done = |what: String| fill(self.flash_done, &[("what", &what)]);
+        match &r.outcome {
+            OpOutcome::Done {
+                new_intention: Some((id, key)),
+                ..
+            } => done(fill(
+                self.done_new,
+                &[
+                    ("action", action),
+                    ("target", &target),
+                    ("id", &id.to_string()),
+                    ("key", &inert(key)),
+                ],
+            )),
+            OpOutcome::Done { .. } if r.op == OpKind::Resolve => done(fill(
+                self.cli_resolved,
+                &[("target", &target), ("action", &r.action_id.to_string())],
+            )),
+            OpOutcome::Done { state: Some(s), .. } => done(fill(
+                self.done_state,
+                &[
+                    ("action", action),
+                    ("target", &target),
+                    ("state", self.state(s.as_str())),
+                ],
+            )),
+            OpOutcome::Done { closed, .. } => done(fill(
+                self.done_closed,
+                &[("action", action), ("target", &target), ("n", &closed.to_string())],
+            )),
+            OpOutcome::Recorded { state } => fill(
+                self.recorded_only,
+                &[
+                    ("action", action),
+                    ("target", &target),
+                    ("state", self.state(state.as_str())),
+                ],
+            ),
+            OpOutcome::Refused(why) => fill(self.flash_refused, &[("why", &self.refusal(why))]),
+        }
+    }
+
+    /// A history signal in words (the code itself when unknown: the test
+    /// below keeps that from happening).
+    pub fn signal(&self, code: &str) -> String {
+        if let Some(status) = code.strip_prefix("webhook:") {
+            return fill(self.webhook_signal, &[("status", self.state(status))]);
+        }
+        lookup(self.signals, code).unwrap_or(code).to_string()
+    }
+
+    pub fn cause<'a>(&self, code: &'a str) -> &'a str
+    where
+        'static: 'a,
+    {
+        lookup(self.causes, code).unwrap_or(code)
+    }
+
+    pub fn reprocess_action(&self, a: crate::dispatch::reprocess::Action) -> &'static str {
+        lookup(self.reprocess_actions, a.as_str()).unwrap_or(a.as_str())
+    }
+
+    /// What to do next with a case, in words.
+    pub fn next_step(&self, step: NextStep) -> &'static str {
+        self.next_steps
+            .iter()
+            .find(|(c, _)| *c == step.as_str())
+            .map(|(_, l)| *l)
+            .unwrap_or("")
     }
 
     pub fn outcome(&self, o: VerifyOutcome) -> &'static str {
@@ -347,6 +466,10 @@ impl Strings {
     }
 }
 
+fn lookup(table: &'static [(&'static str, &'static str)], code: &str) -> Option<&'static str> {
+    table.iter().find(|(c, _)| *c == code).map(|(_, l)| *l)
+}
+
 /// The table for a configured language.
 pub fn strings(lang: Language) -> &'static Strings {
     match lang {
@@ -365,50 +488,4 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fill_replaces_every_placeholder() {
-        assert_eq!(fill("a {x} b {y} {x}", &[("x", "1"), ("y", "2")]), "a 1 b 2 1");
-    }
-
-    #[test]
-    fn spanish_is_the_default() {
-        assert_eq!(strings(Language::default()).screen_attention, "Atención");
-        assert_eq!(strings(Language::En).screen_attention, "Attention");
-    }
-
-    /// The reasons a refused repeat goes to review with (dispatch/repeat.rs)
-    /// are said in both languages, never shown as their code.
-    #[test]
-    fn refused_repeat_reasons_are_said_in_both_languages() {
-        use crate::domain::state::ReviewReason;
-        let es = ES.reason(ReviewReason::ChangedWhileUncertain.as_str());
-        assert_eq!(
-            es,
-            "la cita cambió mientras no sabíamos si el mensaje salió: confirmar con el paciente"
-        );
-        let en = EN.reason(ReviewReason::ChangedWhileUncertain.as_str());
-        assert!(en.starts_with("the appointment changed while we did not know"), "{en}");
-        let code = ReviewReason::InvalidWhileUncertain.as_str();
-        assert_ne!(ES.reason(code), code);
-        assert_ne!(EN.reason(code), code);
-    }
-
-    /// Why a webhook event was parked or refused (store/webhooks.rs), for
-    /// a technician in Atención, in both languages.
-    #[test]
-    fn parked_and_refused_event_reasons_are_said_in_both_languages() {
-        use crate::store::{PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE};
-        for code in [
-            PARKED_KEY_MESSAGE_MISMATCH,
-            REFUSED_FOREIGN_INSTANCE,
-            "template_blocked",
-        ] {
-            assert_ne!(ES.reason(code), code);
-            assert_ne!(EN.reason(code), code);
-        }
-        assert!(ES.reason(PARKED_KEY_MESSAGE_MISMATCH).contains("apartado"));
-    }
-}
+mod tests;

@@ -62,6 +62,8 @@ pub enum Mode {
     ConfirmWord,
     /// The `?` overlay.
     Help,
+    /// The session's action log (`L`).
+    Log,
 }
 
 /// The signed-in operator's powers.
@@ -76,6 +78,8 @@ pub struct Access {
 pub enum Action {
     Quit,
     Help,
+    /// This session's actions.
+    ShowLog,
     Back,
     Refresh,
     OpenFilter,
@@ -92,6 +96,11 @@ pub enum Action {
     DayNext,
     /// Reproceso: toggle the state under the cursor.
     ToggleState,
+    /// Atención: the day's handled cases instead of the open ones.
+    ToggleHandled,
+    /// First / last row of the page.
+    Top,
+    Bottom,
     /// Opens the form of an operator action.
     Op(OpKind),
     /// The role may not do this (the key is hidden for it).
@@ -122,6 +131,9 @@ pub enum KeySpec {
     Right,
     PageUp,
     PageDown,
+    Home,
+    End,
+    F(u8),
 }
 
 impl KeySpec {
@@ -140,6 +152,9 @@ impl KeySpec {
             (KeySpec::Right, KeyCode::Right) => true,
             (KeySpec::PageUp, KeyCode::PageUp) => true,
             (KeySpec::PageDown, KeyCode::PageDown) => true,
+            (KeySpec::Home, KeyCode::Home) => true,
+            (KeySpec::End, KeyCode::End) => true,
+            (KeySpec::F(n), KeyCode::F(x)) => n == x,
             _ => false,
         }
     }
@@ -159,6 +174,9 @@ impl KeySpec {
             KeySpec::Right => "→".into(),
             KeySpec::PageUp => "pgup".into(),
             KeySpec::PageDown => "pgdn".into(),
+            KeySpec::Home => "home".into(),
+            KeySpec::End => "end".into(),
+            KeySpec::F(n) => format!("F{n}"),
         }
     }
 }
@@ -208,7 +226,7 @@ const LISTS: &[Screen] = &[S::Attention, S::Upcoming, S::Counter, S::Board, S::D
 /// The one list of commands.
 pub static REGISTRY: &[Command] = &[
     Command {
-        keys: &[KeySpec::Char('?')],
+        keys: &[KeySpec::Char('?'), KeySpec::F(1), KeySpec::Char('¿')],
         action: Action::Help,
         label: |t| t.act_help,
         hint: true,
@@ -243,6 +261,20 @@ pub static REGISTRY: &[Command] = &[
         screens: &[S::Attention, S::Upcoming, S::Detail, S::Counter],
     },
     Command {
+        keys: &[KeySpec::Char('x')],
+        action: Action::Op(OpKind::Resolve),
+        label: |t| t.act_resolve,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        keys: &[KeySpec::Char('h')],
+        action: Action::ToggleHandled,
+        label: |t| t.act_toggle_handled,
+        hint: false,
+        screens: &[S::Attention],
+    },
+    Command {
         keys: &[KeySpec::Char('r')],
         action: Action::Op(OpKind::Reprocess),
         label: |t| t.act_reprocess,
@@ -272,6 +304,13 @@ pub static REGISTRY: &[Command] = &[
         label: |t| t.act_filter,
         hint: true,
         screens: &[S::Attention, S::Upcoming],
+    },
+    Command {
+        keys: &[KeySpec::Char('L')],
+        action: Action::ShowLog,
+        label: |t| t.act_log,
+        hint: false,
+        screens: &[],
     },
     Command {
         keys: &[KeySpec::Char(':')],
@@ -323,14 +362,28 @@ pub static REGISTRY: &[Command] = &[
         screens: LISTS,
     },
     Command {
-        keys: &[KeySpec::PageUp],
+        keys: &[KeySpec::Char('g'), KeySpec::Home],
+        action: Action::Top,
+        label: |t| t.act_top,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::Char('G'), KeySpec::End],
+        action: Action::Bottom,
+        label: |t| t.act_bottom,
+        hint: false,
+        screens: LISTS,
+    },
+    Command {
+        keys: &[KeySpec::PageUp, KeySpec::Ctrl('u')],
         action: Action::PageUp,
         label: |t| t.act_page,
         hint: false,
         screens: LISTS,
     },
     Command {
-        keys: &[KeySpec::PageDown],
+        keys: &[KeySpec::PageDown, KeySpec::Ctrl('d')],
         action: Action::PageDown,
         label: |t| t.act_page,
         hint: false,
@@ -420,7 +473,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::Esc => Some(Action::Abort),
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Backspace => Some(Action::Backspace),
-            KeyCode::Tab | KeyCode::BackTab if mode == Mode::Form => Some(Action::NextField),
+            KeyCode::Tab | KeyCode::BackTab if matches!(mode, Mode::Form | Mode::Command) => Some(Action::NextField),
             KeyCode::Char(c) if !ctrl => Some(Action::Input(c)),
             _ => None,
         },
@@ -429,14 +482,27 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(Action::Abort),
             _ => None,
         },
-        Mode::Help => match key.code {
+        Mode::Help | Mode::Log => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::Back),
         },
         Mode::Normal => {
-            let cmd = REGISTRY
-                .iter()
-                .find(|c| c.on(screen) && c.keys.iter().any(|k| k.matches(key)))?;
+            let find = |k: &KeyEvent| {
+                REGISTRY
+                    .iter()
+                    .find(|c| c.on(screen) && c.keys.iter().any(|s| s.matches(k)))
+            };
+            // Caps Lock: an uppercase letter with no binding of its own acts
+            // as its lowercase (`Q` quits); pairs bound on purpose (`g`/`G`)
+            // keep their meanings.
+            let lower = match key.code {
+                KeyCode::Char(c) if c.is_uppercase() => Some(KeyEvent::new(
+                    KeyCode::Char(c.to_lowercase().next().unwrap_or(c)),
+                    key.modifiers,
+                )),
+                _ => None,
+            };
+            let cmd = find(key).or_else(|| lower.as_ref().and_then(find))?;
             if !goto_permitted(cmd.action, access.role) {
                 return None;
             }

@@ -11,7 +11,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseButton, MouseEventKind,
+};
 
 use super::app::App;
 use super::keys::{Access, action_for};
@@ -102,9 +104,13 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     );
     app.identity_unverified = !opts.identity_verified;
     app.dispatcher.running = opts.dispatcher_running;
+    // https://no-color.org: present and not empty.
+    app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     app.channel_verify = channel_configured;
     app.dispatcher.last_error = opts.dispatcher_error.clone();
     let mut terminal = ratatui::try_init()?;
+    // Click selects a row or a tab, the wheel scrolls.
+    crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
     let result = (|| -> Result<(), ConsoleError> {
         let send = |reqs: Vec<Request>| -> Result<(), ConsoleError> {
             for r in reqs {
@@ -123,6 +129,18 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
                             let reqs = app.on_action(a);
                             send(reqs)?;
                         }
+                    }
+                    Event::Mouse(m) if app.mode == super::keys::Mode::Normal => {
+                        let reqs = match m.kind {
+                            MouseEventKind::ScrollDown => app.on_action(super::keys::Action::Down),
+                            MouseEventKind::ScrollUp => app.on_action(super::keys::Action::Up),
+                            MouseEventKind::Down(MouseButton::Left) => {
+                                let size = terminal.size()?;
+                                app.on_click(m.column, m.row, size.width, size.height)
+                            }
+                            _ => vec![],
+                        };
+                        send(reqs)?;
                     }
                     _ => {}
                 }
@@ -144,6 +162,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
         }
         Ok(())
     })();
+    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     drop(req_tx);
     let _ = worker.join();

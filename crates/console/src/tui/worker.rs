@@ -13,63 +13,17 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::channel::{CancelOutcome, Channel, LookupOutcome};
+use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
-use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence, ResendGuard, VerifyOutcome};
-use crate::planner::Planner;
-use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, Store, UpcomingRow};
+use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence};
+use crate::store::{
+    AttentionQuery, AttentionRow, Board, CounterQuery, HourCount, IntentionDetail, Page, Store, UpcomingRow,
+};
 use crate::templates::Templates;
 
-/// An operator action, fully specified and confirmed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PendingOp {
-    Cancel {
-        intention_id: i64,
-    },
-    Verify {
-        intention_id: i64,
-        outcome: VerifyOutcome,
-    },
-    /// Authorize a resend; `acknowledge_delivered` when the supervisor
-    /// typed the word after seeing an earlier message was delivered or read.
-    Resend {
-        intention_id: i64,
-        acknowledge_delivered: bool,
-    },
-    ManualContact {
-        commitment_id: i64,
-        intention_id: Option<i64>,
-    },
-    /// Reprocess one operating day by state (technicians).
-    Reprocess {
-        day: String,
-        states: Vec<IntentionState>,
-    },
-    /// Verify by asking the channel now.
-    VerifyChannel {
-        intention_id: i64,
-    },
-    /// Stop new claims of the embedded dispatcher.
-    PauseDispatch,
-    ResumeDispatch,
-}
-
-impl PendingOp {
-    pub fn kind(&self) -> OpKind {
-        match self {
-            PendingOp::Cancel { .. } => OpKind::Cancel,
-            PendingOp::Verify { .. } => OpKind::Verify,
-            PendingOp::Resend { .. } => OpKind::AuthorizeResend,
-            PendingOp::ManualContact { .. } => OpKind::ManualContact,
-            PendingOp::Reprocess { .. } => OpKind::Reprocess,
-            PendingOp::VerifyChannel { .. } => OpKind::Verify,
-            PendingOp::PauseDispatch => OpKind::PauseDispatch,
-            PendingOp::ResumeDispatch => OpKind::ResumeDispatch,
-        }
-    }
-}
+pub use crate::ops::PendingOp;
 
 /// What the UI asks of the database.
 #[derive(Debug, Clone)]
@@ -98,6 +52,11 @@ pub enum Request {
     Board {
         day: String,
     },
+    /// The Tablero's chart: the day's outcomes by the hour.
+    BoardHours {
+        day: String,
+        day_start: DateTime<Utc>,
+    },
     Counter {
         query: CounterQuery,
         limit: u32,
@@ -119,6 +78,9 @@ pub enum Request {
         operator: String,
         role: Role,
         reason: String,
+        /// When the case's situation began as the form saw it: a case that
+        /// changed since is refused, not acted on.
+        seen: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     },
 }
@@ -131,6 +93,7 @@ pub enum Response {
     Attention(Result<Page<AttentionRow>, String>),
     Upcoming(Result<Page<UpcomingRow>, String>),
     Board(Result<Board, String>),
+    BoardHours(Result<Vec<HourCount>, String>),
     Counter(Result<Page<AttentionRow>, String>),
     Detail(Result<Box<IntentionDetail>, String>),
     Status {
@@ -140,11 +103,19 @@ pub enum Response {
         /// error is dropped once older than the attempts' window.
         service: Option<ServiceStatus>,
     },
-    Op(Result<OpReport, String>),
+    Op(Result<OpReport, OpError>),
     ResendEvidence {
         intention_id: i64,
         evidence: Result<Box<ResendEvidence>, String>,
     },
+}
+
+/// Why an action did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpError {
+    /// The case changed after the form opened: nothing was done.
+    Changed,
+    Other(String),
 }
 
 /// What the worker needs besides the store: the planner's inputs.
@@ -248,6 +219,9 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 .map_err(s),
         ),
         Request::Board { day } => Response::Board(store.read(|tx| tx.board(&day)).map_err(s)),
+        Request::BoardHours { day, day_start } => {
+            Response::BoardHours(store.read(|tx| tx.board_hours(&day, day_start)).map_err(s))
+        }
         Request::Counter { query, limit, offset } => {
             Response::Counter(store.read(|tx| tx.counter_rows(&query, limit, offset)).map_err(s))
         }
@@ -294,82 +268,40 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             operator,
             role,
             reason,
+            seen,
             now,
-        } => operator_action(store, ctx, op, &Actor { name: &operator, role }, &reason, now),
+        } => operator_action(store, ctx, op, &Actor { name: &operator, role }, &reason, seen, now),
     }
 }
 
-/// Runs one confirmed operator action: asks the channel first where the
-/// action needs it (outside any transaction), then decides in one write.
+/// Runs one confirmed operator action through the library's runner (the
+/// command line's twins run the same one).
 fn operator_action(
     store: &mut Store,
     ctx: &WorkerCtx,
     op: PendingOp,
     actor: &Actor<'_>,
     reason: &str,
+    seen: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Response {
-    let planner = Planner::new(&ctx.config.policy, &ctx.templates, ctx.config.tz());
-    let tz = ctx.config.tz();
     if let PendingOp::PauseDispatch | PendingOp::ResumeDispatch = op {
-        return Response::Op(switch_dispatch(
-            store,
-            ctx,
-            actor,
-            op == PendingOp::PauseDispatch,
-            reason,
-            now,
-        ));
+        return Response::Op(
+            switch_dispatch(store, ctx, actor, op == PendingOp::PauseDispatch, reason, now).map_err(OpError::Other),
+        );
     }
-    // A verification through the channel asks it first, outside any
-    // transaction (a slow channel must not hold the write lock).
-    let lookup = match &op {
-        PendingOp::VerifyChannel { intention_id } => match channel_lookup(store, ctx, *intention_id, now) {
-            Ok(l) => l,
-            Err(e) => return Response::Op(Err(e)),
-        },
-        _ => None,
+    let env = ops::OpEnv {
+        config: &ctx.config,
+        templates: &ctx.templates,
+        channel: ctx.reprocess.as_ref().and_then(|r| r.channel.clone()),
+        runtime: ctx.reprocess.as_ref().map(|r| r.runtime.clone()),
     };
-    // Cancelling an accepted command asks the channel to withdraw
-    // it first, also outside any transaction.
-    let withdraw = match &op {
-        PendingOp::Cancel { intention_id } => match channel_withdraw(store, ctx, *intention_id) {
-            Ok(w) => w,
-            Err(e) => return Response::Op(Err(e)),
-        },
-        _ => None,
-    };
-    let r = store.write(|tx| match op {
-        PendingOp::Cancel { intention_id } => {
-            ops::cancel_with_channel(tx, actor, intention_id, withdraw.as_ref(), reason, now)
-        }
-        PendingOp::Verify { intention_id, outcome } => {
-            ops::verify_manual(tx, actor, intention_id, outcome, reason, now)
-        }
-        PendingOp::Resend {
-            intention_id,
-            acknowledge_delivered,
-        } => {
-            let guard = ResendGuard::from_policy(&ctx.config.policy, acknowledge_delivered);
-            ops::authorize_resend(tx, actor, intention_id, reason, guard, tz, now)
-        }
-        PendingOp::ManualContact {
-            commitment_id,
-            intention_id,
-        } => ops::manual_contact(tx, &planner, actor, commitment_id, intention_id, reason, now),
-        PendingOp::VerifyChannel { intention_id } => {
-            ops::verify_with_channel(tx, actor, intention_id, lookup.as_ref(), reason, now)
-        }
-        // The app sends reprocessing as its own request, and the
-        // dispatch switch returned above; never here.
-        PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
-            Err(ops::OpsError::NotAllowed {
-                role: actor.role.as_str(),
-                op: "reprocess",
-            })
-        }
-    });
-    Response::Op(r.map_err(|e| e.to_string()))
+    Response::Op(
+        ops::run(store, &env, &op, actor, reason, seen, now).map_err(|e| match e {
+            ops::OpsError::Changed => OpError::Changed,
+            e => OpError::Other(e.to_string()),
+        }),
+    )
 }
 
 /// Records the pause/resume, then flips the switch: committed first, so a
@@ -395,55 +327,6 @@ fn switch_dispatch(
         control.resume();
     }
     Ok(report)
-}
-
-/// Asks the channel where the intention's command is. `None` when the
-/// channel cannot be asked (no lookup capability).
-fn channel_lookup(
-    store: &mut Store,
-    ctx: &WorkerCtx,
-    intention_id: i64,
-    now: DateTime<Utc>,
-) -> Result<Option<LookupOutcome>, String> {
-    let (channel, rt) = ctx
-        .reprocess
-        .as_ref()
-        .and_then(|r| Some((r.channel.clone()?, &r.runtime)))
-        .ok_or_else(|| "no channel configured".to_string())?;
-    if !channel.capabilities().command_lookup {
-        return Ok(None);
-    }
-    let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
-    let Some(command_id) = row.provider_command_id.as_deref() else {
-        // Without an engine command id, the only way to ask an idempotent
-        // engine is to repeat the request with the same key, and if the
-        // first request never arrived that repeat is the first delivery.
-        // A verification never sends: the reconciler makes that repeat,
-        // with the validity check in the transaction that records it.
-        // `ops::verify_with_channel` refuses it as `NoCommandId`.
-        return Ok(Some(LookupOutcome::NotFound));
-    };
-    let req = crate::dispatch::request::send_request(&row, None, now);
-    Ok(Some(rt.block_on(channel.lookup(&req, Some(command_id)))))
-}
-
-/// For an accepted intention on a channel that can withdraw queued
-/// commands: the channel's answer to `cancel`. `None` for any other state
-/// (the ledger decides alone) or when there is no channel to ask.
-fn channel_withdraw(store: &mut Store, ctx: &WorkerCtx, intention_id: i64) -> Result<Option<CancelOutcome>, String> {
-    let row = store.read(|tx| tx.intention(intention_id)).map_err(|e| e.to_string())?;
-    let Some(r) = ctx.reprocess.as_ref() else {
-        return Ok(None);
-    };
-    let (Some(channel), Some(command_id), IntentionState::Accepted) =
-        (r.channel.clone(), row.provider_command_id, row.state)
-    else {
-        return Ok(None);
-    };
-    if !channel.capabilities().cancel {
-        return Ok(Some(CancelOutcome::Unsupported));
-    }
-    Ok(Some(r.runtime.block_on(channel.cancel(&command_id))))
 }
 
 /// Starts the worker thread. It stops when the request channel closes.

@@ -3,6 +3,7 @@
 //! exhaustively without a database or a network.
 
 pub mod attempt;
+pub mod attention;
 pub mod commitment;
 pub mod event;
 pub mod fingerprint;

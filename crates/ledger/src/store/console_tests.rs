@@ -6,8 +6,8 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rusqlite::params;
 
+use super::super::AttentionQuery;
 use super::super::{Store, ms};
-use super::AttentionQuery;
 use ledger_shape::LedgerShape;
 
 // The bench's ledger generator (a bench tool, not part of the store), so
@@ -122,9 +122,9 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
             .query_map(
                 params![
                     ms(at),
-                    ms(at - base.failed_window),
-                    ms(at - base.reschedule_window),
-                    ms(at + base.reschedule_window)
+                    ms(at - base.rule.failed_window),
+                    ms(at - base.rule.reschedule_window),
+                    ms(at + base.rule.reschedule_window)
                 ],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
@@ -149,9 +149,9 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
                 .iter()
                 .map(|r| {
                     let kind = match r.kind {
-                        super::RowKind::Intention => "intention",
-                        super::RowKind::RescheduleRequest => "reschedule",
-                        super::RowKind::RefusedEvent => "refused",
+                        super::super::RowKind::Intention => "intention",
+                        super::super::RowKind::RescheduleRequest => "reschedule",
+                        super::super::RowKind::RefusedEvent => "refused",
                     };
                     (kind.to_string(), r.intention_id, r.commitment_id, r.evidence_count)
                 })
@@ -193,6 +193,9 @@ fn migration_0002_backfills_an_existing_database() {
              DROP INDEX intentions_day_due; DROP INDEX intentions_day_state;
              CREATE INDEX intentions_day_state ON intentions(day, state);
              ALTER TABLE intentions DROP COLUMN starts_at;
+             DROP TRIGGER commitment_search_insert; DROP TRIGGER commitment_search_update;
+             DROP TRIGGER commitment_search_delete; DROP TRIGGER commitment_search_contact;
+             DROP TABLE commitment_search; DROP TABLE attention_handled; DROP INDEX commitments_contact;
              DROP TABLE refused_events; ALTER TABLE commitments DROP COLUMN contact_name;
              DROP INDEX channel_events_parked; ALTER TABLE channel_events DROP COLUMN copies;
              ALTER TABLE channel_events DROP COLUMN reason; DROP INDEX contacts_wa_user_id;
@@ -212,4 +215,160 @@ fn migration_0002_backfills_an_existing_database() {
         .query_row("SELECT count(*) FROM intentions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(by_state.iter().map(|(_, n)| n).sum::<i64>(), direct);
+}
+
+/// The open cases the SQL returns are exactly the intentions the domain's
+/// rule (`AttentionRule::matches`) calls cases and no covering mark
+/// (`handled_covers`) takes off the desk, evaluated row by row in Rust.
+#[test]
+fn open_cases_equal_the_domain_rule_applied_row_by_row() {
+    use crate::domain::attention::{AttentionRule, CaseFacts, handled_covers};
+    use crate::domain::state::IntentionState;
+    let (_dir, mut store) = generated();
+    churn(&store);
+    // Marks of every kind: covering (after the state change) and outgrown
+    // (before it).
+    store
+        .conn
+        .execute_batch(&format!(
+            "INSERT INTO operator_actions(id, at, operator, role, action, reason, result)
+                 VALUES (1, {n}, 'recepcion', 'front_desk', 'resolve', 'x', 'done');
+             INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
+                 SELECT 'intention', id, {n},
+                        CASE WHEN id % 2 = 0 THEN state_changed_at ELSE state_changed_at - 1 END, 'recepcion', 1
+                 FROM intentions WHERE id % 5 = 0 AND state IN ('uncertain', 'review', 'failed', 'dispatching');",
+            n = ms(now())
+        ))
+        .unwrap();
+    let rule = AttentionRule::default();
+    let mut stmt = store
+        .conn
+        .prepare(
+            "SELECT i.id, i.state, i.due_at, i.lease_until, i.state_changed_at, h.situation_at
+             FROM intentions i LEFT JOIN attention_handled h ON h.kind = 'intention' AND h.subject_id = i.id",
+        )
+        .unwrap();
+    let mut want: Vec<i64> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, Option<i64>>(5)?,
+            ))
+        })
+        .unwrap()
+        .map(|r| r.unwrap())
+        .filter(|(_, state, due, lease, since, handled)| {
+            let facts = CaseFacts {
+                state: state.parse::<IntentionState>().unwrap(),
+                due_at: super::super::from_ms(*due),
+                lease_until: lease.map(super::super::from_ms),
+            };
+            let covered =
+                handled.is_some_and(|h| handled_covers(super::super::from_ms(h), super::super::from_ms(*since)));
+            rule.matches(&facts, now()).is_some() && !covered
+        })
+        .map(|r| r.0)
+        .collect();
+    drop(stmt);
+    want.sort_unstable();
+    let mut q = AttentionQuery::new(now());
+    q.limit = 100_000;
+    let page = store.read(|tx| tx.attention(&q)).unwrap();
+    let mut got: Vec<i64> = page.rows.iter().filter_map(|r| r.intention_id).collect();
+    got.sort_unstable();
+    assert!(want.len() > 100);
+    assert_eq!(got, want);
+    let others = page.rows.iter().filter(|r| r.intention_id.is_none()).count() as i64;
+    assert_eq!(page.total, want.len() as i64 + others);
+}
+
+/// The trigram index stays equal to the tables it indexes, and finds a
+/// patient by name, reference, key, or the phone's last digits.
+#[test]
+fn the_patient_search_finds_by_name_reference_key_and_phone_digits() {
+    let (_dir, mut store) = generated();
+    churn(&store);
+    store
+        .conn
+        .execute_batch(
+            "UPDATE contacts SET name = 'Mónica Quispe' WHERE id = 7;
+             UPDATE commitments SET contact_name = 'Ana María Pérez' WHERE id = 10;
+             UPDATE contacts SET phone = '+51999123987' WHERE id = 8;",
+        )
+        .unwrap();
+    let stale: i64 = store
+        .conn
+        .query_row(
+            "SELECT count(*) FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
+             WHERE c.id NOT IN (SELECT rowid FROM commitment_search WHERE commitment_search MATCH
+                 '\"' || replace(c.ref, '\"', '\"\"') || '\"')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stale, 0, "every commitment is found by its reference");
+    let find = |store: &mut Store, text: &str| -> Vec<String> {
+        let mut q = AttentionQuery::new(now());
+        q.filter = Some(text.into());
+        q.limit = 1000;
+        let open = store.read(|tx| tx.attention(&q)).unwrap();
+        let up = store
+            .read(|tx| {
+                tx.upcoming(
+                    now() - Duration::days(30),
+                    now() + Duration::days(30),
+                    Some(text),
+                    1000,
+                    0,
+                )
+            })
+            .unwrap();
+        let mut refs: Vec<String> = open.rows.into_iter().map(|r| r.commitment_ref).collect();
+        refs.extend(up.rows.into_iter().map(|r| r.commitment_ref));
+        refs.sort();
+        refs.dedup();
+        refs
+    };
+    let by_contact = |store: &Store, contact: i64| -> Vec<String> {
+        let mut s = store
+            .conn
+            .prepare("SELECT ref FROM commitments WHERE contact_id = ?1 AND contact_name IS NULL ORDER BY ref")
+            .unwrap();
+        s.query_map([contact], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+    };
+    // Accents and case do not matter.
+    let monica = find(&mut store, "monica quis");
+    assert!(!monica.is_empty());
+    assert!(by_contact(&store, 7).iter().all(|r| monica.contains(r)), "{monica:?}");
+    let cid10: String = store
+        .conn
+        .query_row("SELECT ref FROM commitments WHERE id = 10", [], |r| r.get(0))
+        .unwrap();
+    assert!(find(&mut store, "maría pérez").contains(&cid10));
+    let phone = find(&mut store, "3987");
+    assert!(by_contact(&store, 8).iter().all(|r| phone.contains(r)), "{phone:?}");
+    // A key typed in full finds its commitment and nothing else.
+    let key: String = store
+        .conn
+        .query_row(
+            "SELECT key FROM intentions WHERE state = 'uncertain' ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let reference = key.split(':').next().unwrap().to_string();
+    let mut q = AttentionQuery::new(now());
+    q.filter = Some(key.clone());
+    let page = store.read(|tx| tx.attention(&q)).unwrap();
+    assert!(page.rows.iter().any(|r| r.key.as_deref() == Some(key.as_str())));
+    assert!(page.rows.iter().all(|r| r.commitment_ref == reference));
+    assert_eq!(page.total, page.rows.len() as i64);
+    assert!(find(&mut store, "zzqx").is_empty());
 }

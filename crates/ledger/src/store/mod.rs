@@ -10,6 +10,7 @@
 //! Submodules group the operations by the part of the system that uses them.
 
 mod attempts;
+mod attention;
 mod console;
 mod dispatch;
 pub mod files;
@@ -26,7 +27,8 @@ mod webhooks;
 
 pub use crate::api::{ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, Reservation, ReserveRow};
 pub use crate::domain::attempt::{AttemptOutcome, AttemptResult, Backoff, Finished, RetryPolicy};
-pub use console::{AttentionQuery, AttentionRow, Board, CounterQuery, NotificationCell, Page, RowKind, UpcomingRow};
+pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, HandledMark, NewMark, RowKind};
+pub use console::{Board, CounterQuery, HourCount, NotificationCell, Page, UpcomingRow};
 pub use dispatch::PresendFacts;
 pub use inbound::SignalRow;
 pub use intents::Entry;
@@ -107,7 +109,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("migrations/0002_console_speed.sql")),
     (3, include_str!("migrations/0003_refused_events.sql")),
     (4, include_str!("migrations/0004_resend_acknowledgements.sql")),
-    (6, include_str!("migrations/0006_notifications.sql")),
+    (5, include_str!("migrations/0005_notifications.sql")),
+    (6, include_str!("migrations/0006_front_desk_queue.sql")),
 ];
 
 /// One connection to the ledger. Not `Sync`: each thread or task that
@@ -161,10 +164,18 @@ impl Store {
                     path: path.to_path_buf(),
                 });
             }
-            files::create_private(path, opts.group).map_err(|source| StoreError::Create {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            // Another process may create it between the check and here
+            // (four imports started at once): theirs is as good as ours.
+            match files::create_private(path, opts.group) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(source) => {
+                    return Err(StoreError::Create {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
+            }
         }
         let mut store = Store {
             conn: open_connection(path)?,

@@ -1,4 +1,4 @@
-//! WhatsApp notifications other than message statuses (migration 0006):
+//! WhatsApp notifications other than message statuses (migration 0005):
 //! template status and quality, marketing preferences, changed numbers,
 //! Meta's user ids, and parked or refused channel events. Rows only: what
 //! they mean is decided by the server (`unavez-server`'s cloud handler).

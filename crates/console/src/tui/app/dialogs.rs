@@ -5,30 +5,89 @@ use super::*;
 
 impl App {
     pub(super) fn on_input(&mut self, a: Action) -> Vec<Request> {
+        let filtering = self.mode == Mode::Filter;
         match a {
-            Action::Input(c) => self.input.push(c),
+            Action::Input(c) => {
+                self.input.push(c);
+                if filtering {
+                    return self.apply_filter();
+                }
+            }
             Action::Backspace => {
                 self.input.pop();
+                if filtering {
+                    return self.apply_filter();
+                }
             }
             Action::Abort => {
                 self.mode = Mode::Normal;
                 self.input.clear();
+                // Esc clears a search as it is typed (it already applied).
+                if filtering && !self.filter.is_empty() {
+                    return self.apply_filter();
+                }
             }
             Action::Submit => {
                 let text = std::mem::take(&mut self.input);
-                let was = self.mode;
                 self.mode = Mode::Normal;
-                if was == Mode::Filter {
-                    self.filter = text.trim().to_string();
-                    self.reset_offset();
-                    return self.load_screen(self.screen);
+                if filtering {
+                    return vec![];
                 }
                 return self.run_command(text.trim());
             }
+            Action::NextField if !filtering => self.complete_command(),
             Action::Quit => self.quit = true,
             _ => {}
         }
         vec![]
+    }
+
+    /// The `:` commands this operator can run, in the console's language
+    /// first (`reproceso` for technicians only).
+    pub fn commands(&self) -> Vec<&'static str> {
+        let mut v = vec!["atencion", "citas", "tablero"];
+        if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
+            v.push("reproceso");
+        }
+        v.extend(["detalle", "error", "salir"]);
+        v
+    }
+
+    /// Tab in `:`: completes the word to the commands it starts (their
+    /// common prefix), and lists them when several remain.
+    fn complete_command(&mut self) {
+        let typed = self.input.trim_start().to_lowercase();
+        if typed.contains(' ') {
+            return;
+        }
+        let matches: Vec<&str> = self.commands().into_iter().filter(|c| c.starts_with(&typed)).collect();
+        let Some(first) = matches.first() else { return };
+        let common: String = first
+            .chars()
+            .enumerate()
+            .take_while(|(i, ch)| matches.iter().all(|m| m.chars().nth(*i) == Some(*ch)))
+            .map(|(_, ch)| ch)
+            .collect();
+        self.input = if matches.len() == 1 {
+            format!("{common} ")
+        } else {
+            common
+        };
+        if matches.len() > 1 {
+            self.flash(FlashKind::Info, matches.join(" · "));
+        }
+    }
+
+    /// The search applies as it is typed: the list reloads on each key,
+    /// back at its first row.
+    fn apply_filter(&mut self) -> Vec<Request> {
+        let text = self.input.trim().to_string();
+        if text == self.filter {
+            return vec![];
+        }
+        self.filter = text;
+        self.reset_offset();
+        self.load_screen(self.screen)
     }
 
     /// `:` commands: screen names (Spanish or English), `q`, and
@@ -44,12 +103,30 @@ impl App {
             "atencion" | "atención" | "attention" => self.goto(Screen::Attention),
             "citas" | "proximas" | "próximas" | "upcoming" => self.goto(Screen::Upcoming),
             "tablero" | "board" => self.goto(Screen::Board),
-            "reproceso" | "reprocess" if Screen::tabs(self.role()).contains(&Screen::Reprocess) => {
-                self.goto(Screen::Reprocess)
+            "reproceso" | "reprocess" => {
+                if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
+                    self.goto(Screen::Reprocess)
+                } else {
+                    self.on_action(Action::Refused(OpKind::Reprocess))
+                }
             }
             "detalle" | "detail" | "d" if !arg.is_empty() => self.open_detail(arg.to_string()),
+            // The header shortens a long error; this shows it whole.
+            "error" => {
+                let text = self
+                    .dispatcher
+                    .last_error
+                    .clone()
+                    .unwrap_or_else(|| self.t.no_error.into());
+                self.flash(FlashKind::Info, text);
+                vec![]
+            }
             _ => {
-                self.flash(FlashKind::Refused, fill(self.t.flash_unknown_command, &[("cmd", cmd)]));
+                let known = self.commands().join(", ");
+                self.flash(
+                    FlashKind::Refused,
+                    fill(self.t.flash_unknown_command, &[("cmd", cmd), ("commands", &known)]),
+                );
                 vec![]
             }
         }
@@ -124,6 +201,15 @@ impl App {
         ];
         let iid = target.intention_id.unwrap_or_default();
         let (op, scope) = match f.op {
+            OpKind::Resolve => match target.case {
+                Some(case) => (PendingOp::Resolve { case }, fill(t.scope_resolve, &vals)),
+                None => (
+                    PendingOp::Resolve {
+                        case: Case::intention(iid),
+                    },
+                    fill(t.scope_resolve, &vals),
+                ),
+            },
             OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
             OpKind::Verify => (
                 match choice {
@@ -160,7 +246,7 @@ impl App {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let count = self.reprocess.plan.as_ref().map(|p| p.len()).unwrap_or(0).to_string();
-                let plan = summary_text(self.reprocess.plan.as_deref().unwrap_or(&[]));
+                let plan = summary_text(t, self.reprocess.plan.as_deref().unwrap_or(&[]));
                 let scope = fill(
                     t.scope_reprocess,
                     &[
@@ -182,6 +268,7 @@ impl App {
         let resend = matches!(op, PendingOp::Resend { .. }).then(ResendConfirm::default);
         Confirmation {
             op,
+            seen: target.seen,
             reason,
             scope,
             resend,
@@ -285,6 +372,7 @@ impl App {
             operator: self.operator.clone(),
             role: self.role(),
             reason: c.reason,
+            seen: c.seen,
             now: self.now,
         }]
     }
@@ -342,7 +430,7 @@ impl App {
                             "{} {}: {}",
                             self.t.act_reprocess,
                             report.day,
-                            summary_text(&report.items)
+                            summary_text(self.t, &report.items)
                         );
                         self.flash(FlashKind::Success, fill(self.t.flash_done, &[("what", &what)]));
                         self.reprocess.done = Some(report);
@@ -354,6 +442,8 @@ impl App {
             Response::Attention(Ok(p)) => self.attention.set(p),
             Response::Upcoming(Ok(p)) => self.upcoming.set(p),
             Response::Counter(Ok(p)) => self.counter.set(p),
+            Response::BoardHours(Ok(h)) => self.board_hours = h,
+            Response::BoardHours(Err(_)) => self.board_hours.clear(),
             Response::Board(Ok(b)) => {
                 self.board = Some(b);
                 self.board_selected = self.board_selected.min(self.board_items().len().saturating_sub(1));
@@ -396,7 +486,8 @@ impl App {
                 self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
                 match r {
                     Ok(report) => self.op_flash(&report),
-                    Err(e) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
+                    Err(OpError::Changed) => self.flash(FlashKind::Refused, self.t.flash_changed.into()),
+                    Err(OpError::Other(e)) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
                 }
                 return self.load();
             }
@@ -414,54 +505,13 @@ impl App {
             self.flash(FlashKind::Success, fill(t.flash_done, &[("what", what)]));
             return;
         }
-        let target = match (&r.intention_id, &r.intention_key) {
-            (Some(id), Some(key)) => format!("#{id} {key}"),
-            _ => r.commitment_ref.clone(),
+        let kind = match &r.outcome {
+            OpOutcome::Done { .. } => FlashKind::Success,
+            OpOutcome::Recorded { .. } => FlashKind::Info,
+            OpOutcome::Refused(_) => FlashKind::Refused,
         };
-        let action = t.op_label(r.op);
-        let (kind, text) = match &r.outcome {
-            OpOutcome::Done {
-                new_intention: Some((id, key)),
-                ..
-            } => {
-                let what = fill(
-                    t.done_new,
-                    &[
-                        ("action", action),
-                        ("target", &target),
-                        ("id", &id.to_string()),
-                        ("key", key),
-                    ],
-                );
-                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
-            }
-            OpOutcome::Done { state: Some(s), .. } => {
-                let what = fill(
-                    t.done_state,
-                    &[("action", action), ("target", &target), ("state", t.state(s.as_str()))],
-                );
-                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
-            }
-            OpOutcome::Done { closed, .. } => {
-                let what = fill(
-                    t.done_closed,
-                    &[("action", action), ("target", &target), ("n", &closed.to_string())],
-                );
-                (FlashKind::Success, fill(t.flash_done, &[("what", &what)]))
-            }
-            OpOutcome::Recorded { state } => (
-                FlashKind::Info,
-                fill(
-                    t.recorded_only,
-                    &[
-                        ("action", action),
-                        ("target", &target),
-                        ("state", t.state(state.as_str())),
-                    ],
-                ),
-            ),
-            OpOutcome::Refused(why) => (FlashKind::Refused, fill(t.flash_refused, &[("why", &t.refusal(why))])),
-        };
+        let text = t.report(r);
+        self.log.push((self.now, text.clone()));
         self.flash(kind, text);
     }
 }

@@ -9,69 +9,32 @@
 //! confirmation and the worker's answers.
 
 mod dialogs;
+mod rows;
 mod update;
+
+pub use rows::{RowIdentity, Rows};
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
 
 use super::keys::{Access, Action, Mode, Screen};
-use super::worker::{PendingOp, Request, Response};
+use super::worker::{OpError, PendingOp, Request, Response};
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
-use crate::ops::{OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
-use crate::store::{AttentionQuery, AttentionRow, Board, CounterQuery, IntentionDetail, Page, RowKind, UpcomingRow};
-
-/// A paginated list with a cursor.
-#[derive(Debug, Clone)]
-pub struct Rows<T> {
-    pub rows: Vec<T>,
-    pub total: i64,
-    pub offset: u32,
-    pub selected: usize,
-    pub loading: bool,
-    pub loaded: bool,
-}
-
-impl<T> Default for Rows<T> {
-    fn default() -> Self {
-        Rows {
-            rows: Vec::new(),
-            total: 0,
-            offset: 0,
-            selected: 0,
-            loading: false,
-            loaded: false,
-        }
-    }
-}
-
-impl<T> Rows<T> {
-    fn set(&mut self, page: Page<T>) {
-        self.rows = page.rows;
-        self.total = page.total;
-        self.offset = page.offset;
-        self.selected = self.selected.min(self.rows.len().saturating_sub(1));
-        self.loading = false;
-        self.loaded = true;
-    }
-    pub fn current(&self) -> Option<&T> {
-        self.rows.get(self.selected)
-    }
-    fn up(&mut self) {
-        self.selected = self.selected.saturating_sub(1);
-    }
-    fn down(&mut self) {
-        if self.selected + 1 < self.rows.len() {
-            self.selected += 1;
-        }
-    }
-}
+use crate::ops::{Case, OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
+use crate::store::{
+    AttentionQuery, AttentionRow, AttentionView, Board, CounterQuery, HourCount, IntentionDetail, RowKind, UpcomingRow,
+};
 
 /// What an action is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The Atención case the action is on, if it is one.
+    pub case: Option<Case>,
+    /// When the case's situation began as the operator saw it.
+    pub seen: Option<DateTime<Utc>>,
     pub intention_id: Option<i64>,
     pub key: Option<String>,
     pub state: Option<String>,
@@ -107,6 +70,8 @@ pub enum VerifyChoice {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirmation {
     pub op: PendingOp,
+    /// The target's situation as the form saw it.
+    pub seen: Option<DateTime<Utc>>,
     pub reason: String,
     pub scope: String,
     /// Resends only: the evidence shown before anything is decided.
@@ -134,7 +99,12 @@ pub enum FlashKind {
 pub struct Flash {
     pub kind: FlashKind,
     pub text: String,
+    /// When it was shown: it fades after [`FLASH_SECONDS`].
+    pub at: DateTime<Utc>,
 }
+
+/// How long a flash message stays on the line.
+pub const FLASH_SECONDS: i64 = 6;
 
 /// The embedded dispatcher as the header shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -188,12 +158,16 @@ pub struct App {
     pub counter: Rows<AttentionRow>,
     pub counter_query: Option<CounterQuery>,
     pub board: Option<Board>,
+    /// The Tablero's chart data.
+    pub board_hours: Vec<HourCount>,
     pub board_selected: usize,
     pub day: NaiveDate,
     pub detail: Option<Box<IntentionDetail>>,
     pub detail_loading: bool,
     pub detail_scroll: u16,
     pub filter: String,
+    /// Atención shows the day's handled cases instead of the open ones.
+    pub show_handled: bool,
     pub input: String,
     pub form: Option<Form>,
     pub confirm: Option<Confirmation>,
@@ -204,6 +178,10 @@ pub struct App {
     /// Próximas citas shows `[now - 1 h, now + this]`.
     pub upcoming_hours: i64,
     pub ops_in_flight: usize,
+    /// `NO_COLOR` is set: draw without colours (highlights stay).
+    pub no_color: bool,
+    /// This session's actions, newest last: what `L` lists.
+    pub log: Vec<(DateTime<Utc>, String)>,
 }
 
 impl App {
@@ -228,12 +206,14 @@ impl App {
             counter: Rows::default(),
             counter_query: None,
             board: None,
+            board_hours: Vec::new(),
             board_selected: 0,
             day: now.with_timezone(&tz).date_naive(),
             detail: None,
             detail_loading: false,
             detail_scroll: 0,
             filter: String::new(),
+            show_handled: false,
             input: String::new(),
             form: None,
             confirm: None,
@@ -243,6 +223,8 @@ impl App {
             page_size: 50,
             upcoming_hours: 72,
             ops_in_flight: 0,
+            log: Vec::new(),
+            no_color: false,
         }
     }
 
@@ -267,6 +249,16 @@ impl App {
         }
     }
 
+    /// The start of today in the configured zone.
+    pub fn day_start(&self) -> DateTime<Utc> {
+        let today = self.now.with_timezone(&self.tz).date_naive();
+        today
+            .and_hms_opt(0, 0, 0)
+            .and_then(|t| t.and_local_timezone(self.tz).earliest())
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or(self.now)
+    }
+
     /// The requests that (re)load the current screen, plus the status line.
     pub fn load(&mut self) -> Vec<Request> {
         let mut out = vec![Request::Status { now: self.now }];
@@ -285,6 +277,9 @@ impl App {
                 self.attention.loading = true;
                 let mut q = AttentionQuery::new(self.now);
                 q.filter = self.filter_opt();
+                if self.show_handled {
+                    q.view = AttentionView::HandledSince(self.day_start());
+                }
                 q.limit = self.page_size;
                 q.offset = self.attention.offset;
                 vec![Request::Attention(q)]
@@ -299,9 +294,19 @@ impl App {
                     offset: self.upcoming.offset,
                 }]
             }
-            Screen::Board => vec![Request::Board {
-                day: self.day.format("%Y-%m-%d").to_string(),
-            }],
+            Screen::Board => {
+                let day = self.day.format("%Y-%m-%d").to_string();
+                let day_start = self
+                    .day
+                    .and_hms_opt(0, 0, 0)
+                    .and_then(|t| t.and_local_timezone(self.tz).earliest())
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or(self.now);
+                vec![
+                    Request::Board { day: day.clone() },
+                    Request::BoardHours { day, day_start },
+                ]
+            }
             Screen::Counter => match &self.counter_query {
                 Some(q) => {
                     self.counter.loading = true;
@@ -330,6 +335,13 @@ impl App {
     /// is still running (so a slow database never piles requests up).
     pub fn tick(&mut self, now: DateTime<Utc>) -> Vec<Request> {
         self.now = now;
+        if self
+            .flash
+            .as_ref()
+            .is_some_and(|f| now - f.at >= Duration::seconds(FLASH_SECONDS))
+        {
+            self.flash = None;
+        }
         let busy = match self.screen {
             Screen::Attention => self.attention.loading,
             Screen::Upcoming => self.upcoming.loading,
@@ -345,7 +357,11 @@ impl App {
     }
 
     fn flash(&mut self, kind: FlashKind, text: String) {
-        self.flash = Some(Flash { kind, text });
+        self.flash = Some(Flash {
+            kind,
+            text,
+            at: self.now,
+        });
     }
 
     fn goto(&mut self, screen: Screen) -> Vec<Request> {
@@ -375,6 +391,11 @@ impl App {
     /// What an action would apply to on the current screen.
     pub fn target(&self) -> Option<Target> {
         let from_row = |r: &AttentionRow| Target {
+            case: Some(Case {
+                kind: r.kind,
+                subject_id: r.subject_id,
+            }),
+            seen: Some(r.since),
             intention_id: r.intention_id,
             key: r.key.clone(),
             state: Some(r.state.clone()),
@@ -385,6 +406,8 @@ impl App {
             Screen::Attention => self.attention.current().map(from_row),
             Screen::Counter => self.counter.current().map(from_row),
             Screen::Upcoming => self.upcoming.current().map(|u| Target {
+                case: None,
+                seen: None,
                 intention_id: None,
                 key: None,
                 state: None,
@@ -392,6 +415,8 @@ impl App {
                 commitment_ref: u.commitment_ref.clone(),
             }),
             Screen::Detail => self.detail.as_ref().map(|d| Target {
+                case: Some(Case::intention(d.intention.id)),
+                seen: Some(d.intention.state_changed_at),
                 intention_id: Some(d.intention.id),
                 key: Some(d.intention.key.clone()),
                 state: Some(d.intention.state.to_string()),
@@ -458,9 +483,14 @@ impl App {
             value: b.opt_outs.to_string(),
             query: None,
         });
-        let latency = match b.latency_ms_median {
-            Some(ms) => format!("{:.1} s (n={})", ms as f64 / 1000.0, b.latency_samples),
-            None => t.detail_none.to_string(),
+        let latency = match (b.latency_ms_median, b.latency_ms_p95) {
+            (Some(p50), Some(p95)) => format!(
+                "{:.1} s · p95 {:.1} s (n={})",
+                p50 as f64 / 1000.0,
+                p95 as f64 / 1000.0,
+                b.latency_samples
+            ),
+            _ => t.detail_none.to_string(),
         };
         items.push(BoardItem {
             label: t.board_latency.into(),
@@ -472,7 +502,7 @@ impl App {
 }
 
 /// `dispatch 3 · reconcile 2 · keep_evidence 10`, in plan order.
-pub fn summary_text(items: &[reprocess::Item]) -> String {
+pub fn summary_text(t: &Strings, items: &[reprocess::Item]) -> String {
     let mut counts: Vec<(reprocess::Action, usize)> = Vec::new();
     for i in items {
         match counts.iter_mut().find(|(a, _)| *a == i.action) {
@@ -482,7 +512,7 @@ pub fn summary_text(items: &[reprocess::Item]) -> String {
     }
     counts
         .iter()
-        .map(|(a, n)| format!("{} {n}", a.as_str()))
+        .map(|(a, n)| format!("{} {n}", t.reprocess_action(*a)))
         .collect::<Vec<_>>()
         .join(" · ")
 }

@@ -9,7 +9,7 @@ impl App {
             Mode::Filter | Mode::Command => return self.on_input(a),
             Mode::Form => return self.on_form(a),
             Mode::Confirm | Mode::ConfirmWord => return self.on_confirm(a),
-            Mode::Help => {
+            Mode::Help | Mode::Log => {
                 match a {
                     Action::Quit => self.quit = true,
                     _ => self.mode = Mode::Normal,
@@ -25,6 +25,10 @@ impl App {
             }
             Action::Help => {
                 self.mode = Mode::Help;
+                vec![]
+            }
+            Action::ShowLog => {
+                self.mode = Mode::Log;
                 vec![]
             }
             Action::Back => self.back_action(),
@@ -102,6 +106,25 @@ impl App {
                 vec![]
             }
             Action::PageUp | Action::PageDown => self.page(a == Action::PageDown),
+            Action::Top | Action::Bottom => {
+                let end = a == Action::Bottom;
+                match self.screen {
+                    Screen::Attention => self.attention.select(if end { usize::MAX } else { 0 }),
+                    Screen::Upcoming => self.upcoming.select(if end { usize::MAX } else { 0 }),
+                    Screen::Counter => self.counter.select(if end { usize::MAX } else { 0 }),
+                    Screen::Board => {
+                        self.board_selected = if end {
+                            self.board_items().len().saturating_sub(1)
+                        } else {
+                            0
+                        }
+                    }
+                    Screen::Detail if !end => self.detail_scroll = 0,
+                    Screen::Detail => {}
+                    Screen::Reprocess => self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 },
+                }
+                vec![]
+            }
             Action::Open => self.open(),
             Action::DayPrev | Action::DayNext => {
                 self.day += Duration::days(if a == Action::DayNext { 1 } else { -1 });
@@ -119,6 +142,14 @@ impl App {
                 self.load_screen(Screen::Reprocess)
             }
             Action::Op(op) => self.open_form(op),
+            Action::ToggleHandled => {
+                if self.screen != Screen::Attention {
+                    return vec![];
+                }
+                self.show_handled = !self.show_handled;
+                self.reset_offset();
+                self.load_screen(Screen::Attention)
+            }
             Action::Refused(op) => {
                 let role = self.t.role(self.role());
                 let msg = fill(
@@ -141,6 +172,61 @@ impl App {
         }
     }
 
+    /// A left click at (`col`, `row`) on a `width`×`height` screen: a tab
+    /// switches screen, a list row is selected (the list scrolls as the
+    /// view does: the selected row stays on screen from the top).
+    pub fn on_click(&mut self, col: u16, row: u16, _width: u16, height: u16) -> Vec<Request> {
+        if self.mode != Mode::Normal {
+            return vec![];
+        }
+        if row == 1 {
+            let mut x = 0u16;
+            for s in Screen::tabs(self.role()) {
+                let w = format!(" 0 {} ", s.title(self.t)).chars().count() as u16;
+                if col >= x && col < x + w {
+                    return self.goto(*s);
+                }
+                x += w;
+            }
+            return vec![];
+        }
+        // Header, tabs, then the list's border and column header.
+        const FIRST_ROW: u16 = 4;
+        let visible = height.saturating_sub(FIRST_ROW + 3).max(1) as usize;
+        if row < FIRST_ROW || (row - FIRST_ROW) as usize >= visible {
+            return vec![];
+        }
+        let pick = |selected: usize| selected.saturating_sub(visible - 1) + (row - FIRST_ROW) as usize;
+        match self.screen {
+            Screen::Attention => {
+                let i = pick(self.attention.selected);
+                if i < self.attention.rows.len() {
+                    self.attention.select(i);
+                }
+            }
+            Screen::Upcoming => {
+                let i = pick(self.upcoming.selected);
+                if i < self.upcoming.rows.len() {
+                    self.upcoming.select(i);
+                }
+            }
+            Screen::Counter => {
+                let i = pick(self.counter.selected);
+                if i < self.counter.rows.len() {
+                    self.counter.select(i);
+                }
+            }
+            Screen::Board => {
+                let i = pick(self.board_selected);
+                if i < self.board_items().len() {
+                    self.board_selected = i;
+                }
+            }
+            _ => {}
+        }
+        vec![]
+    }
+
     pub(super) fn back_action(&mut self) -> Vec<Request> {
         if !self.filter.is_empty() && matches!(self.screen, Screen::Attention | Screen::Upcoming) {
             self.filter.clear();
@@ -158,9 +244,18 @@ impl App {
 
     pub(super) fn reset_offset(&mut self) {
         match self.screen {
-            Screen::Attention => (self.attention.offset, self.attention.selected) = (0, 0),
-            Screen::Upcoming => (self.upcoming.offset, self.upcoming.selected) = (0, 0),
-            Screen::Counter => (self.counter.offset, self.counter.selected) = (0, 0),
+            Screen::Attention => {
+                self.attention.offset = 0;
+                self.attention.top();
+            }
+            Screen::Upcoming => {
+                self.upcoming.offset = 0;
+                self.upcoming.top();
+            }
+            Screen::Counter => {
+                self.counter.offset = 0;
+                self.counter.top();
+            }
             _ => {}
         }
     }
@@ -186,9 +281,9 @@ impl App {
         };
         *offset = next;
         match self.screen {
-            Screen::Attention => self.attention.selected = 0,
-            Screen::Upcoming => self.upcoming.selected = 0,
-            _ => self.counter.selected = 0,
+            Screen::Attention => self.attention.top(),
+            Screen::Upcoming => self.upcoming.top(),
+            _ => self.counter.top(),
         }
         self.load_screen(self.screen)
     }
@@ -257,6 +352,8 @@ impl App {
             }
             let day = self.day.format("%Y-%m-%d").to_string();
             let target = Target {
+                case: None,
+                seen: None,
                 intention_id: None,
                 key: None,
                 state: None,
@@ -275,6 +372,7 @@ impl App {
         }
         let target = match self.target() {
             Some(t) if op == OpKind::ManualContact || t.intention_id.is_some() => t,
+            Some(t) if op == OpKind::Resolve && t.case.is_some() => t,
             _ => {
                 self.flash(FlashKind::Info, self.t.flash_no_selection.into());
                 return vec![];
@@ -311,6 +409,8 @@ impl App {
             return self.on_action(Action::Refused(op));
         }
         let target = Target {
+            case: None,
+            seen: None,
             intention_id: None,
             key: None,
             state: None,

@@ -5,10 +5,14 @@
 //! `panels.rs` draws Detalle and Reproceso, `overlay.rs` the form, the
 //! confirmation and the help.
 
+mod attention;
+mod board;
 mod overlay;
 mod panels;
 
-use overlay::{draw_confirm, draw_form, draw_help};
+use attention::{draw_attention_like, human_time, short_name};
+use board::draw_board;
+use overlay::{draw_confirm, draw_form, draw_help, draw_log};
 use panels::{draw_detail, draw_reprocess};
 
 use chrono::{DateTime, Duration, Utc};
@@ -18,20 +22,36 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
 
-use super::app::{App, FlashKind, age};
-use super::keys::{Mode, Screen, visible};
+use super::app::{App, FlashKind};
+use super::keys::{Action, Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
+use crate::i18n::fill;
 use crate::ops::OpKind;
-use crate::store::{AttentionRow, RowKind, UpcomingRow};
+use crate::store::UpcomingRow;
 
-const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
-const DIM: Style = Style::new().fg(Color::DarkGray);
-const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
+/// The smallest terminal the console lays out; below it, a notice.
+pub const MIN_WIDTH: u16 = 80;
+pub const MIN_HEIGHT: u16 = 24;
+
+pub(super) const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
+pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
+pub(super) const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
 
 /// Draws the whole console.
 pub fn draw(f: &mut Frame<'_>, app: &App) {
+    let area = f.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let size = format!("{}×{} < {MIN_WIDTH}×{MIN_HEIGHT}", area.width, area.height);
+        let text = vec![
+            Line::from(app.t.too_small).style(HEAD),
+            Line::from(size).style(DIM),
+            Line::from(fill(app.t.too_small_hint, &[("quit", "q")])).style(DIM),
+        ];
+        f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
+        return;
+    }
     let [header, tabs, body, flash, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
@@ -74,9 +94,27 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Form => draw_form(f, app),
         Mode::Confirm | Mode::ConfirmWord => draw_confirm(f, app),
         Mode::Help => draw_help(f, app),
+        Mode::Log => draw_log(f, app),
         _ => {}
     }
     neutralize_controls(f);
+    if app.no_color {
+        strip_colors(f);
+    }
+}
+
+/// `NO_COLOR`: every colour goes, the modifiers stay, so the selected row
+/// (reversed) and the red states (reversed too) still read as such.
+fn strip_colors(f: &mut Frame<'_>) {
+    let buf = f.buffer_mut();
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let cell = &mut buf[(x, y)];
+            cell.set_fg(Color::Reset);
+            cell.set_bg(Color::Reset);
+        }
+    }
 }
 
 /// The last line of defence: stored text is made inert where it is put on
@@ -100,23 +138,34 @@ fn local(app: &App, t: DateTime<Utc>, fmt: &str) -> String {
     t.with_timezone(&app.tz).format(fmt).to_string()
 }
 
+/// The dispatcher's state at a glance: a symbol and a colour each, paused
+/// and stopped in red (inverse, so they read without colour too).
+fn dispatcher_span(app: &App) -> Span<'static> {
+    let t = app.t;
+    let d = &app.dispatcher;
+    let red = Style::new()
+        .fg(Color::Red)
+        .add_modifier(Modifier::BOLD | Modifier::REVERSED);
+    let (symbol, label, style) = match d.running {
+        None => ("○", t.dispatcher_off, DIM),
+        Some(true) if d.paused => ("⏸", t.dispatcher_paused, red),
+        Some(true) => ("●", t.dispatcher_running, Style::new().fg(Color::Green)),
+        Some(false) => ("■", t.dispatcher_stopped, red),
+    };
+    Span::styled(format!("{symbol} {}: {label}", t.dispatcher), style)
+}
+
+/// Cuts `text` to `room` characters with `…` (whole when it fits).
+fn shorten(text: &str, room: usize) -> String {
+    if text.chars().count() <= room {
+        return text.to_string();
+    }
+    text.chars().take(room.saturating_sub(1)).chain(['…']).collect()
+}
+
 fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
     let d = &app.dispatcher;
-    let state = match d.running {
-        None => t.dispatcher_off,
-        Some(true) if d.paused => t.dispatcher_paused,
-        Some(true) => t.dispatcher_running,
-        Some(false) => t.dispatcher_stopped,
-    };
-    let mut right = format!("{}: {state}", t.dispatcher);
-    if let Some(q) = d.queue {
-        right.push_str(&format!(" · {} {q}", t.queue));
-    }
-    if let Some(e) = &d.last_error {
-        right.push_str(&format!(" · {}: {}", t.last_error, inert(e)));
-    }
-    right.push_str(&format!(" · {}", local(app, app.now, "%d/%m %H:%M")));
     let mut left = vec![
         Span::styled(
             format!(" {} ", t.app_title),
@@ -139,16 +188,39 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
             Style::new().fg(Color::Yellow),
         ));
     }
-    let left_len: usize = left.iter().map(|s| s.content.chars().count()).sum();
-    let room = (area.width as usize).saturating_sub(left_len + 1);
-    let right: String = if right.chars().count() > room {
-        right.chars().take(room.saturating_sub(1)).chain(['…']).collect()
-    } else {
-        right
-    };
-    let pad = (area.width as usize).saturating_sub(left_len + right.chars().count());
+    // The clock and the dispatcher's state are always shown; the queue
+    // and the last error take what room is left (the error in full with
+    // `:error`).
+    let clock = format!(" · {} ", local(app, app.now, "%d/%m %H:%M"));
+    let state = dispatcher_span(app);
+    let width = area.width as usize;
+    let used = |spans: &[Span<'_>]| spans.iter().map(|s| s.content.chars().count()).sum::<usize>();
+    let mut room = width.saturating_sub(used(&left) + state.content.chars().count() + clock.chars().count() + 2);
+    let mut extra = String::new();
+    if let Some(q) = d.queue {
+        let part = format!(" · {} {q}", t.queue);
+        if part.chars().count() <= room {
+            room -= part.chars().count();
+            extra.push_str(&part);
+        }
+    }
+    if let Some(e) = &d.last_error {
+        let head = format!(" · {}: ", t.last_error);
+        if room > head.chars().count() + 8 {
+            let text = shorten(&inert(e), room - head.chars().count());
+            extra.push_str(&head);
+            extra.push_str(&text);
+        } else if room >= 4 {
+            // No room for words: a mark that there is one (`:error`).
+            extra.push_str(" · ⚠");
+        }
+    }
+    let right_len = state.content.chars().count() + extra.chars().count() + clock.chars().count();
+    let pad = width.saturating_sub(used(&left) + right_len);
     left.push(Span::raw(" ".repeat(pad)));
-    left.push(Span::styled(right, DIM));
+    left.push(state);
+    left.push(Span::styled(extra, DIM));
+    left.push(Span::styled(clock, HEAD));
     f.render_widget(Paragraph::new(Line::from(left)), area);
 }
 
@@ -174,14 +246,14 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> String {
+pub(super) fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> String {
     if total == 0 {
         return String::new();
     }
     format!(" {} {}–{} / {total} ", app.t.page, offset + 1, offset as usize + shown)
 }
 
-fn state_style(state: &str) -> Style {
+pub(super) fn state_style(state: &str) -> Style {
     match state {
         "uncertain" | "stuck" => Style::new().fg(Color::Yellow),
         "review" | "reschedule" => Style::new().fg(Color::Magenta),
@@ -192,104 +264,9 @@ fn state_style(state: &str) -> Style {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn draw_attention_like(
-    f: &mut Frame<'_>,
-    app: &App,
-    area: Rect,
-    rows: &[AttentionRow],
-    selected: usize,
-    total: i64,
-    offset: u32,
-    loaded: bool,
-) {
-    let t = app.t;
-    let title = if app.screen == Screen::Counter {
-        app.counter_query
-            .as_ref()
-            .map(|q| {
-                let what = q
-                    .reason
-                    .as_deref()
-                    .map(|r| t.reason(r))
-                    .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
-                format!(" {} {} · {} ", t.board_day, inert(&q.day), inert(what))
-            })
-            .unwrap_or_default()
-    } else {
-        format!(" {} ", t.screen_attention)
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(title)
-        .title_bottom(page_info(app, offset, rows.len(), total));
-    if rows.is_empty() {
-        let msg = if loaded { t.empty_list } else { t.loading };
-        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
-        return;
-    }
-    let header = Row::new([
-        t.col_commitment,
-        t.col_time,
-        t.col_customer,
-        t.col_purpose,
-        t.col_state,
-        t.col_age,
-        t.col_evidence,
-    ])
-    .style(HEAD);
-    let body = rows.iter().map(|r| {
-        let when = r
-            .starts_at
-            .map(|s| local(app, s, "%d/%m %H:%M"))
-            .unwrap_or_else(|| t.detail_none.into());
-        let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
-        let purpose = match r.kind {
-            RowKind::RescheduleRequest => t.reschedule_request.to_string(),
-            RowKind::RefusedEvent => t.refused_event.to_string(),
-            RowKind::Intention => short_purpose(&r.purpose),
-        };
-        let evidence = match (&r.last_event, r.evidence_count) {
-            (_, 0) if r.kind == RowKind::Intention => {
-                format!("0 · {}", inert(r.last_event.as_deref().unwrap_or(t.no_evidence)))
-            }
-            (Some(e), n) => format!("{n} · {}", inert(e)),
-            (None, _) => String::new(),
-        };
-        Row::new([
-            Cell::from(inert(&r.commitment_ref).into_owned()),
-            Cell::from(when),
-            Cell::from(inert(&phone).into_owned()),
-            Cell::from(inert(&purpose).into_owned()),
-            Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)),
-            Cell::from(age(app.now, r.since)),
-            Cell::from(evidence),
-        ])
-    });
-    // Fixed columns keep their width (a masked phone must show its last
-    // digits even at 80 columns); the evidence column takes what is left.
-    let purpose_width = if area.width < 96 { 11 } else { 14 };
-    let widths = [
-        Constraint::Length(10),
-        Constraint::Length(11),
-        Constraint::Length(15),
-        Constraint::Length(purpose_width),
-        Constraint::Length(11),
-        Constraint::Length(6),
-        Constraint::Fill(1),
-    ];
-    let table = Table::new(body, widths)
-        .header(header)
-        .block(block)
-        .row_highlight_style(SELECTED)
-        .column_spacing(1);
-    let mut state = TableState::default().with_selected(Some(selected));
-    f.render_stateful_widget(table, area, &mut state);
-}
-
 /// `aviso-reserva` → `reserva`, `recordatorio-24h` → `24h`: the column
 /// header already says these are messages.
-fn short_purpose(p: &str) -> String {
+pub(super) fn short_purpose(p: &str) -> String {
     match p.strip_prefix("recordatorio-") {
         Some(offset) => format!("record. {offset}"),
         None => p.strip_prefix("aviso-").unwrap_or(p).to_string(),
@@ -320,14 +297,19 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         .title(format!(" {} ", t.screen_upcoming))
         .title_bottom(page_info(app, r.offset, r.rows.len(), r.total));
     if r.rows.is_empty() {
-        let msg = if r.loaded { t.empty_list } else { t.loading };
+        let msg = match (r.loaded, app.filter.is_empty()) {
+            (false, _) => t.loading,
+            (true, false) => t.no_results,
+            (true, true) => t.empty_list,
+        };
         f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
         return;
     }
     let header = Row::new([
         t.col_time,
         t.col_commitment,
-        t.col_customer,
+        t.col_name,
+        t.col_phone,
         t.col_status,
         t.col_notifications,
     ])
@@ -335,7 +317,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
     let rows = r.rows.iter().map(|u| {
         let when = u
             .starts_at
-            .map(|s| local(app, s, "%d/%m %H:%M"))
+            .map(|s| human_time(app, s))
             .unwrap_or_else(|| t.detail_none.into());
         let status = if u.status == "cancelled" {
             t.cancelled_appt
@@ -384,16 +366,23 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         Row::new([
             Cell::from(when),
             Cell::from(inert(&u.commitment_ref).into_owned()),
+            Cell::from(
+                u.name
+                    .as_deref()
+                    .map(|n| short_name(&inert(n), if area.width >= 110 { 16 } else { 10 }))
+                    .unwrap_or_default(),
+            ),
             Cell::from(inert(&u.phone.as_deref().map(mask_phone).unwrap_or_default()).into_owned()),
             Cell::from(status).style(style),
             Cell::from(notes),
         ])
     });
     let widths = [
-        Constraint::Length(11),
+        Constraint::Length(12),
         Constraint::Length(10),
+        Constraint::Length(if area.width >= 110 { 16 } else { 10 }),
         Constraint::Length(15),
-        Constraint::Length(22),
+        Constraint::Length(if area.width >= 110 { 22 } else { 14 }),
         Constraint::Fill(1),
     ];
     let table = Table::new(rows, widths)
@@ -401,35 +390,6 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         .block(block)
         .row_highlight_style(SELECTED);
     let mut state = TableState::default().with_selected(Some(r.selected));
-    f.render_stateful_widget(table, area, &mut state);
-}
-
-fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let t = app.t;
-    let title = format!(" {} · {} {} ", t.screen_board, t.board_day, app.day.format("%Y-%m-%d"));
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(title)
-        .title_bottom(format!(" {} ", t.board_hint));
-    let items = app.board_items();
-    if items.is_empty() {
-        f.render_widget(Paragraph::new(t.loading).style(DIM).block(block), area);
-        return;
-    }
-    let header = Row::new([t.col_counter, t.col_value]).style(HEAD);
-    let rows = items.iter().map(|i| {
-        let style = if i.query.is_some() { Style::new() } else { DIM };
-        Row::new([
-            Cell::from(inert(&i.label).into_owned()),
-            Cell::from(inert(&i.value).into_owned()),
-        ])
-        .style(style)
-    });
-    let table = Table::new(rows, [Constraint::Min(30), Constraint::Length(16)])
-        .header(header)
-        .block(block)
-        .row_highlight_style(SELECTED);
-    let mut state = TableState::default().with_selected(Some(app.board_selected));
     f.render_stateful_widget(table, area, &mut state);
 }
 
@@ -454,13 +414,56 @@ fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
 }
 
 fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let mut spans = Vec::new();
-    for c in visible(app.screen, app.access).filter(|c| c.hint) {
-        spans.push(Span::styled(
-            format!("{} ", c.key_label()),
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-        ));
-        spans.push(Span::styled(format!("{}  ", (c.label)(app.t)), DIM));
-    }
+    let spans = footer_spans(app, area.width as usize);
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The footer's key hints: help first and quit last always, the others in
+/// registry order while they fit whole (nothing is cut mid-word; `?`
+/// lists the rest).
+fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
+    let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+    let hints: Vec<(String, &'static str, Action)> = visible(app.screen, app.access)
+        .filter(|c| c.hint)
+        .map(|c| {
+            let k = c.keys.first().map(|k| k.label()).unwrap_or_default();
+            (k, (c.label)(app.t), c.action)
+        })
+        .collect();
+    let len = |(k, l, _): &(String, &str, Action)| k.chars().count() + 1 + l.chars().count() + 2;
+    let fixed: Vec<_> = hints
+        .iter()
+        .filter(|h| matches!(h.2, Action::Help | Action::Quit))
+        .cloned()
+        .collect();
+    let mut room = width.saturating_sub(fixed.iter().map(len).sum());
+    // Opening, searching and marking handled come first: every role
+    // works the queue with them.
+    let mut rest: Vec<_> = hints
+        .iter()
+        .filter(|h| !matches!(h.2, Action::Help | Action::Quit))
+        .collect();
+    rest.sort_by_key(|h| match h.2 {
+        Action::Open => 0,
+        Action::OpenFilter => 1,
+        Action::Op(OpKind::Resolve) => 2,
+        _ => 3,
+    });
+    let mut shown = Vec::new();
+    for h in rest {
+        if len(h) <= room {
+            room -= len(h);
+            shown.push(h.clone());
+        }
+    }
+    // Back in registry order, so hints keep their usual places.
+    shown.sort_by_key(|h| hints.iter().position(|x| x.2 == h.2));
+    let help = fixed.iter().filter(|h| h.2 == Action::Help);
+    let quit = fixed.iter().filter(|h| h.2 == Action::Quit);
+    let mut spans = Vec::new();
+    for (k, l, _) in help.chain(shown.iter()).chain(quit) {
+        spans.push(Span::styled(format!("{k} "), key));
+        spans.push(Span::styled(format!("{l}  "), DIM));
+    }
+    spans
 }

@@ -162,3 +162,36 @@ pub(super) fn draw_help(f: &mut Frame<'_>, app: &App) {
         .title(format!(" {} · {} ", t.help_title, app.screen.title(t)));
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
+
+/// `L`: what this operator did in this session, newest first.
+pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
+    let t = app.t;
+    let area = popup(f.area(), 80, (app.log.len() as u16).clamp(1, 16) + 2);
+    f.render_widget(Clear, area);
+    let lines: Vec<Line<'_>> = if app.log.is_empty() {
+        vec![Line::styled(t.log_empty, DIM)]
+    } else {
+        app.log
+            .iter()
+            .rev()
+            .map(|(at, text)| {
+                Line::from(vec![
+                    Span::styled(
+                        format!("{} ", at.with_timezone(&app.tz).format("%H:%M:%S")),
+                        Style::new().fg(Color::Cyan),
+                    ),
+                    Span::raw(crate::domain::text::inert(text).into_owned()),
+                ])
+            })
+            .collect()
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.log_title));
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .block(block),
+        area,
+    );
+}

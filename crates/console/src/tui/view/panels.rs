@@ -63,8 +63,8 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
             local(app, h.at, "%d/%m %H:%M:%S"),
             inert(h.from_state.as_deref().map(|s| t.state(s)).unwrap_or("·")),
             inert(t.state(&h.to_state)),
-            inert(&h.signal),
-            inert(&h.cause)
+            inert(&t.signal(&h.signal)),
+            inert(t.cause(&h.cause))
         );
         if !h.applied {
             s.push_str(&format!(" {}", t.detail_recorded_only));
@@ -149,7 +149,7 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
     };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" {title} · {} ", crate::tui::app::summary_text(items)))
+        .title(format!(" {title} · {} ", crate::tui::app::summary_text(t, items)))
         .title_bottom(format!(" {} ", t.reprocess_hint));
     let header = Row::new([t.col_commitment, t.col_state, t.col_action, t.col_why]).style(HEAD);
     let rows = items.iter().map(|i| {
@@ -160,7 +160,7 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
         Row::new([
             Cell::from(inert(&i.key).into_owned()),
             Cell::from(state),
-            Cell::from(i.action.as_str()),
+            Cell::from(t.reprocess_action(i.action)),
             Cell::from(inert(&i.why).into_owned()),
         ])
     });

@@ -1,0 +1,163 @@
+//! Working the queue down: an operator action on a case marks it handled
+//! (*atendido*) with who and when, "marcar atendido" does it with a reason
+//! alone, and an action refuses to apply to a case that changed after the
+//! operator looked at it. Whether a mark still covers its case is the
+//! domain's rule (`domain::attention::handled_covers`); Atención applies it.
+
+use chrono::{DateTime, Utc};
+
+use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, check, note_text};
+use crate::store::{Cause, Entry, IntentionRow, NewMark, OperatorAction, RowKind, Tx};
+
+/// A case of the Atención list, by what it is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Case {
+    pub kind: RowKind,
+    /// The intention, the commitment (reschedule request) or the refused
+    /// event.
+    pub subject_id: i64,
+}
+
+impl Case {
+    pub fn intention(id: i64) -> Case {
+        Case {
+            kind: RowKind::Intention,
+            subject_id: id,
+        }
+    }
+}
+
+/// Whether an action of this kind, done, settles the case it was taken on.
+fn handles(op: OpKind) -> bool {
+    matches!(
+        op,
+        OpKind::Cancel | OpKind::Verify | OpKind::AuthorizeResend | OpKind::ManualContact | OpKind::Resolve
+    )
+}
+
+/// After an operator action is recorded: a done (or recorded) action on a
+/// case marks it handled. Manual contact is a call to the customer, so it
+/// also answers the commitment's reschedule request.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn mark_after(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    op: OpKind,
+    row: Option<&IntentionRow>,
+    commitment_id: i64,
+    outcome: &OpOutcome,
+    action_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), OpsError> {
+    if !handles(op) || matches!(outcome, OpOutcome::Refused(_)) {
+        return Ok(());
+    }
+    if let Some(r) = row {
+        mark(tx, Case::intention(r.id), actor, action_id, now)?;
+    }
+    if op == OpKind::ManualContact {
+        let case = Case {
+            kind: RowKind::RescheduleRequest,
+            subject_id: commitment_id,
+        };
+        mark(tx, case, actor, action_id, now)?;
+    }
+    Ok(())
+}
+
+/// Records the mark on the case's situation as it is now (after the
+/// action applied).
+fn mark(tx: &Tx<'_>, case: Case, actor: &Actor<'_>, action_id: i64, now: DateTime<Utc>) -> Result<(), OpsError> {
+    let situation = tx.case_info(case.kind, case.subject_id)?.and_then(|i| i.since);
+    tx.mark_handled(
+        &NewMark {
+            kind: case.kind,
+            subject_id: case.subject_id,
+            situation,
+            operator: actor.name,
+            action_id,
+        },
+        now,
+    )?;
+    Ok(())
+}
+
+/// Refuses to act on a case whose situation changed after `seen` (when the
+/// operator's form opened): what they decided on is no longer what is
+/// there.
+pub fn ensure_unchanged(tx: &Tx<'_>, case: Case, seen: Option<DateTime<Utc>>) -> Result<(), OpsError> {
+    let Some(seen) = seen else { return Ok(()) };
+    let info = tx.case_info(case.kind, case.subject_id)?;
+    match info.and_then(|i| i.since) {
+        Some(since) if since != seen => Err(OpsError::Changed),
+        _ => Ok(()),
+    }
+}
+
+/// "Marcar atendido": the case needs nothing else; the reason says why.
+pub fn resolve(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    case: Case,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<OpReport, OpsError> {
+    check(actor, OpKind::Resolve, reason)?;
+    let info = tx
+        .case_info(case.kind, case.subject_id)?
+        .ok_or_else(|| crate::store::StoreError::NoIntention(format!("{} {}", case.kind.as_str(), case.subject_id)))?;
+    let row = match case.kind {
+        RowKind::Intention => Some(tx.intention(case.subject_id)?),
+        _ => None,
+    };
+    let scope = match &row {
+        Some(r) => format!("intention #{} {}", r.id, r.key),
+        None => format!(
+            "{} #{} of commitment {}",
+            case.kind.as_str(),
+            case.subject_id,
+            info.commitment_ref
+        ),
+    };
+    let outcome = OpOutcome::Done {
+        state: None,
+        new_intention: None,
+        closed: 0,
+    };
+    let action_id = tx.record_operator_action(
+        &OperatorAction {
+            operator: actor.name,
+            role: actor.role.as_str(),
+            action: OpKind::Resolve.as_str(),
+            intention_id: row.as_ref().map(|r| r.id),
+            commitment_id: Some(info.commitment_id),
+            scope: Some(&scope),
+            reason: reason.trim(),
+            result: "done",
+            detail: Some("marked handled"),
+        },
+        now,
+    )?;
+    mark(tx, case, actor, action_id, now)?;
+    if let Some(r) = &row {
+        tx.note(
+            r.id,
+            &Entry {
+                signal: OpKind::Resolve.as_str(),
+                cause: Cause::Operator,
+                evidence: Some(&format!("operator_action:{action_id}")),
+                note: Some(&note_text(actor, reason)),
+                commitment_version: Some(r.commitment_version),
+            },
+            now,
+        )?;
+    }
+    Ok(OpReport {
+        op: OpKind::Resolve,
+        action_id,
+        intention_id: row.as_ref().map(|r| r.id),
+        intention_key: row.map(|r| r.key),
+        commitment_ref: info.commitment_ref,
+        outcome,
+    })
+}

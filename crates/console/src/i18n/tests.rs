@@ -1,0 +1,145 @@
+//! The string tables: placeholders, defaults, and completeness.
+
+use super::*;
+
+#[test]
+fn fill_replaces_every_placeholder() {
+    assert_eq!(fill("a {x} b {y} {x}", &[("x", "1"), ("y", "2")]), "a 1 b 2 1");
+}
+
+#[test]
+fn spanish_is_the_default() {
+    assert_eq!(strings(Language::default()).screen_attention, "Atención");
+    assert_eq!(strings(Language::En).screen_attention, "Attention");
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn sources(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") && !p.to_string_lossy().contains("test") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            out.push((p, text));
+        }
+    }
+}
+
+/// The string literals right after each `prefix` in `text`.
+fn literals_after(text: &str, prefix: &str) -> Vec<String> {
+    text.match_indices(prefix)
+        .filter_map(|(i, _)| {
+            let rest = &text[i + prefix.len()..];
+            let rest = rest.strip_prefix('"')?;
+            let end = rest.find('"')?;
+            let word = &rest[..end];
+            word.chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_')
+                .then(|| word.to_string())
+        })
+        .collect()
+}
+
+/// Every history signal, cause and reprocessing action the code can
+/// write has words in both languages: the test reads the workspace's
+/// sources, so a new `signal: "…"`, `entry("…")`, `Signal::…`,
+/// `Cause::…` or reprocessing action without a text fails here.
+#[test]
+fn every_signal_cause_and_reprocess_action_is_said_in_both_languages() {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for c in ["core", "ledger", "app", "channels", "server"] {
+        sources(&crates.join(c).join("src"), &mut files);
+    }
+    let (mut signals, mut causes, mut actions) = (Vec::new(), Vec::new(), Vec::new());
+    for (path, text) in &files {
+        for prefix in ["signal: ", "entry(", "webhook_entry("] {
+            signals.extend(literals_after(text, prefix));
+        }
+        // The `as_str`/`name` match arms of the typed vocabularies:
+        // `Signal::… => "…"`, `Cause::… => "…"`, `Action::… => "…"`.
+        let name = path.file_name().unwrap().to_string_lossy();
+        let target = match name.as_ref() {
+            "state.rs" => Some(("Signal::", &mut signals)),
+            "reprocess.rs" => Some(("Action::", &mut actions)),
+            _ => None,
+        };
+        if let Some((prefix, out)) = target {
+            for line in text.lines().map(str::trim).filter(|l| l.starts_with(prefix)) {
+                out.extend(literals_after(line, " => ").pop());
+            }
+        }
+    }
+    signals.extend(OpKind::ALL.iter().map(|o| o.as_str().to_string()));
+    // The typed vocabularies list themselves (`webhook` is only a prefix).
+    use crate::domain::history::{Cause, HistorySignal};
+    signals.extend(
+        HistorySignal::ALL
+            .iter()
+            .filter(|h| **h != HistorySignal::Webhook)
+            .map(|h| h.as_str().to_string()),
+    );
+    causes.extend(Cause::ALL.iter().map(|c| c.as_str().to_string()));
+    assert!(
+        signals.len() > 20 && causes.len() == 6 && actions.len() == 9,
+        "{signals:?} {causes:?} {actions:?}"
+    );
+    for t in [&ES, &EN] {
+        let missing: Vec<&String> = signals.iter().filter(|s| lookup(t.signals, s).is_none()).collect();
+        assert!(missing.is_empty(), "signals without text: {missing:?}");
+        assert_ne!(t.signal("webhook:delivered"), "webhook:delivered");
+        for c in &causes {
+            assert!(lookup(t.causes, c).is_some(), "cause {c} has no text");
+        }
+        for a in &actions {
+            assert!(
+                lookup(t.reprocess_actions, a).is_some(),
+                "reprocess action {a} has no text"
+            );
+        }
+    }
+}
+
+/// Every next step of the work queue has words in both languages.
+#[test]
+fn every_next_step_is_said_in_both_languages() {
+    for t in [&ES, &EN] {
+        for step in NextStep::ALL {
+            assert!(!t.next_step(step).is_empty(), "{step:?}");
+        }
+    }
+}
+
+/// The reasons a refused repeat goes to review with (dispatch/repeat.rs)
+/// are said in both languages, never shown as their code.
+#[test]
+fn refused_repeat_reasons_are_said_in_both_languages() {
+    use crate::domain::state::ReviewReason;
+    let es = ES.reason(ReviewReason::ChangedWhileUncertain.as_str());
+    assert_eq!(
+        es,
+        "la cita cambió mientras no sabíamos si el mensaje salió: confirmar con el paciente"
+    );
+    let en = EN.reason(ReviewReason::ChangedWhileUncertain.as_str());
+    assert!(en.starts_with("the appointment changed while we did not know"), "{en}");
+    let code = ReviewReason::InvalidWhileUncertain.as_str();
+    assert_ne!(ES.reason(code), code);
+    assert_ne!(EN.reason(code), code);
+}
+
+/// Why a webhook event was parked or refused (store/webhooks.rs), for
+/// a technician in Atención, in both languages.
+#[test]
+fn parked_and_refused_event_reasons_are_said_in_both_languages() {
+    use crate::store::{PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE};
+    for code in [
+        PARKED_KEY_MESSAGE_MISMATCH,
+        REFUSED_FOREIGN_INSTANCE,
+        "template_blocked",
+    ] {
+        assert_ne!(ES.reason(code), code);
+        assert_ne!(EN.reason(code), code);
+    }
+    assert!(ES.reason(PARKED_KEY_MESSAGE_MISMATCH).contains("apartado"));
+}

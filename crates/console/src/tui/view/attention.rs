@@ -1,0 +1,220 @@
+//! Atención and a Tablero counter's rows: the work queue's table, with
+//! the patient's name, a human time and what to do next.
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
+
+use super::{DIM, HEAD, SELECTED, page_info, short_purpose, state_style};
+use crate::domain::attention::{CaseKind, next_step};
+use crate::domain::mask::mask_phone;
+use crate::domain::state::IntentionState;
+use crate::domain::text::inert;
+use crate::i18n::fill;
+use crate::store::{AttentionRow, RowKind};
+use crate::tui::app::{App, age};
+use crate::tui::keys::Screen;
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn draw_attention_like(
+    f: &mut Frame<'_>,
+    app: &App,
+    area: Rect,
+    rows: &[AttentionRow],
+    selected: usize,
+    total: i64,
+    offset: u32,
+    loaded: bool,
+) {
+    let t = app.t;
+    let title = if app.screen == Screen::Counter {
+        app.counter_query
+            .as_ref()
+            .map(|q| {
+                let what = q
+                    .reason
+                    .as_deref()
+                    .map(|r| t.reason(r))
+                    .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
+                format!(" {} {} · {} ", t.board_day, inert(&q.day), inert(what))
+            })
+            .unwrap_or_default()
+    } else if app.show_handled {
+        format!(" {} · {} ", t.screen_attention, t.handled_title)
+    } else {
+        format!(" {} ", t.screen_attention)
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_bottom(page_info(app, offset, rows.len(), total));
+    if rows.is_empty() {
+        let msg = if !loaded {
+            t.loading
+        } else if !app.filter.is_empty() {
+            t.no_results
+        } else if app.show_handled && app.screen == Screen::Attention {
+            t.handled_none
+        } else {
+            t.empty_list
+        };
+        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
+        return;
+    }
+    // Narrow terminals (80 columns) keep who, when, the phone's last digits,
+    // the state and what to do; wider ones add the message, the age and
+    // the last evidence.
+    // Wider terminals add the age (100), the message (120) and the last
+    // evidence (140).
+    let (medium, message, wide) = (area.width >= 100, area.width >= 120, area.width >= 140);
+    let name_width: u16 = if medium { 16 } else { 10 };
+    let mut header = vec![t.col_commitment, t.col_time, t.col_name, t.col_phone];
+    if message {
+        header.push(t.col_purpose);
+    }
+    header.push(t.col_state);
+    if medium {
+        header.push(t.col_age);
+    }
+    header.push(t.col_next);
+    if wide {
+        header.push(t.col_evidence);
+    }
+    let header = Row::new(header).style(HEAD);
+    let body = rows.iter().map(|r| {
+        let when = r
+            .starts_at
+            .map(|s| human_time(app, s))
+            .unwrap_or_else(|| t.detail_none.into());
+        let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
+        let purpose = match r.kind {
+            RowKind::RescheduleRequest => t.reschedule_request.to_string(),
+            RowKind::RefusedEvent => t.refused_event.to_string(),
+            RowKind::Intention => short_purpose(&r.purpose),
+        };
+        let next = match (&r.handled, app.show_handled && app.screen == Screen::Attention) {
+            (Some(h), true) => fill(
+                t.handled_by,
+                &[("when", &human_time(app, h.at)), ("who", &inert(&h.operator))],
+            ),
+            (Some(_), false) if app.screen == Screen::Attention => {
+                format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
+            }
+            _ => t.next_step(next_step(case_kind(r))).to_string(),
+        };
+        let last = r.last_event.as_deref().map(|e| say_event(app, e));
+        let evidence = match (&last, r.evidence_count) {
+            (_, 0) if r.kind == RowKind::Intention => {
+                format!("0 · {}", inert(last.as_deref().unwrap_or(t.no_evidence)))
+            }
+            (Some(e), n) => format!("{n} · {}", inert(e)),
+            (None, _) => String::new(),
+        };
+        let name = r
+            .name
+            .as_deref()
+            .map(|n| short_name(&inert(n), name_width.into()))
+            .unwrap_or_default();
+        let mut cells = vec![
+            Cell::from(inert(&r.commitment_ref).into_owned()),
+            Cell::from(when),
+            Cell::from(name),
+            Cell::from(inert(&phone).into_owned()),
+        ];
+        if message {
+            cells.push(Cell::from(inert(&purpose).into_owned()));
+        }
+        cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)));
+        if medium {
+            cells.push(Cell::from(age(app.now, r.since)));
+        }
+        cells.push(Cell::from(next));
+        if wide {
+            cells.push(Cell::from(evidence));
+        }
+        Row::new(cells)
+    });
+    // Fixed columns keep their width (a masked phone must show its last
+    // digits even at 80 columns); the last column takes what is left.
+    let mut widths = vec![
+        Constraint::Length(10),
+        Constraint::Length(12),
+        Constraint::Length(name_width),
+        Constraint::Length(15),
+    ];
+    if message {
+        widths.push(Constraint::Length(14));
+    }
+    widths.push(Constraint::Length(11));
+    if medium {
+        widths.push(Constraint::Length(6));
+    }
+    if wide {
+        // The next step's words are short; the evidence takes the rest.
+        widths.push(Constraint::Length(16));
+    }
+    widths.push(Constraint::Fill(1));
+    let table = Table::new(body, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(SELECTED)
+        .column_spacing(1);
+    let mut state = TableState::default().with_selected(Some(selected));
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+/// A name that fits `width`: whole, else `Carlos C.`, else cut with `…`.
+pub fn short_name(name: &str, width: usize) -> String {
+    if name.chars().count() <= width {
+        return name.to_string();
+    }
+    let mut words = name.split_whitespace();
+    if let (Some(first), Some(second)) = (words.next(), words.next()) {
+        let initial = second.chars().next().map(|c| format!(" {c}.")).unwrap_or_default();
+        let short = format!("{first}{initial}");
+        if short.chars().count() <= width {
+            return short;
+        }
+    }
+    name.chars().take(width.saturating_sub(1)).chain(['…']).collect()
+}
+
+/// An Atención row's last event (`signal (cause): note`, see
+/// `AttentionRow::last_event`) with the signal and cause in words.
+fn say_event(app: &App, e: &str) -> String {
+    let Some((signal, rest)) = e.split_once(" (") else {
+        return e.to_string();
+    };
+    let Some((cause, note)) = rest.split_once(')') else {
+        return e.to_string();
+    };
+    format!("{} ({}){note}", app.t.signal(signal), app.t.cause(cause))
+}
+
+/// What an Atención row is, for the next step.
+fn case_kind(r: &AttentionRow) -> CaseKind {
+    match r.kind {
+        RowKind::RescheduleRequest => CaseKind::RescheduleRequest,
+        RowKind::RefusedEvent => CaseKind::RefusedEvent,
+        RowKind::Intention => CaseKind::Intention(match r.state.as_str() {
+            "stuck" => IntentionState::Dispatching,
+            s => s.parse().unwrap_or(IntentionState::Review),
+        }),
+    }
+}
+
+/// A local, human time: `hoy 14:30`, `mañana 09:00`, `ayer 18:10`, else
+/// `lun 03/03 10:00`.
+pub fn human_time(app: &App, t: DateTime<Utc>) -> String {
+    let local = t.with_timezone(&app.tz);
+    let today = app.now.with_timezone(&app.tz).date_naive();
+    let days = (local.date_naive() - today).num_days();
+    let hm = local.format("%H:%M");
+    match days {
+        0 => format!("{} {hm}", app.t.today),
+        1 => format!("{} {hm}", app.t.tomorrow),
+        -1 => format!("{} {hm}", app.t.yesterday),
+        _ => local.format("%d/%m %H:%M").to_string(),
+    }
+}

@@ -1,0 +1,230 @@
+//! `unavez intents cancel|verify|contact|resolve KEY --operator --reason`:
+//! the command-line twins of the console's actions, run by the same
+//! library runner (`ops::run`) with the same roles, reasons and audit
+//! trail. (`intents resend` is `resend.rs`, with its guard.)
+//!
+//! Exit codes: 0 done (or recorded); 3 refused (a role without the right,
+//! a state the action does not apply to), the refusal in the configured
+//! language; 2 the key, the operator or the reason is not usable.
+
+use std::process::ExitCode;
+
+use chrono::Utc;
+use serde::Serialize;
+
+use super::Ctx;
+use crate::domain::text::inert;
+use crate::i18n::{fill, strings};
+use crate::ops::{self, Actor, Case, OpEnv, OpKind, OpOutcome, OpReport, OpsError, PendingOp, Refusal, VerifyOutcome};
+use crate::store::StoreError;
+
+/// What every twin takes.
+#[derive(Debug, clap::Args)]
+pub struct CaseArgs {
+    /// Idempotency key (or numeric id) of the message.
+    pub key: String,
+    /// Who acts: an `[[operator]]` of the config.
+    #[arg(long)]
+    pub operator: String,
+    /// Why (mandatory; recorded with the action).
+    #[arg(long)]
+    pub reason: String,
+    /// One JSON document (result, rule, message, action, state).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `intents verify`: the customer's answer to a call.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub case: CaseArgs,
+    /// What the customer said.
+    #[arg(long, value_enum)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum Outcome {
+    Received,
+    NotReceived,
+}
+
+/// Which twin.
+#[derive(Debug, Clone, Copy)]
+pub enum Twin {
+    /// Cancel the send (not the appointment).
+    Cancel,
+    Verify(VerifyOutcome),
+    /// Manual contact: staff reached the customer.
+    Contact,
+    /// Mark the case handled.
+    Resolve,
+}
+
+impl From<Outcome> for VerifyOutcome {
+    fn from(o: Outcome) -> VerifyOutcome {
+        match o {
+            Outcome::Received => VerifyOutcome::Received,
+            Outcome::NotReceived => VerifyOutcome::NotReceived,
+        }
+    }
+}
+
+const EXIT_REFUSED: u8 = 3;
+const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Debug, Serialize)]
+struct Output<'a> {
+    /// `done`, `recorded` or `refused`.
+    result: &'static str,
+    /// The rule that refused (`role`, `closed`, `delivered`, …).
+    rule: Option<&'static str>,
+    refusal: Option<&'a Refusal>,
+    /// What a person reads, in the configured language.
+    message: String,
+    action: &'static str,
+    action_id: Option<i64>,
+    intention: Option<IntentionRef<'a>>,
+    commitment: Option<&'a str>,
+    /// The intention's state after the action, when it moved.
+    state: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct IntentionRef<'a> {
+    id: i64,
+    key: &'a str,
+}
+
+fn bad_input(message: String) -> anyhow::Result<ExitCode> {
+    eprintln!("error: {message}");
+    Ok(ExitCode::from(EXIT_BAD_INPUT))
+}
+
+/// Runs one twin.
+pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
+    let t = strings(ctx.config.language);
+    let Some(op) = ctx.config.operator(&a.operator) else {
+        let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
+        return bad_input(format!(
+            "--operator: unknown operator \"{}\"; add it as [[operator]] in the config (known: {})",
+            inert(&a.operator),
+            inert(&known.join(", "))
+        ));
+    };
+    let kind = match twin {
+        Twin::Cancel => OpKind::Cancel,
+        Twin::Verify(_) => OpKind::Verify,
+        Twin::Contact => OpKind::ManualContact,
+        Twin::Resolve => OpKind::Resolve,
+    };
+    if a.reason.trim().is_empty() {
+        return bad_input(format!("--reason: a reason is required to {}", kind.as_str()));
+    }
+    if !ops::allowed(op.role, kind) {
+        let message = fill(
+            t.flash_role_refused,
+            &[("role", t.role(op.role)), ("action", t.op_label(kind))],
+        );
+        return print(&a, kind, None, message, Some("role"), EXIT_REFUSED);
+    }
+    let mut store = ctx.open_store()?;
+    let row = match store.read(|tx| tx.find_intention(&a.key)) {
+        Ok(row) => row,
+        Err(StoreError::NoIntention(_)) => {
+            return bad_input(format!("no intention with key or id \"{}\"", inert(&a.key)));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let pending = match twin {
+        Twin::Cancel => PendingOp::Cancel { intention_id: row.id },
+        Twin::Verify(outcome) => PendingOp::Verify {
+            intention_id: row.id,
+            outcome,
+        },
+        Twin::Contact => PendingOp::ManualContact {
+            commitment_id: row.commitment_id,
+            intention_id: Some(row.id),
+        },
+        Twin::Resolve => PendingOp::Resolve {
+            case: Case::intention(row.id),
+        },
+    };
+    // No channel here: the ledger decides alone (a cancel of a message the
+    // channel already took is refused; the console, which holds the
+    // channel, can ask it to withdraw a queued command).
+    let env = OpEnv {
+        config: &ctx.config,
+        templates: &ctx.templates,
+        channel: None,
+        runtime: None,
+    };
+    let actor = Actor {
+        name: &op.name,
+        role: op.role,
+    };
+    let report = match ops::run(&mut store, &env, &pending, &actor, &a.reason, None, Utc::now()) {
+        Ok(r) => r,
+        Err(e @ OpsError::NotAllowed { .. }) => {
+            return print(&a, kind, None, e.to_string(), Some("role"), EXIT_REFUSED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let message = t.report(&report);
+    let code = match report.outcome {
+        OpOutcome::Refused(_) => EXIT_REFUSED,
+        _ => 0,
+    };
+    let rule = match &report.outcome {
+        OpOutcome::Refused(r) => Some(r.rule()),
+        _ => None,
+    };
+    print(&a, kind, Some(&report), message, rule, code)
+}
+
+fn print(
+    a: &CaseArgs,
+    kind: OpKind,
+    report: Option<&OpReport>,
+    message: String,
+    rule: Option<&'static str>,
+    code: u8,
+) -> anyhow::Result<ExitCode> {
+    if a.json {
+        let refusal = report.and_then(|r| match &r.outcome {
+            OpOutcome::Refused(r) => Some(r),
+            _ => None,
+        });
+        let out = Output {
+            result: match report.map(|r| &r.outcome) {
+                Some(OpOutcome::Done { .. }) => "done",
+                Some(OpOutcome::Recorded { .. }) => "recorded",
+                _ => "refused",
+            },
+            rule,
+            refusal,
+            message,
+            action: kind.as_str(),
+            action_id: report.map(|r| r.action_id),
+            intention: report.and_then(|r| {
+                Some(IntentionRef {
+                    id: r.intention_id?,
+                    key: r.intention_key.as_deref()?,
+                })
+            }),
+            commitment: report.map(|r| r.commitment_ref.as_str()),
+            state: report.and_then(|r| match &r.outcome {
+                OpOutcome::Done { state: Some(s), .. } | OpOutcome::Recorded { state: s } => Some(s.to_string()),
+                _ => None,
+            }),
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else if code == 0 {
+        println!("{message}");
+    } else {
+        eprintln!("{message}");
+    }
+    Ok(ExitCode::from(code))
+}
