@@ -6,8 +6,13 @@
 //! exactly which lines to fix. `--skip-invalid` stores the good rows and
 //! writes the bad ones aside. Importing the same file twice changes nothing:
 //! every row carries (or is given) a stable event id.
+//!
+//! Files are read as bytes and decoded here, before any reader sees them
+//! ([`decode`]): UTF-8 with or without a byte-order mark, UTF-16 with one,
+//! or Windows-1252; the report names the encoding used.
 
 mod csv_agenda;
+pub mod decode;
 mod ics;
 
 use std::fmt;
@@ -15,6 +20,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+
+pub use decode::TextEncoding;
 
 use crate::domain::event::{BookingEvent, FieldError};
 use crate::domain::text::inert;
@@ -54,8 +61,13 @@ pub enum ImportError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: unsupported file type (expected .jsonl, .csv or .ics)")]
     UnsupportedType { path: PathBuf },
-    #[error("{}", format_rejected(.0))]
-    Rejected(Vec<RowError>),
+    /// Bad rows (or a file that cannot be decoded); `encoding` is how the
+    /// file was read, when it could be.
+    #[error("{}", format_rejected(.rows, *.encoding))]
+    Rejected {
+        rows: Vec<RowError>,
+        encoding: Option<TextEncoding>,
+    },
     #[error("cannot write rejected rows to {path}: {source}")]
     WriteRejects { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
@@ -64,8 +76,14 @@ pub enum ImportError {
 
 /// One row per line; each row made inert, since a reason may quote the
 /// file's own text and this message is for a terminal.
-fn format_rejected(errors: &[RowError]) -> String {
-    let mut s = format!("{} row(s) rejected; nothing was stored:", errors.len());
+fn format_rejected(errors: &[RowError], encoding: Option<TextEncoding>) -> String {
+    // A file that was not plain UTF-8 says how it was read: a name that
+    // looks wrong in the report is then explained.
+    let read_as = match encoding {
+        Some(e) if !e.is_plain_utf8() => format!(" (file read as {e})"),
+        _ => String::new(),
+    };
+    let mut s = format!("{} row(s) rejected{read_as}; nothing was stored:", errors.len());
     for e in errors {
         s.push_str(&format!("\n  {}", inert(&e.to_string())));
     }
@@ -91,27 +109,82 @@ fn distinct_lines(errors: &[RowError]) -> usize {
     lines.len()
 }
 
+/// Which reader a file goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Jsonl,
+    Csv,
+    Ics,
+}
+
+impl FileKind {
+    /// By extension: `.jsonl`/`.ndjson`, `.csv`, `.ics`.
+    pub fn of(path: &Path) -> Option<FileKind> {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("jsonl") | Some("ndjson") => Some(FileKind::Jsonl),
+            Some("csv") => Some(FileKind::Csv),
+            Some("ics") => Some(FileKind::Ics),
+            _ => None,
+        }
+    }
+}
+
+/// A file read into events and per-row errors.
+#[derive(Debug)]
+pub struct Parsed {
+    pub rows: Vec<Row>,
+    pub errors: Vec<RowError>,
+    pub encoding: TextEncoding,
+    /// A CSV's header line, as decoded, for the rejects file.
+    pub header: Option<String>,
+}
+
 /// Reads a file into events and per-row errors, by extension. `tz` is the
 /// operating zone, used for iCalendar floating times.
-pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<Parsed, ImportError> {
+    let Some(kind) = FileKind::of(path) else {
+        return Err(ImportError::UnsupportedType {
+            path: path.to_path_buf(),
+        });
+    };
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let name = path.display().to_string();
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("jsonl") | Some("ndjson") => Ok(parse_jsonl(&text, &name)),
-        Some("csv") => Ok(csv_agenda::parse(&text, &name)),
-        Some("ics") => Ok(ics::parse(&text, &name, tz)),
-        _ => Err(ImportError::UnsupportedType {
-            path: path.to_path_buf(),
-        }),
-    }
+    parse_bytes(&bytes, &path.display().to_string(), kind, tz).map_err(|e| ImportError::Rejected {
+        rows: vec![e],
+        encoding: None,
+    })
+}
+
+/// Decodes a file's bytes and hands the text to its reader; `file` names
+/// it in errors. A file that cannot be decoded is one error, at the line
+/// where decoding failed, under the field `encoding`.
+pub fn parse_bytes(bytes: &[u8], file: &str, kind: FileKind, tz: chrono_tz::Tz) -> Result<Parsed, RowError> {
+    let (text, encoding) = decode::decode(bytes).map_err(|e| RowError {
+        file: file.to_string(),
+        line: e.line,
+        field: "encoding".into(),
+        reason: e.reason,
+        raw: String::new(),
+    })?;
+    let (rows, errors) = match kind {
+        FileKind::Jsonl => parse_jsonl(&text, file),
+        FileKind::Csv => csv_agenda::parse(&text, file),
+        FileKind::Ics => ics::parse(&text, file, tz),
+    };
+    let header = (kind == FileKind::Csv).then(|| text.lines().next().unwrap_or_default().to_string());
+    Ok(Parsed {
+        rows,
+        errors,
+        encoding,
+        header,
+    })
 }
 
 /// One JSON object per line; blank lines and `#` comments are skipped.
@@ -140,19 +213,23 @@ pub fn parse_jsonl(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
 
 /// The rejects file, re-importable as it is once fixed: every error of a
 /// row as a `#` comment (skipped by the JSONL and CSV readers), then the
-/// row once; a CSV keeps its header row, an iCalendar file its VCALENDAR
-/// wrapper (iCalendar has no comments: the reasons are in the report).
-fn rejects_text(path: &Path, rejected: &[RowError]) -> String {
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-    let ics = ext.as_deref() == Some("ics");
+/// row once; a CSV keeps its header row (and its delimiter), an iCalendar
+/// file its VCALENDAR wrapper (iCalendar has no comments: the reasons are
+/// in the report). It is UTF-8; one read from another encoding starts with
+/// a byte-order mark, so that Excel, which wrote the original, shows its
+/// accents.
+fn rejects_text(path: &Path, parsed_header: Option<&str>, encoding: TextEncoding, rejected: &[RowError]) -> String {
+    let kind = FileKind::of(path);
+    let ics = kind == Some(FileKind::Ics);
     let mut text = String::new();
-    if ext.as_deref() == Some("csv") {
-        let header = std::fs::read(path)
-            .ok()
-            .map(|b| decode_lossy(&b))
-            .and_then(|t| t.lines().next().map(str::to_string))
+    if !encoding.is_plain_utf8() && !ics {
+        text.push('\u{feff}');
+    }
+    if kind == Some(FileKind::Csv) {
+        let header = parsed_header
+            .map(str::to_string)
             .unwrap_or_else(|| csv_agenda::COLUMNS.join(","));
-        text.push_str(&format!("{}\n", header.trim_start_matches('\u{feff}')));
+        text.push_str(&format!("{}\n", header.trim_end_matches('\r')));
     }
     if ics {
         text.push_str("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//unavez//rejected rows//ES\r\n");
@@ -173,13 +250,11 @@ fn rejects_text(path: &Path, rejected: &[RowError]) -> String {
     text
 }
 
-fn decode_lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[derive(Debug, Default, Serialize)]
 pub struct ImportReport {
     pub file: String,
+    /// How the file was decoded.
+    pub encoding: TextEncoding,
     pub events: usize,
     pub stored: usize,
     pub duplicates: usize,
@@ -258,13 +333,22 @@ pub fn import_file(
     opts: &ImportOptions,
     now: DateTime<Utc>,
 ) -> Result<ImportReport, ImportError> {
-    let (rows, mut rejected) = parse_file(path, planner.tz)?;
+    let Parsed {
+        rows,
+        errors: mut rejected,
+        encoding,
+        header,
+    } = parse_file(path, planner.tz)?;
     if !rejected.is_empty() && !opts.skip_invalid {
-        return Err(ImportError::Rejected(rejected));
+        return Err(ImportError::Rejected {
+            rows: rejected,
+            encoding: Some(encoding),
+        });
     }
     let file = path.display().to_string();
     let mut report = ImportReport {
         file: file.clone(),
+        encoding,
         // One row may carry several errors: count rows, not errors.
         events: rows.len() + distinct_lines(&rejected),
         ..Default::default()
@@ -287,7 +371,10 @@ pub fn import_file(
                         raw: row.raw.clone(),
                     });
                     if !opts.skip_invalid {
-                        return Err(ImportError::Rejected(late));
+                        return Err(ImportError::Rejected {
+                            rows: late,
+                            encoding: Some(encoding),
+                        });
                     }
                 }
             }
@@ -297,7 +384,7 @@ pub fn import_file(
     rejected.extend(outcome?);
     if !rejected.is_empty() {
         let target = opts.rejects_path.clone().unwrap_or_else(|| default_rejects_path(path));
-        let text = rejects_text(path, &rejected);
+        let text = rejects_text(path, header.as_deref(), encoding, &rejected);
         // The rows hold names and phones: as private as the ledger.
         crate::store::files::write_private(&target, text.as_bytes(), None).map_err(|source| {
             ImportError::WriteRejects {
