@@ -97,6 +97,11 @@ impl IntentionKey {
     /// `{ref}:{purpose}:v{version}` for appointments.
     pub fn for_commitment(reference: &str, purpose: &Purpose, version: i64) -> Result<Self, KeyError> {
         check_ref(reference)?;
+        // An order state is outside data too (the property test found a
+        // phone passing through here); the other slugs are our own words.
+        if let Purpose::Order { event } = purpose {
+            check_ref(event)?;
+        }
         Self::checked(format!("{reference}:{}:v{version}", purpose.slug()))
     }
 
