@@ -43,7 +43,10 @@ fn a_windows_1252_csv_keeps_its_accents_and_says_how_it_was_read() {
          cita-2,2031-03-10T10:30:00-05:00,+51987654302,José Núñez,Pediatría,Sede Surco,scheduled\r\n"
     );
     let bytes = cp1252(&text);
-    assert!(bytes.contains(&0xF1) && bytes.contains(&0xE9), "ñ and é as single bytes");
+    assert!(
+        bytes.contains(&0xF1) && bytes.contains(&0xE9),
+        "ñ and é as single bytes"
+    );
     assert!(std::str::from_utf8(&bytes).is_err());
     std::fs::write(&file, &bytes).unwrap();
 
@@ -59,7 +62,10 @@ fn a_windows_1252_csv_keeps_its_accents_and_says_how_it_was_read() {
     // The same bytes again: the same events (ids from the decoded text).
     let again = json(&db, &["import", file.to_str().unwrap()]);
     assert_eq!(again["encoding"], "windows-1252");
-    assert_eq!((again["stored"].as_u64(), again["duplicates"].as_u64()), (Some(0), Some(2)));
+    assert_eq!(
+        (again["stored"].as_u64(), again["duplicates"].as_u64()),
+        (Some(0), Some(2))
+    );
 }
 
 #[test]
@@ -99,7 +105,11 @@ fn excel_unicode_text_is_read_with_tabs_physical_lines_and_an_importable_rejects
     // Fixed in place (UTF-8 now), the rejects file imports as it is.
     std::fs::write(&rejects, text.replace("\t987\t", "\t+51987654312\t")).unwrap();
     let fixed = json_any(&db, &["import", rejects.to_str().unwrap()]);
-    assert_eq!((fixed["encoding"].as_str(), fixed["stored"].as_u64()), (Some("utf-8-bom"), Some(1)), "{fixed}");
+    assert_eq!(
+        (fixed["encoding"].as_str(), fixed["stored"].as_u64()),
+        (Some("utf-8-bom"), Some(1)),
+        "{fixed}"
+    );
     assert_eq!(commitment(&db, "cita-2")["name"], "José");
 }
 
@@ -114,7 +124,10 @@ fn a_utf8_bom_csv_and_a_windows_1252_calendar_are_read() {
     )
     .unwrap();
     let r = json(&db, &["import", csv.to_str().unwrap()]);
-    assert_eq!((r["encoding"].as_str(), r["stored"].as_u64()), (Some("utf-8-bom"), Some(1)));
+    assert_eq!(
+        (r["encoding"].as_str(), r["stored"].as_u64()),
+        (Some("utf-8-bom"), Some(1))
+    );
     assert_eq!(commitment(&db, "cita-1")["name"], "Íñigo");
 
     let ics = dir.path().join("agenda.ics");
@@ -123,7 +136,11 @@ fn a_utf8_bom_csv_and_a_windows_1252_calendar_are_read() {
                ATTENDEE;CN=José Peña:tel:+51987654322\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
     std::fs::write(&ics, cp1252(cal)).unwrap();
     let r = json(&db, &["import", ics.to_str().unwrap()]);
-    assert_eq!((r["encoding"].as_str(), r["stored"].as_u64()), (Some("windows-1252"), Some(1)), "{r}");
+    assert_eq!(
+        (r["encoding"].as_str(), r["stored"].as_u64()),
+        (Some("windows-1252"), Some(1)),
+        "{r}"
+    );
     assert_eq!(commitment(&db, "cita-7")["name"], "José Peña");
 }
 
@@ -132,17 +149,26 @@ fn files_no_guess_reads_safely_are_refused_with_the_line_and_nothing_stored() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("l.db");
     let mixed = dir.path().join("mixed.csv");
-    let mut bytes = format!("{HEADER}\ncita-1,2031-03-10T09:30:00-05:00,+51987654321,Peña,X,Y,scheduled\n").into_bytes();
-    bytes.extend(cp1252("cita-2,2031-03-10T10:30:00-05:00,+51987654322,José,X,Y,scheduled\n"));
+    let mut bytes =
+        format!("{HEADER}\ncita-1,2031-03-10T09:30:00-05:00,+51987654321,Peña,X,Y,scheduled\n").into_bytes();
+    bytes.extend(cp1252(
+        "cita-2,2031-03-10T10:30:00-05:00,+51987654322,José,X,Y,scheduled\n",
+    ));
     std::fs::write(&mixed, bytes).unwrap();
     let f = mixed.to_str().unwrap();
     let o = run(&db, &["import", f, "--skip-invalid"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains(&format!("{f}:3: encoding: byte 0xE9 is not UTF-8")), "{err}");
+    assert!(
+        err.contains(&format!("{f}:3: encoding: byte 0xE9 is not UTF-8")),
+        "{err}"
+    );
     assert!(err.contains("line 2 holds UTF-8"), "{err}");
     let r = json_any(&db, &["import", f]);
-    assert_eq!((r["rejected"][0]["field"].as_str(), r["rejected"][0]["line"].as_u64()), (Some("encoding"), Some(3)));
+    assert_eq!(
+        (r["rejected"][0]["field"].as_str(), r["rejected"][0]["line"].as_u64()),
+        (Some("encoding"), Some(3))
+    );
 
     // UTF-16 saved without its byte-order mark.
     let bare = dir.path().join("bare.csv");

@@ -59,7 +59,9 @@ struct Appointment {
 
 fn appointment(versions: bool) -> impl Strategy<Value = Appointment> {
     let shape = if versions {
-        (2i64..5, any::<bool>()).prop_map(|(n, s)| Shape::Versions(n, s)).boxed()
+        (2i64..5, any::<bool>())
+            .prop_map(|(n, s)| Shape::Versions(n, s))
+            .boxed()
     } else {
         prop_oneof![
             Just(Shape::Once),
@@ -164,7 +166,10 @@ fn ledger_after(dir: &Path, name: &str, lines: &[String]) -> (BTreeMap<String, V
         intentions
             .into_iter()
             .map(|i| {
-                let v = strip(serde_json::to_value(&i).unwrap(), &["id", "commitment_id", "related_id"]);
+                let v = strip(
+                    serde_json::to_value(&i).unwrap(),
+                    &["id", "commitment_id", "related_id"],
+                );
                 (i.key, v)
             })
             .collect(),

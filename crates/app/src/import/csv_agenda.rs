@@ -277,19 +277,36 @@ mod tests {
 
     #[test]
     fn semicolons_and_tabs_are_read_from_the_header() {
-        let row = ["cita-1", "2026-12-01T09:30:00-05:00", "+51987654321", "Peña, Ana", "X", "Y", "scheduled"];
+        let row = [
+            "cita-1",
+            "2026-12-01T09:30:00-05:00",
+            "+51987654321",
+            "Peña, Ana",
+            "X",
+            "Y",
+            "scheduled",
+        ];
         for d in [";", "\t"] {
             let text = format!("{}\n{}\n", COLUMNS.join(d), row.join(d));
             let (rows, errors) = parse(&text, "a.csv");
             assert!(errors.is_empty(), "{d:?}: {errors:?}");
-            assert_eq!(rows[0].event.contact.as_ref().unwrap().name.as_deref(), Some("Peña, Ana"));
+            assert_eq!(
+                rows[0].event.contact.as_ref().unwrap().name.as_deref(),
+                Some("Peña, Ana")
+            );
             assert_eq!(rows[0].raw, row.join(d), "written back with the file's delimiter");
         }
         // A comma file whose names hold semicolons stays a comma file.
-        let text = format!("{}\ncita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana; Luis,X,Y,scheduled\n", COLUMNS.join(","));
+        let text = format!(
+            "{}\ncita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana; Luis,X,Y,scheduled\n",
+            COLUMNS.join(",")
+        );
         let (rows, errors) = parse(&text, "a.csv");
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(rows[0].event.contact.as_ref().unwrap().name.as_deref(), Some("Ana; Luis"));
+        assert_eq!(
+            rows[0].event.contact.as_ref().unwrap().name.as_deref(),
+            Some("Ana; Luis")
+        );
     }
 
     #[test]

@@ -176,8 +176,14 @@ mod tests {
         assert_eq!(decode(text.as_bytes()).unwrap(), (text.into(), TextEncoding::Utf8));
         let bom = [b"\xEF\xBB\xBF".as_slice(), text.as_bytes()].concat();
         assert_eq!(decode(&bom).unwrap(), (text.into(), TextEncoding::Utf8Bom));
-        assert_eq!(decode(&utf16(text, true)).unwrap(), (text.into(), TextEncoding::Utf16Le));
-        assert_eq!(decode(&utf16(text, false)).unwrap(), (text.into(), TextEncoding::Utf16Be));
+        assert_eq!(
+            decode(&utf16(text, true)).unwrap(),
+            (text.into(), TextEncoding::Utf16Le)
+        );
+        assert_eq!(
+            decode(&utf16(text, false)).unwrap(),
+            (text.into(), TextEncoding::Utf16Be)
+        );
         let latin = b"ref,name\ncita-1,Pe\xF1a Jos\xE9 \x80\n";
         assert_eq!(
             decode(latin).unwrap(),
