@@ -358,7 +358,7 @@ fn ics_sequence_drives_versions_through_import_file() {
     // event again": a conflict, refused with its line, nothing stored.
     let late = write("c.ics", &vevent(0, "20261210T093000"));
     match import_file(&mut store, &planner, &late, &opts, now()) {
-        Err(ImportError::Rejected(rows)) => {
+        Err(ImportError::Rejected { rows, .. }) => {
             let shown: Vec<String> = rows.iter().map(|e| format!("{}:{}", e.line, e.field)).collect();
             assert_eq!(shown, ["3:version"], "{rows:?}");
             assert!(rows[0].reason.contains("starts_at"), "{}", rows[0].reason);

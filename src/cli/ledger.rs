@@ -98,12 +98,15 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
         Utc::now(),
     ) {
         Ok(r) => r,
-        Err(ImportError::Rejected(rows)) => {
+        Err(ImportError::Rejected { rows, encoding }) => {
             if a.json {
-                println!("{}", serde_json::json!({"file": a.file, "stored": 0, "rejected": rows}));
+                println!(
+                    "{}",
+                    serde_json::json!({"file": a.file, "encoding": encoding, "stored": 0, "rejected": rows})
+                );
             } else {
                 // Its Display makes each row inert and keeps one per line.
-                eprintln!("{}", ImportError::Rejected(rows));
+                eprintln!("{}", ImportError::Rejected { rows, encoding });
             }
             return Ok(ExitCode::from(2));
         }
@@ -113,6 +116,7 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("{}: {} event(s)", inert(&report.file), report.events);
+        println!("  encoding          {}", report.encoding);
         println!("  stored            {}", report.stored);
         println!("  already present   {} (duplicate event ids)", report.duplicates);
         println!("  unchanged         {}", report.unchanged);

@@ -5,6 +5,11 @@
 //! edited row is a new event. Rows carry no version: a row that changes
 //! what a message says (time, place, phone, name, service) gets the next
 //! version of its appointment.
+//!
+//! The delimiter is read from the header row: Excel writes `,`, or `;`
+//! where the decimal mark is a comma (Spain, Peru…), and tabs in its
+//! "Unicode text" (UTF-16). A rejected row is written back with the same
+//! delimiter, under the file's own header.
 
 use sha2::{Digest, Sha256};
 
@@ -16,7 +21,9 @@ pub(crate) const COLUMNS: [&str; 7] = ["ref", "starts_at", "phone", "name", "ser
 pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
     let mut rows = Vec::new();
     let mut errors = Vec::new();
+    let delimiter = delimiter(text);
     let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
         .flexible(true)
         // `#` lines are the reasons in a rejects file (a row cannot start
         // with `#`: refs are letters, digits and `-_./`).
@@ -78,7 +85,7 @@ pub fn parse(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
             }
         };
         let line = record.position().map(|p| physical_line(text, p)).unwrap_or(0);
-        let raw = csv_line(&record);
+        let raw = csv_line(&record, delimiter);
         let get = |c: usize| index[c].and_then(|i| record.get(i)).unwrap_or("").to_string();
         let (reference, starts_at, phone, name, service, location, status) =
             (get(0), get(1), get(2), get(3), get(4), get(5), get(6));
@@ -170,10 +177,34 @@ fn physical_line(text: &str, p: &csv::Position) -> usize {
     bytes[..at].iter().filter(|b| **b == b'\n').count() + 1
 }
 
+/// The delimiter that splits the header row into the most known columns;
+/// a comma when none does better (the error then names the missing
+/// columns as a comma-separated file would have them).
+fn delimiter(text: &str) -> u8 {
+    let header = text.lines().find(|l| !l.starts_with('#')).unwrap_or_default();
+    let known = |d: u8| {
+        header
+            .split(char::from(d))
+            .filter(|h| {
+                let h = h.trim().trim_matches('"');
+                COLUMNS.iter().any(|c| c.eq_ignore_ascii_case(h))
+            })
+            .count()
+    };
+    let mut best = b',';
+    for d in [b';', b'\t'] {
+        if known(d) > known(best) {
+            best = d;
+        }
+    }
+    best
+}
+
 /// The record as one CSV line, quoted where needed, so a rejects file
 /// reads back as the same fields.
-fn csv_line(record: &csv::StringRecord) -> String {
+fn csv_line(record: &csv::StringRecord, delimiter: u8) -> String {
     let mut w = csv::WriterBuilder::new()
+        .delimiter(delimiter)
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
     let _ = w.write_record(record);
@@ -242,6 +273,40 @@ mod tests {
                     cita-2,2026-12-01T10:30:00-05:00,987,Luis,X,Y,scheduled\r\n";
         let (_, errors) = parse(text, "a.csv");
         assert_eq!((errors[0].line, errors[0].field.as_str()), (3, "phone"), "{errors:?}");
+    }
+
+    #[test]
+    fn semicolons_and_tabs_are_read_from_the_header() {
+        let row = [
+            "cita-1",
+            "2026-12-01T09:30:00-05:00",
+            "+51987654321",
+            "Peña, Ana",
+            "X",
+            "Y",
+            "scheduled",
+        ];
+        for d in [";", "\t"] {
+            let text = format!("{}\n{}\n", COLUMNS.join(d), row.join(d));
+            let (rows, errors) = parse(&text, "a.csv");
+            assert!(errors.is_empty(), "{d:?}: {errors:?}");
+            assert_eq!(
+                rows[0].event.contact.as_ref().unwrap().name.as_deref(),
+                Some("Peña, Ana")
+            );
+            assert_eq!(rows[0].raw, row.join(d), "written back with the file's delimiter");
+        }
+        // A comma file whose names hold semicolons stays a comma file.
+        let text = format!(
+            "{}\ncita-1,2026-12-01T09:30:00-05:00,+51987654321,Ana; Luis,X,Y,scheduled\n",
+            COLUMNS.join(",")
+        );
+        let (rows, errors) = parse(&text, "a.csv");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            rows[0].event.contact.as_ref().unwrap().name.as_deref(),
+            Some("Ana; Luis")
+        );
     }
 
     #[test]

@@ -6,8 +6,13 @@
 //! exactly which lines to fix. `--skip-invalid` stores the good rows and
 //! writes the bad ones aside. Importing the same file twice changes nothing:
 //! every row carries (or is given) a stable event id.
+//!
+//! Files are read as bytes and decoded here, before any reader sees them
+//! ([`decode`]): UTF-8 with or without a byte-order mark, UTF-16 with one,
+//! or Windows-1252; the report names the encoding used.
 
 mod csv_agenda;
+pub mod decode;
 mod ics;
 
 use std::fmt;
@@ -16,6 +21,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+pub use decode::TextEncoding;
 pub use ics::CalendarCounts;
 
 use crate::config::ImportConfig;
@@ -57,8 +63,13 @@ pub enum ImportError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: unsupported file type (expected .jsonl, .csv or .ics)")]
     UnsupportedType { path: PathBuf },
-    #[error("{}", format_rejected(.0))]
-    Rejected(Vec<RowError>),
+    /// Bad rows (or a file that cannot be decoded); `encoding` is how the
+    /// file was read, when it could be.
+    #[error("{}", format_rejected(.rows, *.encoding))]
+    Rejected {
+        rows: Vec<RowError>,
+        encoding: Option<TextEncoding>,
+    },
     #[error("cannot write rejected rows to {path}: {source}")]
     WriteRejects { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
@@ -67,8 +78,14 @@ pub enum ImportError {
 
 /// One row per line; each row made inert, since a reason may quote the
 /// file's own text and this message is for a terminal.
-fn format_rejected(errors: &[RowError]) -> String {
-    let mut s = format!("{} row(s) rejected; nothing was stored:", errors.len());
+fn format_rejected(errors: &[RowError], encoding: Option<TextEncoding>) -> String {
+    // A file that was not plain UTF-8 says how it was read: a name that
+    // looks wrong in the report is then explained.
+    let read_as = match encoding {
+        Some(e) if !e.is_plain_utf8() => format!(" (file read as {e})"),
+        _ => String::new(),
+    };
+    let mut s = format!("{} row(s) rejected{read_as}; nothing was stored:", errors.len());
     for e in errors {
         s.push_str(&format!("\n  {}", inert(&e.to_string())));
     }
@@ -101,31 +118,49 @@ fn distinct_lines(errors: &[RowError]) -> usize {
     lines.len()
 }
 
-/// Reads a file into events and per-row errors, by extension. `tz` is the
-/// operating zone, used for iCalendar floating times.
-pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<(Vec<Row>, Vec<RowError>), ImportError> {
-    let p = parse_file_with(path, tz, &ImportConfig::default(), Utc::now())?;
-    Ok((p.rows, p.errors))
+/// Which reader a file goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Jsonl,
+    Csv,
+    Ics,
 }
 
-/// What a file holds: events, per-row errors, and (calendars) what was
-/// skipped and why.
-#[derive(Debug, Default)]
-pub struct ParsedFile {
+impl FileKind {
+    /// By extension: `.jsonl`/`.ndjson`, `.csv`, `.ics`.
+    pub fn of(path: &Path) -> Option<FileKind> {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("jsonl") | Some("ndjson") => Some(FileKind::Jsonl),
+            Some("csv") => Some(FileKind::Csv),
+            Some("ics") => Some(FileKind::Ics),
+            _ => None,
+        }
+    }
+}
+
+/// A file read into events and per-row errors.
+#[derive(Debug)]
+pub struct Parsed {
     pub rows: Vec<Row>,
     pub errors: Vec<RowError>,
+    pub encoding: TextEncoding,
+    /// A CSV's header line, as decoded, for the rejects file.
+    pub header: Option<String>,
+    /// Calendars: what was found, imported and skipped.
     pub calendar: Option<CalendarCounts>,
+    /// Calendars: why events were skipped (all-day, past series…).
     pub notes: Vec<String>,
 }
 
-impl From<(Vec<Row>, Vec<RowError>)> for ParsedFile {
-    fn from((rows, errors): (Vec<Row>, Vec<RowError>)) -> Self {
-        ParsedFile {
-            rows,
-            errors,
-            ..ParsedFile::default()
-        }
-    }
+/// Reads a file into events and per-row errors, by extension. `tz` is the
+/// operating zone, used for iCalendar floating times.
+pub fn parse_file(path: &Path, tz: chrono_tz::Tz) -> Result<Parsed, ImportError> {
+    parse_file_with(path, tz, &ImportConfig::default(), Utc::now())
 }
 
 /// [`parse_file`] with the `[import]` settings and the time recurring
@@ -135,38 +170,67 @@ pub fn parse_file_with(
     tz: chrono_tz::Tz,
     calendar: &ImportConfig,
     now: DateTime<Utc>,
-) -> Result<ParsedFile, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+) -> Result<Parsed, ImportError> {
+    let Some(kind) = FileKind::of(path) else {
+        return Err(ImportError::UnsupportedType {
+            path: path.to_path_buf(),
+        });
+    };
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let name = path.display().to_string();
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("jsonl") | Some("ndjson") => Ok(parse_jsonl(&text, &name).into()),
-        Some("csv") => Ok(csv_agenda::parse(&text, &name).into()),
-        Some("ics") => {
-            let opts = ics::Options {
-                tz,
-                now,
-                config: calendar,
-            };
-            let p = ics::parse(&text, &name, &opts);
-            Ok(ParsedFile {
-                rows: p.rows,
-                errors: p.errors,
-                calendar: Some(p.counts),
-                notes: p.notes,
-            })
+    let opts = ics::Options {
+        tz,
+        now,
+        config: calendar,
+    };
+    parse_bytes_with(&bytes, &path.display().to_string(), kind, &opts).map_err(|e| ImportError::Rejected {
+        rows: vec![e],
+        encoding: None,
+    })
+}
+
+/// Decodes a file's bytes and hands the text to its reader; `file` names
+/// it in errors. A file that cannot be decoded is one error, at the line
+/// where decoding failed, under the field `encoding`.
+pub fn parse_bytes(bytes: &[u8], file: &str, kind: FileKind, tz: chrono_tz::Tz) -> Result<Parsed, RowError> {
+    let config = ImportConfig::default();
+    let opts = ics::Options {
+        tz,
+        now: Utc::now(),
+        config: &config,
+    };
+    parse_bytes_with(bytes, file, kind, &opts)
+}
+
+fn parse_bytes_with(bytes: &[u8], file: &str, kind: FileKind, opts: &ics::Options<'_>) -> Result<Parsed, RowError> {
+    let (text, encoding) = decode::decode(bytes).map_err(|e| RowError {
+        file: file.to_string(),
+        line: e.line,
+        field: "encoding".into(),
+        reason: e.reason,
+        raw: String::new(),
+    })?;
+    let mut parsed = Parsed {
+        rows: Vec::new(),
+        errors: Vec::new(),
+        encoding,
+        header: (kind == FileKind::Csv).then(|| text.lines().next().unwrap_or_default().to_string()),
+        calendar: None,
+        notes: Vec::new(),
+    };
+    match kind {
+        FileKind::Jsonl => (parsed.rows, parsed.errors) = parse_jsonl(&text, file),
+        FileKind::Csv => (parsed.rows, parsed.errors) = csv_agenda::parse(&text, file),
+        FileKind::Ics => {
+            let p = ics::parse(&text, file, opts);
+            (parsed.rows, parsed.errors) = (p.rows, p.errors);
+            parsed.calendar = Some(p.counts);
+            parsed.notes = p.notes;
         }
-        _ => Err(ImportError::UnsupportedType {
-            path: path.to_path_buf(),
-        }),
     }
+    Ok(parsed)
 }
 
 /// One JSON object per line; blank lines and `#` comments are skipped.
@@ -195,19 +259,23 @@ pub fn parse_jsonl(text: &str, file: &str) -> (Vec<Row>, Vec<RowError>) {
 
 /// The rejects file, re-importable as it is once fixed: every error of a
 /// row as a `#` comment (skipped by the JSONL and CSV readers), then the
-/// row once; a CSV keeps its header row, an iCalendar file its VCALENDAR
-/// wrapper (iCalendar has no comments: the reasons are in the report).
-fn rejects_text(path: &Path, rejected: &[RowError]) -> String {
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-    let ics = ext.as_deref() == Some("ics");
+/// row once; a CSV keeps its header row (and its delimiter), an iCalendar
+/// file its VCALENDAR wrapper (iCalendar has no comments: the reasons are
+/// in the report). It is UTF-8; one read from another encoding starts with
+/// a byte-order mark, so that Excel, which wrote the original, shows its
+/// accents.
+fn rejects_text(path: &Path, parsed_header: Option<&str>, encoding: TextEncoding, rejected: &[RowError]) -> String {
+    let kind = FileKind::of(path);
+    let ics = kind == Some(FileKind::Ics);
     let mut text = String::new();
-    if ext.as_deref() == Some("csv") {
-        let header = std::fs::read(path)
-            .ok()
-            .map(|b| decode_lossy(&b))
-            .and_then(|t| t.lines().next().map(str::to_string))
+    if !encoding.is_plain_utf8() && !ics {
+        text.push('\u{feff}');
+    }
+    if kind == Some(FileKind::Csv) {
+        let header = parsed_header
+            .map(str::to_string)
             .unwrap_or_else(|| csv_agenda::COLUMNS.join(","));
-        text.push_str(&format!("{}\n", header.trim_start_matches('\u{feff}')));
+        text.push_str(&format!("{}\n", header.trim_end_matches('\r')));
     }
     if ics {
         text.push_str("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//unavez//rejected rows//ES\r\n");
@@ -230,13 +298,11 @@ fn rejects_text(path: &Path, rejected: &[RowError]) -> String {
     text
 }
 
-fn decode_lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[derive(Debug, Default, Serialize)]
 pub struct ImportReport {
     pub file: String,
+    /// How the file was decoded.
+    pub encoding: TextEncoding,
     pub events: usize,
     pub stored: usize,
     pub duplicates: usize,
@@ -330,18 +396,28 @@ pub fn import_file_with(
     calendar: &ImportConfig,
     now: DateTime<Utc>,
 ) -> Result<ImportReport, ImportError> {
-    let parsed = parse_file_with(path, planner.tz, calendar, now)?;
-    let (rows, mut rejected) = (parsed.rows, parsed.errors);
+    let Parsed {
+        rows,
+        errors: mut rejected,
+        encoding,
+        header,
+        calendar: counts,
+        notes,
+    } = parse_file_with(path, planner.tz, calendar, now)?;
     if !rejected.is_empty() && !opts.skip_invalid {
-        return Err(ImportError::Rejected(rejected));
+        return Err(ImportError::Rejected {
+            rows: rejected,
+            encoding: Some(encoding),
+        });
     }
     let file = path.display().to_string();
     let mut report = ImportReport {
         file: file.clone(),
+        encoding,
         // One row may carry several errors: count rows, not errors.
         events: rows.len() + distinct_lines(&rejected),
-        calendar: parsed.calendar,
-        notes: parsed.notes.into_iter().take(20).collect(),
+        calendar: counts,
+        notes: notes.into_iter().take(20).collect(),
         ..Default::default()
     };
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
@@ -362,7 +438,10 @@ pub fn import_file_with(
                         raw: row.raw.clone(),
                     });
                     if !opts.skip_invalid {
-                        return Err(ImportError::Rejected(late));
+                        return Err(ImportError::Rejected {
+                            rows: late,
+                            encoding: Some(encoding),
+                        });
                     }
                 }
             }
@@ -372,7 +451,7 @@ pub fn import_file_with(
     rejected.extend(outcome?);
     if !rejected.is_empty() {
         let target = opts.rejects_path.clone().unwrap_or_else(|| default_rejects_path(path));
-        let text = rejects_text(path, &rejected);
+        let text = rejects_text(path, header.as_deref(), encoding, &rejected);
         // The rows hold names and phones: as private as the ledger.
         crate::store::files::write_private(&target, text.as_bytes(), None).map_err(|source| {
             ImportError::WriteRejects {

@@ -509,6 +509,92 @@ mod tests {
         }
     }
 
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+        use proptest::sample::select;
+
+        fn any_state() -> impl Strategy<Value = S> {
+            select(S::ALL.to_vec())
+        }
+
+        /// Every signal, each cancel reason included.
+        fn any_signal() -> impl Strategy<Value = Signal> {
+            let mut all: Vec<Signal> = Signal::KINDS.to_vec();
+            all.extend(CancelReason::ALL.map(Signal::Cancel));
+            select(all)
+        }
+
+        /// Evidence that a message went out, in any amount and order.
+        fn positive_evidence() -> impl Strategy<Value = Vec<Signal>> {
+            prop::collection::vec(
+                select(vec![Signal::Accepted, Signal::Sent, Signal::Delivered, Signal::Read]),
+                1..12,
+            )
+        }
+
+        fn run(from: S, signals: &[Signal]) -> Vec<(S, Signal, S)> {
+            let mut state = from;
+            let mut steps = Vec::new();
+            for &sig in signals {
+                let next = match transition(state, sig) {
+                    Move(to) => to,
+                    Record(_) | Refuse => state,
+                };
+                steps.push((state, sig, next));
+                state = next;
+            }
+            steps
+        }
+
+        proptest! {
+            /// Whatever arrives, in whatever order: evidence never lowers
+            /// the rank, a delivered message never looks undelivered again,
+            /// and a closed intention stays closed.
+            #[test]
+            fn state_changes_are_monotonic_by_evidence_rank(
+                from in any_state(),
+                signals in prop::collection::vec(any_signal(), 0..40),
+            ) {
+                for (before, sig, after) in run(from, &signals) {
+                    if sig.is_evidence() && before != after
+                        && let (Some(a), Some(b)) = (before.rank(), after.rank())
+                    {
+                        prop_assert!(b > a, "{before} + {} -> {after} lowers the rank", sig.name());
+                    }
+                    if matches!(before, S::Delivered | S::Read) {
+                        prop_assert!(
+                            after == before || after == S::Read,
+                            "{before} + {} -> {after}: a delivered message went back", sig.name()
+                        );
+                    }
+                    if before.is_terminal() {
+                        prop_assert_eq!(after, before, "{} moved a closed intention", sig.name());
+                    }
+                }
+            }
+
+            /// Webhooks out of order: any order of the same evidence ends in
+            /// the highest-ranked state reported.
+            #[test]
+            fn the_order_of_evidence_does_not_matter(
+                from in select(vec![S::Planned, S::Dispatching, S::Uncertain, S::Accepted, S::Review]),
+                (signals, shuffled) in positive_evidence()
+                    .prop_flat_map(|v| (Just(v.clone()), Just(v).prop_shuffle())),
+            ) {
+                let end = |sigs: &[Signal]| run(from, sigs).last().map(|s| s.2).unwrap_or(from);
+                let highest = signals
+                    .iter()
+                    .filter_map(|s| s.evidence_state())
+                    .chain(from.rank().filter(|r| *r >= 2).map(|_| from))
+                    .max_by_key(|s| s.rank())
+                    .unwrap();
+                prop_assert_eq!(end(&signals), highest);
+                prop_assert_eq!(end(&shuffled), highest);
+            }
+        }
+    }
+
     #[test]
     fn state_names_round_trip() {
         for s in S::ALL {
