@@ -15,7 +15,9 @@ use serde::Serialize;
 use super::Ctx;
 use crate::domain::text::inert;
 use crate::i18n::{fill, strings};
-use crate::ops::{self, Actor, Case, OpEnv, OpKind, OpOutcome, OpReport, OpsError, PendingOp, Refusal, VerifyOutcome};
+use crate::ops::{
+    self, Actor, Case, IdentityError, OpEnv, OpKind, OpOutcome, OpReport, OpsError, PendingOp, Refusal, VerifyOutcome,
+};
 use crate::store::StoreError;
 
 /// What every twin takes.
@@ -23,9 +25,11 @@ use crate::store::StoreError;
 pub struct CaseArgs {
     /// Idempotency key (or numeric id) of the message.
     pub key: String,
-    /// Who acts: an `[[operator]]` of the config.
+    /// Who acts: an `[[operator]]` of the config. With operators mapped to
+    /// OS accounts, the account decides and this may only name the same
+    /// operator (unless `allow_operator_flag`).
     #[arg(long)]
-    pub operator: String,
+    pub operator: Option<String>,
     /// Why (mandatory; recorded with the action).
     #[arg(long)]
     pub reason: String,
@@ -106,19 +110,22 @@ fn bad_input(message: String) -> anyhow::Result<ExitCode> {
 /// Runs one twin.
 pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
     let t = strings(ctx.config.language);
-    let Some(op) = ctx.config.operator(&a.operator) else {
-        let known: Vec<&str> = ctx.config.operators.iter().map(|o| o.name.as_str()).collect();
-        return bad_input(format!(
-            "--operator: unknown operator \"{}\"; add it as [[operator]] in the config (known: {})",
-            inert(&a.operator),
-            inert(&known.join(", "))
-        ));
-    };
     let kind = match twin {
         Twin::Cancel => OpKind::Cancel,
         Twin::Verify(_) => OpKind::Verify,
         Twin::Contact => OpKind::ManualContact,
         Twin::Resolve => OpKind::Resolve,
+    };
+    // The same identity rule as the console and `intents resend`.
+    let op = match ctx.identity(a.operator.as_deref(), kind.as_str()) {
+        Ok(id) => id.operator,
+        Err(e @ (IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. })) => {
+            return bad_input(inert(&e.to_string()).into_owned());
+        }
+        Err(e) => {
+            eprintln!("error: {}", inert(&e.to_string()));
+            return Ok(ExitCode::from(EXIT_REFUSED));
+        }
     };
     if a.reason.trim().is_empty() {
         return bad_input(format!("--reason: a reason is required to {}", kind.as_str()));
