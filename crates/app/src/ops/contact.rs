@@ -123,5 +123,5 @@ pub fn verify_with_channel(
             }
         },
     };
-    finish_verification(tx, actor, &row, reason, outcome, now)
+    finish_on_intention(tx, actor, OpKind::Verify, &row, reason, outcome, now)
 }

@@ -350,7 +350,7 @@ pub fn cancel(
         }
         Transition::Record(_) | Transition::Refuse => OpOutcome::Refused(cancel_refusal(&row)),
     };
-    finish_cancel(tx, actor, &row, reason, outcome, now)
+    finish_on_intention(tx, actor, OpKind::Cancel, &row, reason, outcome, now)
 }
 
 /// Cancels an intention the channel accepted but may still hold queued:
@@ -400,14 +400,16 @@ pub fn cancel_with_channel(
             OpOutcome::Refused(Refusal::ChannelUnavailable { detail: detail.clone() })
         }
     };
-    finish_cancel(tx, actor, &row, reason, outcome, now)
+    finish_on_intention(tx, actor, OpKind::Cancel, &row, reason, outcome, now)
 }
 
-/// Records a cancel (done or refused) in `operator_actions`, and a refusal
-/// in the intention's history too, for both ways of cancelling.
-fn finish_cancel(
+/// Records an action on one intention (a cancel or a verification, done
+/// or refused) in `operator_actions`, and a refusal in the intention's
+/// history too, whichever way the action was taken.
+pub(crate) fn finish_on_intention(
     tx: &Tx<'_>,
     actor: &Actor<'_>,
+    kind: OpKind,
     row: &IntentionRow,
     reason: &str,
     outcome: OpOutcome,
@@ -417,7 +419,7 @@ fn finish_cancel(
     finish(
         tx,
         actor,
-        OpKind::Cancel,
+        kind,
         Some(row),
         (row.commitment_id, &row.commitment_ref),
         reason,
@@ -453,7 +455,7 @@ pub fn verify_manual(
             apply_verification(tx, actor, &row, signal, evidence, reason, now)?
         }
     };
-    finish_verification(tx, actor, &row, reason, result, now)
+    finish_on_intention(tx, actor, OpKind::Verify, &row, reason, result, now)
 }
 
 /// Applies a verification's evidence (a phone call's outcome, the
@@ -492,28 +494,4 @@ pub(crate) fn apply_verification(
             reason: row.state_reason.clone(),
         }),
     })
-}
-
-/// Records a verification as an operator action; a refused one is noted in
-/// the intention's history too.
-pub(crate) fn finish_verification(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    row: &IntentionRow,
-    reason: &str,
-    outcome: OpOutcome,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    let note_history = matches!(outcome, OpOutcome::Refused(_));
-    finish(
-        tx,
-        actor,
-        OpKind::Verify,
-        Some(row),
-        (row.commitment_id, &row.commitment_ref),
-        reason,
-        outcome,
-        note_history,
-        now,
-    )
 }
