@@ -2,12 +2,14 @@
 //! commitment versions and the input contract. Everything here is tested
 //! exhaustively without a database or a network.
 
+pub mod alert;
 pub mod attempt;
 pub mod attention;
 pub mod commitment;
 pub mod event;
 pub mod fingerprint;
 pub mod finish;
+pub mod heartbeat;
 pub mod history;
 pub mod inbound;
 pub mod intention;

@@ -205,7 +205,7 @@ fn covers_sql(since: &str) -> String {
 }
 
 /// A covering mark of `kind` on `subject` exists.
-fn covered_sql(kind: RowKind, subject: &str, since: &str) -> String {
+pub(super) fn covered_sql(kind: RowKind, subject: &str, since: &str) -> String {
     format!(
         "EXISTS (SELECT 1 FROM attention_handled h WHERE h.kind = '{}' AND h.subject_id = {subject}
             AND {})",
@@ -219,7 +219,7 @@ const RESCHED: &str = "c.starts_at BETWEEN ?3 AND ?4 AND c.reschedule_requested_
     AND c.status != 'cancelled'";
 
 /// Refused events `r` not settled by a newer version of commitment `c`.
-const REFUSED_FROM: &str = "FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
+pub(super) const REFUSED_FROM: &str = "FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
     WHERE c.version <= r.version";
 
 /// Display columns for a page of keys `p(kind, iid, sid, cid, starts, ev)`.

@@ -9,11 +9,13 @@
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
+mod alerts;
 mod attempts;
 mod attention;
 mod console;
 mod dispatch;
 pub mod files;
+mod heartbeat;
 mod inbound;
 mod intents;
 mod ledger;
@@ -111,6 +113,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("migrations/0004_resend_acknowledgements.sql")),
     (5, include_str!("migrations/0005_notifications.sql")),
     (6, include_str!("migrations/0006_front_desk_queue.sql")),
+    (7, include_str!("migrations/0007_dispatchers_alerts.sql")),
 ];
 
 /// One connection to the ledger. Not `Sync`: each thread or task that

@@ -1,0 +1,251 @@
+//! Alerts on accumulation (seed 001: "Establece alertas por acumulación"):
+//! what is measured, and when a measure has crossed its threshold.
+//!
+//! The ledger measures everything in one read; this module decides,
+//! purely, which thresholds are crossed. The console's header banner,
+//! `/metrics` (`unavez_alert{kind}`) and the Prometheus rules shipped in
+//! `assets/prometheus-alerts.yml` all read the same [`Reading`]s, so they
+//! can not disagree about whether something is wrong.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+/// One thing that can pile up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    /// Seconds since the oldest `uncertain` intention became uncertain:
+    /// reconciliation is not settling outcomes.
+    OldestUncertain,
+    /// Intentions in `review` that no person has handled yet.
+    Review,
+    /// Planned intentions claimable for longer than the grace and still not
+    /// claimed: no dispatcher is draining the queue, or it cannot keep up.
+    DueUnsent,
+    /// Booking events refused as conflicts that no newer version settled
+    /// and nobody handled.
+    RefusedEvents,
+    /// Templates WhatsApp rejected, paused or disabled. Always an alert:
+    /// every message that uses one waits in review.
+    TemplateBlocked,
+}
+
+impl AlertKind {
+    /// In the order the banner lists them (the most urgent first).
+    pub const ALL: [AlertKind; 5] = [
+        AlertKind::TemplateBlocked,
+        AlertKind::DueUnsent,
+        AlertKind::OldestUncertain,
+        AlertKind::Review,
+        AlertKind::RefusedEvents,
+    ];
+
+    /// The `kind` label on `/metrics` and in the Prometheus rules.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertKind::OldestUncertain => "oldest_uncertain",
+            AlertKind::Review => "review",
+            AlertKind::DueUnsent => "due_unsent",
+            AlertKind::RefusedEvents => "refused_events",
+            AlertKind::TemplateBlocked => "template_blocked",
+        }
+    }
+}
+
+/// A template WhatsApp stopped, and the messages waiting for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedTemplate {
+    pub name: String,
+    pub language: String,
+    /// `REJECTED`, `PAUSED` or `DISABLED`, as Meta reported it.
+    pub status: String,
+    /// Its intentions waiting in `review`.
+    pub held: i64,
+}
+
+/// Everything the alerts look at, read in one ledger snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Measures {
+    /// When the oldest uncertain intention became uncertain.
+    pub oldest_uncertain_since: Option<DateTime<Utc>>,
+    pub review: i64,
+    pub due_unsent: i64,
+    pub refused_events: i64,
+    pub blocked_templates: Vec<BlockedTemplate>,
+}
+
+/// The thresholds (`[alerts]`); `None` turns an alert off. A measure at or
+/// above its threshold has crossed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thresholds {
+    pub oldest_uncertain: Option<Duration>,
+    pub review: Option<i64>,
+    pub due_unsent: Option<i64>,
+    /// How long a planned intention may be claimable before it counts as
+    /// due but unsent (a dispatcher polls, claims in batches and may be
+    /// deferring for the daily cap).
+    pub due_grace: Duration,
+    pub refused_events: Option<i64>,
+}
+
+/// One alert's measure, threshold and verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Reading {
+    pub kind: AlertKind,
+    /// Seconds for [`AlertKind::OldestUncertain`], a count otherwise.
+    pub value: i64,
+    /// In the value's unit; `None`: the alert is off.
+    pub threshold: Option<i64>,
+    pub crossed: bool,
+}
+
+/// Every alert's reading, in [`AlertKind::ALL`] order. Pure: the same
+/// measures, thresholds and clock give the same verdicts.
+pub fn evaluate(m: &Measures, t: &Thresholds, now: DateTime<Utc>) -> Vec<Reading> {
+    AlertKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let (value, threshold) = match kind {
+                AlertKind::OldestUncertain => (
+                    m.oldest_uncertain_since
+                        .map(|s| (now - s).num_seconds().max(0))
+                        .unwrap_or(0),
+                    t.oldest_uncertain.map(|d| d.num_seconds()),
+                ),
+                AlertKind::Review => (m.review, t.review),
+                AlertKind::DueUnsent => (m.due_unsent, t.due_unsent),
+                AlertKind::RefusedEvents => (m.refused_events, t.refused_events),
+                AlertKind::TemplateBlocked => (m.blocked_templates.len() as i64, Some(1)),
+            };
+            // A threshold of 0 or less would be crossed by nothing at all
+            // (an alert that is always on says nothing): it is off.
+            let threshold = threshold.filter(|t| *t > 0);
+            Reading {
+                kind,
+                value,
+                threshold,
+                crossed: threshold.is_some_and(|t| value >= t),
+            }
+        })
+        .collect()
+}
+
+/// The readings that crossed their thresholds, most urgent first.
+pub fn crossed(m: &Measures, t: &Thresholds, now: DateTime<Utc>) -> Vec<Reading> {
+    evaluate(m, t, now).into_iter().filter(|r| r.crossed).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 10, 12, 0, 0).unwrap()
+    }
+
+    fn thresholds() -> Thresholds {
+        Thresholds {
+            oldest_uncertain: Some(Duration::minutes(30)),
+            review: Some(10),
+            due_unsent: Some(20),
+            due_grace: Duration::minutes(15),
+            refused_events: Some(1),
+        }
+    }
+
+    fn kinds(r: &[Reading]) -> Vec<AlertKind> {
+        r.iter().map(|r| r.kind).collect()
+    }
+
+    #[test]
+    fn nothing_piled_up_crosses_nothing() {
+        let all = evaluate(&Measures::default(), &thresholds(), now());
+        assert_eq!(kinds(&all), AlertKind::ALL);
+        assert!(all.iter().all(|r| !r.crossed && r.value == 0), "{all:?}");
+    }
+
+    #[test]
+    fn each_threshold_is_crossed_at_its_value_not_before() {
+        let t = thresholds();
+        let just_below = Measures {
+            oldest_uncertain_since: Some(now() - Duration::minutes(30) + Duration::seconds(1)),
+            review: 9,
+            due_unsent: 19,
+            refused_events: 0,
+            blocked_templates: vec![],
+        };
+        assert!(crossed(&just_below, &t, now()).is_empty());
+        let at = Measures {
+            oldest_uncertain_since: Some(now() - Duration::minutes(30)),
+            review: 10,
+            due_unsent: 20,
+            refused_events: 1,
+            blocked_templates: vec![],
+        };
+        assert_eq!(
+            kinds(&crossed(&at, &t, now())),
+            [
+                AlertKind::DueUnsent,
+                AlertKind::OldestUncertain,
+                AlertKind::Review,
+                AlertKind::RefusedEvents
+            ]
+        );
+        let age = evaluate(&at, &t, now())[2];
+        assert_eq!(
+            (age.kind, age.value, age.threshold),
+            (AlertKind::OldestUncertain, 1800, Some(1800))
+        );
+    }
+
+    #[test]
+    fn a_blocked_template_is_always_an_alert() {
+        let off = Thresholds {
+            oldest_uncertain: None,
+            review: None,
+            due_unsent: None,
+            due_grace: Duration::zero(),
+            refused_events: None,
+        };
+        let m = Measures {
+            blocked_templates: vec![BlockedTemplate {
+                name: "cita_recordatorio".into(),
+                language: "es".into(),
+                status: "PAUSED".into(),
+                held: 4,
+            }],
+            review: 1_000,
+            ..Measures::default()
+        };
+        let got = crossed(&m, &off, now());
+        assert_eq!(kinds(&got), [AlertKind::TemplateBlocked]);
+        assert_eq!((got[0].value, got[0].threshold), (1, Some(1)));
+    }
+
+    #[test]
+    fn off_and_zero_thresholds_never_cross() {
+        let mut t = thresholds();
+        t.review = Some(0);
+        t.due_unsent = None;
+        let m = Measures {
+            review: 50,
+            due_unsent: 50,
+            ..Measures::default()
+        };
+        let all = evaluate(&m, &t, now());
+        let review = all.iter().find(|r| r.kind == AlertKind::Review).unwrap();
+        assert_eq!((review.threshold, review.crossed), (None, false));
+        assert!(crossed(&m, &t, now()).is_empty());
+    }
+
+    #[test]
+    fn an_uncertain_case_from_the_future_is_zero_seconds_old() {
+        let m = Measures {
+            oldest_uncertain_since: Some(now() + Duration::minutes(5)),
+            ..Measures::default()
+        };
+        let r = evaluate(&m, &thresholds(), now())[2];
+        assert_eq!((r.kind, r.value), (AlertKind::OldestUncertain, 0));
+    }
+}

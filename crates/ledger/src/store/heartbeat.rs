@@ -1,0 +1,145 @@
+//! Dispatcher heartbeat rows (migration 0007): each running dispatcher
+//! writes its own, everyone reads them. Rows only: whether a row stands for
+//! a live dispatcher is `domain::heartbeat::Heartbeat::liveness`.
+
+use chrono::{DateTime, Duration, Utc};
+use rusqlite::{Row, params};
+
+use super::{Result, Tx, from_ms, ms};
+use crate::domain::heartbeat::{DispatcherState, Heartbeat};
+
+fn heartbeat_row(r: &Row<'_>) -> rusqlite::Result<Heartbeat> {
+    let state: String = r.get(4)?;
+    let state = state
+        .parse::<DispatcherState>()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, Box::new(e)))?;
+    let pid: i64 = r.get(2)?;
+    Ok(Heartbeat {
+        id: r.get(0)?,
+        host: r.get(1)?,
+        pid: u32::try_from(pid).unwrap_or(0),
+        owner: r.get(3)?,
+        state,
+        last_error: r.get(5)?,
+        last_error_at: r.get::<_, Option<i64>>(6)?.map(from_ms),
+        started_at: from_ms(r.get(7)?),
+        beat_at: from_ms(r.get(8)?),
+        interval: Duration::milliseconds(r.get(9)?),
+    })
+}
+
+impl Tx<'_> {
+    /// Writes a dispatcher's heartbeat (its row, created on the first beat).
+    /// `started_at` and the run's identity never change after the first
+    /// beat.
+    pub fn beat(&self, hb: &Heartbeat) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO dispatchers(id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at,
+                 interval_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT(id) DO UPDATE SET state = excluded.state, last_error = excluded.last_error,
+                 last_error_at = excluded.last_error_at, beat_at = excluded.beat_at,
+                 interval_ms = excluded.interval_ms",
+            params![
+                hb.id,
+                hb.host,
+                i64::from(hb.pid),
+                hb.owner,
+                hb.state.as_str(),
+                hb.last_error,
+                hb.last_error_at.map(ms),
+                ms(hb.started_at),
+                ms(hb.beat_at),
+                hb.interval.num_milliseconds().max(1),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The dispatcher rows that beat at or after `since`, the most recent
+    /// beat first: older ones are long dead whatever their state says.
+    pub fn heartbeats(&self, since: DateTime<Utc>) -> Result<Vec<Heartbeat>> {
+        let rows = self
+            .conn()
+            .prepare_cached(
+                "SELECT id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at, interval_ms
+                 FROM dispatchers WHERE beat_at >= ?1 ORDER BY beat_at DESC, id LIMIT 100",
+            )?
+            .query_map([ms(since)], heartbeat_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Deletes the rows of runs that last beat before `before`; returns how
+    /// many went.
+    pub fn prune_heartbeats(&self, before: DateTime<Utc>) -> Result<usize> {
+        Ok(self
+            .conn()
+            .execute("DELETE FROM dispatchers WHERE beat_at < ?1", [ms(before)])?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::domain::heartbeat::{Liveness, live};
+    use crate::store::Store;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 10, 12, 0, 0).unwrap()
+    }
+
+    fn hb(id: &str, state: DispatcherState, at: DateTime<Utc>) -> Heartbeat {
+        Heartbeat {
+            id: id.into(),
+            host: "caja-2".into(),
+            pid: 4242,
+            owner: Some("tecnico".into()),
+            state,
+            last_error: None,
+            last_error_at: None,
+            started_at: now() - Duration::minutes(10),
+            beat_at: at,
+            interval: Duration::seconds(5),
+        }
+    }
+
+    #[test]
+    fn a_beat_updates_its_own_row_and_readers_decide_liveness() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("l.db")).unwrap();
+        store
+            .write(|tx| {
+                tx.beat(&hb("a", DispatcherState::Running, now() - Duration::seconds(60)))?;
+                tx.beat(&hb("b", DispatcherState::Running, now() - Duration::seconds(60)))?;
+                let mut a = hb("a", DispatcherState::Paused, now());
+                a.last_error = Some("timeout".into());
+                a.last_error_at = Some(now());
+                // A later beat cannot rewrite who started the run, or when.
+                a.started_at = now();
+                a.host = "otro".into();
+                tx.beat(&a)
+            })
+            .unwrap();
+        let rows = store.read(|tx| tx.heartbeats(now() - Duration::hours(1))).unwrap();
+        assert_eq!(rows.len(), 2);
+        let a = &rows[0];
+        assert_eq!(
+            (a.id.as_str(), a.state, a.host.as_str()),
+            ("a", DispatcherState::Paused, "caja-2")
+        );
+        assert_eq!(a.started_at, now() - Duration::minutes(10));
+        assert_eq!(a.last_error.as_deref(), Some("timeout"));
+        assert_eq!(a.liveness(now()), Liveness::Alive(DispatcherState::Paused));
+        assert_eq!(rows[1].liveness(now()), Liveness::Gone);
+        assert_eq!(live(&rows, None, now()).len(), 1);
+        // Old rows are left out of the read and pruned on request.
+        assert!(store.read(|tx| tx.heartbeats(now())).unwrap().len() == 1);
+        let gone = store
+            .write(|tx| tx.prune_heartbeats(now() - Duration::seconds(30)))
+            .unwrap();
+        assert_eq!(gone, 1);
+    }
+}
