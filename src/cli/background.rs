@@ -56,12 +56,17 @@ fn runtime() -> Result<tokio::runtime::Runtime, BackgroundError> {
 }
 
 impl Background {
-    /// The dispatcher and reconciler against the configured channel.
-    pub fn start(db: &Path, config: &Config) -> Result<Background, BackgroundError> {
+    /// The dispatcher and reconciler against the configured channel;
+    /// `operator`, the console's, is named on the dispatcher's heartbeat
+    /// row.
+    pub fn start(db: &Path, config: &Config, operator: Option<&str>) -> Result<Background, BackgroundError> {
         let channel =
             crate::channel::from_config(&config.channel).map_err(|e| BackgroundError::Channel(e.to_string()))?;
         let rt = runtime()?;
-        let settings = Settings::from_config(config);
+        let mut settings = Settings::from_config(config);
+        if let Some(op) = operator {
+            settings.run_by = Some(op.to_string());
+        }
         let control = Control::new();
         let services = {
             let _enter = rt.enter();

@@ -8,7 +8,8 @@ use anyhow::Context as _;
 use super::Ctx;
 use crate::channel::Channel;
 use crate::config::{ChannelKind, Config};
-use crate::dispatch::{self, Db, Settings, reprocess};
+use crate::dispatch::heartbeat::Beating;
+use crate::dispatch::{self, Control, Db, ServiceState, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 
@@ -174,11 +175,22 @@ pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;
     let (d, r) = rt.block_on(async {
-        if args.until_idle {
+        // A one-shot run is a running dispatcher while it lasts: consoles
+        // show it from its heartbeat row, which says stopped at the end.
+        let beating = Beating::start(&ctx.db, &settings, Control::new())?;
+        let out = if args.until_idle {
             dispatch::dispatch_until_idle(db, settings, channel).await
         } else {
             dispatch::dispatch_once(db, settings, channel).await
-        }
+        };
+        let last_error = out.as_ref().err().map(|e| (chrono::Utc::now(), e.to_string()));
+        beating
+            .stop(ServiceStatus {
+                state: ServiceState::Stopped,
+                last_error,
+            })
+            .await;
+        out
     })?;
     if args.json {
         println!("{}", serde_json::json!({"dispatch": d, "reconcile": r}));

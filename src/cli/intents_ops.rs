@@ -137,7 +137,7 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         );
         return print(&a, kind, None, message, Some("role"), EXIT_REFUSED);
     }
-    let mut store = ctx.open_store()?;
+    let mut store = ctx.open_existing()?;
     let row = match store.read(|tx| tx.find_intention(&a.key)) {
         Ok(row) => row,
         Err(StoreError::NoIntention(_)) => {

@@ -13,7 +13,6 @@ mod tui;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
@@ -136,8 +135,7 @@ impl Ctx {
             create,
             group: self.gid,
         };
-        let store =
-            Store::open_with(&self.db, &opts).with_context(|| format!("opening ledger {}", self.db.display()))?;
+        let store = Store::open_with(&self.db, &opts).map_err(|e| self.ledger_error(e))?;
         if let Some(mode) = crate::store::files::readable_by_others(&self.db) {
             tracing::warn!(
                 "ledger {} is readable by every account on this host (mode {mode:o}): it holds names and phones; \
@@ -146,6 +144,19 @@ impl Ctx {
             );
         }
         Ok(store)
+    }
+
+    /// A ledger that cannot be opened, said for a person: a missing file in
+    /// the configured language ("no existe …; créelo con `unavez init`"),
+    /// anything else with the path.
+    pub fn ledger_error(&self, e: crate::store::StoreError) -> anyhow::Error {
+        match e {
+            crate::store::StoreError::Missing { path } => anyhow::anyhow!(crate::i18n::fill(
+                crate::i18n::strings(self.config.language).missing_ledger,
+                &[("path", &path.display().to_string())],
+            )),
+            e => anyhow::Error::new(e).context(format!("opening ledger {}", self.db.display())),
+        }
     }
 
     /// [`Ctx::open_store`] or [`Ctx::open_existing`] for a long-running

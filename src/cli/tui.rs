@@ -11,7 +11,7 @@ use super::Ctx;
 use super::background::Background;
 use crate::config::Role;
 use crate::demo::{self, DemoOptions};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 use crate::tui::{ConsoleOptions, run};
 
 #[derive(Debug, clap::Args)]
@@ -48,14 +48,13 @@ pub struct DemoArgs {
 pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
     let identity = ctx.identity(a.operator.as_deref(), "console")?;
     let op = &identity.operator;
-    // Open once here so a bad path, a too-new schema, a damaged or
-    // read-only ledger is reported before the terminal switches to the
-    // alternate screen.
-    drop(ctx.open_serviceable(false)?);
-    let (background, error) = if a.no_dispatch || !ctx.config.dispatcher.embedded {
+    check_ledger(ctx)?;
+    // A read-only console (a wall screen, an audit) never sends: it shows
+    // the dispatchers of other processes from their heartbeat rows.
+    let (background, error) = if a.read_only || a.no_dispatch || !ctx.config.dispatcher.embedded {
         (None, None)
     } else {
-        match Background::start(&ctx.db, &ctx.config) {
+        match Background::start(&ctx.db, &ctx.config, Some(&op.name)) {
             Ok(b) => (Some(b), None),
             // The console is still useful without the dispatcher: say why
             // in the header instead of refusing to open.
@@ -105,6 +104,21 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
     }
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks the ledger before the terminal switches to the alternate screen,
+/// so a missing file ("no existe …; créelo con `unavez init`"), a too-new
+/// schema, a damaged or read-only ledger is reported on a plain terminal.
+/// It is attached, not migrated: another process holding the write lock
+/// (an import, a backup) never keeps the screen blank; the console shows
+/// the lock instead. Only a ledger that needs a migration waits for it.
+fn check_ledger(ctx: &Ctx) -> anyhow::Result<()> {
+    let store = match Store::attach(&ctx.db) {
+        Ok(store) => store,
+        Err(StoreError::SchemaChanged { .. }) => return ctx.open_serviceable(false).map(drop),
+        Err(e) => return Err(ctx.ledger_error(e)),
+    };
+    store.check_serviceable().map_err(|e| ctx.ledger_error(e))
 }
 
 /// The demo database: `--db` if given, else `unavez-demo.db`. Only files

@@ -4,10 +4,14 @@
 //! Secrets never live here: the file names the *environment variables* that
 //! hold tokens and webhook secrets, so the file can be committed and shown.
 
+mod alerts;
+
 use std::path::{Path, PathBuf};
 
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
+
+pub use alerts::AlertsConfig;
 
 pub use crate::channel::config::{ChannelConfig, ChannelKind, CloudConfig, MotorConfig};
 pub use crate::domain::operator::{Operator, Role};
@@ -66,6 +70,7 @@ pub struct Config {
     pub storage: StorageConfig,
     pub inbound: InboundConfig,
     pub import: ImportConfig,
+    pub alerts: AlertsConfig,
     #[serde(rename = "operator")]
     pub operators: Vec<Operator>,
     /// With operators mapped to OS accounts, still accept `--operator`
@@ -87,6 +92,7 @@ impl Default for Config {
             storage: StorageConfig::default(),
             inbound: InboundConfig::default(),
             import: ImportConfig::default(),
+            alerts: AlertsConfig::default(),
             operators: vec![
                 Operator {
                     name: "recepcion".into(),
@@ -132,6 +138,9 @@ pub struct DispatcherConfig {
     pub poll_ms: u64,
     /// How long shutdown waits for in-flight sends.
     pub shutdown_grace_ms: u64,
+    /// How often a running dispatcher writes its heartbeat row; three
+    /// missed beats and other processes count it as gone.
+    pub heartbeat_ms: u64,
 }
 
 impl Default for DispatcherConfig {
@@ -142,6 +151,7 @@ impl Default for DispatcherConfig {
             concurrency: 16,
             poll_ms: 500,
             shutdown_grace_ms: 5_000,
+            heartbeat_ms: 5_000,
         }
     }
 }
@@ -368,6 +378,15 @@ impl Config {
                 "concurrency and batch_size must be at least 1".into(),
             ));
         }
+        if !(500..=60_000).contains(&self.dispatcher.heartbeat_ms) {
+            return Err(invalid(
+                "dispatcher.heartbeat_ms",
+                format!("must be between 500 and 60000, got {}", self.dispatcher.heartbeat_ms),
+            ));
+        }
+        self.alerts
+            .validate()
+            .map_err(|(f, m)| invalid(&format!("alerts.{f}"), m))?;
         self.server
             .validate()
             .map_err(|(f, m)| invalid(&format!("server.{f}"), m))?;

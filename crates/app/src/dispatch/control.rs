@@ -46,16 +46,9 @@ impl Activity {
     }
 }
 
-/// Whether the services are dispatching.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServiceState {
-    Running,
-    /// No new claims; in-flight sends finish, reconciliation continues.
-    Paused,
-    /// Shut down (or the dispatcher task ended on an error).
-    Stopped,
-}
+/// Whether the services are dispatching: the domain's typed state, the
+/// same one the heartbeat rows store.
+pub use crate::domain::heartbeat::DispatcherState as ServiceState;
 
 /// A snapshot for the console's header.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -67,9 +60,15 @@ pub struct ServiceStatus {
 
 struct Shared {
     paused: watch::Sender<bool>,
+    /// Bumped on every change of state or last error: the heartbeat writes
+    /// its row at once instead of waiting for its next beat.
+    changes: watch::Sender<u64>,
     stopped: AtomicBool,
     last_error: Mutex<Option<(DateTime<Utc>, String)>>,
     activity: Activity,
+    /// The run's heartbeat id, once services run under this control: a
+    /// console leaves its own row out of the others it shows.
+    run_id: Mutex<Option<String>>,
 }
 
 /// A cheap, cloneable handle on running [`super::Services`].
@@ -92,20 +91,36 @@ impl Control {
     pub fn with_activity(activity: Activity) -> Control {
         Control(Arc::new(Shared {
             paused: watch::channel(false).0,
+            changes: watch::channel(0).0,
             stopped: AtomicBool::new(false),
             last_error: Mutex::new(None),
             activity,
+            run_id: Mutex::new(None),
         }))
     }
 
     /// Stops new claims. Returns whether the state changed.
     pub fn pause(&self) -> bool {
-        self.0.paused.send_if_modified(|p| !std::mem::replace(p, true))
+        let changed = self.0.paused.send_if_modified(|p| !std::mem::replace(p, true));
+        self.changed(changed)
     }
 
     /// Claims again. Returns whether the state changed.
     pub fn resume(&self) -> bool {
-        self.0.paused.send_if_modified(|p| std::mem::replace(p, false))
+        let changed = self.0.paused.send_if_modified(|p| std::mem::replace(p, false));
+        self.changed(changed)
+    }
+
+    fn changed(&self, changed: bool) -> bool {
+        if changed {
+            self.0.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        changed
+    }
+
+    /// A receiver that sees every change of state or last error.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.0.changes.subscribe()
     }
 
     pub fn is_paused(&self) -> bool {
@@ -122,6 +137,18 @@ impl Control {
         };
         let last_error = self.0.last_error.lock().map(|e| e.clone()).unwrap_or(None);
         ServiceStatus { state, last_error }
+    }
+
+    /// The heartbeat id of the services this control drives (`None`
+    /// before they start).
+    pub fn run_id(&self) -> Option<String> {
+        self.0.run_id.lock().map(|g| g.clone()).unwrap_or(None)
+    }
+
+    pub(crate) fn set_run_id(&self, id: &str) {
+        if let Ok(mut g) = self.0.run_id.lock() {
+            *g = Some(id.to_string());
+        }
     }
 
     /// The activity counter the services bump.
@@ -141,10 +168,12 @@ impl Control {
         if let Ok(mut g) = self.0.last_error.lock() {
             *g = Some((Utc::now(), e.to_string()));
         }
+        self.changed(true);
     }
 
     pub(crate) fn set_stopped(&self) {
-        self.0.stopped.store(true, Ordering::Release);
+        let was = self.0.stopped.swap(true, Ordering::AcqRel);
+        self.changed(!was);
     }
 }
 
@@ -161,8 +190,11 @@ mod tests {
         assert_eq!(c.status().state, ServiceState::Paused);
         assert!(c.resume());
         assert!(!c.resume());
+        let mut changes = c.changes();
         c.error(&"boom");
         c.set_stopped();
+        assert!(changes.has_changed().unwrap());
+        assert_eq!(*changes.borrow_and_update(), 4);
         let s = c.status();
         assert_eq!(s.state, ServiceState::Stopped);
         assert_eq!(s.last_error.map(|e| e.1).as_deref(), Some("boom"));

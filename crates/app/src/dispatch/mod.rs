@@ -8,6 +8,7 @@
 //! | `worker.rs` | claim due intentions in batches, send with bounded concurrency, record results |
 //! | [`claim`] | which due intentions a claim takes: guard, validity (cancel, defer) and the claim itself, decided from one set-based read |
 //! | [`finish`] | recording results in batches (the decision is `domain::finish`), and attempts the pre-send check stopped |
+//! | [`heartbeat`] | the run's heartbeat row: who, where, running/paused/stopped and the last error, every few seconds and on every change |
 //! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend |
 //! | `repeat.rs` | a reconciliation repeat is a send: validity in the transaction that records it, withdraw or review when no longer valid |
 //! | [`presend`] | the check right before each request leaves: commitment version, cancellation and the sender's own hold, re-read on a separate connection |
@@ -21,6 +22,7 @@
 pub mod claim;
 pub mod control;
 pub mod finish;
+pub mod heartbeat;
 pub mod presend;
 mod reconcile;
 pub mod reprocess;
@@ -79,6 +81,11 @@ pub struct Settings {
     pub uncertain_review: Duration,
     /// Idempotent channels: reconciliation tries before `review`.
     pub max_reconcile_attempts: u32,
+    /// How often the heartbeat row is written.
+    pub heartbeat: StdDuration,
+    /// Who runs this dispatcher, for its heartbeat row: the console's
+    /// operator, else the OS account (when the system says).
+    pub run_by: Option<String>,
 }
 
 impl Settings {
@@ -106,6 +113,8 @@ impl Settings {
             },
             uncertain_review: Duration::minutes(i64::try_from(p.uncertain_review_minutes).unwrap_or(30)),
             max_reconcile_attempts: p.max_reconcile_attempts.max(1),
+            heartbeat: StdDuration::from_millis(cfg.dispatcher.heartbeat_ms.max(100)),
+            run_by: crate::ops::identity::current_account().ok(),
         }
     }
 
@@ -125,6 +134,14 @@ pub struct Db(Arc<Mutex<Store>>, presend::PreSend);
 impl Db {
     pub fn open(path: &Path) -> Result<Db> {
         Ok(Db::from_store(Store::open(path)?))
+    }
+
+    /// Opens a ledger that already exists without waiting for the write
+    /// lock when it is at this binary's schema (the usual case: the process
+    /// that started us checked or migrated it); migrates otherwise. A
+    /// second process busy writing never delays a start.
+    pub fn attach_or_open(path: &Path) -> Result<Db> {
+        Ok(Db::from_store(Store::attach_or_open(path)?))
     }
 
     pub fn from_store(store: Store) -> Db {
@@ -170,6 +187,7 @@ pub struct Services {
     control: Control,
     dispatcher: Option<JoinHandle<Result<DispatchReport>>>,
     reconciler: Option<JoinHandle<Result<ReconcileReport>>>,
+    heartbeat: Option<heartbeat::Beating>,
 }
 
 impl Services {
@@ -189,9 +207,11 @@ impl Services {
         control: Control,
     ) -> Result<Services> {
         let (stop, rx) = watch::channel(false);
+        control.set_run_id(&settings.owner);
+        let beating = heartbeat::Beating::start(db_path, &settings, control.clone())?;
         let settings = Arc::new(settings);
-        let d_db = Db::open(db_path)?;
-        let r_db = Db::open(db_path)?;
+        let d_db = Db::attach_or_open(db_path)?;
+        let r_db = Db::attach_or_open(db_path)?;
         let d_loop = worker::dispatch_loop(
             d_db,
             settings.clone(),
@@ -216,6 +236,7 @@ impl Services {
             control,
             dispatcher: Some(dispatcher),
             reconciler: Some(reconciler),
+            heartbeat: Some(beating),
         })
     }
 
@@ -225,18 +246,27 @@ impl Services {
     }
 
     /// Graceful shutdown: stop claiming, wait for sends in flight up to the
-    /// configured grace, record what is still unknown as `uncertain`, and
-    /// return both reports.
+    /// configured grace, record what is still unknown as `uncertain`, write
+    /// the heartbeat's last row (`stopped`), and return both reports.
     pub async fn stop(mut self) -> Result<ServiceReport> {
         let _ = self.stop.send(true);
-        self.control.set_stopped();
         let mut report = ServiceReport::default();
-        if let Some(h) = self.dispatcher.take() {
-            report.dispatch = h.await.map_err(|e| DispatchError::Worker(e.to_string()))??;
+        let dispatched = match self.dispatcher.take() {
+            Some(h) => h.await.map_err(|e| DispatchError::Worker(e.to_string())),
+            None => Ok(Ok(DispatchReport::default())),
+        };
+        let reconciled = match self.reconciler.take() {
+            Some(h) => h.await.map_err(|e| DispatchError::Worker(e.to_string())),
+            None => Ok(Ok(ReconcileReport::default())),
+        };
+        // Stopped only now: while sends in flight drain, the row still says
+        // running, which is what it is.
+        self.control.set_stopped();
+        if let Some(b) = self.heartbeat.take() {
+            b.stop(self.control.status()).await;
         }
-        if let Some(h) = self.reconciler.take() {
-            report.reconcile = h.await.map_err(|e| DispatchError::Worker(e.to_string()))??;
-        }
+        report.dispatch = dispatched??;
+        report.reconcile = reconciled??;
         Ok(report)
     }
 }

@@ -237,6 +237,27 @@ pub struct Strings {
     pub board_chart: &'static str,
     /// `(code, label)` for `domain::attention::NextStep`.
     pub next_steps: &'static [(&'static str, &'static str)],
+    // alerts and heartbeat
+    /// Another process's live dispatcher: `{state} · {host} {pid}`.
+    pub dispatcher_elsewhere: &'static str,
+    /// More live dispatchers than the one named: ` (+{n})`.
+    pub dispatcher_more: &'static str,
+    /// The banner while another process holds the ledger's write lock.
+    pub ledger_locked: &'static str,
+    /// The banner's alerts (`domain::alert::AlertKind`).
+    pub alert_template_blocked: &'static str,
+    pub alert_due_unsent: &'static str,
+    pub alert_oldest_uncertain: &'static str,
+    pub alert_review: &'static str,
+    pub alert_refused_events: &'static str,
+    /// A ledger file that does not exist (`unavez tui`, the read-only
+    /// commands): `{path}`.
+    pub missing_ledger: &'static str,
+    /// An Atención row that is a parked or refused channel event: its
+    /// "message" column and its state.
+    pub channel_event: &'static str,
+    pub channel_event_parked: &'static str,
+    pub channel_event_refused: &'static str,
 }
 
 mod en;

@@ -69,7 +69,9 @@ pub enum ConsoleError {
 
 /// Runs the console until the operator quits.
 pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
-    let store = Store::open(&opts.db)?;
+    // Attached, not migrated (the command checked the ledger): another
+    // process holding the write lock must not keep the screen blank.
+    let store = Store::attach_or_open(&opts.db)?;
     let (req_tx, req_rx) = mpsc::channel::<Request>();
     let (resp_tx, resp_rx) = mpsc::channel();
     let tz = opts.config.tz();
@@ -121,6 +123,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
         send(app.load())?;
         let mut refresh = Refresh::new(opts.refresh, ACTIVITY_DEBOUNCE, activity, Instant::now());
         while !app.quit {
+            app.frame = app.frame.wrapping_add(1);
             terminal.draw(|f| view::draw(f, &app))?;
             if event::poll(Duration::from_millis(100))? {
                 match event::read()? {

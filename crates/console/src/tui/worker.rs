@@ -16,6 +16,8 @@ use chrono::{DateTime, Utc};
 use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
+use crate::domain::alert::{self, BlockedTemplate, Reading};
+use crate::domain::heartbeat::{self, Heartbeat};
 use crate::domain::state::IntentionState;
 use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence};
 use crate::store::{
@@ -102,6 +104,15 @@ pub enum Response {
         /// The embedded services' own state (`None`: not embedded); its
         /// error is dropped once older than the attempts' window.
         service: Option<ServiceStatus>,
+        /// The live dispatchers of other processes, most recent beat first
+        /// (`None`: the ledger could not be read).
+        others: Option<Vec<Heartbeat>>,
+        /// The alerts whose thresholds are crossed, most urgent first, and
+        /// the blocked templates behind `template_blocked`.
+        alerts: Vec<Reading>,
+        blocked: Vec<BlockedTemplate>,
+        /// Another process holds the ledger's write lock: actions wait.
+        locked: bool,
     },
     Op(Result<OpReport, OpError>),
     ResendEvidence {
@@ -241,28 +252,7 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                     .map_err(|e| e.to_string()),
             }
         }
-        Request::Status { now } => {
-            let since = now - chrono::Duration::minutes(5);
-            let service = ctx.control.as_ref().map(|c| {
-                let mut st = c.status();
-                st.last_error = st.last_error.filter(|(at, _)| *at >= since);
-                st
-            });
-            let read =
-                store.read(|tx| Ok::<_, crate::store::StoreError>((tx.due_queue(now)?, tx.last_attempt_error(since)?)));
-            match read {
-                Ok((queue, last_error)) => Response::Status {
-                    queue: Some(queue),
-                    last_error,
-                    service,
-                },
-                Err(_) => Response::Status {
-                    queue: None,
-                    last_error: None,
-                    service,
-                },
-            }
-        }
+        Request::Status { now } => status(store, ctx, now),
         Request::Op {
             op,
             operator,
@@ -271,6 +261,57 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             seen,
             now,
         } => operator_action(store, ctx, op, &Actor { name: &operator, role }, &reason, seen, now),
+    }
+}
+
+/// How far back heartbeat rows are read: far beyond any dispatcher's
+/// window of three missed beats.
+const HEARTBEAT_LOOKBACK: chrono::Duration = chrono::Duration::minutes(10);
+
+/// The header's status: the queue, the last error, the dispatchers (this
+/// console's own and the live ones of other processes), the crossed alerts
+/// and the write lock, in one read of the ledger (the lock is a probe that
+/// never waits).
+fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
+    let since = now - chrono::Duration::minutes(5);
+    let service = ctx.control.as_ref().map(|c| {
+        let mut st = c.status();
+        st.last_error = st.last_error.filter(|(at, _)| *at >= since);
+        st
+    });
+    let grace = ctx.config.alerts.thresholds().due_grace;
+    let read = store.read(|tx| {
+        Ok::<_, crate::store::StoreError>((
+            tx.due_queue(now)?,
+            tx.last_attempt_error(since)?,
+            tx.heartbeats(now - HEARTBEAT_LOOKBACK)?,
+            tx.alert_measures(now, grace)?,
+        ))
+    });
+    let locked = store.write_locked().unwrap_or(false);
+    match read {
+        Ok((queue, last_error, beats, measures)) => {
+            let own = ctx.control.as_ref().and_then(|c| c.run_id());
+            let others = heartbeat::live(&beats, own.as_deref(), now).into_iter().cloned().collect();
+            Response::Status {
+                queue: Some(queue),
+                last_error,
+                service,
+                others: Some(others),
+                alerts: alert::crossed(&measures, &ctx.config.alerts.thresholds(), now),
+                blocked: measures.blocked_templates,
+                locked,
+            }
+        }
+        Err(_) => Response::Status {
+            queue: None,
+            last_error: None,
+            service,
+            others: None,
+            alerts: Vec::new(),
+            blocked: Vec::new(),
+            locked,
+        },
     }
 }
 

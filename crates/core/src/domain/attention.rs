@@ -96,7 +96,7 @@ impl AttentionRule {
 /// A mark "atendido" covers a case until something new happens to it: the
 /// mark names the situation it was made on (when the intention's state last
 /// changed, when the reschedule was requested, when the refused event was
-/// last seen), and the case reopens as soon as its situation is another
+/// last seen, when the channel event was received), and the case reopens as soon as its situation is another
 /// one. Repeated or lower-ranked signals change no state and are not news.
 /// Comparing situations, not the mark's clock with the situation's, keeps
 /// a mark right when another process's clock runs ahead.
@@ -114,6 +114,9 @@ pub enum CaseKind {
     RescheduleRequest,
     /// A booking event refused as a conflict.
     RefusedEvent,
+    /// A channel event parked or refused (technicians only): applied to
+    /// nothing until a person looks.
+    ChannelEvent,
 }
 
 /// What the front desk should do next with a case: each Atención row says
@@ -132,15 +135,19 @@ pub enum NextStep {
     CheckConflict,
     /// The customer wants another time: call to reschedule.
     Reschedule,
+    /// A channel event was kept but applied to nothing: a technician reads
+    /// why (its reason) and checks which message it was about.
+    CheckEvent,
 }
 
 impl NextStep {
-    pub const ALL: [NextStep; 5] = [
+    pub const ALL: [NextStep; 6] = [
         NextStep::Call,
         NextStep::Resend,
         NextStep::WaitForChannel,
         NextStep::CheckConflict,
         NextStep::Reschedule,
+        NextStep::CheckEvent,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -150,6 +157,7 @@ impl NextStep {
             NextStep::WaitForChannel => "wait_for_channel",
             NextStep::CheckConflict => "check_conflict",
             NextStep::Reschedule => "reschedule",
+            NextStep::CheckEvent => "check_event",
         }
     }
 }
@@ -161,6 +169,7 @@ pub fn next_step(kind: CaseKind) -> NextStep {
     match kind {
         CaseKind::RescheduleRequest => NextStep::Reschedule,
         CaseKind::RefusedEvent => NextStep::CheckConflict,
+        CaseKind::ChannelEvent => NextStep::CheckEvent,
         CaseKind::Intention(IntentionState::Failed) => NextStep::Resend,
         CaseKind::Intention(IntentionState::Dispatching | IntentionState::Uncertain) => NextStep::WaitForChannel,
         CaseKind::Intention(_) => NextStep::Call,
@@ -233,6 +242,7 @@ mod tests {
         use IntentionState as S;
         assert_eq!(next_step(CaseKind::RescheduleRequest), NextStep::Reschedule);
         assert_eq!(next_step(CaseKind::RefusedEvent), NextStep::CheckConflict);
+        assert_eq!(next_step(CaseKind::ChannelEvent), NextStep::CheckEvent);
         assert_eq!(next_step(CaseKind::Intention(S::Failed)), NextStep::Resend);
         assert_eq!(next_step(CaseKind::Intention(S::Review)), NextStep::Call);
         assert_eq!(next_step(CaseKind::Intention(S::Uncertain)), NextStep::WaitForChannel);

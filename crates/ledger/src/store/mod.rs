@@ -121,6 +121,9 @@ const MIGRATIONS: &[(u32, &str)] = &[
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// The busy timeout set on `conn`, restored after a probe that must
+    /// not wait.
+    busy: std::cell::Cell<Duration>,
 }
 
 /// A write transaction (`BEGIN IMMEDIATE`). Operations are methods in the
@@ -183,6 +186,7 @@ impl Store {
         let mut store = Store {
             conn: open_connection(path)?,
             path: path.to_path_buf(),
+            busy: std::cell::Cell::new(BUSY_TIMEOUT),
         };
         store.migrate()?;
         // SQLite gives the -wal and -shm files the database's mode; the
@@ -206,6 +210,7 @@ impl Store {
         let store = Store {
             conn: open_connection(path)?,
             path: path.to_path_buf(),
+            busy: std::cell::Cell::new(BUSY_TIMEOUT),
         };
         let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
         let current: u32 = store.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
@@ -262,7 +267,40 @@ impl Store {
     /// (30 s by default): short for health probes that must answer fast.
     pub fn set_busy_timeout(&self, wait: Duration) -> Result<()> {
         self.conn.busy_timeout(wait)?;
+        self.busy.set(wait);
         Ok(())
+    }
+
+    /// [`Store::attach`] when the ledger is at this binary's schema (no
+    /// write lock needed, so another process's long write never delays
+    /// the start), else [`Store::open_with`] an existing file, which
+    /// migrates it.
+    pub fn attach_or_open(path: &Path) -> Result<Store> {
+        match Store::attach(path) {
+            Err(StoreError::SchemaChanged { .. }) => Store::open_with(path, &OpenOptions::EXISTING),
+            other => other,
+        }
+    }
+
+    /// Whether another connection holds the write lock right now: a
+    /// `BEGIN IMMEDIATE` that does not wait, rolled back at once (no write,
+    /// no fsync). `false` when this connection cannot write at all.
+    pub fn write_locked(&self) -> Result<bool> {
+        self.conn.busy_timeout(Duration::ZERO)?;
+        let probe = self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK");
+        self.conn.busy_timeout(self.busy.get())?;
+        match probe {
+            Ok(()) => Ok(false),
+            Err(e) => {
+                let e = StoreError::from(e);
+                if e.is_busy() {
+                    return Ok(true);
+                }
+                // A half-begun transaction must not outlive the probe.
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Ok(false)
+            }
+        }
     }
 
     fn migrate(&mut self) -> Result<()> {
@@ -364,8 +402,11 @@ pub fn open_connection(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// How long a connection waits for another writer's lock by default.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(Duration::from_secs(30))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;

@@ -406,3 +406,26 @@ fn the_name_belongs_to_the_commitment_not_to_the_shared_phone() {
         .collect();
     assert_eq!(names, [Some("Juan".into()), Some("Pedro".into())]);
 }
+
+#[test]
+fn a_held_write_lock_is_seen_without_waiting_and_attaching_does_not_wait_for_it() {
+    let (_dir, store) = temp_store();
+    let path = store.path().to_path_buf();
+    let mut other = Store::open(&path).unwrap();
+    assert!(!other.write_locked().unwrap());
+    store.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let start = std::time::Instant::now();
+    assert!(other.write_locked().unwrap());
+    let mut attached = Store::attach_or_open(&path).unwrap();
+    // Reads go on under WAL; only writers wait.
+    assert_eq!(attached.read(|tx| tx.counter("x")).unwrap(), 0);
+    assert!(start.elapsed() < std::time::Duration::from_secs(2), "{:?}", start.elapsed());
+    // The probe left this connection's own timeout as it was.
+    other.set_busy_timeout(std::time::Duration::from_millis(50)).unwrap();
+    assert!(other.write_locked().unwrap());
+    let e = other.write(|tx| tx.set_counter("x", 1)).unwrap_err();
+    assert!(e.is_busy(), "{e}");
+    store.conn.execute_batch("ROLLBACK").unwrap();
+    assert!(!other.write_locked().unwrap());
+    other.write(|tx| tx.set_counter("x", 1)).unwrap();
+}

@@ -456,8 +456,18 @@ impl App {
                 queue,
                 last_error,
                 service,
+                others,
+                alerts,
+                blocked,
+                locked,
             } => {
                 self.dispatcher.queue = queue;
+                if others.is_some() {
+                    self.dispatcher.others = others;
+                    self.alerts = alerts;
+                    self.blocked_templates = blocked;
+                }
+                self.dispatcher.locked = locked;
                 let service_error = service.as_ref().and_then(|s| s.last_error.clone()).map(|(_, e)| e);
                 if let Some(s) = &service {
                     self.dispatcher.running = Some(s.state != ServiceState::Stopped);

@@ -21,6 +21,8 @@ use super::keys::{Access, Action, Mode, Screen};
 use super::worker::{OpError, PendingOp, Request, Response};
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
+use crate::domain::alert::{BlockedTemplate, Reading};
+use crate::domain::heartbeat::Heartbeat;
 use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
 use crate::ops::{Case, OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
@@ -115,6 +117,11 @@ pub struct DispatcherView {
     pub paused: bool,
     pub last_error: Option<String>,
     pub queue: Option<i64>,
+    /// The live dispatchers of other processes, from their heartbeat rows
+    /// (`None`: not read yet).
+    pub others: Option<Vec<Heartbeat>>,
+    /// Another process holds the ledger's write lock: actions wait.
+    pub locked: bool,
 }
 
 /// One Tablero counter and the rows behind it.
@@ -182,6 +189,12 @@ pub struct App {
     pub no_color: bool,
     /// This session's actions, newest last: what `L` lists.
     pub log: Vec<(DateTime<Utc>, String)>,
+    /// Crossed alert thresholds (the header's banner), most urgent first,
+    /// and the blocked templates behind `template_blocked`.
+    pub alerts: Vec<Reading>,
+    pub blocked_templates: Vec<BlockedTemplate>,
+    /// Frames drawn: what a spinner turns by.
+    pub frame: u64,
 }
 
 impl App {
@@ -225,7 +238,16 @@ impl App {
             ops_in_flight: 0,
             log: Vec::new(),
             no_color: false,
+            alerts: Vec::new(),
+            blocked_templates: Vec::new(),
+            frame: 0,
         }
+    }
+
+    /// Lines the header's banner takes under the title line: one while an
+    /// alert is crossed or the ledger is locked, else none.
+    pub fn banner_lines(&self) -> u16 {
+        u16::from(self.dispatcher.locked || !self.alerts.is_empty())
     }
 
     pub fn role(&self) -> Role {

@@ -179,6 +179,11 @@ impl App {
         if self.mode != Mode::Normal {
             return vec![];
         }
+        // A banner line under the title moves everything below it down.
+        let row = match row.checked_sub(self.banner_lines()) {
+            Some(r) if row > 0 => r,
+            _ => return vec![],
+        };
         if row == 1 {
             let mut x = 0u16;
             for s in Screen::tabs(self.role()) {

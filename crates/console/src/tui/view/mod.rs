@@ -22,7 +22,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
 
-use super::app::{App, FlashKind};
+use super::app::{App, FlashKind, age};
 use super::keys::{Action, Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
@@ -53,7 +53,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         return;
     }
     let [header, tabs, body, flash, footer] = Layout::vertical([
-        Constraint::Length(1),
+        Constraint::Length(1 + app.banner_lines()),
         Constraint::Length(1),
         Constraint::Min(3),
         Constraint::Length(1),
@@ -139,20 +139,82 @@ fn local(app: &App, t: DateTime<Utc>, fmt: &str) -> String {
 }
 
 /// The dispatcher's state at a glance: a symbol and a colour each, paused
-/// and stopped in red (inverse, so they read without colour too).
+/// and stopped in red (inverse, so they read without colour too). Without
+/// one of its own, the console shows the live dispatcher of another process
+/// (from its heartbeat row), or stopped when none beats.
 fn dispatcher_span(app: &App) -> Span<'static> {
+    use crate::domain::heartbeat::DispatcherState;
     let t = app.t;
     let d = &app.dispatcher;
     let red = Style::new()
         .fg(Color::Red)
         .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    let (symbol, label, style) = match d.running {
-        None => ("○", t.dispatcher_off, DIM),
-        Some(true) if d.paused => ("⏸", t.dispatcher_paused, red),
-        Some(true) => ("●", t.dispatcher_running, Style::new().fg(Color::Green)),
-        Some(false) => ("■", t.dispatcher_stopped, red),
+    let green = Style::new().fg(Color::Green);
+    let others = d.others.as_deref().unwrap_or_default();
+    let more = |n: usize| match n {
+        0 => String::new(),
+        n => fill(t.dispatcher_more, &[("n", &n.to_string())]),
+    };
+    let (symbol, label, style) = match (d.running, others.first()) {
+        (None, Some(hb)) => {
+            let (symbol, state, style) = match hb.state {
+                DispatcherState::Paused => ("⏸", t.dispatcher_paused, red),
+                _ => ("●", t.dispatcher_running, green),
+            };
+            let label = fill(
+                t.dispatcher_elsewhere,
+                &[("state", state), ("host", &inert(&hb.host)), ("pid", &hb.pid.to_string())],
+            );
+            (symbol, label + &more(others.len() - 1), style)
+        }
+        (None, None) if d.others.is_some() => ("■", t.dispatcher_stopped.to_string(), red),
+        (None, None) => ("○", t.dispatcher_off.to_string(), DIM),
+        (Some(true), _) if d.paused => ("⏸", t.dispatcher_paused.to_string() + &more(others.len()), red),
+        (Some(true), _) => ("●", t.dispatcher_running.to_string() + &more(others.len()), green),
+        (Some(false), _) => ("■", t.dispatcher_stopped.to_string(), red),
     };
     Span::styled(format!("{symbol} {}: {label}", t.dispatcher), style)
+}
+
+/// A spinner's frames: it turns while the ledger is locked.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// The banner's words: the write lock (with a spinner), then each crossed
+/// alert, most urgent first.
+fn banner_text(app: &App) -> String {
+    use crate::domain::alert::AlertKind;
+    let t = app.t;
+    let mut parts = Vec::new();
+    if app.dispatcher.locked {
+        let frame = SPINNER[(app.frame / 2 % SPINNER.len() as u64) as usize];
+        parts.push(format!("{frame} {}", t.ledger_locked));
+    }
+    let n = |v: i64| v.to_string();
+    let alerts: Vec<String> = app
+        .alerts
+        .iter()
+        .map(|r| match r.kind {
+            AlertKind::TemplateBlocked => {
+                let names: Vec<String> = app
+                    .blocked_templates
+                    .iter()
+                    .map(|b| format!("{} ({})", inert(&b.name), inert(&b.status)))
+                    .collect();
+                fill(t.alert_template_blocked, &[("names", &names.join(", "))])
+            }
+            AlertKind::DueUnsent => fill(t.alert_due_unsent, &[("n", &n(r.value))]),
+            AlertKind::OldestUncertain => fill(
+                t.alert_oldest_uncertain,
+                &[("age", &age(app.now, app.now - Duration::seconds(r.value)))],
+            ),
+            AlertKind::Review => fill(t.alert_review, &[("n", &n(r.value))]),
+            AlertKind::RefusedEvents => fill(t.alert_refused_events, &[("n", &n(r.value))]),
+        })
+        .collect();
+    if !alerts.is_empty() {
+        parts.push(format!("⚠ {}", alerts.join(" · ")));
+    }
+    parts.join(" · ")
 }
 
 /// Cuts `text` to `room` characters with `…` (whole when it fits).
@@ -164,6 +226,18 @@ fn shorten(text: &str, room: usize) -> String {
 }
 
 fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let [area, banner] = Layout::vertical([Constraint::Length(1), Constraint::Length(app.banner_lines())]).areas(area);
+    if banner.height > 0 {
+        // Red and inverse: without colour (NO_COLOR) it still reads as an
+        // inverse bar. Cut to the width, never wrapped.
+        let width = banner.width as usize;
+        let text = shorten(&format!(" {}", banner_text(app)), width);
+        let pad = width.saturating_sub(text.chars().count());
+        let style = Style::new()
+            .fg(Color::Red)
+            .add_modifier(Modifier::BOLD | Modifier::REVERSED);
+        f.render_widget(Paragraph::new(Line::styled(text + &" ".repeat(pad), style)), banner);
+    }
     let t = app.t;
     let d = &app.dispatcher;
     let mut left = vec![
