@@ -2,6 +2,8 @@
 //! clock, and helpers to drive `App` synchronously through the worker.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use std::path::PathBuf;
 
 use chrono::{DateTime, TimeZone, Utc};
