@@ -85,7 +85,9 @@ fn a_serve_process_is_running_for_a_second_console_until_it_is_killed() {
     assert!(
         wait_until(Duration::from_secs(30), || {
             let (others, header) = console_view(&env.db, &config);
-            let mine = others.iter().any(|h| h.pid == pid && h.state == DispatcherState::Running);
+            let mine = others
+                .iter()
+                .any(|h| h.pid == pid && h.state == DispatcherState::Running);
             seen = Some(header);
             mine
         }),
@@ -105,7 +107,9 @@ fn a_serve_process_is_running_for_a_second_console_until_it_is_killed() {
     // no longer shown as running, and the console says nothing dispatches.
     serve.kill();
     let killed_at = std::time::Instant::now();
-    assert!(wait_until(Duration::from_secs(10), || console_view(&env.db, &config).0.is_empty()));
+    assert!(wait_until(Duration::from_secs(10), || console_view(&env.db, &config)
+        .0
+        .is_empty()));
     assert!(
         killed_at.elapsed() >= Duration::from_millis(500),
         "gone before it could have missed a beat"
@@ -169,7 +173,8 @@ fn embedded_services_write_a_pause_at_once_and_stop_last() {
     assert!(control.pause());
     // The next beat is a minute away: only the change writes this.
     assert!(
-        wait_until(Duration::from_secs(5), || state().map(|s| s.0) == Some(DispatcherState::Paused)),
+        wait_until(Duration::from_secs(5), || state().map(|s| s.0)
+            == Some(DispatcherState::Paused)),
         "{:?}",
         state()
     );

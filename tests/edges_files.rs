@@ -103,7 +103,11 @@ fn read_only_commands_never_create_a_ledger_at_a_mistyped_path() {
         full.extend(args.iter().copied());
         let out = site.run(&full);
         assert!(!out.status.success(), "{args:?}");
-        assert!(stderr(&out).contains("no ledger at"), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no existe el registro"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
         assert!(!typo.exists(), "{args:?} created {}", typo.display());
     }
 }

@@ -168,10 +168,23 @@ impl Console {
     }
 }
 
-
 impl Drop for Console {
     /// A test that fails mid-way leaves no console running behind it.
     fn drop(&mut self) {
         let _ = self.child.kill();
+    }
+}
+
+impl Console {
+    /// Waits until the screen no longer shows `needle`.
+    pub fn wait_gone(&self, needle: &str) {
+        let start = Instant::now();
+        while start.elapsed() < TIMEOUT {
+            if !self.text().contains(needle) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("screen kept showing {needle:?}:\n{}", self.text());
     }
 }

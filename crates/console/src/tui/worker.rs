@@ -292,7 +292,10 @@ fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
     match read {
         Ok((queue, last_error, beats, measures)) => {
             let own = ctx.control.as_ref().and_then(|c| c.run_id());
-            let others = heartbeat::live(&beats, own.as_deref(), now).into_iter().cloned().collect();
+            let others = heartbeat::live(&beats, own.as_deref(), now)
+                .into_iter()
+                .cloned()
+                .collect();
             Response::Status {
                 queue: Some(queue),
                 last_error,

@@ -419,7 +419,11 @@ fn a_held_write_lock_is_seen_without_waiting_and_attaching_does_not_wait_for_it(
     let mut attached = Store::attach_or_open(&path).unwrap();
     // Reads go on under WAL; only writers wait.
     assert_eq!(attached.read(|tx| tx.counter("x")).unwrap(), 0);
-    assert!(start.elapsed() < std::time::Duration::from_secs(2), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
     // The probe left this connection's own timeout as it was.
     other.set_busy_timeout(std::time::Duration::from_millis(50)).unwrap();
     assert!(other.write_locked().unwrap());

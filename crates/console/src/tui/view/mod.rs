@@ -6,11 +6,13 @@
 //! confirmation and the help.
 
 mod attention;
+mod banner;
 mod board;
 mod overlay;
 mod panels;
 
 use attention::{draw_attention_like, human_time, short_name};
+use banner::draw_banner;
 use board::draw_board;
 use overlay::{draw_confirm, draw_form, draw_help, draw_log};
 use panels::{draw_detail, draw_reprocess};
@@ -22,7 +24,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
 
-use super::app::{App, FlashKind, age};
+use super::app::{App, FlashKind};
 use super::keys::{Action, Mode, Screen, visible};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
@@ -138,11 +140,19 @@ fn local(app: &App, t: DateTime<Utc>, fmt: &str) -> String {
     t.with_timezone(&app.tz).format(fmt).to_string()
 }
 
+/// How much of the dispatcher's label fits the header: the word
+/// "despachador" and, for another process's dispatcher, its host and pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Detail {
+    word: bool,
+    host: bool,
+}
+
 /// The dispatcher's state at a glance: a symbol and a colour each, paused
 /// and stopped in red (inverse, so they read without colour too). Without
 /// one of its own, the console shows the live dispatcher of another process
 /// (from its heartbeat row), or stopped when none beats.
-fn dispatcher_span(app: &App) -> Span<'static> {
+fn dispatcher_span(app: &App, detail: Detail) -> Span<'static> {
     use crate::domain::heartbeat::DispatcherState;
     let t = app.t;
     let d = &app.dispatcher;
@@ -161,10 +171,17 @@ fn dispatcher_span(app: &App) -> Span<'static> {
                 DispatcherState::Paused => ("⏸", t.dispatcher_paused, red),
                 _ => ("●", t.dispatcher_running, green),
             };
-            let label = fill(
-                t.dispatcher_elsewhere,
-                &[("state", state), ("host", &inert(&hb.host)), ("pid", &hb.pid.to_string())],
-            );
+            let label = match detail.host {
+                false => state.to_string(),
+                true => fill(
+                    t.dispatcher_elsewhere,
+                    &[
+                        ("state", state),
+                        ("host", &inert(&hb.host)),
+                        ("pid", &hb.pid.to_string()),
+                    ],
+                ),
+            };
             (symbol, label + &more(others.len() - 1), style)
         }
         (None, None) if d.others.is_some() => ("■", t.dispatcher_stopped.to_string(), red),
@@ -173,52 +190,19 @@ fn dispatcher_span(app: &App) -> Span<'static> {
         (Some(true), _) => ("●", t.dispatcher_running.to_string() + &more(others.len()), green),
         (Some(false), _) => ("■", t.dispatcher_stopped.to_string(), red),
     };
-    Span::styled(format!("{symbol} {}: {label}", t.dispatcher), style)
+    match detail.word {
+        true => Span::styled(format!("{symbol} {}: {label}", t.dispatcher), style),
+        false => Span::styled(format!("{symbol} {label}"), style),
+    }
 }
 
-/// A spinner's frames: it turns while the ledger is locked.
-const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-
-/// The banner's words: the write lock (with a spinner), then each crossed
-/// alert, most urgent first.
-fn banner_text(app: &App) -> String {
-    use crate::domain::alert::AlertKind;
-    let t = app.t;
-    let mut parts = Vec::new();
-    if app.dispatcher.locked {
-        let frame = SPINNER[(app.frame / 2 % SPINNER.len() as u64) as usize];
-        parts.push(format!("{frame} {}", t.ledger_locked));
-    }
-    let n = |v: i64| v.to_string();
-    let alerts: Vec<String> = app
-        .alerts
-        .iter()
-        .map(|r| match r.kind {
-            AlertKind::TemplateBlocked => {
-                let names: Vec<String> = app
-                    .blocked_templates
-                    .iter()
-                    .map(|b| format!("{} ({})", inert(&b.name), inert(&b.status)))
-                    .collect();
-                fill(t.alert_template_blocked, &[("names", &names.join(", "))])
-            }
-            AlertKind::DueUnsent => fill(t.alert_due_unsent, &[("n", &n(r.value))]),
-            AlertKind::OldestUncertain => fill(
-                t.alert_oldest_uncertain,
-                &[("age", &age(app.now, app.now - Duration::seconds(r.value)))],
-            ),
-            AlertKind::Review => fill(t.alert_review, &[("n", &n(r.value))]),
-            AlertKind::RefusedEvents => fill(t.alert_refused_events, &[("n", &n(r.value))]),
-        })
-        .collect();
-    if !alerts.is_empty() {
-        parts.push(format!("⚠ {}", alerts.join(" · ")));
-    }
-    parts.join(" · ")
+/// Characters of a span list.
+fn span_len(spans: &[Span<'_>]) -> usize {
+    spans.iter().map(|s| s.content.chars().count()).sum()
 }
 
 /// Cuts `text` to `room` characters with `…` (whole when it fits).
-fn shorten(text: &str, room: usize) -> String {
+pub(super) fn shorten(text: &str, room: usize) -> String {
     if text.chars().count() <= room {
         return text.to_string();
     }
@@ -228,15 +212,7 @@ fn shorten(text: &str, room: usize) -> String {
 fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     let [area, banner] = Layout::vertical([Constraint::Length(1), Constraint::Length(app.banner_lines())]).areas(area);
     if banner.height > 0 {
-        // Red and inverse: without colour (NO_COLOR) it still reads as an
-        // inverse bar. Cut to the width, never wrapped.
-        let width = banner.width as usize;
-        let text = shorten(&format!(" {}", banner_text(app)), width);
-        let pad = width.saturating_sub(text.chars().count());
-        let style = Style::new()
-            .fg(Color::Red)
-            .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-        f.render_widget(Paragraph::new(Line::styled(text + &" ".repeat(pad), style)), banner);
+        draw_banner(f, app, banner);
     }
     let t = app.t;
     let d = &app.dispatcher;
@@ -250,25 +226,40 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
         ),
         Span::raw(format!(" {} ({})", inert(&app.operator), t.role(app.role()))),
     ];
-    if app.identity_unverified {
-        left.push(Span::styled(
-            format!(" [{}]", t.identity_unverified),
-            Style::new().fg(Color::Yellow),
-        ));
-    }
-    if app.access.read_only {
-        left.push(Span::styled(
-            format!(" [{}]", t.read_only),
-            Style::new().fg(Color::Yellow),
-        ));
-    }
-    // The clock and the dispatcher's state are always shown; the queue
-    // and the last error take what room is left (the error in full with
-    // `:error`).
+    let mark = |text: &str| Span::styled(format!(" [{text}]"), Style::new().fg(Color::Yellow));
+    let unverified = app.identity_unverified.then(|| mark(t.identity_unverified));
+    let read_only = app.access.read_only.then(|| mark(t.read_only));
+    // The title, the operator, the dispatcher's state and the clock are
+    // always shown; then, while they fit and in this order: the word
+    // "despachador", the read-only mark, the host and pid of another
+    // process's dispatcher, the unverified-identity mark; the queue and the
+    // last error take what room is left (the error in full with `:error`).
     let clock = format!(" · {} ", local(app, app.now, "%d/%m %H:%M"));
-    let state = dispatcher_span(app);
     let width = area.width as usize;
-    let used = |spans: &[Span<'_>]| spans.iter().map(|s| s.content.chars().count()).sum::<usize>();
+    let used = span_len;
+    let len = |s: &Option<Span<'_>>| s.as_ref().map(|s| s.content.chars().count()).unwrap_or(0);
+    let total = |detail: Detail, ro: bool, unv: bool| {
+        used(&left)
+            + dispatcher_span(app, detail).content.chars().count()
+            + clock.chars().count()
+            + if ro { len(&read_only) } else { 0 }
+            + if unv { len(&unverified) } else { 0 }
+    };
+    let (mut detail, mut ro, mut unv) = (Detail::default(), false, false);
+    for step in 0..4 {
+        let (d2, ro2, unv2) = match step {
+            0 => (Detail { word: true, ..detail }, ro, unv),
+            1 => (detail, read_only.is_some(), unv),
+            2 => (Detail { host: true, ..detail }, ro, unv),
+            _ => (detail, ro, unverified.is_some()),
+        };
+        if total(d2, ro2, unv2) <= width {
+            (detail, ro, unv) = (d2, ro2, unv2);
+        }
+    }
+    left.extend(unverified.filter(|_| unv));
+    left.extend(read_only.filter(|_| ro));
+    let state = dispatcher_span(app, detail);
     let mut room = width.saturating_sub(used(&left) + state.content.chars().count() + clock.chars().count() + 2);
     let mut extra = String::new();
     if let Some(q) = d.queue {

@@ -1,0 +1,70 @@
+//! The header's banner: while something is wrong, a red, inverse line
+//! under the title says it: the ledger's write lock (with a spinner: the
+//! console is waiting, not frozen) and every crossed alert
+//! (`domain::alert`), most urgent first, cut to the width.
+
+use chrono::Duration;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+use super::shorten;
+use crate::domain::text::inert;
+use crate::i18n::fill;
+use crate::tui::app::{App, age};
+
+/// A spinner's frames: it turns while the ledger is locked.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// The banner's words: the write lock (with a spinner), then each crossed
+/// alert, most urgent first.
+fn banner_text(app: &App) -> String {
+    use crate::domain::alert::AlertKind;
+    let t = app.t;
+    let mut parts = Vec::new();
+    if app.dispatcher.locked {
+        let frame = SPINNER[(app.frame / 2 % SPINNER.len() as u64) as usize];
+        parts.push(format!("{frame} {}", t.ledger_locked));
+    }
+    let n = |v: i64| v.to_string();
+    let alerts: Vec<String> = app
+        .alerts
+        .iter()
+        .map(|r| match r.kind {
+            AlertKind::TemplateBlocked => {
+                let names: Vec<String> = app
+                    .blocked_templates
+                    .iter()
+                    .map(|b| format!("{} ({})", inert(&b.name), inert(&b.status)))
+                    .collect();
+                fill(t.alert_template_blocked, &[("names", &names.join(", "))])
+            }
+            AlertKind::DueUnsent => fill(t.alert_due_unsent, &[("n", &n(r.value))]),
+            AlertKind::OldestUncertain => fill(
+                t.alert_oldest_uncertain,
+                &[("age", &age(app.now, app.now - Duration::seconds(r.value)))],
+            ),
+            AlertKind::Review => fill(t.alert_review, &[("n", &n(r.value))]),
+            AlertKind::RefusedEvents => fill(t.alert_refused_events, &[("n", &n(r.value))]),
+        })
+        .collect();
+    if !alerts.is_empty() {
+        parts.push(format!("⚠ {}", alerts.join(" · ")));
+    }
+    parts.join(" · ")
+}
+
+/// The banner under the title: red and inverse, so without colour
+/// (`NO_COLOR`) it still reads as an inverse bar; cut to the width, never
+/// wrapped.
+pub(super) fn draw_banner(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let width = area.width as usize;
+    let text = shorten(&format!(" {}", banner_text(app)), width);
+    let pad = width.saturating_sub(text.chars().count());
+    let style = Style::new()
+        .fg(Color::Red)
+        .add_modifier(Modifier::BOLD | Modifier::REVERSED);
+    f.render_widget(Paragraph::new(Line::styled(text + &" ".repeat(pad), style)), area);
+}
