@@ -1,5 +1,7 @@
 //! `GET /metrics`: Prometheus text exposition (format 0.0.4) of the
-//! ledger's figures, read in one snapshot.
+//! ledger's figures, the alerts (`[alerts]`) and the dispatchers'
+//! heartbeats, read in one snapshot. `assets/prometheus-alerts.yml` alerts
+//! on these names.
 
 use std::fmt::Write as _;
 
@@ -9,18 +11,35 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
 use super::{ApiError, AppState};
-use crate::store::{LATENCY_BUCKETS_MS, MetricsSnapshot};
+use crate::domain::alert::{self, Reading};
+use crate::domain::heartbeat::{DispatcherState, Heartbeat, Liveness};
+use crate::store::{LATENCY_BUCKETS_MS, MetricsSnapshot, StoreError};
+
+/// How far back heartbeat rows are read: far beyond any dispatcher's
+/// window of three missed beats, so a run that died recently still shows
+/// as `gone`.
+const HEARTBEAT_LOOKBACK: chrono::Duration = chrono::Duration::minutes(10);
 
 pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let mut snap = state
-        .blocking(|_, store| store.read(|tx| tx.metrics_snapshot()))
+    let now = Utc::now();
+    let thresholds = state.config().alerts.thresholds();
+    let grace = thresholds.due_grace;
+    // One read: the figures, the alerts' measures and the dispatchers'
+    // heartbeats come from the same snapshot.
+    let (mut snap, measures, beats) = state
+        .blocking(move |_, store| {
+            store.read(|tx| {
+                Ok::<_, StoreError>((
+                    tx.metrics_snapshot()?,
+                    tx.alert_measures(now, grace)?,
+                    tx.heartbeats(now - HEARTBEAT_LOOKBACK)?,
+                ))
+            })
+        })
         .await??;
     // Rejections not flushed yet count too.
     super::limits::merge_counters(&mut snap.counters, state.rejections().pending());
-    let blocked = state
-        .blocking(|_, store| store.read(|tx| tx.blocked_templates()))
-        .await??;
-    let mut body = exposition(&snap, Utc::now());
+    let mut body = exposition(&snap, now);
     // Templates WhatsApp rejected, paused or disabled (issue 14): one alert
     // per template, with the planned messages held in review for it.
     family(
@@ -29,21 +48,85 @@ pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError>
         "gauge",
         "Templates WhatsApp reports rejected, paused or disabled, with their messages held in review.",
     );
-    for (name, language, status, held) in blocked {
+    for b in &measures.blocked_templates {
         let _ = writeln!(
             body,
-            "unavez_template_blocked{{template=\"{}\",language=\"{}\",status=\"{}\"}} {held}",
-            esc(&name),
-            esc(&language),
-            esc(&status)
+            "unavez_template_blocked{{template=\"{}\",language=\"{}\",status=\"{}\"}} {}",
+            esc(&b.name),
+            esc(&b.language),
+            esc(&b.status),
+            b.held
         );
     }
+    alert_families(&mut body, &alert::evaluate(&measures, &thresholds, now));
+    dispatcher_families(&mut body, &beats, now);
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         body,
     )
         .into_response())
+}
+
+/// Each alert's verdict, measure and threshold (`[alerts]`), as the console's
+/// banner judges them (`domain::alert`): `assets/prometheus-alerts.yml`
+/// alerts on `unavez_alert == 1`.
+pub fn alert_families(out: &mut String, readings: &[Reading]) {
+    family(
+        out,
+        "unavez_alert",
+        "gauge",
+        "1 while an [alerts] threshold is crossed (a blocked template always is), else 0.",
+    );
+    for r in readings {
+        let _ = writeln!(
+            out,
+            "unavez_alert{{kind=\"{}\"}} {}",
+            r.kind.as_str(),
+            u8::from(r.crossed)
+        );
+    }
+    family(
+        out,
+        "unavez_alert_value",
+        "gauge",
+        "What each alert measures: seconds for oldest_uncertain, a count otherwise.",
+    );
+    for r in readings {
+        let _ = writeln!(out, "unavez_alert_value{{kind=\"{}\"}} {}", r.kind.as_str(), r.value);
+    }
+    family(
+        out,
+        "unavez_alert_threshold",
+        "gauge",
+        "Each alert's threshold in its value's unit; absent while the alert is off.",
+    );
+    for r in readings {
+        if let Some(t) = r.threshold {
+            let _ = writeln!(out, "unavez_alert_threshold{{kind=\"{}\"}} {t}", r.kind.as_str());
+        }
+    }
+}
+
+/// Dispatchers by what their heartbeat rows say (`domain::heartbeat`):
+/// running and paused ones that beat within three of their intervals, and
+/// the ones that stopped beating without a goodbye (crashed, killed) in the
+/// last ten minutes.
+pub fn dispatcher_families(out: &mut String, beats: &[Heartbeat], now: DateTime<Utc>) {
+    family(
+        out,
+        "unavez_dispatchers",
+        "gauge",
+        "Dispatchers on this ledger by heartbeat: running, paused, or gone (stopped beating, no clean shutdown) in the last 10 minutes.",
+    );
+    let count = |want: Liveness| beats.iter().filter(|b| b.liveness(now) == want).count();
+    for (state, n) in [
+        ("running", count(Liveness::Alive(DispatcherState::Running))),
+        ("paused", count(Liveness::Alive(DispatcherState::Paused))),
+        ("gone", count(Liveness::Gone)),
+    ] {
+        let _ = writeln!(out, "unavez_dispatchers{{state=\"{state}\"}} {n}");
+    }
 }
 
 /// Escapes a label value (`\`, `"` and newlines).
@@ -241,5 +324,61 @@ mod tests {
         assert!(text.contains("unavez_latency_to_acceptance_seconds_sum 4.5"));
         assert!(text.contains("template=\"recordatorio \\\"24h\\\"\""));
         assert!(text.contains("unavez_webhook_rejected_total{source=\"cloud\",reason=\"signature\"} 2"));
+    }
+
+    #[test]
+    fn alerts_and_dispatchers_are_gauges_by_kind_and_state() {
+        use crate::domain::alert::{Measures, Thresholds};
+        let now = Utc::now();
+        let thresholds = Thresholds {
+            oldest_uncertain: Some(chrono::Duration::minutes(20)),
+            review: None,
+            due_unsent: Some(5),
+            due_grace: chrono::Duration::minutes(10),
+            refused_events: Some(1),
+        };
+        let m = Measures {
+            due_unsent: 7,
+            review: 3,
+            ..Measures::default()
+        };
+        let mut text = String::new();
+        alert_families(&mut text, &alert::evaluate(&m, &thresholds, now));
+        let beat = |id: &str, state, ago| Heartbeat {
+            id: id.into(),
+            host: "h".into(),
+            pid: 1,
+            owner: None,
+            state,
+            last_error: None,
+            last_error_at: None,
+            started_at: now,
+            beat_at: now - chrono::Duration::seconds(ago),
+            interval: chrono::Duration::seconds(5),
+        };
+        dispatcher_families(
+            &mut text,
+            &[
+                beat("a", DispatcherState::Running, 1),
+                beat("b", DispatcherState::Running, 60),
+                beat("c", DispatcherState::Stopped, 1),
+            ],
+            now,
+        );
+        for want in [
+            "unavez_alert{kind=\"due_unsent\"} 1",
+            "unavez_alert{kind=\"review\"} 0",
+            "unavez_alert_value{kind=\"review\"} 3",
+            "unavez_alert_threshold{kind=\"due_unsent\"} 5",
+            "unavez_alert_threshold{kind=\"oldest_uncertain\"} 1200",
+            "unavez_alert_threshold{kind=\"template_blocked\"} 1",
+            "unavez_dispatchers{state=\"running\"} 1",
+            "unavez_dispatchers{state=\"paused\"} 0",
+            "unavez_dispatchers{state=\"gone\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == want), "{want} in:\n{text}");
+        }
+        // An alert that is off has no threshold line.
+        assert!(!text.contains("unavez_alert_threshold{kind=\"review\"}"));
     }
 }
