@@ -144,7 +144,7 @@ fn the_cursor_follows_its_case_when_rows_above_it_leave() {
                         role: "front_desk",
                         action: "resolve",
                         intention_id: r.intention_id,
-                        commitment_id: Some(r.commitment_id),
+                        commitment_id: r.commitment_id,
                         scope: None,
                         reason: "atendido en otra consola",
                         result: "done",
@@ -294,6 +294,7 @@ fn the_header_shows_the_dispatcher_at_a_glance_and_keeps_the_clock() {
         paused: true,
         last_error: Some(long.clone()),
         queue: Some(12),
+        ..Default::default()
     };
     let screen = render(&app, 80, 24);
     let header = screen.lines().next().unwrap();

@@ -110,14 +110,16 @@ pub fn resolve(
         RowKind::Intention => Some(tx.intention(case.subject_id)?),
         _ => None,
     };
-    let scope = match &row {
-        Some(r) => format!("intention #{} {}", r.id, r.key),
-        None => format!(
+    let scope = match (&row, info.commitment_id) {
+        (Some(r), _) => format!("intention #{} {}", r.id, r.key),
+        (None, Some(_)) => format!(
             "{} #{} of commitment {}",
             case.kind.as_str(),
             case.subject_id,
             info.commitment_ref
         ),
+        // A channel event of no commitment here (another installation's).
+        (None, None) => format!("{} #{}", case.kind.as_str(), case.subject_id),
     };
     let outcome = OpOutcome::Done {
         state: None,
@@ -130,7 +132,7 @@ pub fn resolve(
             role: actor.role.as_str(),
             action: OpKind::Resolve.as_str(),
             intention_id: row.as_ref().map(|r| r.id),
-            commitment_id: Some(info.commitment_id),
+            commitment_id: info.commitment_id,
             scope: Some(&scope),
             reason: reason.trim(),
             result: "done",

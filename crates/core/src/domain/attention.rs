@@ -43,6 +43,10 @@ pub struct AttentionRule {
     /// Reschedule requests are cases for commitments starting within this
     /// much of now (either way).
     pub reschedule_window: Duration,
+    /// Parked or refused channel events are technicians' cases for this
+    /// long after they arrived: an event of another installation from last
+    /// month tells nobody anything new.
+    pub channel_event_window: Duration,
 }
 
 impl Default for AttentionRule {
@@ -50,6 +54,7 @@ impl Default for AttentionRule {
         AttentionRule {
             failed_window: Duration::days(3),
             reschedule_window: Duration::days(7),
+            channel_event_window: Duration::days(7),
         }
     }
 }

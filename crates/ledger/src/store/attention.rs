@@ -28,6 +28,10 @@ pub enum RowKind {
     /// A booking event refused as a conflict (same version, other content),
     /// not yet settled by a newer version: a technician must look.
     RefusedEvent,
+    /// A channel event parked (its key and message id name two
+    /// intentions) or refused (another engine instance's): applied to
+    /// nothing; technicians only.
+    ChannelEvent,
 }
 
 impl RowKind {
@@ -37,6 +41,16 @@ impl RowKind {
             RowKind::Intention => "intention",
             RowKind::RescheduleRequest => "reschedule",
             RowKind::RefusedEvent => "refused",
+            RowKind::ChannelEvent => "channel_event",
+        }
+    }
+
+    fn parse(kind: &str) -> RowKind {
+        match kind {
+            "reschedule" => RowKind::RescheduleRequest,
+            "refused" => RowKind::RefusedEvent,
+            "channel_event" => RowKind::ChannelEvent,
+            _ => RowKind::Intention,
         }
     }
 }
@@ -56,9 +70,12 @@ pub struct AttentionRow {
     pub intention_id: Option<i64>,
     pub key: Option<String>,
     /// What the row is about, whatever its kind: the intention, the
-    /// commitment (reschedule request) or the refused event.
+    /// commitment (reschedule request), the refused event or the channel
+    /// event.
     pub subject_id: i64,
-    pub commitment_id: i64,
+    /// `None` (and an empty `commitment_ref`) for a channel event whose key
+    /// names no intention of this ledger (another installation's).
+    pub commitment_id: Option<i64>,
     pub commitment_ref: String,
     /// The patient's (customer's) name, when the booking system gave one.
     pub name: Option<String>,
@@ -71,7 +88,9 @@ pub struct AttentionRow {
     /// The intention state, or `stuck` for a dispatch whose lease expired,
     /// `reschedule` for a reschedule request, `refused_event` for a refused
     /// booking event (then `purpose` is the event's type, `state_reason`
-    /// the refusal and `last_event` its event id and the refusal).
+    /// the refusal and `last_event` its event id and the refusal), `parked`
+    /// or `refused` for a channel event (then `purpose` is `source:kind`,
+    /// `state_reason` its reason code and `last_event` `source:event_id`).
     pub state: String,
     pub state_reason: Option<String>,
     /// Since when the row is in this situation.
@@ -100,7 +119,8 @@ pub struct NewMark<'a> {
 /// A case's commitment and since when it is in its situation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaseInfo {
-    pub commitment_id: i64,
+    /// `None` (and an empty ref) for a channel event of no commitment here.
+    pub commitment_id: Option<i64>,
     pub commitment_ref: String,
     pub since: Option<DateTime<Utc>>,
 }
@@ -122,6 +142,8 @@ pub struct AttentionQuery {
     /// are matched without it.
     pub filter: Option<String>,
     pub view: AttentionView,
+    /// Include parked and refused channel events (a technician's cases).
+    pub channel_events: bool,
     pub limit: u32,
     pub offset: u32,
 }
@@ -133,6 +155,7 @@ impl AttentionQuery {
             rule: AttentionRule::default(),
             filter: None,
             view: AttentionView::Open,
+            channel_events: false,
             limit: 50,
             offset: 0,
         }
@@ -222,21 +245,31 @@ const RESCHED: &str = "c.starts_at BETWEEN ?3 AND ?4 AND c.reschedule_requested_
 pub(super) const REFUSED_FROM: &str = "FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
     WHERE c.version <= r.version";
 
+/// Channel events `e` that are technicians' cases: parked or refused, and
+/// received since `?11` (`NULL`: channel events are not asked for).
+pub(super) const EVENTS_FROM: &str = "FROM channel_events e
+    LEFT JOIN intentions ei ON ei.key = e.intention_key
+    LEFT JOIN commitments c ON c.id = ei.commitment_id
+    WHERE e.status IN ('parked', 'refused') AND ?11 IS NOT NULL AND e.received_at >= ?11";
+
 /// Display columns for a page of keys `p(kind, iid, sid, cid, starts, ev)`.
 pub(super) fn page_sql(keys: &str, order: &str) -> String {
     format!(
-        "SELECT p.kind, i.id, i.key, p.sid, c.id, c.ref, coalesce(c.contact_name, k.name), c.starts_at,
-            coalesce(i.recipient, k.phone), coalesce(i.purpose, r.type, ''),
+        "SELECT p.kind, i.id, i.key, p.sid, c.id, coalesce(c.ref, ''), coalesce(c.contact_name, k.name), c.starts_at,
+            coalesce(i.recipient, k.phone), coalesce(i.purpose, r.type, e.source || ':' || e.kind, ''),
             CASE WHEN p.kind = 'reschedule' THEN 'reschedule' WHEN p.kind = 'refused' THEN 'refused_event'
+                 WHEN p.kind = 'channel_event' THEN e.status
                  WHEN i.state = 'dispatching' THEN 'stuck' ELSE i.state END,
-            coalesce(i.state_reason, r.reason),
-            coalesce(i.state_changed_at, r.last_seen_at, c.reschedule_requested_at), p.ev,
-            coalesce({LAST_EVENT}, r.event_id || ': ' || r.reason),
+            coalesce(i.state_reason, r.reason, e.reason),
+            CASE p.kind WHEN 'intention' THEN i.state_changed_at WHEN 'refused' THEN r.last_seen_at
+                 WHEN 'reschedule' THEN c.reschedule_requested_at ELSE e.received_at END, p.ev,
+            coalesce({LAST_EVENT}, r.event_id || ': ' || r.reason, e.source || ':' || e.event_id),
             m.handled_at, m.operator, m.action_id
          FROM ({keys}) p
-         JOIN commitments c ON c.id = p.cid
+         LEFT JOIN commitments c ON c.id = p.cid
          LEFT JOIN intentions i ON i.id = p.iid AND p.kind = 'intention'
          LEFT JOIN refused_events r ON r.id = p.iid AND p.kind = 'refused'
+         LEFT JOIN channel_events e ON e.id = p.iid AND p.kind = 'channel_event'
          LEFT JOIN contacts k ON k.id = c.contact_id
          LEFT JOIN attention_handled m ON m.kind = p.kind AND m.subject_id = p.sid
          {order}"
@@ -254,11 +287,7 @@ pub(super) fn attention_row(r: &Row<'_>) -> rusqlite::Result<AttentionRow> {
         None => None,
     };
     Ok(AttentionRow {
-        kind: match kind.as_str() {
-            "reschedule" => RowKind::RescheduleRequest,
-            "refused" => RowKind::RefusedEvent,
-            _ => RowKind::Intention,
-        },
+        kind: RowKind::parse(&kind),
         intention_id: r.get(1)?,
         key: r.get(2)?,
         subject_id: r.get(3)?,
@@ -287,9 +316,11 @@ pub(super) fn intention_keys(from_where: &str) -> String {
     )
 }
 
-/// Nearest upcoming commitment first, then the most recent past ones, then
-/// the least evidence.
-const ORDER: &str = "ORDER BY CASE WHEN p.starts IS NULL THEN 2 WHEN p.starts >= ?1 THEN 0 ELSE 1 END,
+/// Channel events first (a technician's own cases, few), then the nearest
+/// upcoming commitment, then the most recent past ones, then the least
+/// evidence.
+const ORDER: &str = "ORDER BY CASE WHEN p.kind = 'channel_event' THEN -1 WHEN p.starts IS NULL THEN 2
+        WHEN p.starts >= ?1 THEN 0 ELSE 1 END,
     CASE WHEN p.starts >= ?1 THEN p.starts ELSE -p.starts END, p.ev, p.iid";
 
 /// A patient search, split for the index: the trigram phrase (the text
@@ -360,7 +391,8 @@ impl Tx<'_> {
         let key_like = search.as_ref().and_then(|s| s.key_like.clone());
         let like = search.as_ref().map(|s| s.like.clone());
         let limit = if q.limit == 0 { 50 } else { q.limit };
-        let values: [&dyn ToSql; 10] = [
+        let events_since = q.channel_events.then(|| ms(q.now - q.rule.channel_event_window));
+        let values: [&dyn ToSql; 11] = [
             &now,
             &failed_since,
             &lo,
@@ -371,6 +403,7 @@ impl Tx<'_> {
             &key_like,
             &since,
             &like,
+            &events_since,
         ];
         // Each statement numbers its parameters from the same list and uses
         // a prefix of it (SQLite counts up to the highest number used).
@@ -413,7 +446,8 @@ impl Tx<'_> {
 
     /// A case's commitment and the moment its situation began (the
     /// intention's last state change, the reschedule request, the refused
-    /// event's last sighting); `None` when there is no such case.
+    /// event's last sighting, the channel event's arrival: a copy of it is
+    /// a count, not news); `None` when there is no such case.
     pub fn case_info(&self, kind: RowKind, subject_id: i64) -> Result<Option<CaseInfo>> {
         use rusqlite::OptionalExtension;
         let sql = match kind {
@@ -427,6 +461,11 @@ impl Tx<'_> {
             RowKind::RefusedEvent => {
                 "SELECT c.id, c.ref, r.last_seen_at FROM refused_events r JOIN commitments c ON c.ref = r.commitment_ref
                  WHERE r.id = ?1"
+            }
+            RowKind::ChannelEvent => {
+                "SELECT c.id, coalesce(c.ref, ''), e.received_at FROM channel_events e
+                 LEFT JOIN intentions i ON i.key = e.intention_key LEFT JOIN commitments c ON c.id = i.commitment_id
+                 WHERE e.id = ?1"
             }
         };
         Ok(self
@@ -461,134 +500,9 @@ impl Tx<'_> {
     }
 }
 
-/// Open cases without a search: rows that need a person are walked through
-/// `intentions_attention` (a partial index by the commitment's start time),
-/// upcoming ones ascending from `now`, past ones descending, and each walk
-/// stops at the (offset + limit)-th row, keeping every row tied with it: a
-/// row on the page has fewer than offset + limit rows strictly before it,
-/// so it is a candidate of its own walk. Rows without a start time (all
-/// tied) are only needed when the two walks together hold fewer rows than
-/// that. Stuck dispatches, reschedule requests and refused events are few
-/// and always candidates. Only then is evidence counted, for the
-/// candidates alone. Returns the keys and the total's SQL.
-fn open_sql(rule: &AttentionRule) -> (String, String) {
-    let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
-    let walk = format!("{} AND {} AND {open_i}", walked_states(rule), rule_sql(rule, walked));
-    let stuck = format!("{} AND {open_i}", rule_sql(rule, |c| !walked(c)));
-    let (resched, refused) = open_others();
-    let keys = format!(
-        "WITH att AS NOT MATERIALIZED (
-             SELECT i.id AS iid, i.commitment_id AS cid, i.starts_at AS s
-             FROM intentions i INDEXED BY intentions_attention WHERE {walk}),
-         up AS MATERIALIZED (SELECT * FROM att WHERE s >= ?1 AND s <= coalesce(
-             (SELECT s FROM att WHERE s >= ?1 ORDER BY s LIMIT 1 OFFSET ?6 + ?7 - 1), 9223372036854775807)),
-         past AS MATERIALIZED (SELECT * FROM att WHERE s < ?1 AND s >= coalesce(
-             (SELECT s FROM att WHERE s < ?1 ORDER BY s DESC LIMIT 1 OFFSET ?6 + ?7 - 1), -9223372036854775808)),
-         cand AS (
-             SELECT iid, cid, s FROM up
-             UNION ALL SELECT iid, cid, s FROM past
-             UNION ALL SELECT iid, cid, s FROM att
-                 WHERE s IS NULL AND (SELECT count(*) FROM up) + (SELECT count(*) FROM past) < ?6 + ?7
-             UNION ALL SELECT i.id, i.commitment_id, i.starts_at FROM intentions i WHERE {stuck})
-         SELECT 'intention' AS kind, iid, iid AS sid, cid, s AS starts, {ev} AS ev FROM cand
-         UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0 FROM commitments c WHERE {resched}
-         UNION ALL SELECT 'refused', r.id, r.id, c.id, c.starts_at, 0 {REFUSED_FROM} AND {refused}",
-        ev = evidence_sql("cand.iid")
-    );
-    // The total never walks the attention set row by row: each clause is
-    // counted from what serves it (`intention_counts` for whole states,
-    // index ranges for the others), less the covering marks of cases the
-    // rule names (marks are few: one per handled case).
-    let clause_counts: Vec<String> = rule.clauses().iter().map(|c| clause_count_sql(*c)).collect();
-    let total = format!(
-        "SELECT {clauses}
-              - (SELECT count(*) FROM attention_handled h JOIN intentions i ON i.id = h.subject_id
-                 WHERE h.kind = 'intention' AND {covers} AND {all})
-              + (SELECT count(*) FROM commitments c WHERE {resched})
-              + (SELECT count(*) {REFUSED_FROM} AND {refused})",
-        clauses = clause_counts.join(" + "),
-        covers = covers_sql("i.state_changed_at"),
-        all = rule_sql(rule, |_| true),
-    );
-    (keys, total)
-}
+mod cases;
 
-/// How many intentions one clause names, from what serves it.
-fn clause_count_sql(c: Clause) -> String {
-    match c {
-        Clause::Always(s) => format!("(SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = '{s}')"),
-        Clause::DueWithinWindow(_) | Clause::LeaseExpired(_) => {
-            format!("(SELECT count(*) FROM intentions i WHERE {})", clause_sql(c))
-        }
-    }
-}
-
-/// The open-case conditions of reschedule requests (on `c`) and refused
-/// events (on `r`).
-fn open_others() -> (String, String) {
-    let resched = format!(
-        "{RESCHED} AND NOT {}",
-        covered_sql(RowKind::RescheduleRequest, "c.id", "c.reschedule_requested_at")
-    );
-    let refused = format!("NOT {}", covered_sql(RowKind::RefusedEvent, "r.id", "r.last_seen_at"));
-    (resched, refused)
-}
-
-/// Open cases of the searched patients: from the matching commitments
-/// (few, through the trigram index) to their intentions
-/// (`intentions_commitment`), then the rule; no walk is needed. `CROSS
-/// JOIN` fixes that order: left to itself SQLite walks every intention the
-/// rule names (thousands at a million) and probes the matches.
-fn searched_open_sql(rule: &AttentionRule, s: &Search) -> (String, String) {
-    let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
-    let (resched, refused) = open_others();
-    let m = s.commitments_sql();
-    let cases = format!(
-        "WITH m AS MATERIALIZED ({m})
-         SELECT 'intention' AS kind, i.id AS iid, i.id AS sid, c.id AS cid, c.starts_at AS starts,
-             {ev} AS ev
-         FROM m CROSS JOIN commitments c ON c.id = m.cid CROSS JOIN intentions i ON i.commitment_id = c.id
-         WHERE {rule} AND {open_i} AND (?8 IS NULL OR i.key LIKE ?8)
-         UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0
-             FROM m JOIN commitments c ON c.id = m.cid WHERE {resched} AND ?8 IS NULL
-         UNION ALL SELECT 'refused', r.id, r.id, c.id, c.starts_at, 0 {REFUSED_FROM} AND {refused}
-             AND (c.id IN (SELECT cid FROM m) OR r.event_id LIKE ?10 OR r.event_id LIKE ?8)",
-        ev = evidence_sql("i.id"),
-        rule = rule_sql(rule, |_| true)
-    );
-    let total = format!("SELECT count(*) FROM ({cases})");
-    (cases, total)
-}
-
-/// Cases handled since `?9` whose mark still covers them (nothing new
-/// since), newest mark first; optionally only a searched patient's.
-fn handled_sql(s: Option<&Search>) -> (String, String) {
-    let matched = match s {
-        Some(s) => format!("AND p.cid IN ({})", s.commitments_sql()),
-        None => String::new(),
-    };
-    let keys = format!(
-        "SELECT * FROM (
-            SELECT 'intention' AS kind, i.id AS iid, i.id AS sid, i.commitment_id AS cid, i.starts_at AS starts,
-                {ev} AS ev, h.handled_at AS hat
-            FROM attention_handled h JOIN intentions i ON i.id = h.subject_id
-            WHERE h.kind = 'intention' AND h.handled_at >= ?9 AND {cov_i} AND (?8 IS NULL OR i.key LIKE ?8)
-            UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0, h.handled_at
-            FROM attention_handled h JOIN commitments c ON c.id = h.subject_id
-            WHERE h.kind = 'reschedule' AND h.handled_at >= ?9 AND {cov_c}
-            UNION ALL SELECT 'refused', r.id, r.id, c.id, c.starts_at, 0, h.handled_at
-            FROM attention_handled h JOIN refused_events r ON r.id = h.subject_id
-                JOIN commitments c ON c.ref = r.commitment_ref
-            WHERE h.kind = 'refused' AND h.handled_at >= ?9 AND {cov_r}) p
-         WHERE 1 {matched}",
-        ev = evidence_sql("i.id"),
-        cov_i = covers_sql("i.state_changed_at"),
-        cov_c = covers_sql("c.reschedule_requested_at"),
-        cov_r = covers_sql("r.last_seen_at"),
-    );
-    let total = format!("SELECT count(*) FROM ({keys})");
-    (keys, total)
-}
+use cases::{handled_sql, open_sql, searched_open_sql};
 
 #[cfg(test)]
 #[path = "attention_tests.rs"]

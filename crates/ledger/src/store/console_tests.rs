@@ -148,12 +148,8 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
                 .rows
                 .iter()
                 .map(|r| {
-                    let kind = match r.kind {
-                        super::super::RowKind::Intention => "intention",
-                        super::super::RowKind::RescheduleRequest => "reschedule",
-                        super::super::RowKind::RefusedEvent => "refused",
-                    };
-                    (kind.to_string(), r.intention_id, r.commitment_id, r.evidence_count)
+                    let cid = r.commitment_id.expect("every row of this ledger has a commitment");
+                    (r.kind.as_str().to_string(), r.intention_id, cid, r.evidence_count)
                 })
                 .collect();
             let want: Vec<_> = full
@@ -199,7 +195,7 @@ fn migration_0002_backfills_an_existing_database() {
              DROP TABLE refused_events; ALTER TABLE commitments DROP COLUMN contact_name;
              DROP INDEX channel_events_parked; ALTER TABLE channel_events DROP COLUMN copies;
              ALTER TABLE channel_events DROP COLUMN reason; DROP INDEX contacts_wa_user_id;
-             ALTER TABLE contacts DROP COLUMN wa_user_id; DROP TABLE template_status;
+             ALTER TABLE contacts DROP COLUMN wa_user_id; DROP TABLE template_status; DROP TABLE dispatchers;
              PRAGMA user_version = 1;",
         )
         .unwrap();

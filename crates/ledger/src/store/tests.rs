@@ -433,3 +433,216 @@ fn a_held_write_lock_is_seen_without_waiting_and_attaching_does_not_wait_for_it(
     assert!(!other.write_locked().unwrap());
     other.write(|tx| tx.set_counter("x", 1)).unwrap();
 }
+
+/// Records a channel event and parks or refuses it as the webhook handlers
+/// do; returns its row id.
+fn channel_event(tx: &Tx<'_>, event_id: &str, key: &str, status: &str, reason: &str, at: DateTime<Utc>) -> i64 {
+    let ev = NewChannelEvent {
+        source: SOURCE_MOTOR,
+        event_id,
+        kind: "motor_event",
+        message_id: None,
+        intention_key: Some(key),
+        payload: "{}",
+    };
+    let Recorded::New(row) = tx.record_channel_event(&ev, at).unwrap() else {
+        panic!("{event_id} is new")
+    };
+    if !status.is_empty() {
+        tx.set_channel_event_reason(row, status, reason).unwrap();
+    }
+    row
+}
+
+/// Parked and refused channel events are a technician's cases: listed
+/// only when asked for, first, with their reason, by search too; a mark
+/// "atendido" covers one until ever (a copy is not news); old ones and
+/// applied ones are no cases.
+#[test]
+fn parked_and_refused_channel_events_are_cases_when_asked_for() {
+    let (_dir, mut store) = temp_store();
+    let (cid, contact) = seed(&mut store, "cita-1");
+    let purpose = Purpose::Reminder { minutes: 1440 };
+    let (parked, foreign) = store
+        .write(|tx| {
+            let n = intention("cita-1", purpose.clone(), 1, "hola");
+            tx.test_reserve(&n, cid, contact)?;
+            let key = n.key.to_string();
+            let parked = channel_event(tx, "evt-a", &key, "parked", PARKED_KEY_MESSAGE_MISMATCH, now());
+            let foreign = channel_event(
+                tx,
+                "evt-b",
+                "otra-clinica:aviso:v1",
+                "refused",
+                REFUSED_FOREIGN_INSTANCE,
+                now() - Duration::hours(1),
+            );
+            channel_event(
+                tx,
+                "evt-old",
+                &key,
+                "parked",
+                PARKED_KEY_MESSAGE_MISMATCH,
+                now() - Duration::days(8),
+            );
+            channel_event(tx, "evt-ok", &key, "", "", now());
+            Ok::<_, StoreError>((parked, foreign))
+        })
+        .unwrap();
+    let plain = AttentionQuery::new(now());
+    let page = store.read(|tx| tx.attention(&plain)).unwrap();
+    assert!(page.rows.iter().all(|r| r.kind != RowKind::ChannelEvent));
+    let mut q = AttentionQuery::new(now());
+    q.channel_events = true;
+    let page = store.read(|tx| tx.attention(&q)).unwrap();
+    let events: Vec<&AttentionRow> = page.rows.iter().take(2).collect();
+    assert!(
+        events.iter().all(|r| r.kind == RowKind::ChannelEvent),
+        "{:?}",
+        page.rows
+    );
+    assert_eq!(page.total, page.rows.len() as i64);
+    assert_eq!(page.total, store.read(|tx| tx.attention(&plain)).unwrap().total + 2);
+    let p = events.iter().find(|r| r.subject_id == parked).unwrap();
+    assert_eq!(
+        (p.state.as_str(), p.state_reason.as_deref(), p.commitment_ref.as_str()),
+        ("parked", Some(PARKED_KEY_MESSAGE_MISMATCH), "cita-1")
+    );
+    assert_eq!(
+        (p.commitment_id, p.name.as_deref(), p.intention_id),
+        (Some(cid), Some("Ana"), None)
+    );
+    assert_eq!(p.last_event.as_deref(), Some("motor:evt-a"));
+    assert_eq!(p.since, now());
+    let f = events.iter().find(|r| r.subject_id == foreign).unwrap();
+    assert_eq!(
+        (f.state.as_str(), f.commitment_id, f.commitment_ref.as_str()),
+        ("refused", None, "")
+    );
+
+    // Found by its event id, its key, or its patient.
+    for (text, want) in [
+        ("evt-b", vec![foreign]),
+        ("otra-clinica", vec![foreign]),
+        ("cita-1", vec![parked]),
+    ] {
+        q.filter = Some(text.into());
+        let found: Vec<i64> = store
+            .read(|tx| tx.attention(&q))
+            .unwrap()
+            .rows
+            .iter()
+            .filter(|r| r.kind == RowKind::ChannelEvent)
+            .map(|r| r.subject_id)
+            .collect();
+        assert_eq!(found, want, "{text}");
+    }
+    q.filter = None;
+
+    // Marked handled: off the open list, on the day's handled one; a copy
+    // of the event is not news.
+    let info = store
+        .read(|tx| tx.case_info(RowKind::ChannelEvent, foreign))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (info.commitment_id, info.since),
+        (None, Some(now() - Duration::hours(1)))
+    );
+    store
+        .write(|tx| {
+            let action = tx.record_operator_action(
+                &OperatorAction {
+                    operator: "tecnico",
+                    role: "technician",
+                    action: "resolve",
+                    intention_id: None,
+                    commitment_id: None,
+                    scope: Some("channel_event"),
+                    reason: "otra clínica, avisada",
+                    result: "done",
+                    detail: None,
+                },
+                now(),
+            )?;
+            tx.mark_handled(
+                &NewMark {
+                    kind: RowKind::ChannelEvent,
+                    subject_id: foreign,
+                    situation: info.since,
+                    operator: "tecnico",
+                    action_id: action,
+                },
+                now(),
+            )?;
+            let copy = NewChannelEvent {
+                source: SOURCE_MOTOR,
+                event_id: "evt-b",
+                kind: "motor_event",
+                message_id: None,
+                intention_key: Some("otra-clinica:aviso:v1"),
+                payload: "{}",
+            };
+            tx.record_channel_event(&copy, now()).map(|_| ())
+        })
+        .unwrap();
+    let open: Vec<i64> = store
+        .read(|tx| tx.attention(&q))
+        .unwrap()
+        .rows
+        .iter()
+        .filter(|r| r.kind == RowKind::ChannelEvent)
+        .map(|r| r.subject_id)
+        .collect();
+    assert_eq!(open, [parked]);
+    q.view = AttentionView::HandledSince(now() - Duration::hours(1));
+    let handled = store.read(|tx| tx.attention(&q)).unwrap();
+    assert_eq!(handled.rows.len(), 1);
+    assert_eq!(
+        (handled.rows[0].kind, handled.rows[0].subject_id),
+        (RowKind::ChannelEvent, foreign)
+    );
+    assert_eq!(handled.rows[0].handled.as_ref().unwrap().operator, "tecnico");
+    q.channel_events = false;
+    assert_eq!(store.read(|tx| tx.attention(&q)).unwrap().total, 0);
+}
+
+/// Migration 0007 rebuilds `attention_handled` (a wider CHECK) with every
+/// mark kept, and adds the dispatchers' heartbeat table.
+#[test]
+fn migration_0007_keeps_the_marks_and_admits_channel_events() {
+    let (dir, store) = temp_store();
+    let n = ms(now());
+    store
+        .conn
+        .execute_batch(&format!(
+            "INSERT INTO operator_actions(id, at, operator, role, action, reason, result)
+                 VALUES (1, {n}, 'recepcion', 'front_desk', 'resolve', 'x', 'done');
+             INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
+                 VALUES ('intention', 7, {n}, {n}, 'recepcion', 1), ('refused', 2, {n}, NULL, 'tecnico', 1);
+             DROP TABLE dispatchers;
+             PRAGMA user_version = 6;"
+        ))
+        .unwrap();
+    drop(store);
+    let store = Store::open(&dir.path().join("ledger.db")).unwrap();
+    let marks: i64 = store
+        .conn
+        .query_row("SELECT count(*) FROM attention_handled", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(marks, 2);
+    store
+        .conn
+        .execute_batch(&format!(
+            "INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
+                 VALUES ('channel_event', 1, {n}, {n}, 'tecnico', 1);
+             INSERT INTO dispatchers(id, host, pid, state, started_at, beat_at, interval_ms)
+                 VALUES ('d', 'h', 1, 'running', {n}, {n}, 5000);"
+        ))
+        .unwrap();
+    let bad = store.conn.execute_batch(&format!(
+        "INSERT INTO attention_handled(kind, subject_id, handled_at, operator, action_id)
+             VALUES ('other', 1, {n}, 'x', 1)"
+    ));
+    assert!(bad.is_err());
+}

@@ -299,6 +299,8 @@ impl App {
                 self.attention.loading = true;
                 let mut q = AttentionQuery::new(self.now);
                 q.filter = self.filter_opt();
+                // Parked and refused channel events are technicians' cases.
+                q.channel_events = self.role() == Role::Technician;
                 if self.show_handled {
                     q.view = AttentionView::HandledSince(self.day_start());
                 }
@@ -421,7 +423,9 @@ impl App {
             intention_id: r.intention_id,
             key: r.key.clone(),
             state: Some(r.state.clone()),
-            commitment_id: r.commitment_id,
+            // Only a technician's channel event may have no commitment,
+            // and no action of a technician's needs one.
+            commitment_id: r.commitment_id.unwrap_or_default(),
             commitment_ref: r.commitment_ref.clone(),
         };
         match self.screen {

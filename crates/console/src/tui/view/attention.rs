@@ -91,6 +91,7 @@ pub(super) fn draw_attention_like(
         let purpose = match r.kind {
             RowKind::RescheduleRequest => t.reschedule_request.to_string(),
             RowKind::RefusedEvent => t.refused_event.to_string(),
+            RowKind::ChannelEvent => t.channel_event.to_string(),
             RowKind::Intention => short_purpose(&r.purpose),
         };
         let next = match (&r.handled, app.show_handled && app.screen == Screen::Attention) {
@@ -101,6 +102,12 @@ pub(super) fn draw_attention_like(
             (Some(_), false) if app.screen == Screen::Attention => {
                 format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
             }
+            // A channel event's reason is what the technician needs to read.
+            _ if r.kind == RowKind::ChannelEvent => format!(
+                "{}: {}",
+                t.next_step(next_step(case_kind(r))),
+                inert(t.reason(r.state_reason.as_deref().unwrap_or_default()))
+            ),
             _ => t.next_step(next_step(case_kind(r))).to_string(),
         };
         let last = r.last_event.as_deref().map(|e| say_event(app, e));
@@ -116,8 +123,12 @@ pub(super) fn draw_attention_like(
             .as_deref()
             .map(|n| short_name(&inert(n), name_width.into()))
             .unwrap_or_default();
+        let reference = match r.commitment_ref.as_str() {
+            "" => t.detail_none.to_string(),
+            c => inert(c).into_owned(),
+        };
         let mut cells = vec![
-            Cell::from(inert(&r.commitment_ref).into_owned()),
+            Cell::from(reference),
             Cell::from(when),
             Cell::from(name),
             Cell::from(inert(&phone).into_owned()),
@@ -125,7 +136,7 @@ pub(super) fn draw_attention_like(
         if message {
             cells.push(Cell::from(inert(&purpose).into_owned()));
         }
-        cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)));
+        cells.push(state_cell(app, r));
         if medium {
             cells.push(Cell::from(age(app.now, r.since)));
         }
@@ -192,11 +203,26 @@ fn say_event(app: &App, e: &str) -> String {
     format!("{} ({}){note}", app.t.signal(signal), app.t.cause(cause))
 }
 
+/// The state column: the intention's state in words, or a channel event's
+/// "apartado" / "rechazado" (in review's colour: a person must look).
+fn state_cell(app: &App, r: &AttentionRow) -> Cell<'static> {
+    let t = app.t;
+    if r.kind == RowKind::ChannelEvent {
+        let label = match r.state.as_str() {
+            "parked" => t.channel_event_parked,
+            _ => t.channel_event_refused,
+        };
+        return Cell::from(label).style(state_style("review"));
+    }
+    Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state))
+}
+
 /// What an Atención row is, for the next step.
 fn case_kind(r: &AttentionRow) -> CaseKind {
     match r.kind {
         RowKind::RescheduleRequest => CaseKind::RescheduleRequest,
         RowKind::RefusedEvent => CaseKind::RefusedEvent,
+        RowKind::ChannelEvent => CaseKind::ChannelEvent,
         RowKind::Intention => CaseKind::Intention(match r.state.as_str() {
             "stuck" => IntentionState::Dispatching,
             s => s.parse().unwrap_or(IntentionState::Review),
