@@ -326,4 +326,8 @@ pub static EN: Strings = Strings {
     channel_event: "channel event",
     channel_event_parked: "parked",
     channel_event_refused: "refused",
+    channel_event_reasons: &[
+        ("key_message_mismatch", "key ≠ message"),
+        ("foreign_instance", "other instance"),
+    ],
 };

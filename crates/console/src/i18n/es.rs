@@ -323,7 +323,11 @@ pub static ES: Strings = Strings {
     alert_review: "{n} en revisión",
     alert_refused_events: "{n} eventos rechazados",
     missing_ledger: "no existe el registro {path}; créelo con `unavez init` (o revise --db)",
-    channel_event: "evento del canal",
+    channel_event: "evento canal",
     channel_event_parked: "apartado",
     channel_event_refused: "rechazado",
+    channel_event_reasons: &[
+        ("key_message_mismatch", "clave ≠ mensaje"),
+        ("foreign_instance", "otra instancia"),
+    ],
 };

@@ -258,6 +258,9 @@ pub struct Strings {
     pub channel_event: &'static str,
     pub channel_event_parked: &'static str,
     pub channel_event_refused: &'static str,
+    /// `(reason code, a few words)` for a channel event's row: the full
+    /// reason is in `reasons`.
+    pub channel_event_reasons: &'static [(&'static str, &'static str)],
 }
 
 mod en;

@@ -142,4 +142,10 @@ fn parked_and_refused_event_reasons_are_said_in_both_languages() {
         assert_ne!(EN.reason(code), code);
     }
     assert!(ES.reason(PARKED_KEY_MESSAGE_MISMATCH).contains("apartado"));
+    // A few words each for the row of a technician's Atención.
+    for t in [&ES, &EN] {
+        for code in [PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE] {
+            assert!(lookup(t.channel_event_reasons, code).is_some(), "{code}");
+        }
+    }
 }

@@ -102,16 +102,17 @@ pub(super) fn draw_attention_like(
             (Some(_), false) if app.screen == Screen::Attention => {
                 format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
             }
-            // A channel event's reason is what the technician needs to read.
-            _ if r.kind == RowKind::ChannelEvent => format!(
-                "{}: {}",
-                t.next_step(next_step(case_kind(r))),
-                inert(t.reason(r.state_reason.as_deref().unwrap_or_default()))
-            ),
+            // A channel event's reason is what the technician acts on, in a
+            // few words (the state says parked or refused; the technician's
+            // guide has the whole story).
+            _ if r.kind == RowKind::ChannelEvent => {
+                inert(short_reason(app, r.state_reason.as_deref().unwrap_or_default())).into_owned()
+            }
             _ => t.next_step(next_step(case_kind(r))).to_string(),
         };
         let last = r.last_event.as_deref().map(|e| say_event(app, e));
         let evidence = match (&last, r.evidence_count) {
+            (Some(e), _) if r.kind == RowKind::ChannelEvent => inert(e).into_owned(),
             (_, 0) if r.kind == RowKind::Intention => {
                 format!("0 · {}", inert(last.as_deref().unwrap_or(t.no_evidence)))
             }
@@ -201,6 +202,17 @@ fn say_event(app: &App, e: &str) -> String {
         return e.to_string();
     };
     format!("{} ({}){note}", app.t.signal(signal), app.t.cause(cause))
+}
+
+/// A channel event's reason in a few words (the code itself when it has
+/// none: the i18n test keeps that from happening).
+fn short_reason<'a>(app: &App, code: &'a str) -> &'a str {
+    app.t
+        .channel_event_reasons
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, l)| *l)
+        .unwrap_or(code)
 }
 
 /// The state column: the intention's state in words, or a channel event's
