@@ -4,11 +4,7 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
 use super::super::{Store, from_ms, ms};
-use ledger_shape::LedgerShape;
-
-#[allow(dead_code)]
-#[path = "../../../bench/src/ledger_shape.rs"]
-mod ledger_shape;
+use super::super::ledger_shape::{self, LedgerShape};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()

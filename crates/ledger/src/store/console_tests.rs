@@ -8,13 +8,7 @@ use rusqlite::params;
 
 use super::super::AttentionQuery;
 use super::super::{Store, ms};
-use ledger_shape::LedgerShape;
-
-// The bench's ledger generator (a bench tool, not part of the store), so
-// these checks run on the same realistic ledger the console bench reads.
-#[allow(dead_code)]
-#[path = "../../../bench/src/ledger_shape.rs"]
-mod ledger_shape;
+use super::super::ledger_shape::{self, LedgerShape};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()

@@ -527,3 +527,11 @@ pub fn from_ms(v: i64) -> DateTime<Utc> {
 
 #[cfg(test)]
 mod tests;
+
+// The bench's ledger generator (a bench tool, not part of the store), so
+// the console's and the alerts' checks run on the same realistic ledger
+// the console bench reads.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../../../bench/src/ledger_shape.rs"]
+mod ledger_shape;
