@@ -84,26 +84,35 @@ fn check_lease(cfg: &Config) {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is
+/// called, not when it is first awaited: a SIGTERM that arrives while the
+/// services start (their heartbeat already says running) stops them
+/// gracefully instead of killing the process. Call it inside the runtime.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        async move {
+            match (term, int) {
+                (Ok(mut term), Ok(mut int)) => {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -122,6 +131,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let rt = runtime()?;
     let report = rt.block_on(async {
+        let shutdown = shutdown_signal();
         // One signal stops everything: the HTTP server, then the services.
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let server = if args.no_server {
@@ -137,7 +147,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(handle)
         };
         let services = dispatch::Services::start(&ctx.db, settings, channel)?;
-        shutdown_signal().await;
+        shutdown.await;
         let _ = stop_tx.send(true);
         let report = services.stop().await?;
         if let Some(h) = server {
