@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 
-use super::super::{Store, from_ms, ms};
 use super::super::ledger_shape::{self, LedgerShape};
+use super::super::{Store, from_ms, ms};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()

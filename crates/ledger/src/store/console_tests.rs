@@ -7,8 +7,8 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use rusqlite::params;
 
 use super::super::AttentionQuery;
-use super::super::{Store, ms};
 use super::super::ledger_shape::{self, LedgerShape};
+use super::super::{Store, ms};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()
