@@ -259,7 +259,7 @@ fn realize(
     (commitment_id, contact_id): (i64, Option<i64>),
     now: DateTime<Utc>,
 ) -> Result<Realized, IngestError> {
-    let plan = planner.plan(after, kind, ev, now)?;
+    let mut plan = planner.plan(after, kind, ev, now)?;
     let keep: Vec<&str> = plan
         .intentions
         .iter()
@@ -274,6 +274,12 @@ fn realize(
         notes: Vec::new(),
     };
     r.closed += crate::planning::close_planned(tx, commitment_id, &plan.closures, &keep, after.version, now)?.len();
+    if plan.replaces_only && r.closed == 0 {
+        plan.intentions.clear();
+        plan.held.clear();
+        plan.notes
+            .push("nothing was waiting for the old number: no message moved".into());
+    }
     // Planned and held intentions in one set-based reservation.
     let all: Vec<&NewIntention> = plan.intentions.iter().chain(plan.held.iter().map(|(n, _)| n)).collect();
     let reserved = crate::planning::reserve_all(tx, &all, commitment_id, contact_id, now)?;

@@ -35,7 +35,7 @@ pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
-pub use notifications::{ChangedNumber, TemplateStatus, UpcomingAppointment};
+pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
 pub use refused::{NewRefusal, RefusedEventRow};

@@ -16,15 +16,17 @@
 //! contact that id was seen with (`contacts[]`); until one is known it is
 //! stored, not rejected (Meta does not resend after our 200). A `system`
 //! message is not the user writing: it opens no service window. Its
-//! `user_changed_number` moves the contact's upcoming appointments to the
-//! new number as a booking change, so their planned messages to the old
-//! number are superseded as for any phone change.
+//! `user_changed_number` moves the contact's upcoming appointments, and
+//! the orders with a notice still planned, to the new number as a booking
+//! change, so their planned messages to the old number are superseded as
+//! for any phone change.
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::AppState;
+use crate::domain::commitment::CommitmentKind;
 use crate::domain::event::{BookingEvent, is_e164};
 use crate::domain::inbound::Reply;
 use crate::domain::mask::mask_phone;
@@ -346,7 +348,8 @@ fn confirm(
 }
 
 /// A `system` message: never the user writing, so no service window. A
-/// changed number moves the upcoming appointments to the new number.
+/// changed number moves the upcoming appointments, and the orders with a
+/// notice still planned, to the new number.
 fn system(
     tx: &Tx<'_>,
     state: &AppState,
@@ -373,17 +376,30 @@ fn system(
     let source_event = format!("cloud:{}", msg.id);
     let shown = format!("{} → {}", mask_phone(old), mask_phone(&new));
     for a in &changed.upcoming {
-        let raw = json!({
-            "event_id": format!("whatsapp:{}:number:{}", msg.id, a.reference),
-            "type": "appointment.scheduled",
-            "ref": a.reference,
-            "starts_at": a.starts_at.to_rfc3339(),
-            "contact": {"phone": new, "name": changed.name},
-            "service": a.service,
-            "location": a.location,
-            "occurred_at": sent_at.to_rfc3339(),
-            "note": "the customer changed their WhatsApp number",
-        });
+        let event_id = format!("whatsapp:{}:number:{}", msg.id, a.reference);
+        let contact = json!({"phone": new, "name": changed.name});
+        let raw = match a.kind {
+            CommitmentKind::Appointment => json!({
+                "event_id": event_id,
+                "type": "appointment.scheduled",
+                "ref": a.reference,
+                "starts_at": a.starts_at.map(|t| t.to_rfc3339()),
+                "contact": contact,
+                "service": a.service,
+                "location": a.location,
+                "occurred_at": sent_at.to_rfc3339(),
+                "note": "the customer changed their WhatsApp number",
+            }),
+            // The order's state stays; only where its notices go moves.
+            CommitmentKind::Order => json!({
+                "event_id": event_id,
+                "type": "order.updated",
+                "ref": a.reference,
+                "contact": contact,
+                "occurred_at": sent_at.to_rfc3339(),
+                "note": "the customer changed their WhatsApp number",
+            }),
+        };
         match BookingEvent::from_value(raw) {
             Ok(ev) => match tx.atomically(|tx| ingest(tx, &state.planner(), &ev, "whatsapp", now)) {
                 Ok(_) => {}
