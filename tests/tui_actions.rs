@@ -286,7 +286,7 @@ fn manual_contact_closes_the_pending_reminders_of_the_appointment() {
         .rows
         .iter()
         .position(|u| {
-            u.status == "scheduled"
+            u.status.as_str() == "scheduled"
                 && u.notifications
                     .iter()
                     .any(|n| n.state == "planned" && n.purpose.starts_with("recordatorio"))

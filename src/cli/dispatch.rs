@@ -210,7 +210,7 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         states: args.states.clone(),
         dry_run: args.dry_run,
         operator: op.name.clone(),
-        role: op.role.as_str().to_string(),
+        role: Some(op.role),
         reason: args.reason.clone(),
     };
     reprocess::validate(&req)?;
@@ -267,7 +267,11 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         }
     );
     if let Some(id) = report.operator_action_id {
-        println!("recorded as operator action #{id} by {} ({})", req.operator, req.role);
+        println!(
+            "recorded as operator action #{id} by {} ({})",
+            req.operator,
+            req.role.map(|r| r.as_str()).unwrap_or_default()
+        );
     } else {
         println!("nothing was changed (dry run)");
     }

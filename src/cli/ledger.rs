@@ -201,7 +201,7 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                     "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}{}",
                     inert(&c.reference),
                     c.kind.as_str(),
-                    inert(&c.status),
+                    c.status.as_str(),
                     c.version,
                     c.starts_at
                         .map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string())
@@ -255,7 +255,7 @@ fn show_commitment(
         "{} ({}) status {} version {}",
         inert(&c.reference),
         c.kind.as_str(),
-        inert(&c.status),
+        c.status.as_str(),
         c.version
     );
     if let Some(s) = c.starts_at {

@@ -209,7 +209,7 @@ impl<'a> Planner<'a> {
                     reason: CancelReason::Superseded,
                 });
                 plan.replaces_only = change == Change::Recipient;
-                if self.templates.for_purpose(&after.status).is_none() {
+                if self.templates.for_purpose(after.status.as_str()).is_none() {
                     plan.notes.push(format!("order state {}: no notice", after.status));
                 } else if self.fresh(ev, now, plan) {
                     plan.intentions.push(self.order(after, now)?);
@@ -306,7 +306,7 @@ impl<'a> Planner<'a> {
     }
 
     fn order(&self, c: &Commitment, now: DateTime<Utc>) -> Result<NewIntention, PlanError> {
-        let event = c.status.clone();
+        let event = c.status.as_str().to_string();
         let key = IntentionKey::for_order(&c.reference, &event, c.version, &self.policy.order_channel)?;
         let params = vec![c.name.clone().unwrap_or_default(), c.reference.clone()];
         self.build(

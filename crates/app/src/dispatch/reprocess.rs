@@ -25,6 +25,7 @@ use serde::Serialize;
 use super::worker::{Mode, dispatch_loop};
 use super::{Db, DispatchError, ReconcileReport, Result, Settings, reconcile_once};
 use crate::channel::Channel;
+use crate::domain::operator::Role;
 use crate::domain::state::IntentionState;
 use crate::domain::validity::Validity;
 use crate::store::{IntentionRow, OperatorAction, StoreError};
@@ -80,7 +81,9 @@ pub struct Request {
     pub states: Vec<IntentionState>,
     pub dry_run: bool,
     pub operator: String,
-    pub role: String,
+    /// The operator's role; `None` only for a preview that records
+    /// nothing (the console's dry run before the form).
+    pub role: Option<Role>,
     pub reason: String,
 }
 
@@ -266,7 +269,10 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
             req.states.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
         }
     );
-    let (operator, role, reason) = (req.operator.clone(), req.role.clone(), req.reason.clone());
+    let role = req
+        .role
+        .ok_or_else(|| DispatchError::Invalid("a reprocess that sends needs the operator's role".into()))?;
+    let (operator, reason) = (req.operator.clone(), req.reason.clone());
     let (states, action_id) = db
         .call(move |store| {
             Ok(store.write(|tx| {
@@ -277,7 +283,7 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
                 let action_id = tx.record_operator_action(
                     &OperatorAction {
                         operator: &operator,
-                        role: &role,
+                        role: role.as_str(),
                         action: "reprocess",
                         intention_id: None,
                         commitment_id: None,

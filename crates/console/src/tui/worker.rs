@@ -178,7 +178,7 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 states,
                 dry_run: true,
                 operator: String::new(),
-                role: String::new(),
+                role: None,
                 reason: String::new(),
             };
             Response::ReprocessPlan(reprocess_request(ctx, req).and_then(|r| r.map_err(|_| "unexpected report".into())))
@@ -198,7 +198,7 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 states,
                 dry_run: false,
                 operator,
-                role: role.as_str().into(),
+                role: Some(role),
                 reason,
             };
             Response::Reprocessed(reprocess_request(ctx, req).and_then(|r| match r {

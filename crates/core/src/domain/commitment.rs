@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::event::{BookingEvent, EventType};
+pub use super::lifecycle::{CommitmentStatus, OrderState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -44,9 +45,9 @@ impl CommitmentKind {
 pub struct Commitment {
     pub reference: String,
     pub kind: CommitmentKind,
-    /// `scheduled` / `cancelled` for appointments; the order state
+    /// Scheduled or cancelled for appointments; the order's state
     /// (`confirmado`, `enviado`…) for orders.
-    pub status: String,
+    pub status: CommitmentStatus,
     pub version: i64,
     pub starts_at: Option<DateTime<Utc>>,
     pub service: Option<String>,
@@ -60,7 +61,7 @@ pub struct Commitment {
 
 impl Commitment {
     pub fn is_cancelled(&self) -> bool {
-        self.status == "cancelled"
+        self.status == CommitmentStatus::Cancelled
     }
 }
 
@@ -225,7 +226,11 @@ fn blank(ev: &BookingEvent, kind: CommitmentKind) -> Commitment {
     Commitment {
         reference: ev.reference.clone(),
         kind,
-        status: String::new(),
+        // Each event kind sets its own status; this is only the start.
+        status: match kind {
+            CommitmentKind::Appointment => CommitmentStatus::Scheduled,
+            CommitmentKind::Order => CommitmentStatus::Order(OrderState::Updated),
+        },
         version: 0,
         starts_at: None,
         service: None,
@@ -273,7 +278,7 @@ fn apply_kind(
             if new_start.is_some() {
                 next.starts_at = new_start;
             }
-            next.status = "scheduled".into();
+            next.status = CommitmentStatus::Scheduled;
             if current.is_none() {
                 (Change::Created, true)
             } else if moved_time || was_cancelled {
@@ -292,7 +297,7 @@ fn apply_kind(
             } else if current.is_none() {
                 // An appointment we never announced (e.g. the cancelled rows
                 // of an agenda export): remember it as cancelled, tell no one.
-                next.status = "cancelled".into();
+                next.status = CommitmentStatus::Cancelled;
                 next.starts_at = ev.starts_at_utc();
                 next.location = ev.location.clone();
                 (Change::NoChange, false)
@@ -301,7 +306,7 @@ fn apply_kind(
                 // the time and place it names are the ones kept, so the
                 // final row does not depend on whether an older reschedule
                 // arrived before it or (stale, ignored) after it.
-                next.status = "cancelled".into();
+                next.status = CommitmentStatus::Cancelled;
                 if let Some(start) = ev.starts_at_utc() {
                     next.starts_at = Some(start);
                 }
@@ -325,14 +330,14 @@ fn apply_kind(
         }
         EventType::OrderUpdated => (Change::Internal, false),
         order => {
-            let state = order.order_notice().unwrap_or("actualizado");
+            let state = CommitmentStatus::Order(order.order_state().unwrap_or(OrderState::Updated));
             if current.is_none() {
-                next.status = state.into();
+                next.status = state;
                 (Change::Created, true)
             } else if next.status == state && ev.version.is_none_or(|v| v == next.version) {
                 (Change::NoChange, false)
             } else {
-                next.status = state.into();
+                next.status = state;
                 (Change::OrderState, true)
             }
         }

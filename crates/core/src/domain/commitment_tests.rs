@@ -132,7 +132,7 @@ fn a_later_cancellation_gives_the_same_row_whichever_order_an_older_reschedule_a
     };
     let in_order = fold(&[&v1, &v2, &v3]);
     let late_reschedule = fold(&[&v1, &v3, &v2]);
-    assert_eq!(in_order.status, "cancelled");
+    assert_eq!(in_order.status, CommitmentStatus::Cancelled);
     assert_eq!(
         (in_order.starts_at, &in_order.location, in_order.version),
         (

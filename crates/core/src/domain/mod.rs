@@ -12,6 +12,7 @@ pub mod history;
 pub mod inbound;
 pub mod intention;
 pub mod key;
+pub mod lifecycle;
 pub mod mask;
 pub mod operator;
 pub mod state;

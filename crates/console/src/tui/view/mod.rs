@@ -24,6 +24,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Table
 
 use super::app::{App, FlashKind};
 use super::keys::{Action, Mode, Screen, visible};
+use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
@@ -281,8 +282,8 @@ fn needs_call(app: &App, u: &UpcomingRow) -> bool {
         .notifications
         .iter()
         .any(|n| n.version == u.version && matches!(n.state.as_str(), "delivered" | "read"));
-    u.kind == "appointment"
-        && u.status != "cancelled"
+    u.kind == CommitmentKind::Appointment
+        && u.status != CommitmentStatus::Cancelled
         && soon
         && !reached
         && u.confirmed_at.is_none()
@@ -319,19 +320,19 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             .starts_at
             .map(|s| human_time(app, s))
             .unwrap_or_else(|| t.detail_none.into());
-        let status = if u.status == "cancelled" {
+        let status = if u.status == CommitmentStatus::Cancelled {
             t.cancelled_appt
         } else if u.manual_contact_at.is_some() {
             t.manual_contact_done
         } else if u.confirmed_at.is_some() {
             t.confirmed
-        } else if u.kind == "appointment" {
+        } else if u.kind == CommitmentKind::Appointment {
             t.scheduled
         } else {
             ""
         };
-        let mut status = if u.kind == "order" {
-            inert(&u.status).into_owned()
+        let mut status = if u.kind == CommitmentKind::Order {
+            u.status.as_str().to_string()
         } else {
             status.to_string()
         };
@@ -345,7 +346,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         let notes = u
             .notifications
             .iter()
-            .filter(|n| n.version == u.version || n.is_resend || u.kind == "order")
+            .filter(|n| n.version == u.version || n.is_resend || u.kind == CommitmentKind::Order)
             .map(|n| {
                 let p = short_purpose(&n.purpose);
                 let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
