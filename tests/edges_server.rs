@@ -245,7 +245,7 @@ fn rejections_metrics_and_healthz_answer_within_100ms_while_another_process_hold
             let mut store = Store::open(&db).unwrap();
             store
                 .write(|tx| {
-                    tx.bump_counter("test_lock_holder", 1)?;
+                    tx.set_counter("test_lock_holder", 1)?;
                     locked.store(true, Ordering::SeqCst);
                     while !release.load(Ordering::SeqCst) {
                         std::thread::sleep(Duration::from_millis(20));

@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::domain::commitment::{Change, Commitment, Effect, apply};
+use crate::domain::counter::Counter;
 use crate::domain::event::{BookingEvent, ConflictKind, differing_fields};
 use crate::domain::fingerprint::fingerprint;
 use crate::domain::history::{self, HistorySignal, Said};
@@ -315,7 +316,7 @@ fn repeated(tx: &Tx<'_>, ev: &BookingEvent, value: &Value, seen: LoggedEvent) ->
     let stored: Value = serde_json::from_str(&seen.payload).unwrap_or(Value::Null);
     let fields = differing_fields(&stored, value);
     if fields.is_empty() {
-        tx.bump_counter("duplicate_events", 1)?;
+        tx.bump_counter(Counter::DuplicateEvents, 1)?;
         return Ok(Outcome::Duplicate {
             event_id: ev.event_id.clone(),
         });

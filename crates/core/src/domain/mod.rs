@@ -5,6 +5,7 @@
 pub mod attempt;
 pub mod attention;
 pub mod commitment;
+pub mod counter;
 pub mod event;
 pub mod fingerprint;
 pub mod finish;

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::attention::{AttentionRow, Search, attention_row, intention_keys, page_sql};
 use super::{Result, Tx, from_ms, ms};
 use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
+use crate::domain::counter::Counter;
 
 /// A page of rows and the total behind it.
 #[derive(Debug, Clone, Serialize)]
@@ -203,8 +204,11 @@ impl Tx<'_> {
             day: day.to_string(),
             by_state,
             closures,
-            duplicate_keys: self.counter("duplicate_keys")?,
-            duplicate_events: self.counter("duplicate_events")? + self.counter("duplicate_channel_events")?,
+            duplicate_keys: self.counter(&Counter::DuplicateKeys.name())?,
+            // `duplicate_channel_events` is the name ledgers of the first
+            // version counted webhook copies under.
+            duplicate_events: self.counter(&Counter::DuplicateEvents.name())?
+                + self.counter("duplicate_channel_events")?,
             opt_outs,
             latency_ms_median: latencies.get(latencies.len() / 2).copied(),
             latency_ms_p95: latencies

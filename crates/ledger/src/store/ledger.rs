@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::{Result, StoreError, Tx, from_ms, ms};
 use crate::domain::commitment::{Commitment, CommitmentKind, CommitmentStatus};
+use crate::domain::counter::Counter;
 use rusqlite::types::Type;
 
 #[derive(Debug, Clone, Serialize)]
@@ -157,7 +158,7 @@ impl Tx<'_> {
             )
             .optional()?;
         if id.is_none() {
-            self.bump_counter("duplicate_events", 1)?;
+            self.bump_counter(Counter::DuplicateEvents, 1)?;
         }
         Ok(id)
     }

@@ -48,6 +48,7 @@ pub use webhooks::{
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::domain::counter::Counter;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
@@ -414,12 +415,12 @@ impl Tx<'_> {
         Conn(&self.tx)
     }
 
-    /// Adds `by` to a named counter (duplicates blocked, rejections…).
-    pub fn bump_counter(&self, name: &str, by: i64) -> Result<()> {
+    /// Adds `by` to a counter (duplicates blocked, rejections…).
+    pub fn bump_counter(&self, counter: Counter, by: i64) -> Result<()> {
         self.conn().execute(
             "INSERT INTO counters(name, value) VALUES (?1, ?2)
              ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-            rusqlite::params![name, by],
+            rusqlite::params![counter.name(), by],
         )?;
         Ok(())
     }

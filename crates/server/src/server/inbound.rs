@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use crate::domain::commitment::CommitmentKind;
+use crate::domain::counter::Counter;
 use crate::domain::event::{BookingEvent, is_e164};
 use crate::domain::inbound::Reply;
 use crate::domain::mask::mask_phone;
@@ -253,7 +254,7 @@ pub fn process(
     let Some(phone) = phone else {
         // Kept, and counted, until a contacts[] entry links the user id.
         tx.mark_channel_event(row, "recorded", None, now)?;
-        tx.bump_counter("inbound_by_user_id_uncorrelated", 1)?;
+        tx.bump_counter(Counter::InboundByUserIdUncorrelated, 1)?;
         return Ok(Ok(InboundOutcome::Recorded { why: "unknown_user_id" }));
     };
     let sent_at = msg.sent_at(now);
@@ -372,7 +373,7 @@ fn system(
         tx.mark_channel_event(row, "recorded", None, now)?;
         return Ok(InboundOutcome::Recorded { why: "unknown_number" });
     };
-    tx.bump_counter("number_changed", 1)?;
+    tx.bump_counter(Counter::NumberChanged, 1)?;
     let source_event = format!("cloud:{}", msg.id);
     let shown = format!("{} → {}", mask_phone(old), mask_phone(&new));
     for a in &changed.upcoming {

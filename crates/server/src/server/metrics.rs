@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 
 use super::{ApiError, AppState};
+use crate::domain::counter::{Counter, Source};
 use crate::store::{LATENCY_BUCKETS_MS, MetricsSnapshot};
 
 pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError> {
@@ -70,18 +71,18 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
     let _ = writeln!(
         o,
         "unavez_duplicates_blocked_total{{kind=\"keys\"}} {}",
-        counter("duplicate_keys")
+        counter(&Counter::DuplicateKeys.name())
     );
     let _ = writeln!(
         o,
         "unavez_duplicates_blocked_total{{kind=\"events\"}} {}",
-        counter("duplicate_events")
+        counter(&Counter::DuplicateEvents.name())
     );
-    for src in ["cloud", "motor"] {
+    for src in [Source::Cloud, Source::Motor] {
         let _ = writeln!(
             o,
             "unavez_duplicates_blocked_total{{kind=\"webhook_events\",source=\"{src}\"}} {}",
-            counter(&format!("duplicate_events_{src}"))
+            counter(&Counter::DuplicateEventsFrom(src).name())
         );
     }
 
@@ -189,14 +190,11 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
         "Requests or events refused, by source and reason.",
     );
     for (name, n) in &s.counters {
-        if let Some(rest) = name.strip_prefix("webhook_rejected:")
-            && let Some((src, reason)) = rest.split_once(':')
-        {
+        if let Some(Counter::WebhookRejected(src, reason)) = Counter::parse(name) {
             let _ = writeln!(
                 o,
-                "unavez_webhook_rejected_total{{source=\"{}\",reason=\"{}\"}} {n}",
-                esc(src),
-                esc(reason)
+                "unavez_webhook_rejected_total{{source=\"{src}\",reason=\"{}\"}} {n}",
+                reason.as_str()
             );
         }
     }
