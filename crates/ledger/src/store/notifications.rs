@@ -9,6 +9,7 @@ use rusqlite::{OptionalExtension, params};
 use super::intents::Entry;
 use super::{Cause, Result, Tx, from_ms, ms};
 use crate::domain::commitment::CommitmentKind;
+use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Signal};
 
 /// A template's status as Meta reported it; `None` fields keep what was known.
@@ -91,7 +92,7 @@ impl Tx<'_> {
             .query_map(params![name, IntentionState::Planned.to_string()], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let entry = Entry {
-            signal: "template_blocked",
+            signal: HistorySignal::TemplateBlocked.as_str(),
             cause: Cause::Webhook,
             evidence: Some(evidence),
             note: Some(note),

@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::intents::Entry;
 use super::{Cause, Result, Tx, ms};
 use crate::domain::counter::{Counter, Parking, Rejection, Source};
+use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Transition};
 use crate::domain::status::MotorEvent;
 use crate::domain::status::{CloudStatus, Report, motor_report};
@@ -208,7 +209,11 @@ impl Tx<'_> {
                             "status for message {mid}, but this intention's message is {first}: possible duplicate send"
                         );
                         let evidence = format!("message:{mid}");
-                        self.note(id, &self.webhook_entry("second_message_id", &evidence, Some(&note)), at)?;
+                        self.note(
+                            id,
+                            &self.webhook_entry(HistorySignal::SecondMessageId.as_str(), &evidence, Some(&note)),
+                            at,
+                        )?;
                         self.bump_counter(Counter::SecondMessageId, 1)?;
                     }
                     Some(_) => {}
@@ -349,7 +354,11 @@ impl Tx<'_> {
                 "event {} names this intention and intention #{other} (key {key}, message {mid}): applied to neither",
                 ev.event_id
             );
-            self.note(id, &self.webhook_entry("event_parked", &evidence, Some(&note)), at)?;
+            self.note(
+                id,
+                &self.webhook_entry(HistorySignal::EventParked.as_str(), &evidence, Some(&note)),
+                at,
+            )?;
         }
         Ok(Some(StatusOutcome::Parked {
             reason: PARKED_KEY_MESSAGE_MISMATCH.into(),
