@@ -36,6 +36,7 @@ fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel),
         runtime: rt.handle().clone(),
+        progress: None,
     });
     let mut app = fx.app("tecnico", Role::Technician);
     fx.act(&mut app, Action::Goto(Screen::Reprocess));

@@ -17,7 +17,10 @@ pub use rows::{RowIdentity, Rows};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
 
+use super::failure::Failure;
 use super::keys::{Access, Action, Mode, Screen};
+use super::theme::{self, Palette};
+use crate::board::DayFigures;
 use super::worker::{OpError, PendingOp, Request, Response};
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
@@ -134,7 +137,10 @@ pub struct ReprocessView {
     pub plan: Option<Vec<reprocess::Item>>,
     /// After a real run: the report (items carry their resulting state).
     pub done: Option<Box<reprocess::Report>>,
-    pub error: Option<String>,
+    /// Why there is no plan (not available here, the ledger failed…).
+    pub error: Option<Failure>,
+    /// A real run in progress: how far it is (the gauge).
+    pub running: Option<reprocess::Progress>,
 }
 
 /// The whole console state.
@@ -182,6 +188,14 @@ pub struct App {
     pub no_color: bool,
     /// This session's actions, newest last: what `L` lists.
     pub log: Vec<(DateTime<Utc>, String)>,
+    // tablero, themes, progress, errors
+    /// The colours every view draws with (`[console] theme`).
+    pub palette: &'static Palette,
+    /// The Tablero's day figures: latency and queue depth by the hour.
+    pub board_day: Option<DayFigures>,
+    /// The last error a request met, whole: `enter` while its flash is on
+    /// the line, or `:error`, shows it.
+    pub failure: Option<Failure>,
 }
 
 impl App {
@@ -225,6 +239,9 @@ impl App {
             ops_in_flight: 0,
             log: Vec::new(),
             no_color: false,
+            palette: &theme::DARK,
+            board_day: None,
+            failure: None,
         }
     }
 
@@ -296,15 +313,29 @@ impl App {
             }
             Screen::Board => {
                 let day = self.day.format("%Y-%m-%d").to_string();
-                let day_start = self
+                let start_of = |d: NaiveDate| {
+                    d.and_hms_opt(0, 0, 0)
+                        .and_then(|t| t.and_local_timezone(self.tz).earliest())
+                        .map(|t| t.with_timezone(&Utc))
+                };
+                let day_start = start_of(self.day).unwrap_or(self.now);
+                let day_end = self
                     .day
-                    .and_hms_opt(0, 0, 0)
-                    .and_then(|t| t.and_local_timezone(self.tz).earliest())
-                    .map(|t| t.with_timezone(&Utc))
-                    .unwrap_or(self.now);
+                    .succ_opt()
+                    .and_then(start_of)
+                    .unwrap_or(day_start + Duration::days(1));
                 vec![
                     Request::Board { day: day.clone() },
-                    Request::BoardHours { day, day_start },
+                    Request::BoardHours {
+                        day: day.clone(),
+                        day_start,
+                    },
+                    Request::BoardDay {
+                        day,
+                        day_start,
+                        day_end,
+                        now: self.now,
+                    },
                 ]
             }
             Screen::Counter => match &self.counter_query {
@@ -483,13 +514,14 @@ impl App {
             value: b.opt_outs.to_string(),
             query: None,
         });
-        let latency = match (b.latency_ms_median, b.latency_ms_p95) {
-            (Some(p50), Some(p95)) => format!(
-                "{:.1} s · p95 {:.1} s (n={})",
-                p50 as f64 / 1000.0,
-                p95 as f64 / 1000.0,
-                b.latency_samples
-            ),
+        // The day's figures count every acceptance; the board's own is a
+        // sample, shown only until they arrive.
+        let (p50, p95, n) = match &self.board_day {
+            Some(d) => (d.latency_p50_ms, d.latency_p95_ms, d.accepted as i64),
+            None => (b.latency_ms_median, b.latency_ms_p95, b.latency_samples),
+        };
+        let latency = match (p50, p95) {
+            (Some(p50), Some(p95)) => format!("{} · p95 {} (n={n})", duration_text(p50), duration_text(p95)),
             _ => t.detail_none.to_string(),
         };
         items.push(BoardItem {
@@ -515,6 +547,18 @@ pub fn summary_text(t: &Strings, items: &[reprocess::Item]) -> String {
         .map(|(a, n)| format!("{} {n}", t.reprocess_action(*a)))
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// A latency in the unit that reads best: `850 ms`, `4.2 s`, `3.5 min`,
+/// `1.2 h`.
+pub fn duration_text(ms: i64) -> String {
+    let ms = ms.max(0);
+    match ms {
+        0..1_000 => format!("{ms} ms"),
+        1_000..120_000 => format!("{:.1} s", ms as f64 / 1_000.0),
+        120_000..7_200_000 => format!("{:.1} min", ms as f64 / 60_000.0),
+        _ => format!("{:.1} h", ms as f64 / 3_600_000.0),
+    }
 }
 
 /// Compact age: `45 s`, `12 min`, `3 h`, `2 d`.
