@@ -520,8 +520,8 @@ impl Strings {
         }
     }
 
-    /// A failure for the flash line: the sentence, the technical text cut
-    /// to a few words, and where to read it whole.
+    /// A failure in one line: the sentence and the technical text cut to
+    /// a few words.
     pub fn failure_line(&self, f: &Failure) -> String {
         const ROOM: usize = 40;
         let detail = inert(f.detail.trim());
@@ -534,7 +534,6 @@ impl Strings {
             };
             line.push_str(&format!(" ({short})"));
         }
-        line.push_str(&format!(" · {}", self.error_more));
         line
     }
 }

@@ -166,7 +166,7 @@ fn reprocess_request(
     let r = ctx
         .reprocess
         .as_ref()
-        .ok_or_else(|| Failure::new(FailureKind::Unavailable, "reprocessing is not set up in this console"))?;
+        .ok_or_else(|| Failure::new(FailureKind::Unavailable, ""))?;
     r.runtime.block_on(async {
         let db = Db::open(&r.db).map_err(|e| Failure::from(&e))?;
         if req.dry_run {

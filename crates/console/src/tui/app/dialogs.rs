@@ -505,7 +505,8 @@ impl App {
     /// An error on the flash line in the operator's words, kept whole for
     /// `enter` (while it shows) and `:error`.
     pub(super) fn fail(&mut self, e: Failure) {
-        let text = fill(self.t.flash_error, &[("why", &self.t.failure_line(&e))]);
+        let why = format!("{} · {}", self.t.failure_line(&e), self.t.error_more);
+        let text = fill(self.t.flash_error, &[("why", &why)]);
         self.failure = Some(e);
         self.flash(FlashKind::Error, text);
     }

@@ -516,12 +516,13 @@ impl App {
         });
         // The day's figures count every acceptance; the board's own is a
         // sample, shown only until they arrive.
-        let (p50, p95, n) = match &self.board_day {
-            Some(d) => (d.latency_p50_ms, d.latency_p95_ms, d.accepted as i64),
-            None => (b.latency_ms_median, b.latency_ms_p95, b.latency_samples),
+        let (p50, p95) = match &self.board_day {
+            Some(d) => (d.latency_p50_ms, d.latency_p95_ms),
+            None => (b.latency_ms_median, b.latency_ms_p95),
         };
         let latency = match (p50, p95) {
-            (Some(p50), Some(p95)) => format!("{} · p95 {} (n={n})", duration_text(p50), duration_text(p95)),
+            // The sample's size is on the latency chart.
+            (Some(p50), Some(p95)) => format!("{} · p95 {}", duration_text(p50), duration_text(p95)),
             _ => t.detail_none.to_string(),
         };
         items.push(BoardItem {

@@ -225,7 +225,8 @@ fn latency_unit(max_ms: i64) -> (f64, &'static str) {
     }
 }
 
-/// Latency from due to acceptance, p50 and p95, by the hour of acceptance.
+/// Latency from due to acceptance, p50 and p95, by the hour of acceptance;
+/// the unit in the title, the day's figures under the chart.
 fn draw_latency(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
     let p = app.palette;
@@ -235,15 +236,21 @@ fn draw_latency(f: &mut Frame<'_>, app: &App, area: Rect) {
     let (per, unit) = latency_unit(max_ms);
     let p50 = line_data(hours.iter().map(|h| h.latency_p50_ms.map(|v| v as f64 / per)));
     let p95 = line_data(hours.iter().map(|h| h.latency_p95_ms.map(|v| v as f64 / per)));
-    let summary = match day.and_then(|d| d.latency_p50_ms.zip(d.latency_p95_ms).map(|x| (x, d.accepted))) {
-        Some(((a, b), n)) => format!(" · p50 {} · p95 {} (n={n})", duration_text(a), duration_text(b)),
-        None => format!(" · {}", t.board_no_data),
+    let bottom = match day.and_then(|d| d.latency_p50_ms.zip(d.latency_p95_ms).map(|x| (x, d.accepted))) {
+        Some(((a, b), n)) => {
+            let mut line = legend(&[("p50", p.p50)]);
+            line.spans.push(Span::raw(format!("{}  ", duration_text(a))));
+            line.spans.extend(legend(&[("p95", p.p95)]).spans.into_iter().skip(1));
+            line.spans.push(Span::raw(format!("{} · n={n} ", duration_text(b))));
+            line
+        }
+        None => Line::from(format!(" {} ", t.board_no_data)),
     };
     let max = (max_ms as f64 / per).max(1.0);
     let datasets = vec![dataset("p50", p.p50, &p50), dataset("p95", p.p95, &p95)];
-    let bottom = legend(&[("p50", p.p50), ("p95", p.p95)]);
-    let chart = hourly_chart(app, format!(" {}{summary} ", t.board_latency_chart), bottom, datasets, max, |v| {
-        if v == 0.0 { "0".into() } else { format!("{v:.1} {unit}") }
+    let title = format!(" {} ({unit}) ", t.board_latency_chart);
+    let chart = hourly_chart(app, title, bottom, datasets, max, |v| {
+        if v == 0.0 { "0".into() } else { format!("{v:.1}") }
     });
     f.render_widget(chart, area);
 }
@@ -274,14 +281,16 @@ fn draw_queue(f: &mut Frame<'_>, app: &App, area: Rect) {
     f.render_widget(chart, area);
 }
 
-/// One bar per hour; any value above zero shows at least the lowest bar,
-/// so a quiet hour with one message is not drawn as none.
-fn bars(values: &[Option<i64>]) -> (Vec<Option<u64>>, u64) {
+/// One bar per hour begun; any value above zero shows at least the lowest
+/// bar (a quiet hour with one message is not drawn as none), and an hour
+/// with nothing is a dot, so the line still reads as the day's hours.
+fn bars(values: &[Option<i64>], begun: usize) -> (Vec<Option<u64>>, u64) {
     let max = values.iter().flatten().copied().max().unwrap_or(0).max(1) as u64;
     let floor = max.div_ceil(8);
     let bars = values
         .iter()
-        .map(|v| v.map(|v| if v > 0 { (v as u64).max(floor) } else { 0 }))
+        .take(begun)
+        .map(|v| v.filter(|v| *v > 0).map(|v| (v as u64).max(floor)))
         .collect();
     (bars, max)
 }
@@ -293,6 +302,11 @@ fn draw_lines(f: &mut Frame<'_>, app: &App, area: Rect, messages: bool) {
     let p = app.palette;
     let day = app.board_day.as_ref();
     let hours = day.map(|d| d.hours.as_slice()).unwrap_or(&[]);
+    // Hours begun: the queue has a figure for each (a future day none).
+    let begun = match day {
+        Some(d) => d.hours.iter().filter(|h| h.queue_peak.is_some()).count(),
+        None => 0,
+    };
     let mut lines: Vec<(&str, Vec<Option<i64>>, Color, String)> = Vec::new();
     if messages {
         let all = outcome_counts(app, &["accepted", "sent", "delivered", "read", "failed"]);
@@ -309,14 +323,20 @@ fn draw_lines(f: &mut Frame<'_>, app: &App, area: Rect, messages: bool) {
     for ((label, values, color, summary), row) in lines.into_iter().zip(rows.iter()) {
         let [name, spark, text] = Layout::horizontal([
             Constraint::Length(14),
-            Constraint::Length(hours.len().max(24) as u16 + 1),
+            Constraint::Length(hours.len().max(24) as u16 + 2),
             Constraint::Fill(1),
         ])
         .areas(*row);
         f.render_widget(Paragraph::new(format!(" {label}")).style(HEAD), name);
-        let (data, max) = bars(&values);
+        let (data, max) = bars(&values, begun);
         let data: Vec<SparklineBar> = data.into_iter().map(SparklineBar::from).collect();
-        f.render_widget(Sparkline::default().data(data).max(max).style(Style::new().fg(color)), spark);
+        let sparkline = Sparkline::default()
+            .data(data)
+            .max(max)
+            .style(Style::new().fg(color))
+            .absent_value_symbol("·")
+            .absent_value_style(p.dim());
+        f.render_widget(sparkline, spark);
         f.render_widget(Paragraph::new(summary).style(p.dim()), text);
     }
 }
@@ -344,8 +364,9 @@ mod tests {
 
     #[test]
     fn a_small_value_still_shows_a_bar() {
-        let (b, max) = bars(&[Some(0), Some(1), Some(100), None]);
+        let (b, max) = bars(&[Some(0), Some(1), Some(100), None, Some(5)], 4);
         assert_eq!(max, 100);
-        assert_eq!(b, vec![Some(0), Some(13), Some(100), None]);
+        // Zero and no figure are dots; hours not begun are not drawn.
+        assert_eq!(b, vec![None, Some(13), Some(100), None]);
     }
 }

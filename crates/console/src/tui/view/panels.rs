@@ -137,15 +137,18 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
         (Some(done), _) if done.day == app.day.format("%Y-%m-%d").to_string() => (t.screen_reprocess, &done.items),
         (_, Some(plan)) => (t.reprocess_preview, plan),
         _ => {
-            let msg = match &v.error {
-                Some(e) => t.failure_line(e),
-                None => t.reprocess_unavailable.to_string(),
-            };
+            let mut msg = vec![Line::styled(
+                v.error.as_ref().map_or(t.reprocess_unavailable, |e| t.failure(e.kind)),
+                Style::new().fg(app.palette.warn),
+            )];
+            if let Some(e) = v.error.as_ref().filter(|e| !e.detail.is_empty()) {
+                msg.push(Line::styled(inert(&e.detail).into_owned(), app.palette.dim()));
+            }
             let block = Block::default()
                 .borders(Borders::ALL)
                 .title_bottom(format!(" {} ", t.reprocess_hint));
             f.render_widget(
-                Paragraph::new(vec![Line::styled(msg, Style::new().fg(app.palette.warn))]).block(block),
+                Paragraph::new(msg).wrap(Wrap { trim: false }).block(block),
                 right,
             );
             return;
