@@ -10,6 +10,10 @@ impl App {
             Mode::Form => return self.on_form(a),
             Mode::Confirm | Mode::ConfirmWord => return self.on_confirm(a),
             Mode::Help | Mode::Log | Mode::Error => {
+                // An error read whole leaves the line: enter opens rows again.
+                if self.mode == Mode::Error && self.error_on_flash() {
+                    self.flash = None;
+                }
                 match a {
                     Action::Quit => self.quit = true,
                     _ => self.mode = Mode::Normal,
