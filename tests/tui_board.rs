@@ -131,3 +131,24 @@ fn at_80x24_the_figures_are_one_line_each_under_the_counters() {
     // The counters above are whole: nothing is cut.
     assert!(row_text(&b, 17).contains("10.4 min · p95 10.8 min"), "{}", row_text(&b, 17));
 }
+
+/// The day figures are re-read once a minute while the Tablero shows,
+/// at once on `ctrl-r` or for another day, never on every tick.
+#[test]
+fn the_day_figures_are_read_once_a_minute_or_on_demand() {
+    use unavez::tui::worker::Request;
+    let asks = |reqs: &[Request]| reqs.iter().filter(|r| matches!(r, Request::BoardDay { .. })).count();
+    let mut fx = clinic(20);
+    let mut app = board(&mut fx);
+    assert!(app.board_day.is_some());
+    assert_eq!(asks(&app.tick(now() + Duration::seconds(5))), 0);
+    assert_eq!(asks(&app.tick(now() + Duration::seconds(59))), 0);
+    assert_eq!(asks(&app.tick(now() + Duration::seconds(61))), 1);
+    assert_eq!(asks(&app.on_action(Action::Refresh)), 1);
+    let reqs = app.on_action(Action::DayPrev);
+    assert_eq!(asks(&reqs), 1);
+    // Yesterday's figures are not drawn under today's title meanwhile.
+    assert!(app.board_day.is_none());
+    fx.run(&mut app, reqs);
+    assert!(app.board_day.is_some());
+}

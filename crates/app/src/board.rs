@@ -6,17 +6,22 @@
 //! ([`Tx::day_timings`]); what they mean is decided here, so the rules are
 //! plain code a test reads:
 //!
-//! - **Latency** is measured as `/metrics` measures it: from the later of
-//!   due and creation (a resend authorized now was not late before it
-//!   existed) to the first applied move into accepted or a later evidence
-//!   state; it is counted in the hour the acceptance happened, like the
-//!   outcomes chart counts each outcome in its hour.
-//! - **Queue depth**: an intention waits from its due time (or its
-//!   creation, if later) until it first reaches acceptance (or later) or
-//!   is closed (failed, cancelled, sent to review: a person's work then,
-//!   not the dispatcher's). Each hour shows the most that waited at once
-//!   during it; hours not begun show nothing. Bounded by the day: an
-//!   intention due the day before that still waits counts on that day.
+//! - **Latency** runs from due to the first applied move into accepted or
+//!   a later evidence state (`/metrics` starts at the later of due and
+//!   creation; the two differ only for messages planned after their due
+//!   time, and reading each row's creation would cost the Tablero most of
+//!   its speed at a million intentions). It is counted in the hour the
+//!   acceptance happened, as the outcomes chart counts each outcome.
+//! - **Queue depth**: an intention waits from its due time until it first
+//!   reaches acceptance (or later) or is closed (failed, cancelled, sent
+//!   to review: a person's work then, not the dispatcher's). Each hour
+//!   shows the most that waited at once during it; hours not begun show
+//!   nothing. Bounded by the day: an intention due the day before that
+//!   still waits counts on that day. A row in one of those states without
+//!   the history to date it is taken as never having waited, so a gap in
+//!   the evidence never shows as a queue; a row accepted after a stay in
+//!   review counts as waiting until its acceptance (the ledger looks up
+//!   closing times for rows closed now only, to stay fast).
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -77,21 +82,13 @@ pub fn percentile(sorted: &[i64], p: u32) -> Option<i64> {
     sorted.get(rank - 1).copied()
 }
 
-/// When the row first reached acceptance; a row in such a state without
-/// the history entry (an old ledger) counts from its last change.
-fn reached_at(r: &DayTiming) -> Option<DateTime<Utc>> {
-    r.reached_at
-        .or_else(|| REACHED.contains(&r.state).then_some(r.state_changed_at))
-}
-
 /// When the row stopped waiting: acceptance or closing, whichever came
-/// first.
+/// first; a row accepted or closed without the history to date it, at its
+/// due time (it is not counted as waiting).
 fn left_at(r: &DayTiming) -> Option<DateTime<Utc>> {
-    let closed = r
-        .closed_at
-        .or_else(|| CLOSED.contains(&r.state).then_some(r.state_changed_at));
-    match (reached_at(r), closed) {
+    match (r.reached_at, r.closed_at) {
         (Some(a), Some(b)) => Some(a.min(b)),
+        (None, None) if REACHED.contains(&r.state) || CLOSED.contains(&r.state) => Some(r.due_at),
         (a, b) => a.or(b),
     }
 }
@@ -111,8 +108,8 @@ pub fn figures(rows: &[DayTiming], day_start: DateTime<Utc>, day_end: DateTime<U
     let mut by_hour: Vec<Vec<i64>> = vec![Vec::new(); n_hours];
     let mut all = Vec::new();
     for r in rows {
-        let Some(at) = reached_at(r) else { continue };
-        let ms = (at - r.due_at.max(r.created_at)).num_milliseconds().max(0);
+        let Some(at) = r.reached_at else { continue };
+        let ms = (at - r.due_at).num_milliseconds().max(0);
         all.push(ms);
         if let Some(h) = hour_of(at).filter(|h| *h < n_hours) {
             by_hour[h].push(ms);
@@ -160,8 +157,7 @@ pub fn figures(rows: &[DayTiming], day_start: DateTime<Utc>, day_end: DateTime<U
 fn queue_peaks(rows: &[DayTiming], day_start: DateTime<Utc>, n_hours: usize, now: DateTime<Utc>) -> Vec<Option<i64>> {
     let mut events: Vec<(DateTime<Utc>, i64)> = Vec::with_capacity(rows.len() * 2);
     for r in rows {
-        // Nothing waits before it exists (a resend authorized late).
-        let from = r.due_at.max(r.created_at);
+        let from = r.due_at;
         if from > now {
             continue;
         }

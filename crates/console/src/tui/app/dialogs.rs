@@ -449,6 +449,8 @@ impl App {
             Response::BoardDay(Ok(d)) => self.board_day = Some(d),
             Response::BoardDay(Err(e)) => {
                 self.board_day = None;
+                // Asked again on the next tick.
+                self.board_day_asked = None;
                 self.fail(e);
             }
             Response::Board(Ok(b)) => {

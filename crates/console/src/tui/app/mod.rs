@@ -109,6 +109,10 @@ pub struct Flash {
 /// How long a flash message stays on the line.
 pub const FLASH_SECONDS: i64 = 6;
 
+/// How often the Tablero re-reads its day figures while it is shown
+/// (`ctrl-r` and another day re-read them at once).
+pub const BOARD_DAY_SECONDS: i64 = 60;
+
 /// The embedded dispatcher as the header shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DispatcherView {
@@ -193,6 +197,10 @@ pub struct App {
     pub palette: &'static Palette,
     /// The Tablero's day figures: latency and queue depth by the hour.
     pub board_day: Option<DayFigures>,
+    /// Which day they were asked for, and when: an hourly picture is
+    /// re-read every [`BOARD_DAY_SECONDS`], not on every tick (at a
+    /// million intentions the read costs tens of milliseconds).
+    pub board_day_asked: Option<(NaiveDate, DateTime<Utc>)>,
     /// The last error a request met, whole: `enter` while its flash is on
     /// the line, or `:error`, shows it.
     pub failure: Option<Failure>,
@@ -241,6 +249,7 @@ impl App {
             no_color: false,
             palette: &theme::DARK,
             board_day: None,
+            board_day_asked: None,
             failure: None,
         }
     }
@@ -324,19 +333,30 @@ impl App {
                     .succ_opt()
                     .and_then(start_of)
                     .unwrap_or(day_start + Duration::days(1));
-                vec![
+                let mut out = vec![
                     Request::Board { day: day.clone() },
                     Request::BoardHours {
                         day: day.clone(),
                         day_start,
                     },
-                    Request::BoardDay {
+                ];
+                let fresh = self.board_day_asked.is_some_and(|(d, at)| {
+                    d == self.day && self.now - at < Duration::seconds(BOARD_DAY_SECONDS)
+                });
+                if !fresh {
+                    // Another day's figures never show under this one.
+                    if self.board_day_asked.map(|(d, _)| d) != Some(self.day) {
+                        self.board_day = None;
+                    }
+                    self.board_day_asked = Some((self.day, self.now));
+                    out.push(Request::BoardDay {
                         day,
                         day_start,
                         day_end,
                         now: self.now,
-                    },
-                ]
+                    });
+                }
+                out
             }
             Screen::Counter => match &self.counter_query {
                 Some(q) => {

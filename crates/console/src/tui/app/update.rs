@@ -38,6 +38,7 @@ impl App {
             Action::Back => self.back_action(),
             Action::Refresh => {
                 self.flash(FlashKind::Info, self.t.flash_refreshed.into());
+                self.board_day_asked = None;
                 self.load()
             }
             Action::OpenFilter => {
