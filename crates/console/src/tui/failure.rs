@@ -46,6 +46,24 @@ pub enum FailureKind {
     Other,
 }
 
+impl FailureKind {
+    pub const ALL: [FailureKind; 13] = [
+        FailureKind::Busy,
+        FailureKind::DiskFull,
+        FailureKind::ReadOnly,
+        FailureKind::Ledger,
+        FailureKind::Upgraded,
+        FailureKind::NotFound,
+        FailureKind::Changed,
+        FailureKind::NotAllowed,
+        FailureKind::Channel,
+        FailureKind::NoChannel,
+        FailureKind::NoDispatcher,
+        FailureKind::Unavailable,
+        FailureKind::Other,
+    ];
+}
+
 /// A failure and its technical text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
