@@ -92,14 +92,25 @@ fn check_charts(app: &App, p: &Palette) {
     let charts = 66..120;
     let outcome = plotted(&b, charts.clone(), messages + 1..latency);
     assert!(!outcome.is_empty());
-    assert!(outcome.iter().all(|c| [p.sent, p.delivered, p.read, p.failed].contains(c)), "{outcome:?}");
+    assert!(
+        outcome
+            .iter()
+            .all(|c| [p.sent, p.delivered, p.read, p.failed].contains(c)),
+        "{outcome:?}"
+    );
     let lat = plotted(&b, charts.clone(), latency + 1..queue);
-    assert!(!lat.is_empty() && lat.iter().all(|c| [p.p50, p.p95].contains(c)), "{lat:?}");
+    assert!(
+        !lat.is_empty() && lat.iter().all(|c| [p.p50, p.p95].contains(c)),
+        "{lat:?}"
+    );
     let q = plotted(&b, charts, queue + 1..queue + 11);
     assert!(!q.is_empty() && q.iter().all(|c| *c == p.queue), "{q:?}");
     // The legend under the latency chart names the day's figures.
     let legend = row_text(&b, queue - 1);
-    assert!(legend.contains("● p50") && legend.contains("● p95") && legend.contains("n="), "{legend}");
+    assert!(
+        legend.contains("● p50") && legend.contains("● p95") && legend.contains("n="),
+        "{legend}"
+    );
 }
 
 #[test]
@@ -117,7 +128,11 @@ fn at_80x24_the_figures_are_one_line_each_under_the_counters() {
     let mut app = board(&mut fx);
     app.palette = &LIGHT;
     let b = buffer(&app, 80, 24);
-    let (m, l, q) = (row_of(&b, " Mensajes "), row_of(&b, " Latencia p95 "), row_of(&b, " Cola "));
+    let (m, l, q) = (
+        row_of(&b, " Mensajes "),
+        row_of(&b, " Latencia p95 "),
+        row_of(&b, " Cola "),
+    );
     assert_eq!((m, l, q), (19, 20, 21));
     // A bar per hour begun (08:00: nine), from column 14; empty hours
     // are dim dots; nothing after now.
@@ -129,7 +144,11 @@ fn at_80x24_the_figures_are_one_line_each_under_the_counters() {
     assert!(row_text(&b, q).contains("pico 62 a las 07h"));
     assert!(row_text(&b, l).contains("p50 10.4 min · p95 10.8 min"));
     // The counters above are whole: nothing is cut.
-    assert!(row_text(&b, 17).contains("10.4 min · p95 10.8 min"), "{}", row_text(&b, 17));
+    assert!(
+        row_text(&b, 17).contains("10.4 min · p95 10.8 min"),
+        "{}",
+        row_text(&b, 17)
+    );
 }
 
 /// The day figures are re-read once a minute while the Tablero shows,

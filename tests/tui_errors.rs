@@ -73,7 +73,10 @@ fn a_locked_ledger_is_said_in_spanish_and_shown_whole_on_enter() {
     assert_eq!(app.screen, Screen::Attention);
     let text = overlay_text(&app);
     assert!(text.contains("Detalle del error"), "{text}");
-    assert!(text.contains("La base de datos está ocupada por otro proceso"), "{text}");
+    assert!(
+        text.contains("La base de datos está ocupada por otro proceso"),
+        "{text}"
+    );
     assert!(text.contains(&failure.detail), "{text}");
     // Read, it leaves the line: enter opens the row again.
     fx.act(&mut app, Action::Back);
@@ -104,7 +107,9 @@ fn a_failing_read_is_said_in_the_configured_language() {
     let flash = app.flash.clone().unwrap();
     assert_eq!(flash.kind, FlashKind::Error);
     assert!(
-        flash.text.starts_with("Error: An internal operation failed (database error: no such table"),
+        flash
+            .text
+            .starts_with("Error: An internal operation failed (database error: no such table"),
         "{}",
         flash.text
     );

@@ -188,7 +188,14 @@ fn a_real_run_reports_its_progress_and_the_screen_draws_a_gauge() {
         })
         .collect();
     assert_eq!(steps.first(), Some(&Progress { done: 0, total: acted }), "{steps:?}");
-    assert_eq!(steps.last(), Some(&Progress { done: acted, total: acted }), "{steps:?}");
+    assert_eq!(
+        steps.last(),
+        Some(&Progress {
+            done: acted,
+            total: acted
+        }),
+        "{steps:?}"
+    );
     assert!(steps.len() >= 3, "{steps:?}");
     assert!(steps.windows(2).all(|w| w[0].done < w[1].done), "{steps:?}");
 

@@ -228,7 +228,13 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     // run only reads, at once.
     let bar = Progress::start(args.json || args.dry_run, &format!("reprocessing {}", req.day));
     let on_progress = |p: reprocess::Progress| bar.set(p.done, p.total);
-    let report = rt.block_on(reprocess::run_with_progress(&db, &settings, &channel, &req, &on_progress));
+    let report = rt.block_on(reprocess::run_with_progress(
+        &db,
+        &settings,
+        &channel,
+        &req,
+        &on_progress,
+    ));
     drop(bar);
     let report = report?;
     if args.json {

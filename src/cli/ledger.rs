@@ -11,9 +11,9 @@ use chrono::Utc;
 use clap::{Args, Subcommand};
 
 use super::Ctx;
+use super::progress::Progress;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
-use super::progress::Progress;
 use crate::import::{ImportError, ImportOptions, import_file_progress};
 use crate::store::IntentFilter;
 

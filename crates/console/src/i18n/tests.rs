@@ -165,5 +165,8 @@ fn every_failure_is_said_in_both_languages() {
     assert!(line.starts_with("La base de datos está ocupada"), "{line}");
     let aside = line.split_once(" (").unwrap().1;
     assert!(aside.chars().count() <= 41 && aside.ends_with("…)"), "{aside}");
-    assert_eq!(ES.failure_line(&Failure::new(FailureKind::Unavailable, "")), ES.reprocess_unavailable);
+    assert_eq!(
+        ES.failure_line(&Failure::new(FailureKind::Unavailable, "")),
+        ES.reprocess_unavailable
+    );
 }

@@ -154,10 +154,7 @@ mod tests {
 
     fn sql(code: rusqlite_error::ErrorCode) -> StoreError {
         StoreError::Sql(rusqlite_error::Error::SqliteFailure(
-            rusqlite_error::ffi::Error {
-                code,
-                extended_code: 0,
-            },
+            rusqlite_error::ffi::Error { code, extended_code: 0 },
             Some("database is locked".into()),
         ))
     }
@@ -173,12 +170,7 @@ mod tests {
             (sql(C::DatabaseCorrupt), FailureKind::Ledger),
             (sql(C::ConstraintViolation), FailureKind::Other),
             (StoreError::NoIntention("42".into()), FailureKind::NotFound),
-            (
-                StoreError::Missing {
-                    path: "x.db".into(),
-                },
-                FailureKind::Ledger,
-            ),
+            (StoreError::Missing { path: "x.db".into() }, FailureKind::Ledger),
             (
                 StoreError::SchemaChanged {
                     path: "x.db".into(),

@@ -187,9 +187,30 @@ mod tests {
 
     #[test]
     fn the_light_palette_avoids_colours_that_fade_on_white() {
-        let faint = [Color::Yellow, Color::Cyan, Color::Green, Color::DarkGray, Color::Gray, Color::White];
+        let faint = [
+            Color::Yellow,
+            Color::Cyan,
+            Color::Green,
+            Color::DarkGray,
+            Color::Gray,
+            Color::White,
+        ];
         let l = &LIGHT;
-        for c in [l.accent, l.ok, l.warn, l.error, l.review, l.dim, l.sent, l.delivered, l.read, l.failed, l.p50, l.p95, l.queue] {
+        for c in [
+            l.accent,
+            l.ok,
+            l.warn,
+            l.error,
+            l.review,
+            l.dim,
+            l.sent,
+            l.delivered,
+            l.read,
+            l.failed,
+            l.p50,
+            l.p95,
+            l.queue,
+        ] {
             assert!(!faint.contains(&c), "{c:?}");
         }
         assert_eq!(Palette::of(Shade::Light), &LIGHT);

@@ -13,12 +13,12 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::board::DayFigures;
 use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
 use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence};
-use crate::board::DayFigures;
 use crate::store::{
     AttentionQuery, AttentionRow, Board, CounterQuery, HourCount, IntentionDetail, Page, Store, UpcomingRow,
 };
@@ -356,12 +356,10 @@ fn switch_dispatch(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<OpReport, Failure> {
-    let control = ctx.control.as_ref().ok_or_else(|| {
-        Failure::new(
-            FailureKind::NoDispatcher,
-            "the dispatcher does not run in this console",
-        )
-    })?;
+    let control = ctx
+        .control
+        .as_ref()
+        .ok_or_else(|| Failure::new(FailureKind::NoDispatcher, "the dispatcher does not run in this console"))?;
     let report = store
         .write(|tx| ops::switch_dispatch(tx, actor, pause, reason, now))
         .map_err(|e| Failure::from(&e))?;

@@ -47,7 +47,12 @@ impl Tx<'_> {
     ) -> Result<Vec<DayTiming>> {
         let sql = timings_sql(reached.len(), closed.len());
         let mut args: Vec<Value> = vec![day.to_string().into(), ms(until).into()];
-        args.extend(reached.iter().chain(closed).map(|s| Value::from(s.as_str().to_string())));
+        args.extend(
+            reached
+                .iter()
+                .chain(closed)
+                .map(|s| Value::from(s.as_str().to_string())),
+        );
         let mut stmt = self.conn().prepare_cached(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {
             Ok((
@@ -60,10 +65,12 @@ impl Tx<'_> {
         let mut out = Vec::new();
         for row in rows {
             let (due, state, reached_at, closed_at) = row?;
-            let state = state.parse().map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
-                table: "intentions",
-                detail: e.to_string(),
-            })?;
+            let state = state
+                .parse()
+                .map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
+                    table: "intentions",
+                    detail: e.to_string(),
+                })?;
             out.push(DayTiming {
                 due_at: from_ms(due),
                 state,

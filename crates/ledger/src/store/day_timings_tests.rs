@@ -144,4 +144,3 @@ fn the_read_is_served_by_the_day_and_history_indexes() {
     assert!(!plan.contains("SCAN i\n") && !plan.ends_with("SCAN i"), "{plan}");
     assert!(!plan.contains("SCAN h"), "{plan}");
 }
-

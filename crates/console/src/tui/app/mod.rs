@@ -20,8 +20,8 @@ use chrono_tz::Tz;
 use super::failure::Failure;
 use super::keys::{Access, Action, Mode, Screen};
 use super::theme::{self, Palette};
-use crate::board::DayFigures;
 use super::worker::{OpError, PendingOp, Request, Response};
+use crate::board::DayFigures;
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::state::IntentionState;
@@ -340,9 +340,9 @@ impl App {
                         day_start,
                     },
                 ];
-                let fresh = self.board_day_asked.is_some_and(|(d, at)| {
-                    d == self.day && self.now - at < Duration::seconds(BOARD_DAY_SECONDS)
-                });
+                let fresh = self
+                    .board_day_asked
+                    .is_some_and(|(d, at)| d == self.day && self.now - at < Duration::seconds(BOARD_DAY_SECONDS));
                 if !fresh {
                     // Another day's figures never show under this one.
                     if self.board_day_asked.map(|(d, _)| d) != Some(self.day) {

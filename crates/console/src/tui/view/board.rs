@@ -70,8 +70,7 @@ pub(super) fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
             draw_lines(f, app, lines, true);
         }
         wide => {
-            let [table, right] =
-                Layout::horizontal([Constraint::Length(TABLE_WIDTH), Constraint::Fill(1)]).areas(area);
+            let [table, right] = Layout::horizontal([Constraint::Length(TABLE_WIDTH), Constraint::Fill(1)]).areas(area);
             draw_counters(f, app, table, block);
             if wide == BoardLayout::Charts {
                 let [a, b, c] = Layout::vertical([Constraint::Fill(1); 3]).areas(right);
@@ -112,7 +111,11 @@ fn draw_counters(f: &mut Frame<'_>, app: &App, area: Rect, block: Block<'_>) {
 
 /// Hours in the day drawn (24, or 23/25 on a daylight-saving change).
 fn hours(app: &App) -> usize {
-    app.board_day.as_ref().map(|d| d.hours.len()).filter(|n| *n > 0).unwrap_or(24)
+    app.board_day
+        .as_ref()
+        .map(|d| d.hours.len())
+        .filter(|n| *n > 0)
+        .unwrap_or(24)
 }
 
 /// Messages that reached an outcome in each hour, for `states`.
@@ -152,17 +155,19 @@ fn hourly_chart<'a>(
     let dim = app.palette.dim();
     let y = |v: f64| Span::styled(format!("{:>7}", y_label(v)), dim);
     Chart::new(datasets)
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(title)
-                .title_bottom(bottom),
-        )
+        .block(Block::default().borders(Borders::ALL).title(title).title_bottom(bottom))
         .legend_position(None)
         .x_axis(
-            Axis::default()
-                .bounds([0.0, last as f64])
-                .labels(["0h".to_string(), "6h".into(), "12h".into(), "18h".into(), format!("{last}h")].map(|l| Span::styled(l, dim))),
+            Axis::default().bounds([0.0, last as f64]).labels(
+                [
+                    "0h".to_string(),
+                    "6h".into(),
+                    "12h".into(),
+                    "18h".into(),
+                    format!("{last}h"),
+                ]
+                .map(|l| Span::styled(l, dim)),
+            ),
         )
         .y_axis(Axis::default().bounds([0.0, max]).labels([y(0.0), y(max)]))
 }
@@ -311,14 +316,29 @@ fn draw_lines(f: &mut Frame<'_>, app: &App, area: Rect, messages: bool) {
     if messages {
         let all = outcome_counts(app, &["accepted", "sent", "delivered", "read", "failed"]);
         let total: i64 = all.iter().sum();
-        lines.push((t.board_spark_messages, all.into_iter().map(Some).collect(), p.sent, total.to_string()));
+        lines.push((
+            t.board_spark_messages,
+            all.into_iter().map(Some).collect(),
+            p.sent,
+            total.to_string(),
+        ));
     }
     let latency = match day.and_then(|d| d.latency_p50_ms.zip(d.latency_p95_ms)) {
         Some((a, b)) => format!("p50 {} · p95 {}", duration_text(a), duration_text(b)),
         None => t.board_no_data.to_string(),
     };
-    lines.push((t.board_spark_latency, hours.iter().map(|h| h.latency_p95_ms).collect(), p.p95, latency));
-    lines.push((t.board_spark_queue, hours.iter().map(|h| h.queue_peak).collect(), p.queue, peak_text(app, day)));
+    lines.push((
+        t.board_spark_latency,
+        hours.iter().map(|h| h.latency_p95_ms).collect(),
+        p.p95,
+        latency,
+    ));
+    lines.push((
+        t.board_spark_queue,
+        hours.iter().map(|h| h.queue_peak).collect(),
+        p.queue,
+        peak_text(app, day),
+    ));
     let rows = Layout::vertical(vec![Constraint::Length(1); lines.len()]).split(area);
     for ((label, values, color, summary), row) in lines.into_iter().zip(rows.iter()) {
         let [name, spark, text] = Layout::horizontal([

@@ -147,10 +147,7 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
             let block = Block::default()
                 .borders(Borders::ALL)
                 .title_bottom(format!(" {} ", t.reprocess_hint));
-            f.render_widget(
-                Paragraph::new(msg).wrap(Wrap { trim: false }).block(block),
-                right,
-            );
+            f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: false }).block(block), right);
             return;
         }
     };
