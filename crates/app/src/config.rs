@@ -595,8 +595,9 @@ mod tests {
         let cfg = Config::parse("[console]\ntheme = \"light\"\n", Path::new("c.toml")).unwrap();
         assert_eq!(cfg.console.theme, Theme::Light);
         let e = Config::parse("[console]\ntheme = \"blue\"\n", Path::new("c.toml")).unwrap_err();
+        // The line and the accepted values.
         assert!(
-            e.to_string().starts_with("c.toml:2:") && e.to_string().contains("theme"),
+            e.to_string().starts_with("c.toml:2:") && e.to_string().contains("`light`"),
             "{e}"
         );
     }
