@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::Ctx;
+use super::progress::Progress;
 use crate::channel::Channel;
 use crate::config::{ChannelKind, Config};
 use crate::dispatch::{self, Db, Settings, reprocess};
@@ -223,7 +224,19 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     let db = Db::from_store(ctx.open_existing()?);
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;
-    let report = rt.block_on(reprocess::run(&db, &settings, &channel, &req))?;
+    // A real run on a terminal shows how far it is (stderr only); the dry
+    // run only reads, at once.
+    let bar = Progress::start(args.json || args.dry_run, &format!("reprocessing {}", req.day));
+    let on_progress = |p: reprocess::Progress| bar.set(p.done, p.total);
+    let report = rt.block_on(reprocess::run_with_progress(
+        &db,
+        &settings,
+        &channel,
+        &req,
+        &on_progress,
+    ));
+    drop(bar);
+    let report = report?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);

@@ -5,6 +5,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`board`] | the Tablero's figures of a day by the hour: latency to acceptance (p50, p95) and queue depth, from one ledger read |
 //! | [`config`] | the TOML configuration (re-exporting policy, operators and channel config under their old paths); secrets by env var name; the template file |
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
 //! | [`planning`] | reserving a plan's intentions (a reused key with other content is a conflict) and closing what a closure names |
@@ -23,6 +24,7 @@ pub use unavez_core::{domain, planner, policy, templates};
 pub use unavez_ledger::failpoint;
 pub use unavez_ledger::store;
 
+pub mod board;
 pub mod config;
 pub mod demo;
 pub mod dispatch;

@@ -12,6 +12,7 @@
 mod attempts;
 mod attention;
 mod console;
+mod day_timings;
 mod dispatch;
 pub mod files;
 mod inbound;
@@ -29,6 +30,7 @@ pub use crate::api::{ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, R
 pub use crate::domain::attempt::{AttemptOutcome, AttemptResult, Backoff, Finished, RetryPolicy};
 pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, HandledMark, NewMark, RowKind};
 pub use console::{Board, CounterQuery, HourCount, NotificationCell, Page, UpcomingRow};
+pub use day_timings::DayTiming;
 pub use dispatch::PresendFacts;
 pub use inbound::SignalRow;
 pub use intents::Entry;

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-use super::{DIM, HEAD, SELECTED, page_info, short_purpose, state_style};
+use super::{HEAD, SELECTED, page_info, short_purpose, state_style};
 use crate::domain::attention::{CaseKind, next_step};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
@@ -59,7 +59,7 @@ pub(super) fn draw_attention_like(
         } else {
             t.empty_list
         };
-        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
+        f.render_widget(Paragraph::new(msg).style(app.palette.dim()).block(block), area);
         return;
     }
     // Narrow terminals (80 columns) keep who, when, the phone's last digits,
@@ -125,7 +125,7 @@ pub(super) fn draw_attention_like(
         if message {
             cells.push(Cell::from(inert(&purpose).into_owned()));
         }
-        cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state)));
+        cells.push(Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(app, &r.state)));
         if medium {
             cells.push(Cell::from(age(app.now, r.since)));
         }

@@ -12,7 +12,7 @@ mod panels;
 
 use attention::{draw_attention_like, human_time, short_name};
 use board::draw_board;
-use overlay::{draw_confirm, draw_form, draw_help, draw_log};
+use overlay::{draw_confirm, draw_error, draw_form, draw_help, draw_log};
 use panels::{draw_detail, draw_reprocess};
 
 use chrono::{DateTime, Duration, Utc};
@@ -37,7 +37,6 @@ pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 
 pub(super) const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
-pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
 pub(super) const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
 
 /// Draws the whole console.
@@ -47,8 +46,8 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         let size = format!("{}×{} < {MIN_WIDTH}×{MIN_HEIGHT}", area.width, area.height);
         let text = vec![
             Line::from(app.t.too_small).style(HEAD),
-            Line::from(size).style(DIM),
-            Line::from(fill(app.t.too_small_hint, &[("quit", "q")])).style(DIM),
+            Line::from(size).style(app.palette.dim()),
+            Line::from(fill(app.t.too_small_hint, &[("quit", "q")])).style(app.palette.dim()),
         ];
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
         return;
@@ -96,6 +95,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Confirm | Mode::ConfirmWord => draw_confirm(f, app),
         Mode::Help => draw_help(f, app),
         Mode::Log => draw_log(f, app),
+        Mode::Error => draw_error(f, app),
         _ => {}
     }
     neutralize_controls(f);
@@ -145,12 +145,12 @@ fn dispatcher_span(app: &App) -> Span<'static> {
     let t = app.t;
     let d = &app.dispatcher;
     let red = Style::new()
-        .fg(Color::Red)
+        .fg(app.palette.error)
         .add_modifier(Modifier::BOLD | Modifier::REVERSED);
     let (symbol, label, style) = match d.running {
-        None => ("○", t.dispatcher_off, DIM),
+        None => ("○", t.dispatcher_off, app.palette.dim()),
         Some(true) if d.paused => ("⏸", t.dispatcher_paused, red),
-        Some(true) => ("●", t.dispatcher_running, Style::new().fg(Color::Green)),
+        Some(true) => ("●", t.dispatcher_running, Style::new().fg(app.palette.ok)),
         Some(false) => ("■", t.dispatcher_stopped, red),
     };
     Span::styled(format!("{symbol} {}: {label}", t.dispatcher), style)
@@ -171,8 +171,8 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
         Span::styled(
             format!(" {} ", t.app_title),
             Style::new()
-                .fg(Color::Black)
-                .bg(Color::Cyan)
+                .fg(app.palette.on_accent)
+                .bg(app.palette.accent)
                 .add_modifier(Modifier::BOLD),
         ),
         Span::raw(format!(" {} ({})", inert(&app.operator), t.role(app.role()))),
@@ -180,13 +180,13 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     if app.identity_unverified {
         left.push(Span::styled(
             format!(" [{}]", t.identity_unverified),
-            Style::new().fg(Color::Yellow),
+            Style::new().fg(app.palette.warn),
         ));
     }
     if app.access.read_only {
         left.push(Span::styled(
             format!(" [{}]", t.read_only),
-            Style::new().fg(Color::Yellow),
+            Style::new().fg(app.palette.warn),
         ));
     }
     // The clock and the dispatcher's state are always shown; the queue
@@ -220,7 +220,7 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     let pad = width.saturating_sub(used(&left) + right_len);
     left.push(Span::raw(" ".repeat(pad)));
     left.push(state);
-    left.push(Span::styled(extra, DIM));
+    left.push(Span::styled(extra, app.palette.dim()));
     left.push(Span::styled(clock, HEAD));
     f.render_widget(Paragraph::new(Line::from(left)), area);
 }
@@ -230,9 +230,9 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     let mut spans = Vec::new();
     for (i, s) in Screen::tabs(app.role()).iter().enumerate() {
         let style = if *s == app.screen || (app.back.first() == Some(s)) {
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+            Style::new().fg(app.palette.accent).add_modifier(Modifier::BOLD)
         } else {
-            DIM
+            app.palette.dim()
         };
         spans.push(Span::styled(format!(" {} {} ", i + 1, s.title(t)), style));
     }
@@ -241,7 +241,7 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     if !app.filter.is_empty() {
         spans.push(Span::styled(
             format!("  [{}: {}]", t.filter, inert(&app.filter)),
-            Style::new().fg(Color::Yellow),
+            Style::new().fg(app.palette.warn),
         ));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -254,15 +254,8 @@ pub(super) fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> Str
     format!(" {} {}–{} / {total} ", app.t.page, offset + 1, offset as usize + shown)
 }
 
-pub(super) fn state_style(state: &str) -> Style {
-    match state {
-        "uncertain" | "stuck" => Style::new().fg(Color::Yellow),
-        "review" | "reschedule" => Style::new().fg(Color::Magenta),
-        "failed" => Style::new().fg(Color::Red),
-        "delivered" | "read" => Style::new().fg(Color::Green),
-        "cancelled" => DIM,
-        _ => Style::new(),
-    }
+pub(super) fn state_style(app: &App, state: &str) -> Style {
+    app.palette.state(state)
 }
 
 /// `aviso-reserva` → `reserva`, `recordatorio-24h` → `24h`: the column
@@ -303,7 +296,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             (true, false) => t.no_results,
             (true, true) => t.empty_list,
         };
-        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
+        f.render_widget(Paragraph::new(msg).style(app.palette.dim()).block(block), area);
         return;
     }
     let header = Row::new([
@@ -360,7 +353,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             .collect::<Vec<_>>()
             .join(" ");
         let style = if call {
-            Style::new().fg(Color::Yellow)
+            Style::new().fg(app.palette.warn)
         } else {
             Style::new()
         };
@@ -402,9 +395,9 @@ fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
             Some(fl) => {
                 let style = match fl.kind {
                     FlashKind::Info => Style::new(),
-                    FlashKind::Success => Style::new().fg(Color::Green),
-                    FlashKind::Refused => Style::new().fg(Color::Yellow),
-                    FlashKind::Error => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+                    FlashKind::Success => Style::new().fg(app.palette.ok),
+                    FlashKind::Refused => Style::new().fg(app.palette.warn),
+                    FlashKind::Error => Style::new().fg(app.palette.error).add_modifier(Modifier::BOLD),
                 };
                 Line::styled(inert(&fl.text).into_owned(), style)
             }
@@ -423,7 +416,7 @@ fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
 /// registry order while they fit whole (nothing is cut mid-word; `?`
 /// lists the rest).
 fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
-    let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+    let key = Style::new().fg(app.palette.accent).add_modifier(Modifier::BOLD);
     let hints: Vec<(String, &'static str, Action)> = visible(app.screen, app.access)
         .filter(|c| c.hint)
         .map(|c| {
@@ -464,7 +457,7 @@ fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     for (k, l, _) in help.chain(shown.iter()).chain(quit) {
         spans.push(Span::styled(format!("{k} "), key));
-        spans.push(Span::styled(format!("{l}  "), DIM));
+        spans.push(Span::styled(format!("{l}  "), app.palette.dim()));
     }
     spans
 }
