@@ -95,6 +95,10 @@ pub enum StoreError {
     Corrupt { table: &'static str, detail: String },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// The blocking task running a ledger call ended without an answer
+    /// (it panicked, or the runtime is shutting down).
+    #[error("a ledger task stopped before answering: {0}")]
+    Task(String),
 }
 
 impl StoreError {
