@@ -114,6 +114,7 @@ impl From<&StoreError> for Failure {
                 FailureKind::NotFound
             }
             StoreError::Moved { .. } | StoreError::Conflict { .. } => FailureKind::Changed,
+            StoreError::Task(_) => FailureKind::Other,
         };
         Failure::new(kind, e.to_string())
     }
