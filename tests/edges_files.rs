@@ -181,13 +181,29 @@ fn identity_comes_from_the_os_account_once_operators_are_mapped() {
     assert!(stderr(&out).contains("is not you"), "{}", stderr(&out));
     let out = site.run(&["reprocess", "--day", &day, "--reason", "x", "--operator", "supervisora"]);
     assert!(!out.status.success());
+    // Every command-line twin of a console action follows the same rule.
+    for twin in [
+        vec!["intents", "cancel", "x"],
+        vec!["intents", "verify", "x", "--outcome", "received"],
+        vec!["intents", "contact", "x"],
+        vec!["intents", "resolve", "x"],
+    ] {
+        let args: Vec<&str> = twin
+            .iter()
+            .copied()
+            .chain(["--operator", "supervisora", "--reason", "y"])
+            .collect();
+        let out = site.run(&args);
+        assert_eq!(out.status.code(), Some(3), "{twin:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("is not you"), "{twin:?}: {}", stderr(&out));
+    }
     let mut store = Store::open(&site.db).unwrap();
-    let actions = store.read(|tx| tx.operator_actions(10)).unwrap();
+    let actions = store.read(|tx| tx.operator_actions(20)).unwrap();
     let refused: Vec<_> = actions
         .iter()
         .filter(|a| a.result == "refused" && a.scope.as_deref() == Some("identity"))
         .collect();
-    assert_eq!(refused.len(), 2, "{actions:?}");
+    assert_eq!(refused.len(), 6, "{actions:?}");
     assert!(refused.iter().all(|a| a.operator == "supervisora"));
     assert!(refused[0].detail.as_deref().unwrap_or("").contains(&me));
 

@@ -245,7 +245,7 @@ fn rejections_metrics_and_healthz_answer_within_100ms_while_another_process_hold
             let mut store = Store::open(&db).unwrap();
             store
                 .write(|tx| {
-                    tx.bump_counter("test_lock_holder", 1)?;
+                    tx.set_counter("test_lock_holder", 1)?;
                     locked.store(true, Ordering::SeqCst);
                     while !release.load(Ordering::SeqCst) {
                         std::thread::sleep(Duration::from_millis(20));
@@ -259,50 +259,59 @@ fn rejections_metrics_and_healthz_answer_within_100ms_while_another_process_hold
     let lock_from = Instant::now();
 
     let body = br#"{"bad":"signature"}"#;
-    let mut times = Vec::new();
+    let rejections = std::cell::Cell::new(0);
+    let reject = || {
+        rejections.set(rejections.get() + 1);
+        serve.request(
+            "POST",
+            "/webhooks/motor",
+            &[("X-Unavez-Signature", "sha256=0000")],
+            body,
+        )
+    };
+    let metrics = || serve.get("/metrics");
+    let health = || serve.get("/healthz");
+    // Every answer is timed. One over 100 ms is asked again at once: a
+    // request that waits for the ledger's lock would be slow again (the
+    // lock is held throughout), a scheduler hiccup on a loaded test
+    // machine would not. So every kind of answer must come within 100 ms.
+    let limit = Duration::from_millis(100);
+    let mut slow = Vec::new();
+    let mut timed_ok = |what: &str, expect: u16, ask: &dyn Fn() -> Option<(u16, String)>| {
+        let (t, r) = timed(ask);
+        assert_eq!(r.as_ref().map(|r| r.0), Some(expect), "{what}");
+        if t >= limit {
+            let (again, r) = timed(ask);
+            assert_eq!(r.as_ref().map(|r| r.0), Some(expect), "{what}");
+            slow.push((what.to_string(), t, again));
+        }
+        r
+    };
     let mut health_busy = None;
     for _ in 0..20 {
-        let (t, r) = timed(|| {
-            serve.request(
-                "POST",
-                "/webhooks/motor",
-                &[("X-Unavez-Signature", "sha256=0000")],
-                body,
-            )
-        });
-        assert_eq!(r.map(|r| r.0), Some(401));
-        times.push(t);
-        let (t, r) = timed(|| serve.get("/metrics"));
-        assert_eq!(r.map(|r| r.0), Some(200));
-        times.push(t);
+        timed_ok("rejection", 401, &reject);
+        timed_ok("/metrics", 200, &metrics);
         if lock_from.elapsed() < Duration::from_millis(2000) {
-            let (t, r) = timed(|| serve.get("/healthz"));
-            times.push(t);
-            health_busy = r;
+            health_busy = timed_ok("/healthz", 200, &health);
         }
     }
-    // Nothing waits for the lock (that would be seconds). The typical
-    // answer is within 100 ms; the slowest is allowed scheduler noise on a
-    // loaded test machine.
-    times.sort();
-    let (median, slowest) = (times[times.len() / 2], times[times.len() - 1]);
-    assert!(
-        median < Duration::from_millis(100),
-        "median answer under the lock: {median:?}"
-    );
-    assert!(
-        slowest < Duration::from_secs(1),
-        "slowest answer under the lock: {slowest:?}"
-    );
+    for (what, first, again) in &slow {
+        assert!(
+            *again < limit && *first < Duration::from_secs(1),
+            "{what} under the lock took {first:?}, then {again:?}"
+        );
+    }
+    assert!(slow.len() <= 3, "too many slow answers under the lock: {slow:?}");
     let (status, text) = health_busy.unwrap();
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("busy"), "{text}");
-    // The metrics already count the 20 rejections (pending in memory).
+    // The metrics already count every rejection (pending in memory).
     let (_, metrics) = serve.get("/metrics").unwrap();
-    assert!(
-        metrics.contains("unavez_webhook_rejected_total{source=\"motor\",reason=\"signature\"} 20"),
-        "{metrics}"
+    let counted = format!(
+        "unavez_webhook_rejected_total{{source=\"motor\",reason=\"signature\"}} {}",
+        rejections.get()
     );
+    assert!(metrics.contains(&counted), "{counted} not in {metrics}");
 
     // Past the lease (3 s) without a write of its own: 503, saying why.
     let wait = Duration::from_millis(3600).saturating_sub(lock_from.elapsed());
@@ -324,9 +333,10 @@ fn rejections_metrics_and_healthz_answer_within_100ms_while_another_process_hold
     // Flushed in a batch once the lock is free.
     let mut store = Store::open(&site.db).unwrap();
     let mut seen = 0;
+    let sent = rejections.get();
     let stored = wait_until(Duration::from_secs(5), || {
         seen = store.read(|tx| tx.counter("webhook_rejected:motor:signature")).unwrap();
-        seen == 20
+        seen == sent
     });
     if !stored {
         let m = serve.get("/metrics").unwrap().1;

@@ -59,7 +59,7 @@ fn sixteen_threads_presenting_the_same_500_intentions_make_500_rows_with_the_sam
                 let c = Commitment {
                     reference: "cita-1042".into(),
                     kind: CommitmentKind::Appointment,
-                    status: "scheduled".into(),
+                    status: unavez::domain::commitment::CommitmentStatus::Scheduled,
                     version: 1,
                     starts_at: Some(now() + Duration::days(3)),
                     service: None,

@@ -392,5 +392,5 @@ fn a_cancellation_of_an_appointment_we_never_knew_notifies_no_one() {
     );
     assert!(lab.intents("cita-9").is_empty());
     let c = lab.store.read(|tx| tx.commitment("cita-9")).unwrap().unwrap();
-    assert_eq!(c.commitment.status, "cancelled");
+    assert_eq!(c.commitment.status.as_str(), "cancelled");
 }

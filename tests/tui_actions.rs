@@ -286,7 +286,7 @@ fn manual_contact_closes_the_pending_reminders_of_the_appointment() {
         .rows
         .iter()
         .position(|u| {
-            u.status == "scheduled"
+            u.status.as_str() == "scheduled"
                 && u.notifications
                     .iter()
                     .any(|n| n.state == "planned" && n.purpose.starts_with("recordatorio"))
@@ -526,7 +526,8 @@ fn front_desk_may_not_pause_dispatch_in_the_console_nor_in_the_library() {
         },
     );
     assert!(
-        matches!(resp, unavez::tui::worker::Response::Op(Err(unavez::tui::worker::OpError::Other(ref e))) if e.contains("may not")),
+        matches!(resp, unavez::tui::worker::Response::Op(Err(unavez::tui::worker::OpError::Other(ref e)))
+            if e.kind == unavez::tui::failure::FailureKind::NotAllowed && e.detail.contains("may not")),
         "{resp:?}"
     );
     assert!(!control.is_paused());

@@ -36,6 +36,7 @@ fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel),
         runtime: rt.handle().clone(),
+        progress: None,
     });
     let mut app = fx.app("tecnico", Role::Technician);
     fx.act(&mut app, Action::Goto(Screen::Reprocess));
@@ -130,4 +131,84 @@ fn without_a_reprocess_context_the_screen_says_so() {
     fx.act(&mut app, Action::Op(OpKind::Reprocess));
     assert_eq!(app.mode, Mode::Normal);
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
+}
+
+// tablero, themes, progress, errors
+
+/// A real run against the engine simulator tells the console how far it
+/// is after every slice, and the Reproceso screen draws that as a gauge.
+#[test]
+fn a_real_run_reports_its_progress_and_the_screen_draws_a_gauge() {
+    use unavez::dispatch::reprocess::Progress;
+    use unavez::sim::{self, SimOptions};
+    use unavez::tui::worker::Response;
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let engine = rt.block_on(sim::spawn(SimOptions::default())).unwrap();
+    let motor = MotorConfig {
+        base_url: engine.base_url(),
+        ..MotorConfig::default()
+    };
+    let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
+    let mut fx = clinic(40);
+    // Slices of two, so a handful of intentions report several steps.
+    let mut settings = Settings::from_config(&fx.ctx.config);
+    settings.batch_size = 2;
+    settings.concurrency = 1;
+    let (tx, rx) = std::sync::mpsc::channel();
+    fx.ctx.reprocess = Some(ReprocessCtx {
+        db: fx.db.clone(),
+        settings: Arc::new(settings),
+        channel: Some(channel),
+        runtime: rt.handle().clone(),
+        progress: Some(tx),
+    });
+    let mut app = fx.app("tecnico", Role::Technician);
+    fx.act(&mut app, Action::Goto(Screen::Reprocess));
+    let plan = app.reprocess.plan.clone().unwrap();
+    let acted = plan
+        .iter()
+        .filter(|i| matches!(i.action, Plan::Dispatch | Plan::Cancel | Plan::Defer | Plan::Reconcile))
+        .count();
+    assert!(acted >= 3, "{plan:?}");
+
+    fx.act(&mut app, Action::Op(OpKind::Reprocess));
+    fx.type_text(&mut app, "caída del motor");
+    fx.act(&mut app, Action::Submit);
+    fx.act(&mut app, Action::Confirm);
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success, "{:?}", app.flash);
+    // The report ended the run: no gauge left behind.
+    assert!(app.reprocess.running.is_none());
+
+    let steps: Vec<Progress> = rx
+        .try_iter()
+        .filter_map(|r| match r {
+            Response::ReprocessProgress(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps.first(), Some(&Progress { done: 0, total: acted }), "{steps:?}");
+    assert_eq!(
+        steps.last(),
+        Some(&Progress {
+            done: acted,
+            total: acted
+        }),
+        "{steps:?}"
+    );
+    assert!(steps.len() >= 3, "{steps:?}");
+    assert!(steps.windows(2).all(|w| w[0].done < w[1].done), "{steps:?}");
+
+    // As the running console does: the gauge follows the worker's steps.
+    let mid = steps[1];
+    app.reprocess.running = Some(Progress { done: 0, total: 0 });
+    let screen = render(&app, 100, 30);
+    assert!(screen.contains("Reprocesando…"), "{screen}");
+    let reqs = app.on_response(Response::ReprocessProgress(mid));
+    assert!(reqs.is_empty());
+    assert_eq!(app.reprocess.running, Some(mid));
+    let screen = render(&app, 100, 30);
+    let label = format!("Reprocesando: {} de {acted}", mid.done);
+    assert!(screen.contains(&label), "{screen}");
+    insta::assert_snapshot!("reprocess_gauge", screen);
 }

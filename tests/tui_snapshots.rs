@@ -115,3 +115,31 @@ fn front_desk_help_hides_what_it_may_not_do() {
     assert!(!screen.contains("autorizar reenvío"), "{screen}");
     insta::assert_snapshot!("help_front_desk", screen);
 }
+
+// tablero, themes, progress, errors
+
+#[test]
+fn board_at_80x24_draws_the_day_in_lines() {
+    let (mut fx, mut app) = loaded(Role::Supervisor, "supervisora");
+    fx.act(&mut app, Action::Goto(Screen::Board));
+    insta::assert_snapshot!("board_80x24", render(&app, 80, 24));
+}
+
+#[test]
+fn board_at_120x40_draws_three_charts() {
+    let (mut fx, mut app) = loaded(Role::Supervisor, "supervisora");
+    fx.act(&mut app, Action::Goto(Screen::Board));
+    insta::assert_snapshot!("board_120x40", render(&app, 120, 40));
+}
+
+/// The light palette, colours included (the buffer's own listing of
+/// every change of style).
+#[test]
+fn attention_in_the_light_theme() {
+    use ratatui::{Terminal, backend::TestBackend};
+    let (_fx, mut app) = loaded(Role::Supervisor, "supervisora");
+    app.palette = &unavez::tui::theme::LIGHT;
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| unavez::tui::view::draw(f, &app)).unwrap();
+    insta::assert_debug_snapshot!("attention_light_80x24", term.backend().buffer());
+}

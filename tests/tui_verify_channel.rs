@@ -69,6 +69,7 @@ fn clinic_with_engine(
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel.clone()),
         runtime: rt.handle().clone(),
+        progress: None,
     });
     (fx, channel)
 }

@@ -6,6 +6,7 @@
 mod webhooks_support;
 
 use serde_json::{Value, json};
+use unavez::domain::event::BookingEvent;
 use unavez::domain::state::IntentionState;
 use unavez::server::cloud::BatchSummary;
 use webhooks_support::*;
@@ -171,6 +172,19 @@ fn messages_change(messages: Value, contacts: Value) -> String {
 async fn a_changed_number_moves_upcoming_appointments_without_opening_the_window() {
     let h = Harness::start().await;
     let before = h.schedule("cita-1042", 3);
+    // Two orders of the same customer: one notice still waits, one went out.
+    let order = |reference: &str| {
+        BookingEvent::from_json(&format!(
+            r#"{{"event_id":"evt-{reference}","type":"order.confirmed","ref":"{reference}",
+                "contact":{{"phone":"{PHONE}","name":"Ana"}}}}"#
+        ))
+        .unwrap()
+    };
+    h.ingest(&order("pedido-7"));
+    h.ingest(&order("pedido-8"));
+    let waiting = h.intentions("pedido-7").remove(0);
+    let sent = h.intentions("pedido-8").remove(0);
+    h.accept(&sent.key, Some("wamid.P8"));
     let new_phone = "+51911222333";
     let body = messages_change(
         json!([{"from": &PHONE[1..], "id": "wamid.SYS1", "timestamp": chrono::Utc::now().timestamp().to_string(),
@@ -194,6 +208,28 @@ async fn a_changed_number_moves_upcoming_appointments_without_opening_the_window
         .collect();
     assert!(!now_planned.is_empty());
     assert!(now_planned.iter().all(|i| i.recipient == new_phone), "{now_planned:?}");
+    // The order's waiting notice moved to the new number; the one already
+    // sent is not sent again.
+    assert_eq!(h.intention(&waiting.key).state, IntentionState::Cancelled);
+    let moved: Vec<_> = h
+        .intentions("pedido-7")
+        .into_iter()
+        .filter(|i| i.state == IntentionState::Planned)
+        .collect();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(moved[0].recipient, new_phone);
+    let p8 = h.intentions("pedido-8");
+    assert_eq!(p8.len(), 1, "{p8:?}");
+    assert_eq!(p8[0].state, IntentionState::Accepted);
+    // The booking system also learns the new number: nothing waits for
+    // pedido-8, so nothing is sent again.
+    let corrected = BookingEvent::from_json(&format!(
+        r#"{{"event_id":"evt-pedido-8-phone","type":"order.updated","ref":"pedido-8",
+            "contact":{{"phone":"{new_phone}","name":"Ana"}}}}"#
+    ))
+    .unwrap();
+    h.ingest(&corrected);
+    assert_eq!(h.intentions("pedido-8").len(), 1);
     let mut store = h.store();
     let c = store.read(|tx| tx.contact_by_phone(new_phone)).unwrap().unwrap();
     assert!(c.last_inbound_at.is_none(), "no 24-hour window from a system message");

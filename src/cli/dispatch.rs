@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 
 use super::Ctx;
+use super::progress::Progress;
 use crate::channel::Channel;
 use crate::config::{ChannelKind, Config};
 use crate::dispatch::heartbeat::Beating;
@@ -232,7 +233,7 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         states: args.states.clone(),
         dry_run: args.dry_run,
         operator: op.name.clone(),
-        role: op.role.as_str().to_string(),
+        role: Some(op.role),
         reason: args.reason.clone(),
     };
     reprocess::validate(&req)?;
@@ -245,7 +246,19 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     let db = Db::from_store(ctx.open_existing()?);
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;
-    let report = rt.block_on(reprocess::run(&db, &settings, &channel, &req))?;
+    // A real run on a terminal shows how far it is (stderr only); the dry
+    // run only reads, at once.
+    let bar = Progress::start(args.json || args.dry_run, &format!("reprocessing {}", req.day));
+    let on_progress = |p: reprocess::Progress| bar.set(p.done, p.total);
+    let report = rt.block_on(reprocess::run_with_progress(
+        &db,
+        &settings,
+        &channel,
+        &req,
+        &on_progress,
+    ));
+    drop(bar);
+    let report = report?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
@@ -289,7 +302,11 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         }
     );
     if let Some(id) = report.operator_action_id {
-        println!("recorded as operator action #{id} by {} ({})", req.operator, req.role);
+        println!(
+            "recorded as operator action #{id} by {} ({})",
+            req.operator,
+            req.role.map(|r| r.as_str()).unwrap_or_default()
+        );
     } else {
         println!("nothing was changed (dry run)");
     }

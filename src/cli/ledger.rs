@@ -11,9 +11,10 @@ use chrono::Utc;
 use clap::{Args, Subcommand};
 
 use super::Ctx;
+use super::progress::Progress;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
-use crate::import::{ImportError, ImportOptions, import_file_with};
+use crate::import::{ImportError, ImportOptions, import_file_progress};
 use crate::store::IntentFilter;
 
 #[derive(Debug, Args)]
@@ -89,14 +90,19 @@ pub fn import(ctx: &Ctx, a: ImportArgs) -> anyhow::Result<ExitCode> {
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default(),
     };
-    let report = match import_file_with(
+    // On a terminal, a person sees a large file move (stderr only).
+    let bar = Progress::start(a.json, &format!("importing {}", inert(&opts.source)));
+    let result = import_file_progress(
         &mut store,
         &ctx.planner(),
         &a.file,
         &opts,
         &ctx.config.import,
         Utc::now(),
-    ) {
+        &mut |done, total| bar.set(done, total),
+    );
+    drop(bar);
+    let report = match result {
         Ok(r) => r,
         Err(ImportError::Rejected { rows, encoding }) => {
             if a.json {
@@ -201,7 +207,7 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
                     "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}{}",
                     inert(&c.reference),
                     c.kind.as_str(),
-                    inert(&c.status),
+                    c.status.as_str(),
                     c.version,
                     c.starts_at
                         .map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string())
@@ -255,7 +261,7 @@ fn show_commitment(
         "{} ({}) status {} version {}",
         inert(&c.reference),
         c.kind.as_str(),
-        inert(&c.status),
+        c.status.as_str(),
         c.version
     );
     if let Some(s) = c.starts_at {

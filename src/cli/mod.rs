@@ -6,6 +6,7 @@ mod background;
 mod dispatch;
 mod intents_ops;
 mod ledger;
+mod progress;
 mod resend;
 mod sim;
 mod tui;

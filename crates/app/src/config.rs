@@ -52,6 +52,24 @@ pub enum Language {
     En,
 }
 
+/// `[console]`: how the console looks.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsoleConfig {
+    pub theme: Theme,
+}
+
+/// The console's colours: for a dark or a light terminal background, or
+/// `auto` (from `COLORFGBG`, dark when the terminal does not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Theme {
+    #[default]
+    Auto,
+    Dark,
+    Light,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -61,6 +79,8 @@ pub struct Config {
     pub timezone: String,
     /// Console language.
     pub language: Language,
+    /// `[console]`: the console's look (tablero, themes).
+    pub console: ConsoleConfig,
     /// Template file; `None` uses the embedded `assets/templates.toml`.
     pub templates: Option<PathBuf>,
     pub policy: Policy,
@@ -84,6 +104,7 @@ impl Default for Config {
             database: PathBuf::from("unavez.db"),
             timezone: "America/Lima".into(),
             language: Language::Es,
+            console: ConsoleConfig::default(),
             templates: None,
             policy: Policy::default(),
             channel: ChannelConfig::default(),
@@ -584,5 +605,19 @@ mod tests {
             let e = Config::parse(&format!("[import]\n{bad}\n"), Path::new("c.toml")).unwrap_err();
             assert!(e.to_string().contains(field), "{e}");
         }
+    }
+
+    // tablero, themes, progress, errors
+    #[test]
+    fn the_console_theme_is_read_and_checked() {
+        assert_eq!(Config::default().console.theme, Theme::Auto);
+        let cfg = Config::parse("[console]\ntheme = \"light\"\n", Path::new("c.toml")).unwrap();
+        assert_eq!(cfg.console.theme, Theme::Light);
+        let e = Config::parse("[console]\ntheme = \"blue\"\n", Path::new("c.toml")).unwrap_err();
+        // The line and the accepted values.
+        assert!(
+            e.to_string().starts_with("c.toml:2:") && e.to_string().contains("`light`"),
+            "{e}"
+        );
     }
 }

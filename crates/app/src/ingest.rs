@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::domain::commitment::{Change, Commitment, Effect, apply};
+use crate::domain::counter::Counter;
 use crate::domain::event::{BookingEvent, ConflictKind, differing_fields};
 use crate::domain::fingerprint::fingerprint;
 use crate::domain::history::{self, HistorySignal, Said};
@@ -259,7 +260,7 @@ fn realize(
     (commitment_id, contact_id): (i64, Option<i64>),
     now: DateTime<Utc>,
 ) -> Result<Realized, IngestError> {
-    let plan = planner.plan(after, kind, ev, now)?;
+    let mut plan = planner.plan(after, kind, ev, now)?;
     let keep: Vec<&str> = plan
         .intentions
         .iter()
@@ -274,6 +275,12 @@ fn realize(
         notes: Vec::new(),
     };
     r.closed += crate::planning::close_planned(tx, commitment_id, &plan.closures, &keep, after.version, now)?.len();
+    if plan.replaces_only && r.closed == 0 {
+        plan.intentions.clear();
+        plan.held.clear();
+        plan.notes
+            .push("nothing was waiting for the old number: no message moved".into());
+    }
     // Planned and held intentions in one set-based reservation.
     let all: Vec<&NewIntention> = plan.intentions.iter().chain(plan.held.iter().map(|(n, _)| n)).collect();
     let reserved = crate::planning::reserve_all(tx, &all, commitment_id, contact_id, now)?;
@@ -309,7 +316,7 @@ fn repeated(tx: &Tx<'_>, ev: &BookingEvent, value: &Value, seen: LoggedEvent) ->
     let stored: Value = serde_json::from_str(&seen.payload).unwrap_or(Value::Null);
     let fields = differing_fields(&stored, value);
     if fields.is_empty() {
-        tx.bump_counter("duplicate_events", 1)?;
+        tx.bump_counter(Counter::DuplicateEvents, 1)?;
         return Ok(Outcome::Duplicate {
             event_id: ev.event_id.clone(),
         });

@@ -5,8 +5,10 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`board`] | the Tablero's figures of a day by the hour: latency to acceptance (p50, p95) and queue depth, from one ledger read |
 //! | [`config`] | the TOML configuration (re-exporting policy, operators and channel config under their old paths); secrets by env var name; the template file |
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
+//! | [`ledger`] | the one handle to the ledger a process shares: pooled connections for calls, a session of its own for a steady writer |
 //! | [`planning`] | reserving a plan's intentions (a reused key with other content is a conflict) and closing what a closure names |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`dispatch`] | the background dispatcher and reconciler: claims with validity, durable attempts, pre-send checks, uncertain outcomes, repeats, reprocessing a day |
@@ -23,10 +25,12 @@ pub use unavez_core::{domain, planner, policy, templates};
 pub use unavez_ledger::failpoint;
 pub use unavez_ledger::store;
 
+pub mod board;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
 pub mod import;
 pub mod ingest;
+pub mod ledger;
 pub mod ops;
 pub mod planning;

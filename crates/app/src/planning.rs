@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::counter::Counter;
 use crate::domain::history::{self, Cause, HistorySignal, Said};
 use crate::domain::intention::NewIntention;
 use crate::domain::state::{IntentionState, Signal};
@@ -65,7 +66,7 @@ pub fn reserve_all<L: LedgerTx + ?Sized>(
         }
     }
     if duplicates > 0 {
-        tx.bump_counter("duplicate_keys", duplicates)?;
+        tx.bump_counter(Counter::DuplicateKeys, duplicates)?;
     }
     Ok(out)
 }

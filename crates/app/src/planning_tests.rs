@@ -25,7 +25,7 @@ fn commitment(reference: &str) -> Commitment {
     Commitment {
         reference: reference.into(),
         kind: CommitmentKind::Appointment,
-        status: "scheduled".into(),
+        status: crate::domain::commitment::CommitmentStatus::Scheduled,
         version: 1,
         starts_at: Some(now() + Duration::days(2)),
         service: Some("Odontología".into()),

@@ -11,6 +11,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::domain::counter::Counter;
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
 use crate::domain::history::{Record, Said};
 use crate::domain::intention::NewIntention;
@@ -132,7 +133,7 @@ pub trait LedgerTx {
     /// ids were known, in received order.
     fn apply_pending_statuses(&self, intention_ids: &[i64], at: DateTime<Utc>) -> Result<usize>;
     /// Adds `by` to a named counter.
-    fn bump_counter(&self, name: &str, by: i64) -> Result<()>;
+    fn bump_counter(&self, counter: Counter, by: i64) -> Result<()>;
 }
 
 impl LedgerTx for Tx<'_> {
@@ -179,7 +180,7 @@ impl LedgerTx for Tx<'_> {
         }
         Ok(n)
     }
-    fn bump_counter(&self, name: &str, by: i64) -> Result<()> {
-        Tx::bump_counter(self, name, by)
+    fn bump_counter(&self, counter: Counter, by: i64) -> Result<()> {
+        Tx::bump_counter(self, counter, by)
     }
 }

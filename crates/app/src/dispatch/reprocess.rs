@@ -25,6 +25,7 @@ use serde::Serialize;
 use super::worker::{Mode, dispatch_loop};
 use super::{Db, DispatchError, ReconcileReport, Result, Settings, reconcile_once};
 use crate::channel::Channel;
+use crate::domain::operator::Role;
 use crate::domain::state::IntentionState;
 use crate::domain::validity::Validity;
 use crate::store::{IntentionRow, OperatorAction, StoreError};
@@ -80,7 +81,9 @@ pub struct Request {
     pub states: Vec<IntentionState>,
     pub dry_run: bool,
     pub operator: String,
-    pub role: String,
+    /// The operator's role; `None` only for a preview that records
+    /// nothing (the console's dry run before the form).
+    pub role: Option<Role>,
     pub reason: String,
 }
 
@@ -205,8 +208,29 @@ fn planned(
     })
 }
 
+/// How far a real run is: intentions acted on (dispatched, cancelled,
+/// deferred or reconciled) out of those the plan acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+}
+
 /// Dry run or real run of a day.
 pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, req: &Request) -> Result<Report> {
+    run_with_progress(db, settings, channel, req, &|_| {}).await
+}
+
+/// [`run`], telling `progress` how far it is (the command line's bar, the
+/// console's gauge): once with nothing done, then after every slice of the
+/// work, each at most one claim batch, so a long run shows it moves.
+pub async fn run_with_progress(
+    db: &Db,
+    settings: &Arc<Settings>,
+    channel: &Arc<dyn Channel>,
+    req: &Request,
+    progress: &(dyn Fn(Progress) + Send + Sync),
+) -> Result<Report> {
     validate(req)?;
     let mut items = plan(db, settings, &req.day, &req.states).await?;
     let mut report = Report {
@@ -233,21 +257,33 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
         .filter(|i| i.action == Action::Reconcile)
         .map(|i| i.id)
         .collect();
-    if !to_claim.is_empty() {
+    let total = to_claim.len() + to_reconcile.len();
+    let mut done = 0;
+    progress(Progress { done, total });
+    // Slices of at most one claim batch (and at least what runs at once),
+    // each run to its end before the next: the same code paths as one
+    // long run, with a point between slices to say how far it is.
+    let slice = (settings.batch_size as usize).max(settings.concurrency).max(1);
+    for ids in to_claim.chunks(slice) {
         let (_tx, rx) = tokio::sync::watch::channel(false);
         let d = dispatch_loop(
             db.clone(),
             settings.clone(),
             channel.clone(),
             rx,
-            Mode::Ids(to_claim),
+            Mode::Ids(ids.to_vec()),
             super::Control::new(),
         )
         .await?;
-        report.dispatch = Some(d);
+        add_dispatch(report.dispatch.get_or_insert_with(Default::default), &d);
+        done += ids.len();
+        progress(Progress { done, total });
     }
-    if !to_reconcile.is_empty() {
-        report.reconcile = Some(reconcile_once(db, settings, channel, Some(to_reconcile)).await?);
+    for ids in to_reconcile.chunks(slice) {
+        let r = reconcile_once(db, settings, channel, Some(ids.to_vec())).await?;
+        report.reconcile.get_or_insert_with(Default::default).merge(&r);
+        done += ids.len();
+        progress(Progress { done, total });
     }
     // Final states, and the operator action that explains them.
     let ids: Vec<i64> = items.iter().map(|i| i.id).collect();
@@ -266,7 +302,10 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
             req.states.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
         }
     );
-    let (operator, role, reason) = (req.operator.clone(), req.role.clone(), req.reason.clone());
+    let role = req
+        .role
+        .ok_or_else(|| DispatchError::Invalid("a reprocess that sends needs the operator's role".into()))?;
+    let (operator, reason) = (req.operator.clone(), req.reason.clone());
     let (states, action_id) = db
         .call(move |store| {
             Ok(store.write(|tx| {
@@ -277,7 +316,7 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
                 let action_id = tx.record_operator_action(
                     &OperatorAction {
                         operator: &operator,
-                        role: &role,
+                        role: role.as_str(),
                         action: "reprocess",
                         intention_id: None,
                         commitment_id: None,
@@ -298,6 +337,23 @@ pub async fn run(db: &Db, settings: &Arc<Settings>, channel: &Arc<dyn Channel>, 
     report.items = items;
     report.operator_action_id = Some(action_id);
     Ok(report)
+}
+
+/// Adds one slice's dispatch counts to the run's.
+fn add_dispatch(sum: &mut super::DispatchReport, d: &super::DispatchReport) {
+    sum.claimed += d.claimed;
+    sum.accepted += d.accepted;
+    sum.failed += d.failed;
+    sum.uncertain += d.uncertain;
+    sum.retried += d.retried;
+    sum.review += d.review;
+    sum.cancelled += d.cancelled;
+    sum.deferred += d.deferred;
+    sum.guarded += d.guarded;
+    sum.late += d.late;
+    sum.not_sent += d.not_sent;
+    sum.abandoned += d.abandoned;
+    sum.store_errors += d.store_errors;
 }
 
 fn summary_as_object<S: serde::Serializer>(v: &[(Action, usize)], s: S) -> std::result::Result<S::Ok, S::Error> {

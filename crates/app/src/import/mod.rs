@@ -396,6 +396,21 @@ pub fn import_file_with(
     calendar: &ImportConfig,
     now: DateTime<Utc>,
 ) -> Result<ImportReport, ImportError> {
+    import_file_progress(store, planner, path, opts, calendar, now, &mut |_, _| {})
+}
+
+/// [`import_file_with`], telling `progress` how many of the file's events
+/// were applied so far and how many there are (after parsing, then after
+/// each event), for a progress bar.
+pub fn import_file_progress(
+    store: &mut Store,
+    planner: &Planner<'_>,
+    path: &Path,
+    opts: &ImportOptions,
+    calendar: &ImportConfig,
+    now: DateTime<Utc>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<ImportReport, ImportError> {
     let Parsed {
         rows,
         errors: mut rejected,
@@ -420,9 +435,10 @@ pub fn import_file_with(
         notes: notes.into_iter().take(20).collect(),
         ..Default::default()
     };
+    progress(0, rows.len());
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
         let mut late = Vec::new();
-        for row in &rows {
+        for (i, row) in rows.iter().enumerate() {
             // Each event whole or not at all, so a row refused by the
             // ledger's state (e.g. a reschedule of an unknown ref, a
             // conflicting version, a store error on that row) leaves no
@@ -445,6 +461,7 @@ pub fn import_file_with(
                     }
                 }
             }
+            progress(i + 1, rows.len());
         }
         Ok(late)
     });

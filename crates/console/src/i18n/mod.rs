@@ -12,6 +12,7 @@ use crate::domain::attention::NextStep;
 use crate::domain::text::inert;
 use crate::ops::{OpKind, OpOutcome, OpReport, Refusal, VerifyOutcome};
 use crate::store::FamilyMember;
+use crate::tui::failure::{Failure, FailureKind};
 
 /// Every label, hint and message of the console.
 #[derive(Debug)]
@@ -237,6 +238,38 @@ pub struct Strings {
     pub board_chart: &'static str,
     /// `(code, label)` for `domain::attention::NextStep`.
     pub next_steps: &'static [(&'static str, &'static str)],
+    // tablero, themes, progress, errors
+    pub board_latency_chart: &'static str,
+    pub board_queue_chart: &'static str,
+    /// The day's highest queue: `{n}` waiting at `{hour}`.
+    pub board_peak: &'static str,
+    pub board_no_data: &'static str,
+    /// Row labels of the narrow Tablero's one-line charts.
+    pub board_spark_messages: &'static str,
+    pub board_spark_latency: &'static str,
+    pub board_spark_queue: &'static str,
+    /// A real reprocess run's gauge: `{done}` of `{total}`.
+    pub reprocess_running: &'static str,
+    pub reprocess_starting: &'static str,
+    /// The error overlay (`enter` on an error's flash, or `:error`).
+    pub error_title: &'static str,
+    pub error_console: &'static str,
+    pub error_dispatcher: &'static str,
+    pub error_technical: &'static str,
+    /// After an error's sentence on the flash line.
+    pub error_more: &'static str,
+    pub failure_busy: &'static str,
+    pub failure_disk_full: &'static str,
+    pub failure_read_only: &'static str,
+    pub failure_ledger: &'static str,
+    pub failure_upgraded: &'static str,
+    pub failure_not_found: &'static str,
+    pub failure_changed: &'static str,
+    pub failure_not_allowed: &'static str,
+    pub failure_channel: &'static str,
+    pub failure_no_channel: &'static str,
+    pub failure_no_dispatcher: &'static str,
+    pub failure_other: &'static str,
     // alerts and heartbeat
     /// Another process's live dispatcher: `{state} · {host} {pid}`.
     pub dispatcher_elsewhere: &'static str,
@@ -487,6 +520,45 @@ impl Strings {
             None => self.resend_by_system.to_string(),
         });
         [head, parts.join(" · ")]
+    }
+}
+
+// tablero, themes, progress, errors
+impl Strings {
+    /// What a failure means for the operator, in this language.
+    pub fn failure(&self, kind: FailureKind) -> &'static str {
+        match kind {
+            FailureKind::Busy => self.failure_busy,
+            FailureKind::DiskFull => self.failure_disk_full,
+            FailureKind::ReadOnly => self.failure_read_only,
+            FailureKind::Ledger => self.failure_ledger,
+            FailureKind::Upgraded => self.failure_upgraded,
+            FailureKind::NotFound => self.failure_not_found,
+            FailureKind::Changed => self.failure_changed,
+            FailureKind::NotAllowed => self.failure_not_allowed,
+            FailureKind::Channel => self.failure_channel,
+            FailureKind::NoChannel => self.failure_no_channel,
+            FailureKind::NoDispatcher => self.failure_no_dispatcher,
+            FailureKind::Unavailable => self.reprocess_unavailable,
+            FailureKind::Other => self.failure_other,
+        }
+    }
+
+    /// A failure in one line: the sentence and the technical text cut to
+    /// a few words.
+    pub fn failure_line(&self, f: &Failure) -> String {
+        const ROOM: usize = 40;
+        let detail = inert(f.detail.trim());
+        let mut line = self.failure(f.kind).to_string();
+        if !detail.is_empty() {
+            let short: String = if detail.chars().count() > ROOM {
+                detail.chars().take(ROOM - 1).chain(['…']).collect()
+            } else {
+                detail.into_owned()
+            };
+            line.push_str(&format!(" ({short})"));
+        }
+        line
     }
 }
 

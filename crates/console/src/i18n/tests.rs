@@ -149,3 +149,30 @@ fn parked_and_refused_event_reasons_are_said_in_both_languages() {
         }
     }
 }
+
+// tablero, themes, progress, errors
+
+/// Every kind of failure has its own sentence in both languages, and the
+/// flash line's form keeps the technical text short.
+#[test]
+fn every_failure_is_said_in_both_languages() {
+    use crate::tui::failure::{Failure, FailureKind};
+    for kind in FailureKind::ALL {
+        let (es, en) = (ES.failure(kind), EN.failure(kind));
+        assert!(!es.is_empty() && !en.is_empty(), "{kind:?}");
+        assert_ne!(es, en, "{kind:?}");
+    }
+    let mut seen: Vec<&str> = FailureKind::ALL.iter().map(|k| ES.failure(*k)).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), FailureKind::ALL.len(), "two kinds share a sentence");
+    let long = Failure::new(FailureKind::Busy, "database error: database is locked ".repeat(5));
+    let line = ES.failure_line(&long);
+    assert!(line.starts_with("La base de datos está ocupada"), "{line}");
+    let aside = line.split_once(" (").unwrap().1;
+    assert!(aside.chars().count() <= 41 && aside.ends_with("…)"), "{aside}");
+    assert_eq!(
+        ES.failure_line(&Failure::new(FailureKind::Unavailable, "")),
+        ES.reprocess_unavailable
+    );
+}

@@ -64,6 +64,8 @@ pub enum Mode {
     Help,
     /// The session's action log (`L`).
     Log,
+    /// The last errors in full (`enter` on an error's flash, or `:error`).
+    Error,
 }
 
 /// The signed-in operator's powers.
@@ -482,7 +484,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(Action::Abort),
             _ => None,
         },
-        Mode::Help | Mode::Log => match key.code {
+        Mode::Help | Mode::Log | Mode::Error => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::Back),
         },

@@ -6,16 +6,21 @@
 //! - [`worker`]: the database thread, typed requests and responses;
 //! - [`view`]: rendering, a pure function of the state;
 //! - [`term`]: the terminal (raw mode, panic hook) and the event loop;
-//! - [`refresh`]: when to re-read (tick, or debounced service activity).
+//! - [`refresh`]: when to re-read (tick, or debounced service activity);
+//! - [`theme`]: the colour palettes (dark, light) every view draws with;
+//! - [`failure`]: the worker's errors, typed so they are said in the
+//!   operator's language.
 //!
 //! The embedded dispatcher and the demo's in-process simulator are started
 //! by the binary (`cli/background.rs`), so the console needs neither the
 //! server nor the simulator.
 
 pub mod app;
+pub mod failure;
 pub mod keys;
 pub mod refresh;
 pub mod term;
+pub mod theme;
 pub mod view;
 pub mod worker;
 

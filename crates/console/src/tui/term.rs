@@ -18,6 +18,7 @@ use crossterm::event::{
 use super::app::App;
 use super::keys::{Access, action_for};
 use super::refresh::Refresh;
+use super::theme::{Palette, shade};
 use super::view;
 use super::worker::{self, ReprocessCtx, Request, WorkerCtx};
 use crate::channel::Channel;
@@ -76,6 +77,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     let (resp_tx, resp_rx) = mpsc::channel();
     let tz = opts.config.tz();
     let t = crate::i18n::strings(opts.config.language);
+    let theme = opts.config.console.theme;
     let channel_configured = opts.channel.is_some();
     let activity = opts.control.as_ref().map(|c| c.activity().subscribe());
     let worker = worker::spawn(
@@ -86,6 +88,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
                 settings: Arc::new(Settings::from_config(&opts.config)),
                 channel: opts.channel.clone(),
                 runtime: opts.runtime.clone(),
+                progress: Some(resp_tx.clone()),
             }),
             config: opts.config,
             templates: opts.templates,
@@ -108,6 +111,8 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     app.dispatcher.running = opts.dispatcher_running;
     // https://no-color.org: present and not empty.
     app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let colorfgbg = std::env::var("COLORFGBG").ok();
+    app.palette = Palette::of(shade(theme, colorfgbg.as_deref()));
     app.channel_verify = channel_configured;
     app.dispatcher.last_error = opts.dispatcher_error.clone();
     let mut terminal = ratatui::try_init()?;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use crate::board::DayFigures;
 use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
@@ -25,6 +26,7 @@ use crate::store::{
 };
 use crate::templates::Templates;
 
+use super::failure::{Failure, FailureKind};
 pub use crate::ops::PendingOp;
 
 /// What the UI asks of the database.
@@ -59,6 +61,14 @@ pub enum Request {
         day: String,
         day_start: DateTime<Utc>,
     },
+    /// The Tablero's day figures: latency and queue depth by the hour
+    /// (`[day_start, day_end)`, until `now`).
+    BoardDay {
+        day: String,
+        day_start: DateTime<Utc>,
+        day_end: DateTime<Utc>,
+        now: DateTime<Utc>,
+    },
     Counter {
         query: CounterQuery,
         limit: u32,
@@ -87,17 +97,21 @@ pub enum Request {
     },
 }
 
-/// The worker's answers; errors are already text for the flash line.
+/// The worker's answers; errors are typed (see `failure`), so the console
+/// says them in the operator's language.
 #[derive(Debug, Clone)]
 pub enum Response {
-    ReprocessPlan(Result<Vec<reprocess::Item>, String>),
-    Reprocessed(Result<Box<reprocess::Report>, String>),
-    Attention(Result<Page<AttentionRow>, String>),
-    Upcoming(Result<Page<UpcomingRow>, String>),
-    Board(Result<Board, String>),
-    BoardHours(Result<Vec<HourCount>, String>),
-    Counter(Result<Page<AttentionRow>, String>),
-    Detail(Result<Box<IntentionDetail>, String>),
+    ReprocessPlan(Result<Vec<reprocess::Item>, Failure>),
+    Reprocessed(Result<Box<reprocess::Report>, Failure>),
+    /// A real reprocess run's progress, sent while it runs.
+    ReprocessProgress(reprocess::Progress),
+    Attention(Result<Page<AttentionRow>, Failure>),
+    Upcoming(Result<Page<UpcomingRow>, Failure>),
+    Board(Result<Board, Failure>),
+    BoardHours(Result<Vec<HourCount>, Failure>),
+    BoardDay(Result<DayFigures, Failure>),
+    Counter(Result<Page<AttentionRow>, Failure>),
+    Detail(Result<Box<IntentionDetail>, Failure>),
     Status {
         queue: Option<i64>,
         last_error: Option<String>,
@@ -117,7 +131,7 @@ pub enum Response {
     Op(Result<OpReport, OpError>),
     ResendEvidence {
         intention_id: i64,
-        evidence: Result<Box<ResendEvidence>, String>,
+        evidence: Result<Box<ResendEvidence>, Failure>,
     },
 }
 
@@ -126,7 +140,7 @@ pub enum Response {
 pub enum OpError {
     /// The case changed after the form opened: nothing was done.
     Changed,
-    Other(String),
+    Other(Failure),
 }
 
 /// What the worker needs besides the store: the planner's inputs.
@@ -146,6 +160,9 @@ pub struct ReprocessCtx {
     pub settings: Arc<Settings>,
     /// `None`: only dry runs (no channel configured or reachable).
     pub channel: Option<Arc<dyn Channel>>,
+    /// Where a real run's progress goes (the console's own answers
+    /// channel); `None`: nowhere.
+    pub progress: Option<Sender<Response>>,
     /// The runtime the channel's HTTP client lives on. Channel calls and
     /// reprocessing run on it (never on a runtime built per call, whose
     /// death would take the client's pooled connections with it and turn a
@@ -156,32 +173,41 @@ pub struct ReprocessCtx {
 fn reprocess_request(
     ctx: &WorkerCtx,
     req: reprocess::Request,
-) -> Result<Result<Vec<reprocess::Item>, Box<reprocess::Report>>, String> {
-    // An empty error means "not available": the console says it in the
-    // operator's language.
-    let r = ctx.reprocess.as_ref().ok_or_else(String::new)?;
+) -> Result<Result<Vec<reprocess::Item>, Box<reprocess::Report>>, Failure> {
+    let r = ctx
+        .reprocess
+        .as_ref()
+        .ok_or_else(|| Failure::new(FailureKind::Unavailable, ""))?;
     r.runtime.block_on(async {
-        let db = Db::open(&r.db).map_err(|e| e.to_string())?;
+        let db = Db::open(&r.db).map_err(|e| Failure::from(&e))?;
         if req.dry_run {
             return reprocess::plan(&db, &r.settings, &req.day, &req.states)
                 .await
                 .map(Ok)
-                .map_err(|e| e.to_string());
+                .map_err(|e| Failure::from(&e));
         }
-        let channel = r
-            .channel
-            .clone()
-            .ok_or_else(|| "no channel configured: only the dry run is possible".to_string())?;
-        reprocess::run(&db, &r.settings, &channel, &req)
+        let channel = r.channel.clone().ok_or_else(|| {
+            Failure::new(
+                FailureKind::NoChannel,
+                "no channel configured: only the dry run is possible",
+            )
+        })?;
+        let progress = |p: reprocess::Progress| {
+            if let Some(tx) = &r.progress {
+                // The console may have quit meanwhile: nothing to tell.
+                let _ = tx.send(Response::ReprocessProgress(p));
+            }
+        };
+        reprocess::run_with_progress(&db, &r.settings, &channel, &req, &progress)
             .await
             .map(|rep| Err(Box::new(rep)))
-            .map_err(|e| e.to_string())
+            .map_err(|e| Failure::from(&e))
     })
 }
 
 /// Answers one request.
 pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
-    let s = |e: crate::store::StoreError| e.to_string();
+    let s = |e: crate::store::StoreError| Failure::from(&e);
     match req {
         Request::ReprocessPlan { day, states } => {
             let req = reprocess::Request {
@@ -189,10 +215,13 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 states,
                 dry_run: true,
                 operator: String::new(),
-                role: String::new(),
+                role: None,
                 reason: String::new(),
             };
-            Response::ReprocessPlan(reprocess_request(ctx, req).and_then(|r| r.map_err(|_| "unexpected report".into())))
+            Response::ReprocessPlan(
+                reprocess_request(ctx, req)
+                    .and_then(|r| r.map_err(|_| Failure::new(FailureKind::Other, "unexpected report"))),
+            )
         }
         Request::Reprocess {
             day,
@@ -202,19 +231,22 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             reason,
         } => {
             if !ops::allowed(role, OpKind::Reprocess) {
-                return Response::Reprocessed(Err(format!("role {} may not reprocess", role.as_str())));
+                return Response::Reprocessed(Err(Failure::new(
+                    FailureKind::NotAllowed,
+                    format!("role {} may not reprocess", role.as_str()),
+                )));
             }
             let req = reprocess::Request {
                 day,
                 states,
                 dry_run: false,
                 operator,
-                role: role.as_str().into(),
+                role: Some(role),
                 reason,
             };
             Response::Reprocessed(reprocess_request(ctx, req).and_then(|r| match r {
                 Err(report) => Ok(report),
-                Ok(_) => Err("unexpected dry run".into()),
+                Ok(_) => Err(Failure::new(FailureKind::Other, "unexpected dry run")),
             }))
         }
         Request::Attention(q) => Response::Attention(store.read(|tx| tx.attention(&q)).map_err(s)),
@@ -233,6 +265,16 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
         Request::BoardHours { day, day_start } => {
             Response::BoardHours(store.read(|tx| tx.board_hours(&day, day_start)).map_err(s))
         }
+        Request::BoardDay {
+            day,
+            day_start,
+            day_end,
+            now,
+        } => Response::BoardDay(
+            store
+                .read(|tx| crate::board::read_day(tx, &day, day_start, day_end, now))
+                .map_err(s),
+        ),
         Request::Counter { query, limit, offset } => {
             Response::Counter(store.read(|tx| tx.counter_rows(&query, limit, offset)).map_err(s))
         }
@@ -249,7 +291,7 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 evidence: store
                     .read(|tx| ops::resend_evidence(tx, intention_id, cap, tz, now))
                     .map(Box::new)
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| Failure::from(&e)),
             }
         }
         Request::Status { now } => status(store, ctx, now),
@@ -343,7 +385,7 @@ fn operator_action(
     Response::Op(
         ops::run(store, &env, &op, actor, reason, seen, now).map_err(|e| match e {
             ops::OpsError::Changed => OpError::Changed,
-            e => OpError::Other(e.to_string()),
+            e => OpError::Other(Failure::from(&e)),
         }),
     )
 }
@@ -357,14 +399,14 @@ fn switch_dispatch(
     pause: bool,
     reason: &str,
     now: DateTime<Utc>,
-) -> Result<OpReport, String> {
+) -> Result<OpReport, Failure> {
     let control = ctx
         .control
         .as_ref()
-        .ok_or_else(|| "the dispatcher does not run in this console".to_string())?;
+        .ok_or_else(|| Failure::new(FailureKind::NoDispatcher, "the dispatcher does not run in this console"))?;
     let report = store
         .write(|tx| ops::switch_dispatch(tx, actor, pause, reason, now))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failure::from(&e))?;
     if pause {
         control.pause();
     } else {

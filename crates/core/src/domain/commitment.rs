@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::event::{BookingEvent, EventType};
+pub use super::lifecycle::{CommitmentStatus, OrderState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -44,9 +45,9 @@ impl CommitmentKind {
 pub struct Commitment {
     pub reference: String,
     pub kind: CommitmentKind,
-    /// `scheduled` / `cancelled` for appointments; the order state
+    /// Scheduled or cancelled for appointments; the order's state
     /// (`confirmado`, `enviado`…) for orders.
-    pub status: String,
+    pub status: CommitmentStatus,
     pub version: i64,
     pub starts_at: Option<DateTime<Utc>>,
     pub service: Option<String>,
@@ -60,7 +61,7 @@ pub struct Commitment {
 
 impl Commitment {
     pub fn is_cancelled(&self) -> bool {
-        self.status == "cancelled"
+        self.status == CommitmentStatus::Cancelled
     }
 }
 
@@ -94,9 +95,13 @@ pub enum Change {
     ManualContact,
     OrderState,
     Internal,
-    /// The phone changed (time and place did not): whatever was planned
-    /// for the old number must never reach it.
+    /// The phone changed (time and place, or the order's state, did not):
+    /// whatever was planned for the old number must never reach it.
     Recipient,
+    /// An order moved to a new state and to a new phone in one event: the
+    /// new state's notice goes to the new phone, and what was still
+    /// planned for the old one is retired.
+    OrderStateNewRecipient,
     /// The contact's name or the service changed: the planned texts are
     /// stale.
     Details,
@@ -172,12 +177,21 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
         change,
         Change::Created | Change::Rescheduled | Change::Moved | Change::Cancelled
     );
+    let new_phone = next.phone != cur.phone;
     if next.kind == CommitmentKind::Appointment && !replans {
-        if next.phone != cur.phone {
+        if new_phone {
             (change, matters) = (Change::Recipient, true);
         } else if next.name != cur.name || next.service != cur.service {
             (change, matters) = (Change::Details, true);
         }
+    } else if next.kind == CommitmentKind::Order && new_phone {
+        // An order's notices go to a phone too: what was planned for the
+        // old number is retired and the planner moves it to the new one.
+        change = match change {
+            Change::Created | Change::OrderState => Change::OrderStateNewRecipient,
+            _ => Change::Recipient,
+        };
+        matters = true;
     }
     next.version = match ev.version {
         // An event's own version (iCalendar SEQUENCE) is authoritative.
@@ -212,7 +226,11 @@ fn blank(ev: &BookingEvent, kind: CommitmentKind) -> Commitment {
     Commitment {
         reference: ev.reference.clone(),
         kind,
-        status: String::new(),
+        // Each event kind sets its own status; this is only the start.
+        status: match kind {
+            CommitmentKind::Appointment => CommitmentStatus::Scheduled,
+            CommitmentKind::Order => CommitmentStatus::Order(OrderState::Updated),
+        },
         version: 0,
         starts_at: None,
         service: None,
@@ -260,7 +278,7 @@ fn apply_kind(
             if new_start.is_some() {
                 next.starts_at = new_start;
             }
-            next.status = "scheduled".into();
+            next.status = CommitmentStatus::Scheduled;
             if current.is_none() {
                 (Change::Created, true)
             } else if moved_time || was_cancelled {
@@ -279,12 +297,22 @@ fn apply_kind(
             } else if current.is_none() {
                 // An appointment we never announced (e.g. the cancelled rows
                 // of an agenda export): remember it as cancelled, tell no one.
-                next.status = "cancelled".into();
+                next.status = CommitmentStatus::Cancelled;
                 next.starts_at = ev.starts_at_utc();
                 next.location = ev.location.clone();
                 (Change::NoChange, false)
             } else {
-                next.status = "cancelled".into();
+                // The cancellation is the newest word on the appointment:
+                // the time and place it names are the ones kept, so the
+                // final row does not depend on whether an older reschedule
+                // arrived before it or (stale, ignored) after it.
+                next.status = CommitmentStatus::Cancelled;
+                if let Some(start) = ev.starts_at_utc() {
+                    next.starts_at = Some(start);
+                }
+                if ev.location.is_some() {
+                    next.location = ev.location.clone();
+                }
                 (Change::Cancelled, true)
             }
         }
@@ -302,14 +330,14 @@ fn apply_kind(
         }
         EventType::OrderUpdated => (Change::Internal, false),
         order => {
-            let state = order.order_notice().unwrap_or("actualizado");
+            let state = CommitmentStatus::Order(order.order_state().unwrap_or(OrderState::Updated));
             if current.is_none() {
-                next.status = state.into();
+                next.status = state;
                 (Change::Created, true)
             } else if next.status == state && ev.version.is_none_or(|v| v == next.version) {
                 (Change::NoChange, false)
             } else {
-                next.status = state.into();
+                next.status = state;
                 (Change::OrderState, true)
             }
         }
@@ -335,276 +363,5 @@ pub fn content_differences(cur: &Commitment, next: &Commitment) -> Vec<&'static 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::TimeZone;
-
-    fn ev(kind: &str, extra: &str) -> BookingEvent {
-        let text =
-            format!(r#"{{"event_id":"e","type":"{kind}","ref":"cita-1","contact":{{"phone":"+51987654321"}}{extra}}}"#);
-        BookingEvent::from_json(&text).unwrap()
-    }
-
-    fn now() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
-    }
-
-    fn applied(e: Effect) -> (Commitment, bool, Change) {
-        match e {
-            Effect::Applied {
-                after,
-                version_changed,
-                kind,
-            } => (after, version_changed, kind),
-            other => panic!("expected applied, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn scheduling_creates_version_one_and_reschedule_raises_it() {
-        let (c, changed, kind) = applied(apply(
-            None,
-            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
-            now(),
-        ));
-        assert_eq!((c.version, changed, kind), (1, true, Change::Created));
-        let (c2, changed, kind) = applied(apply(
-            Some(&c),
-            &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T09:30:00-05:00""#),
-            now(),
-        ));
-        assert_eq!((c2.version, changed, kind), (2, true, Change::Rescheduled));
-        // The same time again is no change.
-        let (c3, changed, kind) = applied(apply(
-            Some(&c2),
-            &ev("appointment.rescheduled", r#","starts_at":"2026-12-02T14:30:00Z""#),
-            now(),
-        ));
-        assert_eq!((c3.version, changed, kind), (2, false, Change::NoChange));
-    }
-
-    #[test]
-    fn place_and_cancellation_raise_the_version_confirmation_does_not() {
-        let (c, ..) = applied(apply(
-            None,
-            &ev(
-                "appointment.scheduled",
-                r#","starts_at":"2026-12-01T09:30:00-05:00","location":"A""#,
-            ),
-            now(),
-        ));
-        let (c, changed, kind) = applied(apply(
-            Some(&c),
-            &ev(
-                "appointment.rescheduled",
-                r#","starts_at":"2026-12-01T09:30:00-05:00","location":"B""#,
-            ),
-            now(),
-        ));
-        assert_eq!((c.version, changed, kind), (2, true, Change::Moved));
-        let (c, changed, kind) = applied(apply(Some(&c), &ev("appointment.confirmed", ""), now()));
-        assert_eq!((c.version, changed, kind), (2, false, Change::Confirmed));
-        assert!(c.confirmed_at.is_some());
-        let (c, changed, kind) = applied(apply(Some(&c), &ev("appointment.cancelled", ""), now()));
-        assert_eq!((c.version, changed, kind), (3, true, Change::Cancelled));
-        let (_, changed, kind) = applied(apply(Some(&c), &ev("appointment.cancelled", ""), now()));
-        assert_eq!((changed, kind), (false, Change::NoChange));
-    }
-
-    #[test]
-    fn event_versions_are_authoritative_and_older_ones_are_stale() {
-        let (c, ..) = applied(apply(
-            None,
-            &ev(
-                "appointment.scheduled",
-                r#","starts_at":"2026-12-01T09:30:00-05:00","version":4"#,
-            ),
-            now(),
-        ));
-        assert_eq!(c.version, 4);
-        let e = apply(
-            Some(&c),
-            &ev(
-                "appointment.rescheduled",
-                r#","starts_at":"2026-12-03T09:30:00-05:00","version":3"#,
-            ),
-            now(),
-        );
-        assert_eq!(e, Effect::Stale { current_version: 4 });
-        let (c, changed, _) = applied(apply(
-            Some(&c),
-            &ev(
-                "appointment.rescheduled",
-                r#","starts_at":"2026-12-03T09:30:00-05:00","version":7"#,
-            ),
-            now(),
-        ));
-        assert_eq!((c.version, changed), (7, true));
-    }
-
-    #[test]
-    fn cancelling_an_unknown_appointment_stores_it_cancelled_without_a_change_to_announce() {
-        let e = ev("appointment.cancelled", r#","starts_at":"2026-12-01T09:30:00-05:00""#);
-        let (c, _, kind) = applied(apply(None, &e, now()));
-        assert_eq!((c.status.as_str(), c.version, kind), ("cancelled", 1, Change::NoChange));
-        assert!(c.starts_at.is_some());
-    }
-
-    #[test]
-    fn reschedule_clears_an_old_confirmation() {
-        let (c, ..) = applied(apply(
-            None,
-            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
-            now(),
-        ));
-        let (c, ..) = applied(apply(Some(&c), &ev("appointment.confirmed", ""), now()));
-        let (c, ..) = applied(apply(
-            Some(&c),
-            &ev("appointment.rescheduled", r#","starts_at":"2026-12-05T09:30:00-05:00""#),
-            now(),
-        ));
-        assert!(
-            c.confirmed_at.is_none(),
-            "a confirmation of the old time is not one of the new time"
-        );
-    }
-
-    #[test]
-    fn orders_raise_the_version_per_notified_state_and_ignore_internal_ones() {
-        let mk = |kind: &str| {
-            BookingEvent::from_json(&format!(
-                r#"{{"event_id":"e","type":"{kind}","ref":"pedido-88","contact":{{"phone":"+51987654321"}}}}"#
-            ))
-            .unwrap()
-        };
-        let (o, ..) = applied(apply(None, &mk("order.confirmed"), now()));
-        assert_eq!((o.version, o.status.as_str()), (1, "confirmado"));
-        let (o, changed, kind) = applied(apply(Some(&o), &mk("order.updated"), now()));
-        assert_eq!((o.version, changed, kind), (1, false, Change::Internal));
-        let (o, changed, kind) = applied(apply(Some(&o), &mk("order.shipped"), now()));
-        assert_eq!(
-            (o.version, changed, kind, o.status.as_str()),
-            (2, true, Change::OrderState, "enviado")
-        );
-    }
-
-    #[test]
-    fn unknown_refs_without_contact_are_rejected_and_kinds_do_not_mix() {
-        let e = BookingEvent::from_json(r#"{"event_id":"e","type":"appointment.cancelled","ref":"cita-9"}"#).unwrap();
-        assert!(matches!(apply(None, &e, now()), Effect::Rejected { .. }));
-        let (c, ..) = applied(apply(
-            None,
-            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
-            now(),
-        ));
-        let o = BookingEvent::from_json(r#"{"event_id":"e","type":"order.paid","ref":"cita-1"}"#).unwrap();
-        assert!(matches!(apply(Some(&c), &o, now()), Effect::Rejected { .. }));
-    }
-
-    fn conflict_fields(e: Effect) -> Vec<&'static str> {
-        match e {
-            Effect::Conflict { fields, .. } => fields,
-            other => panic!("expected a conflict, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn an_equal_version_with_other_content_is_a_conflict_naming_the_fields() {
-        let (c, ..) = applied(apply(
-            None,
-            &ev(
-                "appointment.scheduled",
-                r#","starts_at":"2026-12-01T09:30:00-05:00","version":1,"location":"Sede A","service":"Odontología""#,
-            ),
-            now(),
-        ));
-        let base = r#","starts_at":"2026-12-01T09:30:00-05:00","version":1,"location":"Sede A""#;
-        let moved = ev("appointment.scheduled", &base.replace("Sede A", "Sede B"));
-        assert_eq!(conflict_fields(apply(Some(&c), &moved, now())), ["location"]);
-        let text = r#"{"event_id":"e","type":"appointment.scheduled","ref":"cita-1","version":1,
-            "starts_at":"2026-12-01T10:30:00-05:00","contact":{"phone":"+51911222333","name":"Rosa"},
-            "service":"Pediatría"}"#;
-        let other = BookingEvent::from_json(text).unwrap();
-        assert_eq!(
-            conflict_fields(apply(Some(&c), &other, now())),
-            ["starts_at", "service", "contact.phone", "contact.name"]
-        );
-        let cancel = ev("appointment.cancelled", r#","version":1"#);
-        assert_eq!(conflict_fields(apply(Some(&c), &cancel, now())), ["type"]);
-        // The same content at the same version is no change; a fact about
-        // the commitment (a confirmation) is not a content change.
-        let (_, changed, kind) = applied(apply(Some(&c), &ev("appointment.scheduled", base), now()));
-        assert_eq!((changed, kind), (false, Change::NoChange));
-        let (after, changed, kind) = applied(apply(Some(&c), &ev("appointment.confirmed", r#","version":1"#), now()));
-        assert_eq!((after.version, changed, kind), (1, false, Change::Confirmed));
-        // Orders too: another state at the same version.
-        let mk = |kind: &str, v: &str| {
-            BookingEvent::from_json(&format!(
-                r#"{{"event_id":"e","type":"{kind}","ref":"pedido-1","contact":{{"phone":"+51987654321"}}{v}}}"#
-            ))
-            .unwrap()
-        };
-        let (o, ..) = applied(apply(None, &mk("order.confirmed", r#","version":2"#), now()));
-        assert_eq!(
-            conflict_fields(apply(Some(&o), &mk("order.shipped", r#","version":2"#), now())),
-            ["type"]
-        );
-    }
-
-    #[test]
-    fn versionless_changes_of_phone_name_or_service_raise_the_version() {
-        let (c, ..) = applied(apply(
-            None,
-            &ev("appointment.scheduled", r#","starts_at":"2026-12-01T09:30:00-05:00""#),
-            now(),
-        ));
-        let moved_phone = BookingEvent::from_json(
-            r#"{"event_id":"e","type":"appointment.scheduled","ref":"cita-1","starts_at":"2026-12-01T09:30:00-05:00",
-                "contact":{"phone":"+51911222333"}}"#,
-        )
-        .unwrap();
-        let (c2, changed, kind) = applied(apply(Some(&c), &moved_phone, now()));
-        assert_eq!((c2.version, changed, kind), (2, true, Change::Recipient));
-        assert_eq!(c2.phone.as_deref(), Some("+51911222333"));
-        let confirmed = BookingEvent::from_json(
-            r#"{"event_id":"e","type":"appointment.confirmed","ref":"cita-1","service":"Pediatría"}"#,
-        )
-        .unwrap();
-        let (c3, changed, kind) = applied(apply(Some(&c2), &confirmed, now()));
-        assert_eq!(
-            (c3.version, changed, kind),
-            (3, true, Change::Details),
-            "a confirmation that also changes the text"
-        );
-        assert!(c3.confirmed_at.is_some());
-        // The language is the person's, not the message's: no new version.
-        let lang = BookingEvent::from_json(
-            r#"{"event_id":"e","type":"appointment.confirmed","ref":"cita-1","contact":{"phone":"+51911222333","language":"en"}}"#,
-        )
-        .unwrap();
-        let (c4, changed, kind) = applied(apply(Some(&c3), &lang, now()));
-        assert_eq!((c4.version, changed, kind), (3, false, Change::NoChange));
-        assert_eq!(c4.language.as_deref(), Some("en"));
-    }
-
-    #[test]
-    fn a_higher_version_that_changes_nothing_we_track_replans_for_it() {
-        let (c, ..) = applied(apply(
-            None,
-            &ev(
-                "appointment.scheduled",
-                r#","starts_at":"2026-12-01T09:30:00-05:00","version":1"#,
-            ),
-            now(),
-        ));
-        let (c2, changed, kind) = applied(apply(
-            Some(&c),
-            &ev(
-                "appointment.scheduled",
-                r#","starts_at":"2026-12-01T09:30:00-05:00","version":2"#,
-            ),
-            now(),
-        ));
-        assert_eq!((c2.version, changed, kind), (2, true, Change::Details));
-    }
-}
+#[path = "commitment_tests.rs"]
+mod tests;

@@ -13,6 +13,7 @@ use std::fmt;
 
 use super::fingerprint::canonical_json;
 use super::key::check_ref;
+use super::lifecycle::OrderState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EventType {
@@ -89,15 +90,17 @@ impl EventType {
 
     /// The Spanish event name used in order keys and templates, or `None`
     /// for internal micro-states that produce no message.
-    pub fn order_notice(self) -> Option<&'static str> {
+    /// The order state this event moves an order to (None for
+    /// appointment events and internal updates).
+    pub fn order_state(self) -> Option<OrderState> {
         Some(match self {
-            Self::OrderConfirmed => "confirmado",
-            Self::OrderPaid => "pagado",
-            Self::OrderPrepared => "preparado",
-            Self::OrderShipped => "enviado",
-            Self::OrderException => "incidencia",
-            Self::OrderDelivered => "entregado",
-            Self::OrderReturned => "devuelto",
+            Self::OrderConfirmed => OrderState::Confirmed,
+            Self::OrderPaid => OrderState::Paid,
+            Self::OrderPrepared => OrderState::Prepared,
+            Self::OrderShipped => OrderState::Shipped,
+            Self::OrderException => OrderState::Exception,
+            Self::OrderDelivered => OrderState::Delivered,
+            Self::OrderReturned => OrderState::Returned,
             _ => return None,
         })
     }

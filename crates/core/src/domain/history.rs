@@ -103,10 +103,15 @@ pub enum HistorySignal {
     DuplicateWebhook,
     /// A status webhook, stored as `webhook:<status>`.
     Webhook,
+    /// WhatsApp rejected, paused or disabled the template: held in review.
+    TemplateBlocked,
+    /// An engine event naming this and another intention: applied to
+    /// neither, parked for a technician.
+    EventParked,
 }
 
 impl HistorySignal {
-    pub const ALL: [HistorySignal; 26] = [
+    pub const ALL: [HistorySignal; 28] = [
         Self::Reserved,
         Self::Claim,
         Self::Release,
@@ -133,6 +138,8 @@ impl HistorySignal {
         Self::SecondMessageId,
         Self::DuplicateWebhook,
         Self::Webhook,
+        Self::TemplateBlocked,
+        Self::EventParked,
     ];
 
     /// The stored word (`webhook` is a prefix: rows read `webhook:<status>`).
@@ -164,6 +171,8 @@ impl HistorySignal {
             Self::SecondMessageId => "second_message_id",
             Self::DuplicateWebhook => "duplicate_webhook",
             Self::Webhook => "webhook",
+            Self::TemplateBlocked => "template_blocked",
+            Self::EventParked => "event_parked",
         }
     }
 

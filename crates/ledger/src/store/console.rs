@@ -15,6 +15,8 @@ use serde::Serialize;
 
 use super::attention::{AttentionRow, Search, attention_row, intention_keys, page_sql};
 use super::{Result, Tx, from_ms, ms};
+use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
+use crate::domain::counter::Counter;
 
 /// A page of rows and the total behind it.
 #[derive(Debug, Clone, Serialize)]
@@ -29,8 +31,8 @@ pub struct Page<T> {
 pub struct UpcomingRow {
     pub commitment_id: i64,
     pub commitment_ref: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: CommitmentKind,
+    pub status: CommitmentStatus,
     pub version: i64,
     pub starts_at: Option<DateTime<Utc>>,
     pub phone: Option<String>,
@@ -126,8 +128,8 @@ impl Tx<'_> {
                 Ok(UpcomingRow {
                     commitment_id: r.get(0)?,
                     commitment_ref: r.get(1)?,
-                    kind: r.get(2)?,
-                    status: r.get(3)?,
+                    kind: CommitmentKind::parse(&r.get::<_, String>(2)?).unwrap_or(CommitmentKind::Appointment),
+                    status: super::ledger::status_col(r, 3)?,
                     version: r.get(4)?,
                     starts_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
                     phone: r.get(6)?,
@@ -202,8 +204,11 @@ impl Tx<'_> {
             day: day.to_string(),
             by_state,
             closures,
-            duplicate_keys: self.counter("duplicate_keys")?,
-            duplicate_events: self.counter("duplicate_events")? + self.counter("duplicate_channel_events")?,
+            duplicate_keys: self.counter(&Counter::DuplicateKeys.name())?,
+            // `duplicate_channel_events` is the name ledgers of the first
+            // version counted webhook copies under.
+            duplicate_events: self.counter(&Counter::DuplicateEvents.name())?
+                + self.counter("duplicate_channel_events")?,
             opt_outs,
             latency_ms_median: latencies.get(latencies.len() / 2).copied(),
             latency_ms_p95: latencies

@@ -5,7 +5,9 @@ use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 
 use super::{Result, StoreError, Tx, from_ms, ms};
-use crate::domain::commitment::{Commitment, CommitmentKind};
+use crate::domain::commitment::{Commitment, CommitmentKind, CommitmentStatus};
+use crate::domain::counter::Counter;
+use rusqlite::types::Type;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CommitmentRow {
@@ -56,14 +58,24 @@ const COMMITMENT_COLS: &str = "c.id, c.ref, c.kind, c.status, c.version, c.start
      c.contact_id, c.confirmed_at, c.manual_contact_at, c.reschedule_requested_at, c.updated_at,
      k.phone, coalesce(c.contact_name, k.name), k.language";
 
+/// A stored commitment status, typed (an unknown word is a read error
+/// naming it, not a status nobody matches).
+pub(super) fn status_col(r: &Row<'_>, i: usize) -> rusqlite::Result<CommitmentStatus> {
+    let status: String = r.get(i)?;
+    CommitmentStatus::parse(&status).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(i, Type::Text, format!("unknown commitment status {status:?}").into())
+    })
+}
+
 fn commitment_row(r: &Row<'_>) -> rusqlite::Result<CommitmentRow> {
     let kind: String = r.get(2)?;
+    let status = status_col(r, 3)?;
     Ok(CommitmentRow {
         id: r.get(0)?,
         commitment: Commitment {
             reference: r.get(1)?,
             kind: CommitmentKind::parse(&kind).unwrap_or(CommitmentKind::Appointment),
-            status: r.get(3)?,
+            status,
             version: r.get(4)?,
             starts_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
             service: r.get(6)?,
@@ -146,7 +158,7 @@ impl Tx<'_> {
             )
             .optional()?;
         if id.is_none() {
-            self.bump_counter("duplicate_events", 1)?;
+            self.bump_counter(Counter::DuplicateEvents, 1)?;
         }
         Ok(id)
     }
@@ -249,7 +261,7 @@ impl Tx<'_> {
             params![
                 c.reference,
                 c.kind.as_str(),
-                c.status,
+                c.status.as_str(),
                 c.version,
                 c.starts_at.map(ms),
                 c.service,

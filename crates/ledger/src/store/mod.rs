@@ -13,6 +13,7 @@ mod alerts;
 mod attempts;
 mod attention;
 mod console;
+mod day_timings;
 mod dispatch;
 pub mod files;
 mod heartbeat;
@@ -31,13 +32,14 @@ pub use crate::api::{ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, R
 pub use crate::domain::attempt::{AttemptOutcome, AttemptResult, Backoff, Finished, RetryPolicy};
 pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, HandledMark, NewMark, RowKind};
 pub use console::{Board, CounterQuery, HourCount, NotificationCell, Page, UpcomingRow};
+pub use day_timings::DayTiming;
 pub use dispatch::PresendFacts;
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
-pub use notifications::{ChangedNumber, TemplateStatus, UpcomingAppointment};
+pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
 pub use refused::{NewRefusal, RefusedEventRow};
@@ -50,6 +52,7 @@ pub use webhooks::{
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::domain::counter::Counter;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
@@ -94,6 +97,10 @@ pub enum StoreError {
     Corrupt { table: &'static str, detail: String },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// The blocking task running a ledger call ended without an answer
+    /// (it panicked, or the runtime is shutting down).
+    #[error("a ledger task stopped before answering: {0}")]
+    Task(String),
 }
 
 impl StoreError {
@@ -458,12 +465,12 @@ impl Tx<'_> {
         Conn(&self.tx)
     }
 
-    /// Adds `by` to a named counter (duplicates blocked, rejections…).
-    pub fn bump_counter(&self, name: &str, by: i64) -> Result<()> {
+    /// Adds `by` to a counter (duplicates blocked, rejections…).
+    pub fn bump_counter(&self, counter: Counter, by: i64) -> Result<()> {
         self.conn().execute(
             "INSERT INTO counters(name, value) VALUES (?1, ?2)
              ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-            rusqlite::params![name, by],
+            rusqlite::params![counter.name(), by],
         )?;
         Ok(())
     }

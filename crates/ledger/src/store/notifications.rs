@@ -8,6 +8,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::intents::Entry;
 use super::{Cause, Result, Tx, from_ms, ms};
+use crate::domain::commitment::CommitmentKind;
+use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Signal};
 
 /// A template's status as Meta reported it; `None` fields keep what was known.
@@ -25,12 +27,16 @@ pub struct TemplateStatus<'a> {
 /// reason code, copies)`.
 pub type ParkedEventRow = (String, String, String, String, String, i64);
 
-/// A scheduled appointment of a contact whose number changed.
+/// A commitment of a contact whose number changed that still has
+/// something ahead for that number: a scheduled appointment still to
+/// come, or an order with a notice still planned.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UpcomingAppointment {
+pub struct MovingCommitment {
     pub id: i64,
     pub reference: String,
-    pub starts_at: DateTime<Utc>,
+    pub kind: CommitmentKind,
+    /// The appointment's time (orders have none).
+    pub starts_at: Option<DateTime<Utc>>,
     pub service: Option<String>,
     pub location: Option<String>,
 }
@@ -43,7 +49,7 @@ pub struct ChangedNumber {
     pub name: Option<String>,
     /// The old contact's upcoming scheduled appointments: their planned
     /// messages must move to the new number.
-    pub upcoming: Vec<UpcomingAppointment>,
+    pub upcoming: Vec<MovingCommitment>,
 }
 
 impl Tx<'_> {
@@ -86,7 +92,7 @@ impl Tx<'_> {
             .query_map(params![name, IntentionState::Planned.to_string()], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let entry = Entry {
-            signal: "template_blocked",
+            signal: HistorySignal::TemplateBlocked.as_str(),
             cause: Cause::Webhook,
             evidence: Some(evidence),
             note: Some(note),
@@ -166,17 +172,22 @@ impl Tx<'_> {
         let upcoming = self
             .conn()
             .prepare_cached(
-                "SELECT id, ref, starts_at, service, location FROM commitments
-                 WHERE contact_id = ?1 AND kind = 'appointment' AND status = 'scheduled' AND starts_at >= ?2
-                 ORDER BY starts_at, id",
+                "SELECT c.id, c.ref, c.kind, c.starts_at, c.service, c.location FROM commitments c
+                 WHERE c.contact_id = ?1
+                   AND ((c.kind = 'appointment' AND c.status = 'scheduled' AND c.starts_at >= ?2)
+                     OR (c.kind = 'order' AND EXISTS (SELECT 1 FROM intentions i
+                                                      WHERE i.commitment_id = c.id AND i.state = 'planned')))
+                 ORDER BY c.starts_at IS NULL, c.starts_at, c.id",
             )?
             .query_map(params![old_c.id, ms(at)], |r| {
-                Ok(UpcomingAppointment {
+                let kind: String = r.get(2)?;
+                Ok(MovingCommitment {
                     id: r.get(0)?,
                     reference: r.get(1)?,
-                    starts_at: from_ms(r.get(2)?),
-                    service: r.get(3)?,
-                    location: r.get(4)?,
+                    kind: CommitmentKind::parse(&kind).unwrap_or(CommitmentKind::Appointment),
+                    starts_at: r.get::<_, Option<i64>>(3)?.map(from_ms),
+                    service: r.get(4)?,
+                    location: r.get(5)?,
                 })
             })?
             .collect::<rusqlite::Result<_>>()?;

@@ -7,6 +7,7 @@ use rusqlite::{Row, params};
 use serde::Serialize;
 
 use super::{Result, StoreError, Tx, from_ms, ms};
+use crate::domain::counter::Counter;
 use crate::domain::event::ConflictKind;
 
 /// A refusal to record.
@@ -108,7 +109,7 @@ impl Tx<'_> {
             ],
             |r| r.get(0),
         )?;
-        self.bump_counter("refused_events", 1)?;
+        self.bump_counter(Counter::RefusedEvents, 1)?;
         Ok(id)
     }
 

@@ -5,6 +5,7 @@ use rusqlite::params;
 
 use super::*;
 use crate::domain::commitment::{Commitment, CommitmentKind};
+use crate::domain::counter::Counter;
 use crate::domain::intention::{NewIntention, correlation_id};
 use crate::domain::key::{IntentionKey, Purpose};
 use crate::templates::Category;
@@ -23,7 +24,7 @@ fn commitment(reference: &str) -> Commitment {
     Commitment {
         reference: reference.into(),
         kind: CommitmentKind::Appointment,
-        status: "scheduled".into(),
+        status: crate::domain::commitment::CommitmentStatus::Scheduled,
         version: 1,
         starts_at: Some(now() + Duration::days(2)),
         service: Some("Odontología".into()),
@@ -261,12 +262,12 @@ fn counters_add_up_and_default_to_zero() {
     store
         .write(|tx| {
             assert_eq!(tx.counter("nothing")?, 0);
-            tx.bump_counter("x", 2)?;
-            tx.bump_counter("x", 3)?;
+            tx.bump_counter(Counter::DuplicateKeys, 2)?;
+            tx.bump_counter(Counter::DuplicateKeys, 3)?;
             Ok::<_, StoreError>(())
         })
         .unwrap();
-    assert_eq!(store.read(|tx| tx.counter("x")).unwrap(), 5);
+    assert_eq!(store.read(|tx| tx.counter("duplicate_keys")).unwrap(), 5);
 }
 
 #[test]
@@ -288,9 +289,9 @@ fn a_failed_savepoint_leaves_the_rest_of_the_transaction() {
     let (_dir, mut store) = temp_store();
     store
         .write(|tx| {
-            tx.bump_counter("kept", 1)?;
+            tx.bump_counter(Counter::MarketingStop, 1)?;
             let r: Result<()> = tx.atomically(|tx| {
-                tx.bump_counter("undone", 1)?;
+                tx.bump_counter(Counter::MarketingResume, 1)?;
                 Err(StoreError::NoIntention("x".into()))
             });
             assert!(r.is_err());
@@ -299,7 +300,7 @@ fn a_failed_savepoint_leaves_the_rest_of_the_transaction() {
         .unwrap();
     store
         .read(|tx| {
-            assert_eq!((tx.counter("kept")?, tx.counter("undone")?), (1, 0));
+            assert_eq!((tx.counter("marketing_stop")?, tx.counter("marketing_resume")?), (1, 0));
             Ok::<_, StoreError>(())
         })
         .unwrap();

@@ -13,6 +13,8 @@ use serde::Serialize;
 
 use super::intents::Entry;
 use super::{Cause, Result, Tx, ms};
+use crate::domain::counter::{Counter, Parking, Rejection, Source};
+use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Transition};
 use crate::domain::status::MotorEvent;
 use crate::domain::status::{CloudStatus, Report, motor_report};
@@ -84,9 +86,9 @@ pub enum StatusOutcome {
 }
 
 /// Reason code of an engine event whose key and message id disagree.
-pub const PARKED_KEY_MESSAGE_MISMATCH: &str = "key_message_mismatch";
+pub const PARKED_KEY_MESSAGE_MISMATCH: &str = Parking::KeyMessageMismatch.as_str();
 /// Reason code of an engine event from another engine instance.
-pub const REFUSED_FOREIGN_INSTANCE: &str = "foreign_instance";
+pub const REFUSED_FOREIGN_INSTANCE: &str = Rejection::ForeignInstance.as_str();
 
 impl Tx<'_> {
     /// Stores one event raw, unless its `(source, event_id)` is already
@@ -106,8 +108,10 @@ impl Tx<'_> {
         if let Some(id) = id {
             return Ok(Recorded::New(id));
         }
-        self.bump_counter("duplicate_events", 1)?;
-        self.bump_counter(&format!("duplicate_events_{}", ev.source), 1)?;
+        self.bump_counter(Counter::DuplicateEvents, 1)?;
+        if let Some(source) = Source::parse(ev.source) {
+            self.bump_counter(Counter::DuplicateEventsFrom(source), 1)?;
+        }
         let (row, intention_id) = self.conn().query_row(
             "UPDATE channel_events SET copies = copies + 1 WHERE source = ?1 AND event_id = ?2
              RETURNING id, intention_id",
@@ -205,8 +209,12 @@ impl Tx<'_> {
                             "status for message {mid}, but this intention's message is {first}: possible duplicate send"
                         );
                         let evidence = format!("message:{mid}");
-                        self.note(id, &self.webhook_entry("second_message_id", &evidence, Some(&note)), at)?;
-                        self.bump_counter("second_message_id", 1)?;
+                        self.note(
+                            id,
+                            &self.webhook_entry(HistorySignal::SecondMessageId.as_str(), &evidence, Some(&note)),
+                            at,
+                        )?;
+                        self.bump_counter(Counter::SecondMessageId, 1)?;
                     }
                     Some(_) => {}
                     None => self.set_provider_refs(id, None, Some(mid), at)?,
@@ -337,17 +345,20 @@ impl Tx<'_> {
             Recorded::Duplicate { intention_id, .. } => return Ok(Some(StatusOutcome::Duplicate { intention_id })),
         };
         self.set_channel_event_reason(row, "parked", PARKED_KEY_MESSAGE_MISMATCH)?;
-        self.bump_counter(
-            &format!("webhook_parked:{}:{PARKED_KEY_MESSAGE_MISMATCH}", ev.source),
-            1,
-        )?;
+        if let Some(source) = Source::parse(ev.source) {
+            self.bump_counter(Counter::WebhookParked(source, Parking::KeyMessageMismatch), 1)?;
+        }
         let evidence = format!("{}:{}", ev.source, ev.event_id);
         for (id, other) in [(by_key, by_mid), (by_mid, by_key)] {
             let note = format!(
                 "event {} names this intention and intention #{other} (key {key}, message {mid}): applied to neither",
                 ev.event_id
             );
-            self.note(id, &self.webhook_entry("event_parked", &evidence, Some(&note)), at)?;
+            self.note(
+                id,
+                &self.webhook_entry(HistorySignal::EventParked.as_str(), &evidence, Some(&note)),
+                at,
+            )?;
         }
         Ok(Some(StatusOutcome::Parked {
             reason: PARKED_KEY_MESSAGE_MISMATCH.into(),

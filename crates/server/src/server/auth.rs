@@ -7,15 +7,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 
 use super::{ApiError, AppState};
 use crate::channel::motor_event;
+use crate::domain::counter::{Rejection, Source};
 
 /// Reads the whole body, refusing more than `[server] body_limit_bytes`
 /// with 413 (counted as `too_large`).
-pub async fn read_body(
-    state: &AppState,
-    source: &'static str,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<Bytes, ApiError> {
+pub async fn read_body(state: &AppState, source: Source, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
     let limit = state.config().server.body_limit_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -28,7 +24,7 @@ pub async fn read_body(
         )
     };
     if declared.is_some_and(|n| n > limit as u64) {
-        state.count_rejection(source, "too_large").await;
+        state.count_rejection(source, Rejection::TooLarge).await;
         return Err(too_large());
     }
     match axum::body::to_bytes(body, limit).await {
@@ -37,10 +33,10 @@ pub async fn read_body(
             // `to_bytes` reports the limit as an error whose text says so;
             // anything else is a broken upload.
             if e.to_string().contains("length limit") {
-                state.count_rejection(source, "too_large").await;
+                state.count_rejection(source, Rejection::TooLarge).await;
                 Err(too_large())
             } else {
-                state.count_rejection(source, "unreadable").await;
+                state.count_rejection(source, Rejection::Unreadable).await;
                 Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
                     format!("cannot read request body: {e}"),
@@ -55,21 +51,21 @@ pub async fn read_body(
 /// secret is not configured (nothing can be verified, so nothing is taken).
 pub async fn check_signature(
     state: &AppState,
-    source: &'static str,
+    source: Source,
     secret: Option<&str>,
     headers: &HeaderMap,
     header_name: &str,
     body: &[u8],
 ) -> Result<(), ApiError> {
     let Some(secret) = secret else {
-        state.count_rejection(source, "not_configured").await;
+        state.count_rejection(source, Rejection::NotConfigured).await;
         return Err(state.not_configured(
-            source,
+            source.as_str(),
             format!("{source} webhook secret is not configured (see [server] in the config)"),
         ));
     };
     let Some(given) = headers.get(header_name).and_then(|v| v.to_str().ok()) else {
-        state.count_rejection(source, "signature").await;
+        state.count_rejection(source, Rejection::Signature).await;
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             format!("missing {header_name} header"),
@@ -77,7 +73,7 @@ pub async fn check_signature(
     };
     // The engine module's verifier is the generic `sha256=<hex>` HMAC check.
     if !motor_event::verify(secret.as_bytes(), body, given) {
-        state.count_rejection(source, "signature").await;
+        state.count_rejection(source, Rejection::Signature).await;
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             format!("{header_name} does not match the body"),
@@ -89,14 +85,14 @@ pub async fn check_signature(
 /// `Authorization: Bearer <token>`, compared in constant time.
 pub async fn check_bearer(
     state: &AppState,
-    source: &'static str,
+    source: Source,
     expected: Option<&str>,
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
     let Some(expected) = expected else {
-        state.count_rejection(source, "not_configured").await;
+        state.count_rejection(source, Rejection::NotConfigured).await;
         return Err(state.not_configured(
-            source,
+            source.as_str(),
             "ingest token is not configured (see server.ingest_token_env)".into(),
         ));
     };
@@ -108,7 +104,7 @@ pub async fn check_bearer(
     match given {
         Some(t) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => Ok(()),
         _ => {
-            state.count_rejection(source, "token").await;
+            state.count_rejection(source, Rejection::Token).await;
             Err(ApiError::new(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"))
         }
     }

@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use super::auth::{check_bearer, read_body};
 use super::{ApiError, AppState};
+use crate::domain::counter::{Counter, Rejection, Source};
 use crate::domain::event::BookingEvent;
 use crate::ingest::{IngestError, Outcome, ingest_alone};
 use crate::store::StoreError;
@@ -54,20 +55,20 @@ pub struct IngestSummary {
 
 pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let token = state.secrets().ingest_token.clone();
-    check_bearer(&state, "bookings", token.as_deref(), &headers).await?;
-    let raw = read_body(&state, "bookings", &headers, body).await?;
+    check_bearer(&state, Source::Bookings, token.as_deref(), &headers).await?;
+    let raw = read_body(&state, Source::Bookings, &headers, body).await?;
     let items = match serde_json::from_slice::<Value>(&raw) {
         Ok(Value::Array(items)) => items,
         Ok(one @ Value::Object(_)) => vec![one],
         Ok(_) => {
-            state.count_rejection("bookings", "malformed").await;
+            state.count_rejection(Source::Bookings, Rejection::Malformed).await;
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "expected an event object or an array of them",
             ));
         }
         Err(e) => {
-            state.count_rejection("bookings", "malformed").await;
+            state.count_rejection(Source::Bookings, Rejection::Malformed).await;
             return Err(ApiError::new(StatusCode::BAD_REQUEST, format!("malformed JSON: {e}")));
         }
     };
@@ -120,7 +121,10 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
                 }
                 let summary = summarize(results);
                 if summary.rejected > 0 {
-                    tx.bump_counter("webhook_rejected:bookings:invalid_event", summary.rejected as i64)?;
+                    tx.bump_counter(
+                        Counter::WebhookRejected(Source::Bookings, Rejection::InvalidEvent),
+                        summary.rejected as i64,
+                    )?;
                 }
                 Ok::<_, StoreError>(summary)
             })

@@ -25,6 +25,7 @@ use super::auth::{check_signature, constant_time_eq, read_body};
 use super::inbound::{self, InboundOutcome};
 use super::notices::{self, Notice, NoticeOutcome};
 use super::{ApiError, AppState};
+use crate::domain::counter::{Counter, Rejection, Source};
 use crate::domain::status::CloudStatus;
 use crate::store::{NewChannelEvent, SOURCE_CLOUD, StatusOutcome, StoreError, Tx};
 
@@ -107,7 +108,7 @@ pub async fn verify_subscription(
             Ok((StatusCode::OK, challenge.clone()).into_response())
         }
         (Some("subscribe"), Some(_)) => {
-            state.count_rejection("cloud", "verify_token").await;
+            state.count_rejection(Source::Cloud, Rejection::VerifyToken).await;
             Err(ApiError::new(StatusCode::FORBIDDEN, "hub.verify_token does not match"))
         }
         _ => Err(ApiError::new(
@@ -119,13 +120,21 @@ pub async fn verify_subscription(
 
 /// `POST /webhooks/whatsapp`: signature first, then parse, then apply.
 pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let raw = read_body(&state, "cloud", &headers, body).await?;
+    let raw = read_body(&state, Source::Cloud, &headers, body).await?;
     let secret = state.secrets().cloud_app_secret.clone();
-    check_signature(&state, "cloud", secret.as_deref(), &headers, SIGNATURE_HEADER, &raw).await?;
+    check_signature(
+        &state,
+        Source::Cloud,
+        secret.as_deref(),
+        &headers,
+        SIGNATURE_HEADER,
+        &raw,
+    )
+    .await?;
     let note: Notification = match serde_json::from_slice(&raw) {
         Ok(n) => n,
         Err(e) => {
-            state.count_rejection("cloud", "malformed").await;
+            state.count_rejection(Source::Cloud, Rejection::Malformed).await;
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 format!("malformed notification JSON: {e}"),
@@ -230,7 +239,7 @@ pub fn process_batch(
             | Ok(Counted::Inbound(InboundOutcome::Recorded { .. }))
             | Ok(Counted::Notice(NoticeOutcome::Recorded { .. })) => s.recorded += 1,
             Err(reason) => {
-                tx.bump_counter("webhook_rejected:cloud:malformed_event", 1)?;
+                tx.bump_counter(Counter::WebhookRejected(Source::Cloud, Rejection::MalformedEvent), 1)?;
                 s.rejected.push((i, reason));
             }
         }

@@ -16,15 +16,18 @@
 //! contact that id was seen with (`contacts[]`); until one is known it is
 //! stored, not rejected (Meta does not resend after our 200). A `system`
 //! message is not the user writing: it opens no service window. Its
-//! `user_changed_number` moves the contact's upcoming appointments to the
-//! new number as a booking change, so their planned messages to the old
-//! number are superseded as for any phone change.
+//! `user_changed_number` moves the contact's upcoming appointments, and
+//! the orders with a notice still planned, to the new number as a booking
+//! change, so their planned messages to the old number are superseded as
+//! for any phone change.
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::AppState;
+use crate::domain::commitment::CommitmentKind;
+use crate::domain::counter::Counter;
 use crate::domain::event::{BookingEvent, is_e164};
 use crate::domain::inbound::Reply;
 use crate::domain::mask::mask_phone;
@@ -251,7 +254,7 @@ pub fn process(
     let Some(phone) = phone else {
         // Kept, and counted, until a contacts[] entry links the user id.
         tx.mark_channel_event(row, "recorded", None, now)?;
-        tx.bump_counter("inbound_by_user_id_uncorrelated", 1)?;
+        tx.bump_counter(Counter::InboundByUserIdUncorrelated, 1)?;
         return Ok(Ok(InboundOutcome::Recorded { why: "unknown_user_id" }));
     };
     let sent_at = msg.sent_at(now);
@@ -346,7 +349,8 @@ fn confirm(
 }
 
 /// A `system` message: never the user writing, so no service window. A
-/// changed number moves the upcoming appointments to the new number.
+/// changed number moves the upcoming appointments, and the orders with a
+/// notice still planned, to the new number.
 fn system(
     tx: &Tx<'_>,
     state: &AppState,
@@ -369,21 +373,34 @@ fn system(
         tx.mark_channel_event(row, "recorded", None, now)?;
         return Ok(InboundOutcome::Recorded { why: "unknown_number" });
     };
-    tx.bump_counter("number_changed", 1)?;
+    tx.bump_counter(Counter::NumberChanged, 1)?;
     let source_event = format!("cloud:{}", msg.id);
     let shown = format!("{} → {}", mask_phone(old), mask_phone(&new));
     for a in &changed.upcoming {
-        let raw = json!({
-            "event_id": format!("whatsapp:{}:number:{}", msg.id, a.reference),
-            "type": "appointment.scheduled",
-            "ref": a.reference,
-            "starts_at": a.starts_at.to_rfc3339(),
-            "contact": {"phone": new, "name": changed.name},
-            "service": a.service,
-            "location": a.location,
-            "occurred_at": sent_at.to_rfc3339(),
-            "note": "the customer changed their WhatsApp number",
-        });
+        let event_id = format!("whatsapp:{}:number:{}", msg.id, a.reference);
+        let contact = json!({"phone": new, "name": changed.name});
+        let raw = match a.kind {
+            CommitmentKind::Appointment => json!({
+                "event_id": event_id,
+                "type": "appointment.scheduled",
+                "ref": a.reference,
+                "starts_at": a.starts_at.map(|t| t.to_rfc3339()),
+                "contact": contact,
+                "service": a.service,
+                "location": a.location,
+                "occurred_at": sent_at.to_rfc3339(),
+                "note": "the customer changed their WhatsApp number",
+            }),
+            // The order's state stays; only where its notices go moves.
+            CommitmentKind::Order => json!({
+                "event_id": event_id,
+                "type": "order.updated",
+                "ref": a.reference,
+                "contact": contact,
+                "occurred_at": sent_at.to_rfc3339(),
+                "note": "the customer changed their WhatsApp number",
+            }),
+        };
         match BookingEvent::from_value(raw) {
             Ok(ev) => match tx.atomically(|tx| ingest(tx, &state.planner(), &ev, "whatsapp", now)) {
                 Ok(_) => {}

@@ -24,6 +24,7 @@ use tokio::sync::Semaphore;
 
 use super::{ApiError, AppState};
 use crate::config::ServerConfig;
+use crate::domain::counter::{Counter, Rejection, Source};
 
 /// How often pending rejection counts are written.
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
@@ -52,12 +53,12 @@ impl BodyLimits {
 }
 
 /// The `source` label of a request's rejections, from its route.
-fn source_of(path: &str) -> &'static str {
+fn source_of(path: &str) -> Source {
     match path {
-        "/webhooks/whatsapp" => "cloud",
-        "/webhooks/motor" => "motor",
-        "/v1/bookings/events" => "bookings",
-        _ => "other",
+        "/webhooks/whatsapp" => Source::Cloud,
+        "/webhooks/motor" => Source::Motor,
+        "/v1/bookings/events" => Source::Bookings,
+        _ => Source::Other,
     }
 }
 
@@ -76,7 +77,7 @@ pub async fn read_bodies(State(state): State<AppState>, req: Request, next: Next
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limits.limit as u64) {
-        state.rejections().add(source, "too_large");
+        state.rejections().add(source, Rejection::TooLarge);
         return closing(too_large(limits.limit));
     }
     // Without a declared length the body may use the whole limit.
@@ -85,7 +86,7 @@ pub async fn read_bodies(State(state): State<AppState>, req: Request, next: Next
         .unwrap_or(limits.limit)
         .clamp(1, limits.limit) as u32;
     let Ok(permit) = limits.budget.clone().try_acquire_many_owned(share) else {
-        state.rejections().add(source, "busy");
+        state.rejections().add(source, Rejection::Busy);
         let mut res = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many request bodies in flight; retry shortly",
@@ -103,16 +104,16 @@ pub async fn read_bodies(State(state): State<AppState>, req: Request, next: Next
             // `to_bytes` reports the limit as an error whose text says so;
             // anything else is a broken upload.
             let res = if e.to_string().contains("length limit") {
-                state.rejections().add(source, "too_large");
+                state.rejections().add(source, Rejection::TooLarge);
                 too_large(limits.limit)
             } else {
-                state.rejections().add(source, "unreadable");
+                state.rejections().add(source, Rejection::Unreadable);
                 ApiError::new(StatusCode::BAD_REQUEST, format!("cannot read request body: {e}")).into_response()
             };
             return closing(res);
         }
         Err(_) => {
-            state.rejections().add(source, "slow_body");
+            state.rejections().add(source, Rejection::SlowBody);
             let res = ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
@@ -151,38 +152,36 @@ fn closing(mut res: Response) -> Response {
     res
 }
 
-/// Rejection counts not yet in the ledger, by counter name
-/// (`webhook_rejected:<source>:<reason>`).
+/// Rejection counts not yet in the ledger.
 #[derive(Default)]
 pub struct Rejections {
-    pending: Mutex<BTreeMap<String, i64>>,
+    pending: Mutex<BTreeMap<Counter, i64>>,
 }
 
 impl Rejections {
-    pub fn add(&self, source: &str, reason: &str) {
-        let name = format!("webhook_rejected:{source}:{reason}");
+    pub fn add(&self, source: Source, reason: Rejection) {
         if let Ok(mut p) = self.pending.lock() {
-            *p.entry(name).or_insert(0) += 1;
+            *p.entry(Counter::WebhookRejected(source, reason)).or_insert(0) += 1;
         }
     }
 
     /// What is pending now (to write, or to show next to the stored counts).
-    pub fn pending(&self) -> Vec<(String, i64)> {
+    pub fn pending(&self) -> Vec<(Counter, i64)> {
         self.pending
             .lock()
-            .map(|p| p.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .map(|p| p.iter().map(|(k, v)| (*k, *v)).collect())
             .unwrap_or_default()
     }
 
     /// Forgets counts once they are stored (new ones may have arrived
     /// meanwhile: subtract, never clear).
-    pub fn settle(&self, stored: &[(String, i64)]) {
+    pub fn settle(&self, stored: &[(Counter, i64)]) {
         if let Ok(mut p) = self.pending.lock() {
-            for (name, n) in stored {
-                if let Some(v) = p.get_mut(name) {
+            for (counter, n) in stored {
+                if let Some(v) = p.get_mut(counter) {
                     *v -= n;
                     if *v <= 0 {
-                        p.remove(name);
+                        p.remove(counter);
                     }
                 }
             }
@@ -191,8 +190,8 @@ impl Rejections {
 }
 
 /// Adds pending counts to stored ones (both sorted by name).
-pub fn merge_counters(stored: &mut Vec<(String, i64)>, pending: Vec<(String, i64)>) {
-    for (name, n) in pending {
+pub fn merge_counters(stored: &mut Vec<(String, i64)>, pending: Vec<(Counter, i64)>) {
+    for (name, n) in pending.into_iter().map(|(c, n)| (c.name(), n)) {
         match stored.iter_mut().find(|(s, _)| *s == name) {
             Some(c) => c.1 += n,
             None => stored.push((name, n)),
@@ -208,12 +207,15 @@ mod tests {
     #[test]
     fn pending_counts_survive_a_concurrent_flush() {
         let r = Rejections::default();
-        r.add("cloud", "signature");
-        r.add("cloud", "signature");
+        r.add(Source::Cloud, Rejection::Signature);
+        r.add(Source::Cloud, Rejection::Signature);
         let snap = r.pending();
-        r.add("cloud", "signature");
+        r.add(Source::Cloud, Rejection::Signature);
         r.settle(&snap);
-        assert_eq!(r.pending(), vec![("webhook_rejected:cloud:signature".to_string(), 1)]);
+        assert_eq!(
+            r.pending(),
+            vec![(Counter::WebhookRejected(Source::Cloud, Rejection::Signature), 1)]
+        );
         let mut stored = vec![("webhook_rejected:cloud:signature".to_string(), 5)];
         merge_counters(&mut stored, r.pending());
         assert_eq!(stored[0].1, 6);

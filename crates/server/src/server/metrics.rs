@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 
 use super::{ApiError, AppState};
 use crate::domain::alert::{self, Reading};
+use crate::domain::counter::{Counter, Source};
 use crate::domain::heartbeat::{DispatcherState, Heartbeat, Liveness};
 use crate::store::{LATENCY_BUCKETS_MS, MetricsSnapshot, StoreError};
 
@@ -153,18 +154,18 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
     let _ = writeln!(
         o,
         "unavez_duplicates_blocked_total{{kind=\"keys\"}} {}",
-        counter("duplicate_keys")
+        counter(&Counter::DuplicateKeys.name())
     );
     let _ = writeln!(
         o,
         "unavez_duplicates_blocked_total{{kind=\"events\"}} {}",
-        counter("duplicate_events")
+        counter(&Counter::DuplicateEvents.name())
     );
-    for src in ["cloud", "motor"] {
+    for src in [Source::Cloud, Source::Motor] {
         let _ = writeln!(
             o,
             "unavez_duplicates_blocked_total{{kind=\"webhook_events\",source=\"{src}\"}} {}",
-            counter(&format!("duplicate_events_{src}"))
+            counter(&Counter::DuplicateEventsFrom(src).name())
         );
     }
 
@@ -272,14 +273,11 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
         "Requests or events refused, by source and reason.",
     );
     for (name, n) in &s.counters {
-        if let Some(rest) = name.strip_prefix("webhook_rejected:")
-            && let Some((src, reason)) = rest.split_once(':')
-        {
+        if let Some(Counter::WebhookRejected(src, reason)) = Counter::parse(name) {
             let _ = writeln!(
                 o,
-                "unavez_webhook_rejected_total{{source=\"{}\",reason=\"{}\"}} {n}",
-                esc(src),
-                esc(reason)
+                "unavez_webhook_rejected_total{{source=\"{src}\",reason=\"{}\"}} {n}",
+                reason.as_str()
             );
         }
     }

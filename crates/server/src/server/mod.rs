@@ -47,6 +47,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::config::{Config, ServerConfig};
+use crate::domain::counter::{Rejection, Source};
 use crate::domain::inbound::Classifier;
 use crate::planner::Planner;
 use crate::store::{Store, StoreError};
@@ -241,7 +242,7 @@ impl AppState {
 
     /// Counts a rejected request (`webhook_rejected:<source>:<reason>`) in
     /// memory; [`AppState::flush_rejections`] stores the counts in batches.
-    pub async fn count_rejection(&self, source: &'static str, reason: &'static str) {
+    pub async fn count_rejection(&self, source: Source, reason: Rejection) {
         self.inner.rejections.add(source, reason);
     }
 
@@ -262,7 +263,7 @@ impl AppState {
         if pending.is_empty() {
             return Ok(());
         }
-        let r = store.write(|tx| pending.iter().try_for_each(|(n, v)| tx.bump_counter(n, *v)));
+        let r = store.write(|tx| pending.iter().try_for_each(|(n, v)| tx.bump_counter(*n, *v)));
         match &r {
             Ok(()) => {
                 self.inner.rejections.settle(&pending);

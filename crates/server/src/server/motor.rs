@@ -26,6 +26,7 @@ use serde_json::Value;
 use super::auth::{check_signature, read_body};
 use super::{ApiError, AppState};
 use crate::channel::motor_event::{MotorEvent, SIGNATURE_HEADER};
+use crate::domain::counter::{Counter, Rejection, Source};
 use crate::domain::status::motor_report;
 use crate::store::{NewChannelEvent, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_MOTOR, StatusOutcome, StoreError, Tx};
 
@@ -35,13 +36,21 @@ pub struct MotorSummary {
 }
 
 pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let raw = read_body(&state, "motor", &headers, body).await?;
+    let raw = read_body(&state, Source::Motor, &headers, body).await?;
     let secret = state.secrets().motor_webhook_secret.clone();
-    check_signature(&state, "motor", secret.as_deref(), &headers, SIGNATURE_HEADER, &raw).await?;
+    check_signature(
+        &state,
+        Source::Motor,
+        secret.as_deref(),
+        &headers,
+        SIGNATURE_HEADER,
+        &raw,
+    )
+    .await?;
     let events = match parse(&raw) {
         Ok(evs) => evs,
         Err(e) => {
-            state.count_rejection("motor", "malformed").await;
+            state.count_rejection(Source::Motor, Rejection::Malformed).await;
             return Err(ApiError::new(StatusCode::BAD_REQUEST, e));
         }
     };
@@ -103,7 +112,7 @@ pub fn apply(
         return match tx.record_channel_event(&new, now)? {
             Recorded::New(row) => {
                 tx.set_channel_event_reason(row, "refused", REFUSED_FOREIGN_INSTANCE)?;
-                tx.bump_counter(&format!("webhook_rejected:motor:{REFUSED_FOREIGN_INSTANCE}"), 1)?;
+                tx.bump_counter(Counter::WebhookRejected(Source::Motor, Rejection::ForeignInstance), 1)?;
                 tracing::warn!(
                     event_id = %ev.event_id,
                     instance = %ev.instance_id,

@@ -13,6 +13,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::domain::counter::Counter;
 use crate::domain::status::timestamp_text;
 use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StoreError, TemplateStatus, Tx};
 
@@ -95,7 +96,7 @@ pub fn process(tx: &Tx<'_>, n: &Notice, now: DateTime<Utc>) -> Result<NoticeOutc
                     reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
                 );
                 held = tx.hold_template(&name, &note, &format!("cloud:{id}"), now)?;
-                tx.bump_counter("template_blocked", 1)?;
+                tx.bump_counter(Counter::TemplateBlocked, 1)?;
                 tracing::warn!(template = %name, status = %s, held, "message template blocked by WhatsApp");
             }
         }
@@ -139,6 +140,13 @@ fn preference(tx: &Tx<'_>, p: &Value, now: DateTime<Utc>) -> Result<(), StoreErr
         .map(|t| t.min(now))
         .unwrap_or(now);
     tx.set_marketing_preference(&format!("+{digits}"), stop, at, now)?;
-    tx.bump_counter(if stop { "marketing_stop" } else { "marketing_resume" }, 1)?;
+    tx.bump_counter(
+        if stop {
+            Counter::MarketingStop
+        } else {
+            Counter::MarketingResume
+        },
+        1,
+    )?;
     Ok(())
 }

@@ -8,8 +8,9 @@
 //! 2. a Windows zone name (`SA Pacific Standard Time`) through the CLDR
 //!    `windowsZones` table (the `localzone` crate's copy), preferring the
 //!    configured country's zone, else CLDR's world default;
-//! 3. an Outlook display name (`(UTC-05:00) Bogota, Lima, Quito`): the first
-//!    listed city that names an IANA zone;
+//! 3. an Outlook display name (`(UTC-05:00) Bogota, Lima, Quito`): the
+//!    listed city in the configured country, else the first listed city
+//!    that names an IANA zone;
 //! 4. the file's own `VTIMEZONE` with that `TZID`: its `X-LIC-LOCATION` if
 //!    that is an IANA name, else its `STANDARD`/`DAYLIGHT` observances.
 
@@ -163,7 +164,7 @@ pub fn by_name(name: &str, country: &str) -> Option<Tz> {
     if let Some(z) = windows.and_then(|n| n.parse().ok()) {
         return Some(z);
     }
-    display_name(name)
+    display_name(name, country)
 }
 
 /// An IANA name, in any letter case.
@@ -177,25 +178,37 @@ fn iana(name: &str) -> Result<Tz, ()> {
     })
 }
 
-/// `(UTC-05:00) Bogota, Lima, Quito` → the first city that is the last
-/// part of an IANA name (`America/Bogota`).
-fn display_name(name: &str) -> Option<Tz> {
+/// `(UTC-05:00) Bogota, Lima, Quito` → the listed city in the configured
+/// country (`America/Lima` for PE), else the first city that is the last
+/// part of an IANA name (`America/Bogota`). The cities share the offset,
+/// but not always the daylight-saving rules, and the clinic's own city is
+/// the one it would name.
+fn display_name(name: &str, country: &str) -> Option<Tz> {
     let rest = name.strip_prefix("(UTC")?.split_once(')')?.1;
-    rest.split(',').find_map(|city| {
-        let city = city.trim().replace(' ', "_");
-        if city.is_empty() {
-            return None;
-        }
-        chrono_tz::TZ_VARIANTS
-            .iter()
-            .find(|z| {
-                z.name()
-                    .rsplit('/')
-                    .next()
-                    .is_some_and(|last| last.eq_ignore_ascii_case(&city))
-            })
-            .copied()
-    })
+    let cities: Vec<Tz> = rest
+        .split(',')
+        .filter_map(|city| {
+            let city = city.trim().replace(' ', "_");
+            if city.is_empty() {
+                return None;
+            }
+            chrono_tz::TZ_VARIANTS
+                .iter()
+                .find(|z| {
+                    z.name()
+                        .rsplit('/')
+                        .next()
+                        .is_some_and(|last| last.eq_ignore_ascii_case(&city))
+                })
+                .copied()
+        })
+        .collect();
+    let in_country = |z: &Tz| {
+        localzone::iana_to_win_zone(z.name())
+            .and_then(|(windows, _)| localzone::win_zone_to_iana(windows, Some(country)))
+            == Some(z.name())
+    };
+    cities.iter().find(|z| in_country(z)).or(cities.first()).copied()
 }
 
 /// A zone from a `VTIMEZONE`'s observances (RFC 5545 §3.6.5): each one's
@@ -294,9 +307,15 @@ mod tests {
             Some(chrono_tz::America::Los_Angeles),
             "CLDR's world default when the country has none"
         );
+        assert_eq!(by_name("(UTC-05:00) Bogota, Lima, Quito", "PE"), lima);
         assert_eq!(
-            by_name("(UTC-05:00) Bogota, Lima, Quito", "PE"),
+            by_name("(UTC-05:00) Bogota, Lima, Quito", "CO"),
             Some(chrono_tz::America::Bogota)
+        );
+        assert_eq!(
+            by_name("(UTC-05:00) Bogota, Lima, Quito", "US"),
+            Some(chrono_tz::America::Bogota),
+            "the first city when none is in the country"
         );
         assert_eq!(by_name("Customized Time Zone", "PE"), None);
     }

@@ -111,14 +111,14 @@ impl App {
                 }
             }
             "detalle" | "detail" | "d" if !arg.is_empty() => self.open_detail(arg.to_string()),
-            // The header shortens a long error; this shows it whole.
+            // The header and the flash line shorten errors; this shows
+            // the console's and the dispatcher's last ones whole.
             "error" => {
-                let text = self
-                    .dispatcher
-                    .last_error
-                    .clone()
-                    .unwrap_or_else(|| self.t.no_error.into());
-                self.flash(FlashKind::Info, text);
+                if self.failure.is_some() || self.dispatcher.last_error.is_some() {
+                    self.mode = Mode::Error;
+                } else {
+                    self.flash(FlashKind::Info, self.t.no_error.into());
+                }
                 vec![]
             }
             _ => {
@@ -359,6 +359,8 @@ impl App {
         }
         self.ops_in_flight += 1;
         if let PendingOp::Reprocess { day, states } = c.op {
+            // The gauge shows from the start; the worker tells how far.
+            self.reprocess.running = Some(reprocess::Progress { done: 0, total: 0 });
             return vec![Request::Reprocess {
                 day,
                 states,
@@ -380,7 +382,7 @@ impl App {
     /// The evidence for an open resend confirmation: shown, and when the
     /// customer already has a message of the family (and no other rule
     /// refuses), the dialog asks for the typed word instead of `s`.
-    fn on_resend_evidence(&mut self, intention_id: i64, evidence: Result<Box<ResendEvidence>, String>) {
+    fn on_resend_evidence(&mut self, intention_id: i64, evidence: Result<Box<ResendEvidence>, Failure>) {
         let Some(c) = self.confirm.as_mut() else { return };
         let open_for = match c.op {
             PendingOp::Resend { intention_id: id, .. } => id,
@@ -402,7 +404,7 @@ impl App {
             Err(e) => {
                 self.confirm = None;
                 self.mode = Mode::Normal;
-                self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)]));
+                self.fail(e);
             }
         }
     }
@@ -416,14 +418,14 @@ impl App {
             }
             Response::ReprocessPlan(Err(e)) => {
                 self.reprocess.plan = None;
-                self.reprocess.error = Some(if e.is_empty() {
-                    self.t.reprocess_unavailable.to_string()
-                } else {
-                    e
-                });
+                self.reprocess.error = Some(e);
             }
+            // A late one (after the report) must not bring the gauge back.
+            Response::ReprocessProgress(p) if self.reprocess.running.is_some() => self.reprocess.running = Some(p),
+            Response::ReprocessProgress(_) => {}
             Response::Reprocessed(r) => {
                 self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
+                self.reprocess.running = None;
                 match r {
                     Ok(report) => {
                         let what = format!(
@@ -435,7 +437,7 @@ impl App {
                         self.flash(FlashKind::Success, fill(self.t.flash_done, &[("what", &what)]));
                         self.reprocess.done = Some(report);
                     }
-                    Err(e) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
+                    Err(e) => self.fail(e),
                 }
                 return self.load();
             }
@@ -444,6 +446,13 @@ impl App {
             Response::Counter(Ok(p)) => self.counter.set(p),
             Response::BoardHours(Ok(h)) => self.board_hours = h,
             Response::BoardHours(Err(_)) => self.board_hours.clear(),
+            Response::BoardDay(Ok(d)) => self.board_day = Some(d),
+            Response::BoardDay(Err(e)) => {
+                self.board_day = None;
+                // Asked again on the next tick.
+                self.board_day_asked = None;
+                self.fail(e);
+            }
             Response::Board(Ok(b)) => {
                 self.board = Some(b);
                 self.board_selected = self.board_selected.min(self.board_items().len().saturating_sub(1));
@@ -489,7 +498,7 @@ impl App {
                 self.upcoming.loading = false;
                 self.counter.loading = false;
                 self.detail_loading = false;
-                self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)]));
+                self.fail(e);
             }
             Response::ResendEvidence { intention_id, evidence } => self.on_resend_evidence(intention_id, evidence),
             Response::Op(r) => {
@@ -497,12 +506,27 @@ impl App {
                 match r {
                     Ok(report) => self.op_flash(&report),
                     Err(OpError::Changed) => self.flash(FlashKind::Refused, self.t.flash_changed.into()),
-                    Err(OpError::Other(e)) => self.flash(FlashKind::Error, fill(self.t.flash_error, &[("why", &e)])),
+                    Err(OpError::Other(e)) => self.fail(e),
                 }
                 return self.load();
             }
         }
         vec![]
+    }
+
+    /// An error on the flash line in the operator's words, kept whole for
+    /// `enter` (while it shows) and `:error`.
+    pub(super) fn fail(&mut self, e: Failure) {
+        let why = format!("{} · {}", self.t.failure_line(&e), self.t.error_more);
+        let text = fill(self.t.flash_error, &[("why", &why)]);
+        self.failure = Some(e);
+        self.flash(FlashKind::Error, text);
+    }
+
+    /// Whether `enter` opens the error's detail: an error is on the flash
+    /// line and its whole text is kept.
+    pub fn error_on_flash(&self) -> bool {
+        self.failure.is_some() && self.flash.as_ref().is_some_and(|f| f.kind == FlashKind::Error)
     }
 
     pub(super) fn op_flash(&mut self, r: &OpReport) {

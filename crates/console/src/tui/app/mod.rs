@@ -6,19 +6,24 @@
 //! fixed clock; the running console feeds it keys and the worker's answers.
 //!
 //! `update.rs` holds navigation, `dialogs.rs` typing, forms, the two-step
-//! confirmation and the worker's answers.
+//! confirmation and the worker's answers, `board.rs` the Tablero's counters.
 
+mod board;
 mod dialogs;
 mod rows;
 mod update;
 
+pub use board::{BoardItem, duration_text};
 pub use rows::{RowIdentity, Rows};
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
 
+use super::failure::Failure;
 use super::keys::{Access, Action, Mode, Screen};
+use super::theme::{self, Palette};
 use super::worker::{OpError, PendingOp, Request, Response};
+use crate::board::DayFigures;
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::alert::{BlockedTemplate, Reading};
@@ -108,6 +113,10 @@ pub struct Flash {
 /// How long a flash message stays on the line.
 pub const FLASH_SECONDS: i64 = 6;
 
+/// How often the Tablero re-reads its day figures while it is shown
+/// (`ctrl-r` and another day re-read them at once).
+pub const BOARD_DAY_SECONDS: i64 = 60;
+
 /// The embedded dispatcher as the header shows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DispatcherView {
@@ -124,14 +133,6 @@ pub struct DispatcherView {
     pub locked: bool,
 }
 
-/// One Tablero counter and the rows behind it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BoardItem {
-    pub label: String,
-    pub value: String,
-    pub query: Option<CounterQuery>,
-}
-
 /// The Reproceso screen: a day, the states to act on, the dry run.
 #[derive(Debug, Clone, Default)]
 pub struct ReprocessView {
@@ -141,7 +142,10 @@ pub struct ReprocessView {
     pub plan: Option<Vec<reprocess::Item>>,
     /// After a real run: the report (items carry their resulting state).
     pub done: Option<Box<reprocess::Report>>,
-    pub error: Option<String>,
+    /// Why there is no plan (not available here, the ledger failed…).
+    pub error: Option<Failure>,
+    /// A real run in progress: how far it is (the gauge).
+    pub running: Option<reprocess::Progress>,
 }
 
 /// The whole console state.
@@ -189,6 +193,18 @@ pub struct App {
     pub no_color: bool,
     /// This session's actions, newest last: what `L` lists.
     pub log: Vec<(DateTime<Utc>, String)>,
+    // tablero, themes, progress, errors
+    /// The colours every view draws with (`[console] theme`).
+    pub palette: &'static Palette,
+    /// The Tablero's day figures: latency and queue depth by the hour.
+    pub board_day: Option<DayFigures>,
+    /// Which day they were asked for, and when: an hourly picture is
+    /// re-read every [`BOARD_DAY_SECONDS`], not on every tick (at a
+    /// million intentions the read costs tens of milliseconds).
+    pub board_day_asked: Option<(NaiveDate, DateTime<Utc>)>,
+    /// The last error a request met, whole: `enter` while its flash is on
+    /// the line, or `:error`, shows it.
+    pub failure: Option<Failure>,
     /// Crossed alert thresholds (the header's banner), most urgent first,
     /// and the blocked templates behind `template_blocked`.
     pub alerts: Vec<Reading>,
@@ -238,6 +254,10 @@ impl App {
             ops_in_flight: 0,
             log: Vec::new(),
             no_color: false,
+            palette: &theme::DARK,
+            board_day: None,
+            board_day_asked: None,
+            failure: None,
             alerts: Vec::new(),
             blocked_templates: Vec::new(),
             frame: 0,
@@ -320,16 +340,41 @@ impl App {
             }
             Screen::Board => {
                 let day = self.day.format("%Y-%m-%d").to_string();
-                let day_start = self
+                let start_of = |d: NaiveDate| {
+                    d.and_hms_opt(0, 0, 0)
+                        .and_then(|t| t.and_local_timezone(self.tz).earliest())
+                        .map(|t| t.with_timezone(&Utc))
+                };
+                let day_start = start_of(self.day).unwrap_or(self.now);
+                let day_end = self
                     .day
-                    .and_hms_opt(0, 0, 0)
-                    .and_then(|t| t.and_local_timezone(self.tz).earliest())
-                    .map(|t| t.with_timezone(&Utc))
-                    .unwrap_or(self.now);
-                vec![
+                    .succ_opt()
+                    .and_then(start_of)
+                    .unwrap_or(day_start + Duration::days(1));
+                let mut out = vec![
                     Request::Board { day: day.clone() },
-                    Request::BoardHours { day, day_start },
-                ]
+                    Request::BoardHours {
+                        day: day.clone(),
+                        day_start,
+                    },
+                ];
+                let fresh = self
+                    .board_day_asked
+                    .is_some_and(|(d, at)| d == self.day && self.now - at < Duration::seconds(BOARD_DAY_SECONDS));
+                if !fresh {
+                    // Another day's figures never show under this one.
+                    if self.board_day_asked.map(|(d, _)| d) != Some(self.day) {
+                        self.board_day = None;
+                    }
+                    self.board_day_asked = Some((self.day, self.now));
+                    out.push(Request::BoardDay {
+                        day,
+                        day_start,
+                        day_end,
+                        now: self.now,
+                    });
+                }
+                out
             }
             Screen::Counter => match &self.counter_query {
                 Some(q) => {
@@ -451,79 +496,6 @@ impl App {
             }),
             Screen::Board | Screen::Reprocess => None,
         }
-    }
-
-    /// The Tablero's counters in display order.
-    pub fn board_items(&self) -> Vec<BoardItem> {
-        let Some(b) = &self.board else { return Vec::new() };
-        let t = self.t;
-        let count = |states: &[&str]| -> i64 {
-            b.by_state
-                .iter()
-                .filter(|(s, _)| states.contains(&s.as_str()))
-                .map(|(_, n)| n)
-                .sum()
-        };
-        let q = |states: &[&str], reason: Option<&str>| {
-            Some(CounterQuery {
-                day: b.day.clone(),
-                states: states.iter().map(|s| s.to_string()).collect(),
-                reason: reason.map(str::to_string),
-            })
-        };
-        let mut items = Vec::new();
-        for (label, states) in [
-            (t.board_planned, &["planned"][..]),
-            (t.board_uncertain, &["uncertain"][..]),
-            (t.board_review, &["review"][..]),
-            (t.board_failed, &["failed"][..]),
-            (t.board_in_flight, &["dispatching", "accepted", "sent"][..]),
-            (t.board_delivered, &["delivered"][..]),
-            (t.board_read, &["read"][..]),
-        ] {
-            items.push(BoardItem {
-                label: label.to_string(),
-                value: count(states).to_string(),
-                query: q(states, None),
-            });
-        }
-        for (reason, n) in &b.closures {
-            items.push(BoardItem {
-                label: format!("{} {}", t.board_cancelled_by, t.reason(reason)),
-                value: n.to_string(),
-                query: q(&["cancelled"], Some(reason)),
-            });
-        }
-        items.push(BoardItem {
-            label: t.board_dup_keys.into(),
-            value: b.duplicate_keys.to_string(),
-            query: None,
-        });
-        items.push(BoardItem {
-            label: t.board_dup_events.into(),
-            value: b.duplicate_events.to_string(),
-            query: None,
-        });
-        items.push(BoardItem {
-            label: t.board_opt_outs.into(),
-            value: b.opt_outs.to_string(),
-            query: None,
-        });
-        let latency = match (b.latency_ms_median, b.latency_ms_p95) {
-            (Some(p50), Some(p95)) => format!(
-                "{:.1} s · p95 {:.1} s (n={})",
-                p50 as f64 / 1000.0,
-                p95 as f64 / 1000.0,
-                b.latency_samples
-            ),
-            _ => t.detail_none.to_string(),
-        };
-        items.push(BoardItem {
-            label: t.board_latency.into(),
-            value: latency,
-            query: None,
-        });
-        items
     }
 }
 

@@ -9,7 +9,11 @@ impl App {
             Mode::Filter | Mode::Command => return self.on_input(a),
             Mode::Form => return self.on_form(a),
             Mode::Confirm | Mode::ConfirmWord => return self.on_confirm(a),
-            Mode::Help | Mode::Log => {
+            Mode::Help | Mode::Log | Mode::Error => {
+                // An error read whole leaves the line: enter opens rows again.
+                if self.mode == Mode::Error && self.error_on_flash() {
+                    self.flash = None;
+                }
                 match a {
                     Action::Quit => self.quit = true,
                     _ => self.mode = Mode::Normal,
@@ -34,6 +38,7 @@ impl App {
             Action::Back => self.back_action(),
             Action::Refresh => {
                 self.flash(FlashKind::Info, self.t.flash_refreshed.into());
+                self.board_day_asked = None;
                 self.load()
             }
             Action::OpenFilter => {
@@ -123,6 +128,11 @@ impl App {
                     Screen::Detail => {}
                     Screen::Reprocess => self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 },
                 }
+                vec![]
+            }
+            // An error on the flash line: enter shows it whole first.
+            Action::Open if self.error_on_flash() => {
+                self.mode = Mode::Error;
                 vec![]
             }
             Action::Open => self.open(),
@@ -347,11 +357,10 @@ impl App {
         }
         if op == OpKind::Reprocess {
             if self.reprocess.plan.is_none() {
-                let why = self
-                    .reprocess
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| self.t.reprocess_unavailable.into());
+                let why = match &self.reprocess.error {
+                    Some(f) => self.t.failure_line(f),
+                    None => self.t.reprocess_unavailable.into(),
+                };
                 self.flash(FlashKind::Refused, why);
                 return vec![];
             }

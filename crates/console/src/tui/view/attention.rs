@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-use super::{DIM, HEAD, SELECTED, page_info, short_purpose, state_style};
+use super::{HEAD, SELECTED, page_info, short_purpose, state_style};
 use crate::domain::attention::{CaseKind, next_step};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
@@ -59,7 +59,7 @@ pub(super) fn draw_attention_like(
         } else {
             t.empty_list
         };
-        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
+        f.render_widget(Paragraph::new(msg).style(app.palette.dim()).block(block), area);
         return;
     }
     // Narrow terminals (80 columns) keep who, when, the phone's last digits,
@@ -224,9 +224,9 @@ fn state_cell(app: &App, r: &AttentionRow) -> Cell<'static> {
             "parked" => t.channel_event_parked,
             _ => t.channel_event_refused,
         };
-        return Cell::from(label).style(state_style("review"));
+        return Cell::from(label).style(state_style(app, "review"));
     }
-    Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(&r.state))
+    Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(app, &r.state))
 }
 
 /// What an Atención row is, for the next step.

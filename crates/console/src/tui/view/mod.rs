@@ -14,7 +14,7 @@ mod panels;
 use attention::{draw_attention_like, human_time, short_name};
 use banner::draw_banner;
 use board::draw_board;
-use overlay::{draw_confirm, draw_form, draw_help, draw_log};
+use overlay::{draw_confirm, draw_error, draw_form, draw_help, draw_log};
 use panels::{draw_detail, draw_reprocess};
 
 use chrono::{DateTime, Duration, Utc};
@@ -26,6 +26,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Table
 
 use super::app::{App, FlashKind};
 use super::keys::{Action, Mode, Screen, visible};
+use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
 use crate::domain::mask::mask_phone;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
@@ -38,7 +39,6 @@ pub const MIN_WIDTH: u16 = 80;
 pub const MIN_HEIGHT: u16 = 24;
 
 pub(super) const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
-pub(super) const DIM: Style = Style::new().fg(Color::DarkGray);
 pub(super) const HEAD: Style = Style::new().add_modifier(Modifier::BOLD);
 
 /// Draws the whole console.
@@ -48,8 +48,8 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         let size = format!("{}×{} < {MIN_WIDTH}×{MIN_HEIGHT}", area.width, area.height);
         let text = vec![
             Line::from(app.t.too_small).style(HEAD),
-            Line::from(size).style(DIM),
-            Line::from(fill(app.t.too_small_hint, &[("quit", "q")])).style(DIM),
+            Line::from(size).style(app.palette.dim()),
+            Line::from(fill(app.t.too_small_hint, &[("quit", "q")])).style(app.palette.dim()),
         ];
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
         return;
@@ -97,6 +97,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Confirm | Mode::ConfirmWord => draw_confirm(f, app),
         Mode::Help => draw_help(f, app),
         Mode::Log => draw_log(f, app),
+        Mode::Error => draw_error(f, app),
         _ => {}
     }
     neutralize_controls(f);
@@ -157,9 +158,9 @@ fn dispatcher_span(app: &App, detail: Detail) -> Span<'static> {
     let t = app.t;
     let d = &app.dispatcher;
     let red = Style::new()
-        .fg(Color::Red)
+        .fg(app.palette.error)
         .add_modifier(Modifier::BOLD | Modifier::REVERSED);
-    let green = Style::new().fg(Color::Green);
+    let green = Style::new().fg(app.palette.ok);
     let others = d.others.as_deref().unwrap_or_default();
     let more = |n: usize| match n {
         0 => String::new(),
@@ -185,7 +186,7 @@ fn dispatcher_span(app: &App, detail: Detail) -> Span<'static> {
             (symbol, label + &more(others.len() - 1), style)
         }
         (None, None) if d.others.is_some() => ("■", t.dispatcher_stopped.to_string(), red),
-        (None, None) => ("○", t.dispatcher_off.to_string(), DIM),
+        (None, None) => ("○", t.dispatcher_off.to_string(), app.palette.dim()),
         (Some(true), _) if d.paused => ("⏸", t.dispatcher_paused.to_string() + &more(others.len()), red),
         (Some(true), _) => ("●", t.dispatcher_running.to_string() + &more(others.len()), green),
         (Some(false), _) => ("■", t.dispatcher_stopped.to_string(), red),
@@ -220,13 +221,13 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
         Span::styled(
             format!(" {} ", t.app_title),
             Style::new()
-                .fg(Color::Black)
-                .bg(Color::Cyan)
+                .fg(app.palette.on_accent)
+                .bg(app.palette.accent)
                 .add_modifier(Modifier::BOLD),
         ),
         Span::raw(format!(" {} ({})", inert(&app.operator), t.role(app.role()))),
     ];
-    let mark = |text: &str| Span::styled(format!(" [{text}]"), Style::new().fg(Color::Yellow));
+    let mark = |text: &str| Span::styled(format!(" [{text}]"), Style::new().fg(app.palette.warn));
     let unverified = app.identity_unverified.then(|| mark(t.identity_unverified));
     let read_only = app.access.read_only.then(|| mark(t.read_only));
     // The title, the operator, the dispatcher's state and the clock are
@@ -284,7 +285,7 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
     let pad = width.saturating_sub(used(&left) + right_len);
     left.push(Span::raw(" ".repeat(pad)));
     left.push(state);
-    left.push(Span::styled(extra, DIM));
+    left.push(Span::styled(extra, app.palette.dim()));
     left.push(Span::styled(clock, HEAD));
     f.render_widget(Paragraph::new(Line::from(left)), area);
 }
@@ -294,9 +295,9 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     let mut spans = Vec::new();
     for (i, s) in Screen::tabs(app.role()).iter().enumerate() {
         let style = if *s == app.screen || (app.back.first() == Some(s)) {
-            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+            Style::new().fg(app.palette.accent).add_modifier(Modifier::BOLD)
         } else {
-            DIM
+            app.palette.dim()
         };
         spans.push(Span::styled(format!(" {} {} ", i + 1, s.title(t)), style));
     }
@@ -305,7 +306,7 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
     if !app.filter.is_empty() {
         spans.push(Span::styled(
             format!("  [{}: {}]", t.filter, inert(&app.filter)),
-            Style::new().fg(Color::Yellow),
+            Style::new().fg(app.palette.warn),
         ));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -318,15 +319,8 @@ pub(super) fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> Str
     format!(" {} {}–{} / {total} ", app.t.page, offset + 1, offset as usize + shown)
 }
 
-pub(super) fn state_style(state: &str) -> Style {
-    match state {
-        "uncertain" | "stuck" => Style::new().fg(Color::Yellow),
-        "review" | "reschedule" => Style::new().fg(Color::Magenta),
-        "failed" => Style::new().fg(Color::Red),
-        "delivered" | "read" => Style::new().fg(Color::Green),
-        "cancelled" => DIM,
-        _ => Style::new(),
-    }
+pub(super) fn state_style(app: &App, state: &str) -> Style {
+    app.palette.state(state)
 }
 
 /// `aviso-reserva` → `reserva`, `recordatorio-24h` → `24h`: the column
@@ -346,8 +340,8 @@ fn needs_call(app: &App, u: &UpcomingRow) -> bool {
         .notifications
         .iter()
         .any(|n| n.version == u.version && matches!(n.state.as_str(), "delivered" | "read"));
-    u.kind == "appointment"
-        && u.status != "cancelled"
+    u.kind == CommitmentKind::Appointment
+        && u.status != CommitmentStatus::Cancelled
         && soon
         && !reached
         && u.confirmed_at.is_none()
@@ -367,7 +361,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             (true, false) => t.no_results,
             (true, true) => t.empty_list,
         };
-        f.render_widget(Paragraph::new(msg).style(DIM).block(block), area);
+        f.render_widget(Paragraph::new(msg).style(app.palette.dim()).block(block), area);
         return;
     }
     let header = Row::new([
@@ -384,19 +378,19 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             .starts_at
             .map(|s| human_time(app, s))
             .unwrap_or_else(|| t.detail_none.into());
-        let status = if u.status == "cancelled" {
+        let status = if u.status == CommitmentStatus::Cancelled {
             t.cancelled_appt
         } else if u.manual_contact_at.is_some() {
             t.manual_contact_done
         } else if u.confirmed_at.is_some() {
             t.confirmed
-        } else if u.kind == "appointment" {
+        } else if u.kind == CommitmentKind::Appointment {
             t.scheduled
         } else {
             ""
         };
-        let mut status = if u.kind == "order" {
-            inert(&u.status).into_owned()
+        let mut status = if u.kind == CommitmentKind::Order {
+            u.status.as_str().to_string()
         } else {
             status.to_string()
         };
@@ -410,7 +404,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         let notes = u
             .notifications
             .iter()
-            .filter(|n| n.version == u.version || n.is_resend || u.kind == "order")
+            .filter(|n| n.version == u.version || n.is_resend || u.kind == CommitmentKind::Order)
             .map(|n| {
                 let p = short_purpose(&n.purpose);
                 let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
@@ -424,7 +418,7 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
             .collect::<Vec<_>>()
             .join(" ");
         let style = if call {
-            Style::new().fg(Color::Yellow)
+            Style::new().fg(app.palette.warn)
         } else {
             Style::new()
         };
@@ -466,9 +460,9 @@ fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
             Some(fl) => {
                 let style = match fl.kind {
                     FlashKind::Info => Style::new(),
-                    FlashKind::Success => Style::new().fg(Color::Green),
-                    FlashKind::Refused => Style::new().fg(Color::Yellow),
-                    FlashKind::Error => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+                    FlashKind::Success => Style::new().fg(app.palette.ok),
+                    FlashKind::Refused => Style::new().fg(app.palette.warn),
+                    FlashKind::Error => Style::new().fg(app.palette.error).add_modifier(Modifier::BOLD),
                 };
                 Line::styled(inert(&fl.text).into_owned(), style)
             }
@@ -487,7 +481,7 @@ fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
 /// registry order while they fit whole (nothing is cut mid-word; `?`
 /// lists the rest).
 fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
-    let key = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+    let key = Style::new().fg(app.palette.accent).add_modifier(Modifier::BOLD);
     let hints: Vec<(String, &'static str, Action)> = visible(app.screen, app.access)
         .filter(|c| c.hint)
         .map(|c| {
@@ -528,7 +522,7 @@ fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     for (k, l, _) in help.chain(shown.iter()).chain(quit) {
         spans.push(Span::styled(format!("{k} "), key));
-        spans.push(Span::styled(format!("{l}  "), DIM));
+        spans.push(Span::styled(format!("{l}  "), app.palette.dim()));
     }
     spans
 }

@@ -55,9 +55,9 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
     }
     lines.push(Line::from(format!("{}: {}▏", t.form_reason, inert(&form.reason))));
     if let Some(e) = form.error {
-        lines.push(Line::styled(e, Style::new().fg(Color::Red)));
+        lines.push(Line::styled(e, Style::new().fg(app.palette.error)));
     }
-    lines.push(Line::styled(t.form_submit_hint, DIM));
+    lines.push(Line::styled(t.form_submit_hint, app.palette.dim()));
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", t.op_label(form.op)));
@@ -79,7 +79,7 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
             let word = t.resend_word;
             lines.push(Line::styled(format!("» {}▏", inert(&r.word)), HEAD));
             if let Some(e) = &r.error {
-                lines.push(Line::styled(e.clone(), Style::new().fg(Color::Red)));
+                lines.push(Line::styled(e.clone(), Style::new().fg(app.palette.error)));
             }
             lines.push(Line::styled(fill(t.resend_type_word, &[("word", word)]), HEAD));
         }
@@ -96,7 +96,7 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", t.confirm_title))
-        .border_style(Style::new().fg(Color::Yellow));
+        .border_style(Style::new().fg(app.palette.warn));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
@@ -106,14 +106,14 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
 fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
     let t = app.t;
     let Some(ev) = &r.evidence else {
-        return vec![Line::styled(t.resend_evidence_loading, DIM)];
+        return vec![Line::styled(t.resend_evidence_loading, app.palette.dim())];
     };
     let mut lines = vec![Line::styled(t.resend_evidence_title, HEAD)];
     for m in &ev.messages {
         let reached = m.delivered_at.is_some() || m.read_at.is_some();
         let [head, detail] = t.resend_member(m, m.id == ev.original_id, app.tz);
         let style = if reached {
-            Style::new().fg(Color::Green)
+            Style::new().fg(app.palette.ok)
         } else {
             Style::new()
         };
@@ -130,12 +130,12 @@ fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
     if let Some(why) = &ev.refusal {
         lines.push(Line::styled(
             fill(t.resend_would_refuse, &[("why", &t.refusal(why))]),
-            Style::new().fg(Color::Yellow),
+            Style::new().fg(app.palette.warn),
         ));
     } else if ev.needs_acknowledgement() {
         lines.push(Line::styled(
             t.resend_reached_warning,
-            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+            Style::new().fg(app.palette.error).add_modifier(Modifier::BOLD),
         ));
     }
     lines
@@ -150,13 +150,13 @@ pub(super) fn draw_help(f: &mut Frame<'_>, app: &App) {
         .iter()
         .map(|c| {
             Line::from(vec![
-                Span::styled(format!("{:<12}", c.key_label()), Style::new().fg(Color::Cyan)),
+                Span::styled(format!("{:<12}", c.key_label()), Style::new().fg(app.palette.accent)),
                 Span::raw((c.label)(t)),
             ])
         })
         .collect();
     lines.push(Line::from(""));
-    lines.push(Line::styled(t.help_roles, DIM));
+    lines.push(Line::styled(t.help_roles, app.palette.dim()));
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} · {} ", t.help_title, app.screen.title(t)));
@@ -169,7 +169,7 @@ pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
     let area = popup(f.area(), 80, (app.log.len() as u16).clamp(1, 16) + 2);
     f.render_widget(Clear, area);
     let lines: Vec<Line<'_>> = if app.log.is_empty() {
-        vec![Line::styled(t.log_empty, DIM)]
+        vec![Line::styled(t.log_empty, app.palette.dim())]
     } else {
         app.log
             .iter()
@@ -178,7 +178,7 @@ pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
                 Line::from(vec![
                     Span::styled(
                         format!("{} ", at.with_timezone(&app.tz).format("%H:%M:%S")),
-                        Style::new().fg(Color::Cyan),
+                        Style::new().fg(app.palette.accent),
                     ),
                     Span::raw(crate::domain::text::inert(text).into_owned()),
                 ])
@@ -194,4 +194,38 @@ pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
             .block(block),
         area,
     );
+}
+
+/// The last errors whole (`enter` on an error's flash, or `:error`): the
+/// console's, in the operator's words and then technically, and the
+/// dispatcher's.
+pub(super) fn draw_error(f: &mut Frame<'_>, app: &App) {
+    let t = app.t;
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    if let Some(e) = &app.failure {
+        lines.push(Line::styled(t.error_console, HEAD));
+        lines.push(Line::styled(t.failure(e.kind), Style::new().fg(app.palette.error)));
+        lines.push(Line::styled(format!("{}:", t.error_technical), app.palette.dim()));
+        lines.push(Line::from(inert(&e.detail).into_owned()));
+    }
+    if let Some(e) = &app.dispatcher.last_error {
+        if !lines.is_empty() {
+            lines.push(Line::from(""));
+        }
+        lines.push(Line::styled(t.error_dispatcher, HEAD));
+        lines.push(Line::from(inert(e).into_owned()));
+    }
+    if lines.is_empty() {
+        lines.push(Line::styled(t.no_error, app.palette.dim()));
+    }
+    let width: u16 = 90;
+    let inner = usize::from(width.saturating_sub(2));
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX));
+    f.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.error_title))
+        .border_style(Style::new().fg(app.palette.error));
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }

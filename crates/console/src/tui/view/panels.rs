@@ -1,6 +1,7 @@
 //! The Detalle and Reproceso panels.
 
 use super::*;
+use ratatui::widgets::Gauge;
 
 pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
@@ -8,7 +9,7 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         .borders(Borders::ALL)
         .title(format!(" {} ", t.screen_detail));
     let Some(d) = &app.detail else {
-        f.render_widget(Paragraph::new(t.loading).style(DIM).block(block), area);
+        f.render_widget(Paragraph::new(t.loading).style(app.palette.dim()).block(block), area);
         return;
     };
     let i = &d.intention;
@@ -25,7 +26,7 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
     lines.push(Line::from(vec![
         Span::styled(format!("#{} {}", i.id, inert(&i.key)), HEAD),
         Span::raw("  "),
-        Span::styled(state_line, state_style(i.state.as_str())),
+        Span::styled(state_line, state_style(app, i.state.as_str())),
     ]));
     lines.push(Line::from(format!(
         "{} {} v{} · {} {} · {} {}",
@@ -75,7 +76,7 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         if let Some(n) = &h.note {
             s.push_str(&format!(" {}", inert(n)));
         }
-        lines.push(Line::from(s).style(if h.applied { Style::new() } else { DIM }));
+        lines.push(Line::from(s).style(if h.applied { Style::new() } else { app.palette.dim() }));
     }
     lines.push(Line::styled(t.detail_attempts, HEAD));
     if d.attempts.is_empty() {
@@ -136,16 +137,28 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
         (Some(done), _) if done.day == app.day.format("%Y-%m-%d").to_string() => (t.screen_reprocess, &done.items),
         (_, Some(plan)) => (t.reprocess_preview, plan),
         _ => {
-            let msg = inert(&v.error.clone().unwrap_or_else(|| t.reprocess_unavailable.to_string())).into_owned();
+            let mut msg = vec![Line::styled(
+                v.error.as_ref().map_or(t.reprocess_unavailable, |e| t.failure(e.kind)),
+                Style::new().fg(app.palette.warn),
+            )];
+            if let Some(e) = v.error.as_ref().filter(|e| !e.detail.is_empty()) {
+                msg.push(Line::styled(inert(&e.detail).into_owned(), app.palette.dim()));
+            }
             let block = Block::default()
                 .borders(Borders::ALL)
                 .title_bottom(format!(" {} ", t.reprocess_hint));
-            f.render_widget(
-                Paragraph::new(vec![Line::styled(msg, Style::new().fg(Color::Yellow))]).block(block),
-                right,
-            );
+            f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: false }).block(block), right);
             return;
         }
+    };
+    // A real run under way: its gauge on top, the list below.
+    let right = match v.running {
+        Some(p) => {
+            let [gauge, rest] = Layout::vertical([Constraint::Length(3), Constraint::Fill(1)]).areas(right);
+            draw_gauge(f, app, p, gauge);
+            rest
+        }
+        None => right,
     };
     let block = Block::default()
         .borders(Borders::ALL)
@@ -171,4 +184,28 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
         Constraint::Fill(1),
     ];
     f.render_widget(Table::new(rows, widths).header(header).block(block), right);
+}
+
+/// How far a real reprocess run is: done of total, as the worker last said
+/// (nothing counted yet: "starting").
+fn draw_gauge(f: &mut Frame<'_>, app: &App, p: crate::dispatch::reprocess::Progress, area: Rect) {
+    let t = app.t;
+    let (ratio, label) = if p.total == 0 {
+        (0.0, t.reprocess_starting.to_string())
+    } else {
+        let done = p.done.min(p.total);
+        (
+            done as f64 / p.total as f64,
+            fill(
+                t.reprocess_running,
+                &[("done", &done.to_string()), ("total", &p.total.to_string())],
+            ),
+        )
+    };
+    let gauge = Gauge::default()
+        .block(Block::default().borders(Borders::ALL))
+        .gauge_style(Style::new().fg(app.palette.accent))
+        .ratio(ratio)
+        .label(label);
+    f.render_widget(gauge, area);
 }

@@ -1,0 +1,180 @@
+//! The one handle to the ledger that every part of a process shares: the
+//! dispatcher, the reconciler, the webhook server and the console all take
+//! their connections from the same [`Ledger`].
+//!
+//! Why one: the ledger is opened (and migrated, and checked) once, so a bad
+//! file fails at start and not on the first webhook; connections are reused
+//! with their prepared-statement caches warm; and there is one place that
+//! knows how blocking SQLite work leaves an async runtime
+//! ([`Ledger::call`], on tokio's blocking pool).
+//!
+//! A task that writes in a steady stream (the dispatcher, the reconciler)
+//! takes a [`Session`]: one connection of its own, used by one call at a
+//! time. Two writers of one process then queue on a mutex instead of on
+//! SQLite's busy handler, whose sleeps grow to 100 ms. Everything else
+//! (webhook handlers, console reads, operator actions) borrows a pooled
+//! connection per call.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::store::{OpenOptions, Store, StoreError};
+
+/// Idle connections kept for reuse.
+const IDLE: usize = 4;
+
+/// A shared, cloneable handle to one ledger file.
+#[derive(Clone)]
+pub struct Ledger {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    idle: Mutex<Vec<Store>>,
+}
+
+impl Ledger {
+    /// Opens the ledger, creating and migrating it if needed.
+    pub fn open(path: &Path) -> Result<Ledger, StoreError> {
+        Ledger::open_with(path, &OpenOptions::CREATE)
+    }
+
+    /// Opens (and migrates) the ledger with `opts`: the first connection
+    /// does the checks and is kept for reuse.
+    pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Ledger, StoreError> {
+        let first = Store::open_with(path, opts)?;
+        Ok(Ledger::from_store(first))
+    }
+
+    /// A handle around a store opened elsewhere (its checks already done).
+    pub fn from_store(store: Store) -> Ledger {
+        Ledger {
+            inner: Arc::new(Inner {
+                path: store.path().to_path_buf(),
+                idle: Mutex::new(vec![store]),
+            }),
+        }
+    }
+
+    /// The ledger file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs blocking store work on a pooled connection (call it from a
+    /// thread that may block: the console's worker, `spawn_blocking`).
+    pub fn with<T>(&self, f: impl FnOnce(&mut Store) -> T) -> Result<T, StoreError> {
+        let mut store = self.take()?;
+        let out = f(&mut store);
+        self.give_back(store);
+        Ok(out)
+    }
+
+    /// [`Ledger::with`] on tokio's blocking pool, for async callers.
+    pub async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Store) -> T + Send + 'static,
+    {
+        let ledger = self.clone();
+        tokio::task::spawn_blocking(move || ledger.with(f))
+            .await
+            .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+
+    /// A connection of its own for one steady writer (see the module).
+    pub fn session(&self) -> Result<Session, StoreError> {
+        Ok(Session(Arc::new(Mutex::new(self.take()?))))
+    }
+
+    fn take(&self) -> Result<Store, StoreError> {
+        let idle = self.inner.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
+        match idle {
+            Some(s) => Ok(s),
+            // Later connections attach without the migration's write
+            // lock, so one opens even while another process holds it.
+            None => Store::attach(&self.inner.path),
+        }
+    }
+
+    fn give_back(&self, store: Store) {
+        if let Ok(mut idle) = self.inner.idle.lock()
+            && idle.len() < IDLE
+        {
+            idle.push(store);
+        }
+    }
+}
+
+/// One connection used by one task, one call at a time.
+#[derive(Clone)]
+pub struct Session(Arc<Mutex<Store>>);
+
+impl Session {
+    /// Runs `f` with the session's connection on tokio's blocking pool.
+    pub async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Store) -> T + Send + 'static,
+    {
+        let store = self.0.clone();
+        tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock leaves the connection usable:
+            // SQLite rolled the transaction back when it was dropped.
+            let mut guard = store.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))
+    }
+
+    /// The ledger file of this session.
+    pub fn path(&self) -> PathBuf {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).path().to_path_buf()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_are_reused_and_a_missing_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("l.db");
+        assert!(matches!(
+            Ledger::open_with(&db, &OpenOptions::EXISTING),
+            Err(StoreError::Missing { .. })
+        ));
+        let ledger = Ledger::open(&db).unwrap();
+        let a = ledger.with(|s| s as *const Store as usize).unwrap();
+        let b = ledger.with(|s| s as *const Store as usize).unwrap();
+        assert_eq!(a, b, "the idle connection is reused");
+        // Two at once: the second attaches a new connection.
+        let nested = ledger
+            .with(|_| ledger.with(|s| s.path().to_path_buf()).unwrap())
+            .unwrap();
+        assert_eq!(nested, db);
+    }
+
+    #[test]
+    fn a_session_serialises_its_calls_on_one_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("l.db")).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let s = ledger.session().unwrap();
+        let ids = rt.block_on(async {
+            let (a, b) = tokio::join!(
+                s.call(|st| st as *const Store as usize),
+                s.call(|st| st as *const Store as usize)
+            );
+            (a.unwrap(), b.unwrap())
+        });
+        assert_eq!(ids.0, ids.1);
+    }
+}
