@@ -170,29 +170,7 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
             };
         }
     }
-    // Who receives the message and what it names matter as much as when:
-    // a new phone or name makes every planned text wrong (and the old phone
-    // must never get one), so the change raises the version like a move.
-    let replans = matches!(
-        change,
-        Change::Created | Change::Rescheduled | Change::Moved | Change::Cancelled
-    );
-    let new_phone = next.phone != cur.phone;
-    if next.kind == CommitmentKind::Appointment && !replans {
-        if new_phone {
-            (change, matters) = (Change::Recipient, true);
-        } else if next.name != cur.name || next.service != cur.service {
-            (change, matters) = (Change::Details, true);
-        }
-    } else if next.kind == CommitmentKind::Order && new_phone {
-        // An order's notices go to a phone too: what was planned for the
-        // old number is retired and the planner moves it to the new one.
-        change = match change {
-            Change::Created | Change::OrderState => Change::OrderStateNewRecipient,
-            _ => Change::Recipient,
-        };
-        matters = true;
-    }
+    (change, matters) = who_and_what(cur, &next, change, matters);
     next.version = match ev.version {
         // An event's own version (iCalendar SEQUENCE) is authoritative.
         Some(v) => v,
@@ -219,6 +197,30 @@ pub fn apply(current: Option<&Commitment>, ev: &BookingEvent, at: DateTime<Utc>)
         version_changed: next.version != cur.version,
         after: next,
         kind: change,
+    }
+}
+
+/// Who receives the message and what it names matter as much as when: a
+/// new phone or name makes every planned text wrong (and the old phone
+/// must never get one), so such a change raises the version like a move.
+fn who_and_what(cur: &Commitment, next: &Commitment, change: Change, matters: bool) -> (Change, bool) {
+    let replans = matches!(
+        change,
+        Change::Created | Change::Rescheduled | Change::Moved | Change::Cancelled
+    );
+    let new_phone = next.phone != cur.phone;
+    match next.kind {
+        CommitmentKind::Appointment if !replans && new_phone => (Change::Recipient, true),
+        CommitmentKind::Appointment if !replans && (next.name != cur.name || next.service != cur.service) => {
+            (Change::Details, true)
+        }
+        // An order's notices go to a phone too: what was planned for the
+        // old number is retired and the planner moves it to the new one.
+        CommitmentKind::Order if new_phone => match change {
+            Change::Created | Change::OrderState => (Change::OrderStateNewRecipient, true),
+            _ => (Change::Recipient, true),
+        },
+        _ => (change, matters),
     }
 }
 
