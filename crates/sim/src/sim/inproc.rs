@@ -14,7 +14,9 @@ use super::PauseMode;
 use super::core::{Core, lock};
 use super::messages::{Reply, app_id, handle_message};
 use crate::channel::motor::{self, classify_send, map_estado, request_body};
-use crate::channel::{AsyncChannel, CancelOutcome, Capabilities, ChannelState, LookupOutcome, SendOutcome, SendRequest};
+use crate::channel::{
+    AsyncChannel, CancelOutcome, Capabilities, ChannelState, LookupOutcome, SendOutcome, SendRequest,
+};
 
 /// An in-process engine client bound to one app (bearer key) and instance.
 #[derive(Clone)]
