@@ -13,26 +13,34 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::Ctx;
+use crate::config::Operator;
 use crate::domain::text::inert;
 use crate::i18n::{fill, strings};
 use crate::ops::{
     self, Actor, Case, IdentityError, OpEnv, OpKind, OpOutcome, OpReport, OpsError, PendingOp, Refusal, VerifyOutcome,
 };
-use crate::store::StoreError;
+use crate::store::{IntentionRow, Store, StoreError};
+
+/// Who acts and why, as every operator command takes them.
+#[derive(Debug, clap::Args)]
+pub struct Responsible {
+    /// Who acts: an `[[operator]]` of the config. With operators mapped to
+    /// OS accounts, the account decides and this may be left out, or name
+    /// only the same operator (unless `allow_operator_flag`).
+    #[arg(long)]
+    pub operator: Option<String>,
+    /// Why (mandatory; recorded with the action).
+    #[arg(long)]
+    pub reason: String,
+}
 
 /// What every twin takes.
 #[derive(Debug, clap::Args)]
 pub struct CaseArgs {
     /// Idempotency key (or numeric id) of the message.
     pub key: String,
-    /// Who acts: an `[[operator]]` of the config. With operators mapped to
-    /// OS accounts, the account decides and this may only name the same
-    /// operator (unless `allow_operator_flag`).
-    #[arg(long)]
-    pub operator: Option<String>,
-    /// Why (mandatory; recorded with the action).
-    #[arg(long)]
-    pub reason: String,
+    #[command(flatten)]
+    pub who: Responsible,
     /// One JSON document (result, rule, message, action, state).
     #[arg(long)]
     pub json: bool,
@@ -76,18 +84,25 @@ impl From<Outcome> for VerifyOutcome {
     }
 }
 
-const EXIT_REFUSED: u8 = 3;
-const EXIT_BAD_INPUT: u8 = 2;
+pub(super) const EXIT_REFUSED: u8 = 3;
+pub(super) const EXIT_BAD_INPUT: u8 = 2;
+
+/// How every operator command's `--json` document begins.
+#[derive(Debug, Serialize)]
+pub(super) struct Verdict<'a> {
+    /// `done`, `recorded` or `refused`.
+    pub result: &'static str,
+    /// The rule that refused (`role`, `closed`, `daily_cap`, …).
+    pub rule: Option<&'static str>,
+    pub refusal: Option<&'a Refusal>,
+    /// What a person reads, in the configured language.
+    pub message: String,
+}
 
 #[derive(Debug, Serialize)]
 struct Output<'a> {
-    /// `done`, `recorded` or `refused`.
-    result: &'static str,
-    /// The rule that refused (`role`, `closed`, `delivered`, …).
-    rule: Option<&'static str>,
-    refusal: Option<&'a Refusal>,
-    /// What a person reads, in the configured language.
-    message: String,
+    #[serde(flatten)]
+    verdict: Verdict<'a>,
     action: &'static str,
     action_id: Option<i64>,
     intention: Option<IntentionRef<'a>>,
@@ -96,15 +111,50 @@ struct Output<'a> {
     state: Option<String>,
 }
 
+/// An intention as the `--json` documents name it.
 #[derive(Debug, Serialize)]
-struct IntentionRef<'a> {
-    id: i64,
-    key: &'a str,
+pub(super) struct IntentionRef<'a> {
+    pub id: i64,
+    pub key: &'a str,
 }
 
-fn bad_input(message: String) -> anyhow::Result<ExitCode> {
+fn bad_input(message: String) -> ExitCode {
     eprintln!("error: {message}");
-    Ok(ExitCode::from(EXIT_BAD_INPUT))
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+/// What every operator command checks before it opens the ledger: who
+/// acts (the same identity rule as the console) and that there is a
+/// reason `to` do it. `Err` is the exit code, the error already printed:
+/// 2 for a name or reason that is not usable, 3 for an identity refused.
+pub(super) fn operator_for(ctx: &Ctx, who: &Responsible, kind: OpKind, to: &str) -> Result<Operator, ExitCode> {
+    let op = match ctx.identity(who.operator.as_deref(), kind.as_str()) {
+        Ok(id) => id.operator,
+        Err(e @ (IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. })) => {
+            return Err(bad_input(inert(&e.to_string()).into_owned()));
+        }
+        Err(e) => {
+            eprintln!("error: {}", inert(&e.to_string()));
+            return Err(ExitCode::from(EXIT_REFUSED));
+        }
+    };
+    if who.reason.trim().is_empty() {
+        return Err(bad_input(format!("--reason: a reason is required to {to}")));
+    }
+    Ok(op)
+}
+
+/// The intention a command names by key or numeric id; `Ok(Err(2))`, the
+/// error printed, when there is none.
+pub(super) fn find_intention(store: &mut Store, key: &str) -> anyhow::Result<Result<IntentionRow, ExitCode>> {
+    match store.read(|tx| tx.find_intention(key)) {
+        Ok(row) => Ok(Ok(row)),
+        Err(StoreError::NoIntention(_)) => Ok(Err(bad_input(format!(
+            "no intention with key or id \"{}\"",
+            inert(key)
+        )))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Runs one twin.
@@ -116,20 +166,10 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         Twin::Contact => OpKind::ManualContact,
         Twin::Resolve => OpKind::Resolve,
     };
-    // The same identity rule as the console and `intents resend`.
-    let op = match ctx.identity(a.operator.as_deref(), kind.as_str()) {
-        Ok(id) => id.operator,
-        Err(e @ (IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. })) => {
-            return bad_input(inert(&e.to_string()).into_owned());
-        }
-        Err(e) => {
-            eprintln!("error: {}", inert(&e.to_string()));
-            return Ok(ExitCode::from(EXIT_REFUSED));
-        }
+    let op = match operator_for(ctx, &a.who, kind, kind.as_str()) {
+        Ok(op) => op,
+        Err(code) => return Ok(code),
     };
-    if a.reason.trim().is_empty() {
-        return bad_input(format!("--reason: a reason is required to {}", kind.as_str()));
-    }
     if !ops::allowed(op.role, kind) {
         let message = fill(
             t.flash_role_refused,
@@ -138,12 +178,9 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         return print(&a, kind, None, message, Some("role"), EXIT_REFUSED);
     }
     let mut store = ctx.open_existing()?;
-    let row = match store.read(|tx| tx.find_intention(&a.key)) {
+    let row = match find_intention(&mut store, &a.key)? {
         Ok(row) => row,
-        Err(StoreError::NoIntention(_)) => {
-            return bad_input(format!("no intention with key or id \"{}\"", inert(&a.key)));
-        }
-        Err(e) => return Err(e.into()),
+        Err(code) => return Ok(code),
     };
     let pending = match twin {
         Twin::Cancel => PendingOp::Cancel { intention_id: row.id },
@@ -172,7 +209,7 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         name: &op.name,
         role: op.role,
     };
-    let report = match ops::run(&mut store, &env, &pending, &actor, &a.reason, None, Utc::now()) {
+    let report = match ops::run(&mut store, &env, &pending, &actor, &a.who.reason, None, Utc::now()) {
         Ok(r) => r,
         Err(e @ OpsError::NotAllowed { .. }) => {
             return print(&a, kind, None, e.to_string(), Some("role"), EXIT_REFUSED);
@@ -204,7 +241,7 @@ fn print(
             OpOutcome::Refused(r) => Some(r),
             _ => None,
         });
-        let out = Output {
+        let verdict = Verdict {
             result: match report.map(|r| &r.outcome) {
                 Some(OpOutcome::Done { .. }) => "done",
                 Some(OpOutcome::Recorded { .. }) => "recorded",
@@ -213,6 +250,9 @@ fn print(
             rule,
             refusal,
             message,
+        };
+        let out = Output {
+            verdict,
             action: kind.as_str(),
             action_id: report.map(|r| r.action_id),
             intention: report.and_then(|r| {

@@ -8,14 +8,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chrono::Utc;
+use chrono_tz::Tz;
 use clap::{Args, Subcommand};
+use serde::Serialize;
 
 use super::Ctx;
 use super::progress::Progress;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 use crate::import::{ImportError, ImportOptions, import_file_progress};
-use crate::store::IntentFilter;
+use crate::store::{CommitmentRow, IntentFilter, IntentionDetail, IntentionRow, RefusedEventRow, StoreError, Tx};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -31,14 +33,23 @@ pub struct ImportArgs {
     pub json: bool,
 }
 
+/// Which page of a listing.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Page {
+    /// At most this many rows.
+    #[arg(long, default_value_t = 200)]
+    pub limit: u32,
+    /// Skip this many rows first.
+    #[arg(long, default_value_t = 0)]
+    pub offset: u32,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum CommitmentsCmd {
     /// Commitments ordered by start time.
     List {
-        #[arg(long, default_value_t = 200)]
-        limit: u32,
-        #[arg(long, default_value_t = 0)]
-        offset: u32,
+        #[command(flatten)]
+        page: Page,
         #[arg(long)]
         json: bool,
     },
@@ -63,10 +74,8 @@ pub enum IntentsCmd {
         /// Only this commitment.
         #[arg(long = "ref")]
         reference: Option<String>,
-        #[arg(long, default_value_t = 200)]
-        limit: u32,
-        #[arg(long, default_value_t = 0)]
-        offset: u32,
+        #[command(flatten)]
+        page: Page,
         #[arg(long)]
         json: bool,
     },
@@ -182,81 +191,109 @@ fn closed_pipe(e: std::io::Error) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `--json` prints `doc` as one JSON document; otherwise `table` prints
+/// for people.
+fn json_or<T: Serialize>(
+    json: bool,
+    doc: &T,
+    table: impl FnOnce() -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    if json {
+        out!("{}", serde_json::to_string_pretty(doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    table()
+}
+
 pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
     let mut store = ctx.open_existing()?;
     let tz = ctx.config.tz();
     match c {
-        CommitmentsCmd::List { limit, offset, json } => {
-            let rows = store.read(|tx| tx.list_commitments(limit, offset))?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&rows)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            out!(
-                "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}",
-                "REF",
-                "KIND",
-                "STATUS",
-                "V",
-                "STARTS",
-                "PHONE"
-            );
-            for r in rows {
-                let c = &r.commitment;
-                out!(
-                    "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}{}",
-                    inert(&c.reference),
-                    c.kind.as_str(),
-                    c.status.as_str(),
-                    c.version,
-                    c.starts_at
-                        .map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string())
-                        .unwrap_or_default(),
-                    c.phone.as_deref().map(mask_phone).unwrap_or_default(),
-                    if c.confirmed_at.is_some() { "  confirmed" } else { "" },
-                );
-            }
+        CommitmentsCmd::List { page, json } => {
+            let rows = store.read(|tx| tx.list_commitments(page.limit, page.offset))?;
+            json_or(json, &rows, || commitment_table(&rows, tz))
         }
-        CommitmentsCmd::Show { reference, json } => return show_commitment(&mut store, tz, &reference, json),
+        CommitmentsCmd::Show { reference, json } => {
+            let d = store.read(|tx| CommitmentDetail::read(tx, &reference))?;
+            json_or(json, &d.document(), || show_commitment(&d, tz))
+        }
+    }
+}
+
+fn commitment_table(rows: &[CommitmentRow], tz: Tz) -> anyhow::Result<ExitCode> {
+    out!(
+        "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}",
+        "REF",
+        "KIND",
+        "STATUS",
+        "V",
+        "STARTS",
+        "PHONE"
+    );
+    for r in rows {
+        let c = &r.commitment;
+        out!(
+            "{:<16} {:<12} {:<11} {:>3} {:<17} {:<16}{}",
+            inert(&c.reference),
+            c.kind.as_str(),
+            c.status.as_str(),
+            c.version,
+            c.starts_at
+                .map(|t| t.with_timezone(&tz).format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_default(),
+            c.phone.as_deref().map(mask_phone).unwrap_or_default(),
+            if c.confirmed_at.is_some() { "  confirmed" } else { "" },
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// One entry of a commitment's event log, as `Tx::commitment_events` reads
+/// it: `(event_id, type, effect, version_before, version_after,
+/// received_at)`.
+type EventLogRow = (String, String, String, Option<i64>, Option<i64>, chrono::DateTime<Utc>);
+
 /// `commitments show REF`: the commitment, its event log, the events
 /// refused as conflicts, and its intentions.
-fn show_commitment(
-    store: &mut crate::store::Store,
-    tz: chrono_tz::Tz,
-    reference: &str,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let (row, events, refused, intents) = store.read(|tx| -> Result<_, crate::store::StoreError> {
+struct CommitmentDetail {
+    row: CommitmentRow,
+    events: Vec<EventLogRow>,
+    refused: Vec<RefusedEventRow>,
+    intents: Vec<IntentionRow>,
+}
+
+impl CommitmentDetail {
+    fn read(tx: &Tx<'_>, reference: &str) -> Result<CommitmentDetail, StoreError> {
         let row = tx
             .commitment(reference)?
-            .ok_or_else(|| crate::store::StoreError::NoCommitment(reference.to_string()))?;
-        let events = tx.commitment_events(reference)?;
-        let refused = tx.refused_events(reference)?;
-        let intents = tx.list_intentions(&IntentFilter {
-            commitment_ref: Some(reference.to_string()),
-            limit: 1000,
-            ..Default::default()
-        })?;
-        Ok((row, events, refused, intents))
-    })?;
-    if json {
-        let events: Vec<_> = events
+            .ok_or_else(|| StoreError::NoCommitment(reference.to_string()))?;
+        Ok(CommitmentDetail {
+            row,
+            events: tx.commitment_events(reference)?,
+            refused: tx.refused_events(reference)?,
+            intents: tx.list_intentions(&IntentFilter {
+                commitment_ref: Some(reference.to_string()),
+                limit: 1000,
+                ..Default::default()
+            })?,
+        })
+    }
+
+    /// The `--json` document (docs/reference/json.md).
+    fn document(&self) -> serde_json::Value {
+        let events: Vec<_> = self
+            .events
             .iter()
             .map(|(id, t, e, b, a, at)| serde_json::json!({"event_id": id, "type": t, "effect": e, "version_before": b, "version_after": a, "received_at": at}))
             .collect();
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "commitment": row, "events": events, "refused_events": refused, "intentions": intents
-            }))?
-        );
-        return Ok(ExitCode::SUCCESS);
+        serde_json::json!({
+            "commitment": self.row, "events": events, "refused_events": self.refused, "intentions": self.intents
+        })
     }
-    let c = &row.commitment;
+}
+
+fn show_commitment(d: &CommitmentDetail, tz: Tz) -> anyhow::Result<ExitCode> {
+    let c = &d.row.commitment;
     out!(
         "{} ({}) status {} version {}",
         inert(&c.reference),
@@ -284,20 +321,20 @@ fn show_commitment(
         out!("  manual contact at {}", t.with_timezone(&tz).format("%Y-%m-%d %H:%M"));
     }
     out!("events:");
-    for (id, t, e, b, a, at) in events {
+    for (id, t, e, b, a, at) in &d.events {
         out!(
             "  {} {:<28} {:<9} v{}→v{}  {}",
             at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
-            inert(&t),
-            inert(&e),
+            inert(t),
+            inert(e),
             b.map(|v| v.to_string()).unwrap_or("-".into()),
             a.map(|v| v.to_string()).unwrap_or("-".into()),
-            inert(&id)
+            inert(id)
         );
     }
-    if !refused.is_empty() {
+    if !d.refused.is_empty() {
         out!("refused events (conflicts, not applied):");
-        for r in &refused {
+        for r in &d.refused {
             out!(
                 "  {} {:<28} {:<6} ×{} {}  {}",
                 r.last_seen_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
@@ -310,7 +347,7 @@ fn show_commitment(
         }
     }
     out!("intentions:");
-    for i in intents {
+    for i in &d.intents {
         out!(
             "  #{:<6} {:<40} {:<11} {}",
             i.id,
@@ -330,8 +367,7 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
             states,
             day,
             reference,
-            limit,
-            offset,
+            page,
             json,
         } => {
             if let Some(d) = &day {
@@ -342,51 +378,44 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
                 states,
                 day,
                 commitment_ref: reference,
-                limit,
-                offset,
+                limit: page.limit,
+                offset: page.offset,
             };
             let rows = store.read(|tx| tx.list_intentions(&f))?;
-            if json {
-                out!("{}", serde_json::to_string_pretty(&rows)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            out!(
-                "{:>6} {:<42} {:<11} {:<16} {:<16} REASON",
-                "ID",
-                "KEY",
-                "STATE",
-                "DUE",
-                "TO"
-            );
-            for r in rows {
-                out!(
-                    "{:>6} {:<42} {:<11} {:<16} {:<16} {}",
-                    r.id,
-                    inert(r.key.as_str()),
-                    r.state.as_str(),
-                    r.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M"),
-                    mask_phone(&r.recipient),
-                    inert(r.state_reason.as_deref().unwrap_or_default())
-                );
-            }
+            json_or(json, &rows, || intention_table(&rows, tz))
         }
-        IntentsCmd::Show { id_or_key, json } => return show_intention(&mut store, tz, &id_or_key, json),
+        IntentsCmd::Show { id_or_key, json } => {
+            let d = store.read(|tx| tx.intention_detail(&id_or_key))?;
+            json_or(json, &d, || show_intention(&d, tz))
+        }
+    }
+}
+
+fn intention_table(rows: &[IntentionRow], tz: Tz) -> anyhow::Result<ExitCode> {
+    out!(
+        "{:>6} {:<42} {:<11} {:<16} {:<16} REASON",
+        "ID",
+        "KEY",
+        "STATE",
+        "DUE",
+        "TO"
+    );
+    for r in rows {
+        out!(
+            "{:>6} {:<42} {:<11} {:<16} {:<16} {}",
+            r.id,
+            inert(r.key.as_str()),
+            r.state.as_str(),
+            r.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M"),
+            mask_phone(&r.recipient),
+            inert(r.state_reason.as_deref().unwrap_or_default())
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `intents show ID|KEY`: content, history in order, attempts, related.
-fn show_intention(
-    store: &mut crate::store::Store,
-    tz: chrono_tz::Tz,
-    id_or_key: &str,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let d = store.read(|tx| tx.intention_detail(id_or_key))?;
-    if json {
-        out!("{}", serde_json::to_string_pretty(&d)?);
-        return Ok(ExitCode::SUCCESS);
-    }
+fn show_intention(d: &IntentionDetail, tz: Tz) -> anyhow::Result<ExitCode> {
     let i = &d.intention;
     out!("#{} {}", i.id, inert(i.key.as_str()));
     out!(

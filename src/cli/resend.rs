@@ -11,25 +11,19 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::Ctx;
+use super::intents_ops::{EXIT_REFUSED, IntentionRef, Responsible, Verdict, find_intention, operator_for};
 use crate::domain::text::inert;
 use crate::i18n::{Strings, fill, strings};
-use crate::ops::IdentityError;
 use crate::ops::{self, Actor, OpKind, OpOutcome, OpReport, OpsError, Refusal, ResendEvidence, ResendGuard};
-use crate::store::StoreError;
 
 #[derive(Debug, clap::Args)]
 pub struct ResendArgs {
     /// Idempotency key (or numeric id) of the message to send again: the
     /// original or any of its earlier resends.
     pub key: String,
-    /// Who authorizes: an `[[operator]]` of the config with the supervisor
-    /// role. With operators mapped to OS accounts, the account decides and
-    /// this may be left out.
-    #[arg(long)]
-    pub operator: Option<String>,
-    /// Why (mandatory; recorded with the action).
-    #[arg(long)]
-    pub reason: String,
+    /// Who authorizes (the supervisor role) and why.
+    #[command(flatten)]
+    pub who: Responsible,
     /// The customer already has an earlier message of this intention
     /// (delivered or read) and it is to be sent again anyway; recorded with
     /// the action as `acknowledged_delivery`.
@@ -40,56 +34,33 @@ pub struct ResendArgs {
     pub json: bool,
 }
 
-const EXIT_REFUSED: u8 = 3;
-const EXIT_BAD_INPUT: u8 = 2;
-
-/// `--json`: one document, whatever the outcome.
+/// `--json`: one document, whatever the outcome. Its verdict's `result`
+/// is `done` or `refused`; the `rule` that refused is one of the guard's
+/// (`daily_cap`, `resend_pending`, `acknowledge_delivery`, …) or `role`.
 #[derive(Debug, Serialize)]
 struct Output<'a> {
-    /// `done` or `refused`.
-    result: &'static str,
-    /// The rule that refused (`daily_cap`, `resend_pending`,
-    /// `acknowledge_delivery`, `role`, …).
-    rule: Option<&'static str>,
-    refusal: Option<&'a Refusal>,
-    /// What a person reads, in the configured language.
-    message: String,
+    #[serde(flatten)]
+    verdict: Verdict<'a>,
     action_id: Option<i64>,
-    original: Option<Ref<'a>>,
-    new_intention: Option<Ref<'a>>,
+    original: Option<IntentionRef<'a>>,
+    new_intention: Option<IntentionRef<'a>>,
     acknowledged_delivery: bool,
     /// What already existed before this authorization.
     evidence: Option<&'a ResendEvidence>,
 }
 
-#[derive(Debug, Serialize)]
-struct Ref<'a> {
-    id: i64,
-    key: &'a str,
-}
-
 pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
     let t = strings(ctx.config.language);
-    let op = match ctx.identity(a.operator.as_deref(), OpKind::AuthorizeResend.as_str()) {
-        Ok(id) => id.operator,
-        Err(e @ (IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. })) => {
-            eprintln!("error: {}", inert(&e.to_string()));
-            return Ok(ExitCode::from(EXIT_BAD_INPUT));
-        }
-        Err(e) => {
-            eprintln!("error: {}", inert(&e.to_string()));
-            return Ok(ExitCode::from(EXIT_REFUSED));
-        }
+    let kind = OpKind::AuthorizeResend;
+    let op = match operator_for(ctx, &a.who, kind, "authorize a resend") {
+        Ok(op) => op,
+        Err(code) => return Ok(code),
     };
-    if a.reason.trim().is_empty() {
-        eprintln!("error: --reason: a reason is required to authorize a resend");
-        return Ok(ExitCode::from(EXIT_BAD_INPUT));
-    }
     let actor = Actor {
         name: &op.name,
         role: op.role,
     };
-    if !ops::allowed(op.role, OpKind::AuthorizeResend) {
+    if !ops::allowed(op.role, kind) {
         let message = fill(
             t.flash_role_refused,
             &[("role", t.role(op.role)), ("action", t.act_resend)],
@@ -97,13 +68,9 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
         return refused_by_role(a.json, message);
     }
     let mut store = ctx.open_existing()?;
-    let id = match store.read(|tx| tx.find_intention(&a.key)) {
+    let id = match find_intention(&mut store, &a.key)? {
         Ok(row) => row.id,
-        Err(StoreError::NoIntention(_)) => {
-            eprintln!("error: no intention with key or id \"{}\"", inert(&a.key));
-            return Ok(ExitCode::from(EXIT_BAD_INPUT));
-        }
-        Err(e) => return Err(e.into()),
+        Err(code) => return Ok(code),
     };
     let (tz, now) = (ctx.config.tz(), Utc::now());
     let guard = ResendGuard::from_policy(&ctx.config.policy, a.acknowledge_delivered);
@@ -111,7 +78,7 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
     // printed is exactly what the guard saw.
     let (evidence, report) = store.write(|tx| -> Result<_, OpsError> {
         let evidence = ops::resend_evidence(tx, id, guard.max_per_day, tz, now)?;
-        let report = ops::authorize_resend(tx, &actor, id, &a.reason, guard, tz, now)?;
+        let report = ops::authorize_resend(tx, &actor, id, &a.who.reason, guard, tz, now)?;
         Ok((evidence, report))
     })?;
     print_outcome(t, ctx, &a, &op.name, &evidence, &report)
@@ -119,11 +86,14 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
 
 fn refused_by_role(json: bool, message: String) -> anyhow::Result<ExitCode> {
     if json {
-        let out = Output {
+        let verdict = Verdict {
             result: "refused",
             rule: Some("role"),
             refusal: None,
             message,
+        };
+        let out = Output {
+            verdict,
             action_id: None,
             original: None,
             new_intention: None,
@@ -150,7 +120,7 @@ fn print_outcome(
         OpOutcome::Done {
             new_intention: Some((id, key)),
             ..
-        } => (None, Some(Ref { id: *id, key })),
+        } => (None, Some(IntentionRef { id: *id, key })),
         // The resend action only creates or refuses.
         other => anyhow::bail!("unexpected outcome of a resend: {other:?}"),
     };
@@ -174,13 +144,16 @@ fn print_outcome(
         ExitCode::SUCCESS
     };
     if a.json {
-        let out = Output {
+        let verdict = Verdict {
             result: if refusal.is_some() { "refused" } else { "done" },
             rule: refusal.map(Refusal::rule),
             refusal,
             message,
+        };
+        let out = Output {
+            verdict,
             action_id: Some(report.action_id),
-            original: Some(Ref {
+            original: Some(IntentionRef {
                 id: evidence.original_id,
                 key: &evidence.original_key,
             }),

@@ -384,24 +384,20 @@ pub fn import_file(
     opts: &ImportOptions,
     now: DateTime<Utc>,
 ) -> Result<ImportReport, ImportError> {
-    import_file_with(store, planner, path, opts, &ImportConfig::default(), now)
+    import_file_progress(
+        store,
+        planner,
+        path,
+        opts,
+        &ImportConfig::default(),
+        now,
+        &mut |_, _| {},
+    )
 }
 
-/// [`import_file`] with the `[import]` settings.
-pub fn import_file_with(
-    store: &mut Store,
-    planner: &Planner<'_>,
-    path: &Path,
-    opts: &ImportOptions,
-    calendar: &ImportConfig,
-    now: DateTime<Utc>,
-) -> Result<ImportReport, ImportError> {
-    import_file_progress(store, planner, path, opts, calendar, now, &mut |_, _| {})
-}
-
-/// [`import_file_with`], telling `progress` how many of the file's events
-/// were applied so far and how many there are (after parsing, then after
-/// each event), for a progress bar.
+/// [`import_file`] with the `[import]` settings, telling `progress` how
+/// many of the file's events were applied so far and how many there are
+/// (after parsing, then after each event), for a progress bar.
 pub fn import_file_progress(
     store: &mut Store,
     planner: &Planner<'_>,

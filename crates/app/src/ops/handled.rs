@@ -6,8 +6,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, check, note_text};
-use crate::store::{Cause, Entry, IntentionRow, NewMark, OperatorAction, RowKind, Tx};
+use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Record, action_row, check, note_text};
+use crate::store::{Cause, Entry, NewMark, OperatorAction, RowKind, Tx};
 
 /// A case of the Atención list, by what it is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -38,27 +38,23 @@ fn handles(op: OpKind) -> bool {
 /// After an operator action is recorded: a done (or recorded) action on a
 /// case marks it handled. Manual contact is a call to the customer, so it
 /// also answers the commitment's reschedule request.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn mark_after(
     tx: &Tx<'_>,
     actor: &Actor<'_>,
-    op: OpKind,
-    row: Option<&IntentionRow>,
-    commitment_id: i64,
-    outcome: &OpOutcome,
+    rec: &Record<'_>,
     action_id: i64,
     now: DateTime<Utc>,
 ) -> Result<(), OpsError> {
-    if !handles(op) || matches!(outcome, OpOutcome::Refused(_)) {
+    if !handles(rec.op) || matches!(rec.outcome, OpOutcome::Refused(_)) {
         return Ok(());
     }
-    if let Some(r) = row {
+    if let Some(r) = rec.row {
         mark(tx, Case::intention(r.id), actor, action_id, now)?;
     }
-    if op == OpKind::ManualContact {
+    if rec.op == OpKind::ManualContact {
         let case = Case {
             kind: RowKind::RescheduleRequest,
-            subject_id: commitment_id,
+            subject_id: rec.commitment.0,
         };
         mark(tx, case, actor, action_id, now)?;
     }
@@ -121,22 +117,13 @@ pub fn resolve(
         // A channel event of no commitment here (another installation's).
         (None, None) => format!("{} #{}", case.kind.as_str(), case.subject_id),
     };
-    let outcome = OpOutcome::Done {
-        state: None,
-        new_intention: None,
-        closed: 0,
-    };
+    let outcome = OpOutcome::done(0);
     let action_id = tx.record_operator_action(
         &OperatorAction {
-            operator: actor.name,
-            role: actor.role.as_str(),
-            action: OpKind::Resolve.as_str(),
             intention_id: row.as_ref().map(|r| r.id),
             commitment_id: info.commitment_id,
             scope: Some(&scope),
-            reason: reason.trim(),
-            result: "done",
-            detail: Some("marked handled"),
+            ..action_row(actor, OpKind::Resolve, reason, &outcome, "marked handled")
         },
         now,
     )?;
@@ -154,12 +141,11 @@ pub fn resolve(
             now,
         )?;
     }
-    Ok(OpReport {
-        op: OpKind::Resolve,
+    Ok(OpReport::new(
+        OpKind::Resolve,
         action_id,
-        intention_id: row.as_ref().map(|r| r.id),
-        intention_key: row.map(|r| r.key),
-        commitment_ref: info.commitment_ref,
+        row.as_ref(),
+        info.commitment_ref,
         outcome,
-    })
+    ))
 }

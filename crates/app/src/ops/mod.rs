@@ -9,9 +9,11 @@
 //! error: it is recorded as a refusal and returned with a [`Refusal`] the
 //! console explains in the operator's language.
 //!
-//! `contact.rs` holds manual contact and verification through the channel;
+//! `verify.rs` holds verification (by a call or through the channel);
+//! `contact.rs` manual contact; `handled.rs` marking cases handled;
 //! `pause.rs` pausing and resuming the embedded dispatcher; `resend.rs`
-//! authorizing a resend and the guard around it.
+//! authorizing a resend and the guard around it; `run.rs` running one
+//! confirmed action, channel question first.
 
 mod contact;
 mod handled;
@@ -20,21 +22,22 @@ mod pause;
 mod refusal;
 mod resend;
 mod run;
+mod verify;
 
-pub use contact::{manual_contact, verify_with_channel};
+pub use contact::manual_contact;
 pub use handled::{Case, ensure_unchanged, resolve};
 pub use identity::{Identity, IdentityError};
 pub use pause::switch_dispatch;
 pub use refusal::Refusal;
 pub use resend::{ResendEvidence, ResendGuard, authorize_resend, resend_evidence};
 pub use run::{OpEnv, PendingOp, run};
+pub use verify::{Verification, VerifyOutcome, verify};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::channel::{CancelOutcome, LookupOutcome};
+use crate::channel::CancelOutcome;
 use crate::config::Role;
-use crate::dispatch::request::evidence_for;
 use crate::domain::event::{BookingEvent, EventType};
 use crate::domain::key::KeyError;
 use crate::domain::state::{CancelReason, IntentionState, Signal, Transition};
@@ -106,16 +109,6 @@ pub struct Actor<'a> {
     pub role: Role,
 }
 
-/// A manual verification's outcome (a phone call, the customer at the desk).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VerifyOutcome {
-    /// The customer confirms they received the message.
-    Received,
-    /// The customer did not receive it.
-    NotReceived,
-}
-
 /// What an action did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
@@ -135,6 +128,24 @@ pub enum OpOutcome {
 }
 
 impl OpOutcome {
+    /// Done: the intention moved to `to`.
+    fn moved(to: IntentionState) -> OpOutcome {
+        OpOutcome::Done {
+            state: Some(to),
+            new_intention: None,
+            closed: 0,
+        }
+    }
+
+    /// Done without moving an intention; `closed` planned reminders closed.
+    fn done(closed: usize) -> OpOutcome {
+        OpOutcome::Done {
+            state: None,
+            new_intention: None,
+            closed,
+        }
+    }
+
     fn result(&self) -> &'static str {
         match self {
             OpOutcome::Done { .. } => "done",
@@ -153,6 +164,25 @@ pub struct OpReport {
     pub intention_key: Option<String>,
     pub commitment_ref: String,
     pub outcome: OpOutcome,
+}
+
+impl OpReport {
+    fn new(
+        op: OpKind,
+        action_id: i64,
+        row: Option<&IntentionRow>,
+        commitment_ref: String,
+        outcome: OpOutcome,
+    ) -> OpReport {
+        OpReport {
+            op,
+            action_id,
+            intention_id: row.map(|r| r.id),
+            intention_key: row.map(|r| r.key.clone()),
+            commitment_ref,
+            outcome,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -192,98 +222,111 @@ pub(crate) fn note_text(actor: &Actor<'_>, reason: &str) -> String {
     format!("{} ({}): {}", actor.name, actor.role.as_str(), reason.trim())
 }
 
-/// Records the action and its result in `operator_actions`, and a history
-/// note on the intention when the state machine did not already write one.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    op: OpKind,
-    row: Option<&IntentionRow>,
-    commitment: (i64, &str),
-    reason: &str,
-    outcome: OpOutcome,
-    note_history: bool,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    record(tx, actor, op, row, commitment, reason, outcome, note_history, None, now)
+/// One action to record: on what, why, and what came of it.
+pub(crate) struct Record<'r> {
+    pub op: OpKind,
+    pub row: Option<&'r IntentionRow>,
+    /// The commitment's id and reference.
+    pub commitment: (i64, &'r str),
+    pub reason: &'r str,
+    pub outcome: OpOutcome,
+    /// Also write a note in the intention's history, when the state
+    /// machine did not already write one.
+    pub note_history: bool,
+    /// What the record must say besides its outcome (a resend's
+    /// acknowledgement).
+    pub extra: Option<&'r str>,
 }
 
-/// [`finish`] for a done action whose record must say more than its
-/// outcome (a resend's acknowledgement), with the history note.
-#[allow(clippy::too_many_arguments)]
-fn finish_with(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    op: OpKind,
-    row: Option<&IntentionRow>,
-    commitment: (i64, &str),
-    reason: &str,
-    outcome: OpOutcome,
-    extra: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    record(tx, actor, op, row, commitment, reason, outcome, true, extra, now)
+impl<'r> Record<'r> {
+    /// An action on one intention, noted in its history.
+    pub fn on(op: OpKind, row: &'r IntentionRow, reason: &'r str, outcome: OpOutcome) -> Record<'r> {
+        Record {
+            op,
+            row: Some(row),
+            commitment: (row.commitment_id, &row.commitment_ref),
+            reason,
+            outcome,
+            note_history: true,
+            extra: None,
+        }
+    }
+
+    /// What the `operator_actions` row says besides the result.
+    fn detail(&self) -> String {
+        let detail = match &self.outcome {
+            OpOutcome::Refused(r) => r.to_string(),
+            OpOutcome::Recorded { state } => format!("recorded only; state stays {state}"),
+            OpOutcome::Done {
+                new_intention: Some((id, key)),
+                ..
+            } => format!("new intention #{id} {key}"),
+            OpOutcome::Done {
+                state: Some(s), closed, ..
+            } => format!("state {s}; {closed} closed"),
+            OpOutcome::Done { closed, .. } => format!("{closed} planned reminders closed"),
+        };
+        match self.extra {
+            Some(e) => format!("{detail}; {e}"),
+            None => detail,
+        }
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn record(
+/// The `operator_actions` row of `op` by `actor`: who, what, why and the
+/// result. The caller says on what.
+fn action_row<'a>(
+    actor: &Actor<'a>,
+    op: OpKind,
+    reason: &'a str,
+    outcome: &OpOutcome,
+    detail: &'a str,
+) -> OperatorAction<'a> {
+    OperatorAction {
+        operator: actor.name,
+        role: actor.role.as_str(),
+        action: op.as_str(),
+        intention_id: None,
+        commitment_id: None,
+        scope: None,
+        reason: reason.trim(),
+        result: outcome.result(),
+        detail: Some(detail),
+    }
+}
+
+/// Records the action and its result in `operator_actions`, marks the case
+/// handled when the action settles it, and writes the history note the
+/// record asks for.
+pub(crate) fn record(
     tx: &Tx<'_>,
     actor: &Actor<'_>,
-    op: OpKind,
-    row: Option<&IntentionRow>,
-    commitment: (i64, &str),
-    reason: &str,
-    outcome: OpOutcome,
-    note_history: bool,
-    extra: Option<&str>,
+    rec: Record<'_>,
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
-    let detail = match &outcome {
-        OpOutcome::Refused(r) => Some(r.to_string()),
-        OpOutcome::Recorded { state } => Some(format!("recorded only; state stays {state}")),
-        OpOutcome::Done {
-            new_intention: Some((id, key)),
-            ..
-        } => Some(format!("new intention #{id} {key}")),
-        OpOutcome::Done {
-            state: Some(s), closed, ..
-        } => Some(format!("state {s}; {closed} closed")),
-        OpOutcome::Done { closed, .. } => Some(format!("{closed} planned reminders closed")),
-    };
-    let detail = match (detail, extra) {
-        (Some(d), Some(e)) => Some(format!("{d}; {e}")),
-        (d, e) => d.or(e.map(str::to_string)),
-    };
-    let scope = row
+    let detail = rec.detail();
+    let scope = rec
+        .row
         .map(|r| format!("intention #{} {}", r.id, r.key))
-        .unwrap_or_else(|| format!("commitment {}", commitment.1));
+        .unwrap_or_else(|| format!("commitment {}", rec.commitment.1));
     let action_id = tx.record_operator_action(
         &OperatorAction {
-            operator: actor.name,
-            role: actor.role.as_str(),
-            action: op.as_str(),
-            intention_id: row.map(|r| r.id),
-            commitment_id: Some(commitment.0),
+            intention_id: rec.row.map(|r| r.id),
+            commitment_id: Some(rec.commitment.0),
             scope: Some(&scope),
-            reason: reason.trim(),
-            result: outcome.result(),
-            detail: detail.as_deref(),
+            ..action_row(actor, rec.op, rec.reason, &rec.outcome, &detail)
         },
         now,
     )?;
-    handled::mark_after(tx, actor, op, row, commitment.0, &outcome, action_id, now)?;
-    if note_history && let Some(r) = row {
-        let note = format!(
-            "{} — {}: {}",
-            note_text(actor, reason),
-            outcome.result(),
-            detail.as_deref().unwrap_or("")
-        );
+    handled::mark_after(tx, actor, &rec, action_id, now)?;
+    if rec.note_history
+        && let Some(r) = rec.row
+    {
+        let note = format!("{} — {}: {detail}", note_text(actor, rec.reason), rec.outcome.result());
         tx.note(
             r.id,
             &Entry {
-                signal: op.as_str(),
+                signal: rec.op.as_str(),
                 cause: Cause::Operator,
                 evidence: Some(&format!("operator_action:{action_id}")),
                 note: Some(&note),
@@ -292,14 +335,36 @@ fn record(
             now,
         )?;
     }
-    Ok(OpReport {
-        op,
+    Ok(OpReport::new(
+        rec.op,
         action_id,
-        intention_id: row.map(|r| r.id),
-        intention_key: row.map(|r| r.key.clone()),
-        commitment_ref: commitment.1.to_string(),
-        outcome,
-    })
+        rec.row,
+        rec.commitment.1.to_string(),
+        rec.outcome,
+    ))
+}
+
+/// An action on one intention: checked, decided on the intention as it is
+/// now, and recorded in `operator_actions` (a refusal also in the
+/// intention's history; a move is already there, from the state machine).
+pub(crate) fn act_on_intention(
+    tx: &Tx<'_>,
+    actor: &Actor<'_>,
+    op: OpKind,
+    intention_id: i64,
+    reason: &str,
+    now: DateTime<Utc>,
+    decide: impl FnOnce(&IntentionRow) -> Result<OpOutcome, OpsError>,
+) -> Result<OpReport, OpsError> {
+    check(actor, op, reason)?;
+    let row = tx.intention(intention_id)?;
+    let outcome = decide(&row)?;
+    let note_history = matches!(outcome, OpOutcome::Refused(_));
+    let rec = Record {
+        note_history,
+        ..Record::on(op, &row, reason, outcome)
+    };
+    record(tx, actor, rec, now)
 }
 
 /// Why a cancel from `state` is refused.
@@ -317,48 +382,13 @@ fn cancel_refusal(row: &IntentionRow) -> Refusal {
     }
 }
 
-/// Cancels an intention that has not left (planned, or in review).
-pub fn cancel(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    intention_id: i64,
-    reason: &str,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    check(actor, OpKind::Cancel, reason)?;
-    let row = tx.intention(intention_id)?;
-    let note = note_text(actor, reason);
-    let outcome = match crate::domain::state::transition(row.state, Signal::Cancel(CancelReason::Operator)) {
-        Transition::Move(to) => {
-            tx.signal(
-                row.id,
-                Signal::Cancel(CancelReason::Operator),
-                &Entry {
-                    signal: "cancel",
-                    cause: Cause::Operator,
-                    evidence: None,
-                    note: Some(&note),
-                    commitment_version: Some(row.commitment_version),
-                },
-                now,
-            )?;
-            OpOutcome::Done {
-                state: Some(to),
-                new_intention: None,
-                closed: 0,
-            }
-        }
-        Transition::Record(_) | Transition::Refuse => OpOutcome::Refused(cancel_refusal(&row)),
-    };
-    finish_on_intention(tx, actor, OpKind::Cancel, &row, reason, outcome, now)
-}
-
-/// Cancels an intention the channel accepted but may still hold queued:
+/// Cancels an intention that has not left (planned, or in review), or one
+/// the channel accepted but may still hold queued. For the latter,
 /// `withdraw` is the channel's answer to `cancel(command_id)`, asked by the
-/// caller outside the transaction. Only the channel's own confirmation
+/// caller outside the transaction: only the channel's own confirmation
 /// closes it (`withdrawn`); "too late" or "unreachable" is explained and
-/// changes nothing. Any other state goes through [`cancel`].
-pub fn cancel_with_channel(
+/// changes nothing. Without an answer the ledger decides alone.
+pub fn cancel(
     tx: &Tx<'_>,
     actor: &Actor<'_>,
     intention_id: i64,
@@ -366,132 +396,40 @@ pub fn cancel_with_channel(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
-    let row = tx.intention(intention_id)?;
-    let (Some(answer), IntentionState::Accepted) = (withdraw, row.state) else {
-        return cancel(tx, actor, intention_id, reason, now);
-    };
-    check(actor, OpKind::Cancel, reason)?;
-    let note = note_text(actor, reason);
-    let outcome = match answer {
-        CancelOutcome::Cancelled => {
-            let r = tx.signal(
-                row.id,
-                Signal::Cancel(CancelReason::Withdrawn),
-                &Entry {
-                    signal: "cancel",
-                    cause: Cause::Operator,
-                    evidence: row.provider_command_id.as_deref(),
-                    note: Some(&format!("{note} — the channel withdrew the queued command")),
-                    commitment_version: Some(row.commitment_version),
-                },
-                now,
-            )?;
-            match r.transition {
-                Transition::Move(to) => OpOutcome::Done {
-                    state: Some(to),
-                    new_intention: None,
-                    closed: 0,
-                },
-                _ => OpOutcome::Refused(cancel_refusal(&row)),
+    act_on_intention(tx, actor, OpKind::Cancel, intention_id, reason, now, |row| {
+        let note = note_text(actor, reason);
+        let (why, evidence, note) = match (withdraw, row.state) {
+            (Some(CancelOutcome::Cancelled), IntentionState::Accepted) => (
+                CancelReason::Withdrawn,
+                row.provider_command_id.as_deref(),
+                format!("{note} — the channel withdrew the queued command"),
+            ),
+            (Some(CancelOutcome::TooLate { .. } | CancelOutcome::Unsupported), IntentionState::Accepted) => {
+                return Ok(OpOutcome::Refused(cancel_refusal(row)));
             }
+            (Some(CancelOutcome::Unavailable { detail }), IntentionState::Accepted) => {
+                return Ok(OpOutcome::Refused(Refusal::ChannelUnavailable {
+                    detail: detail.clone(),
+                }));
+            }
+            _ => (CancelReason::Operator, None, note),
+        };
+        let signal = Signal::Cancel(why);
+        // Decided before signalling: a cancel the state machine would only
+        // record is refused, and noted once, with the operator action.
+        if !matches!(crate::domain::state::transition(row.state, signal), Transition::Move(_)) {
+            return Ok(OpOutcome::Refused(cancel_refusal(row)));
         }
-        CancelOutcome::TooLate { .. } | CancelOutcome::Unsupported => OpOutcome::Refused(cancel_refusal(&row)),
-        CancelOutcome::Unavailable { detail } => {
-            OpOutcome::Refused(Refusal::ChannelUnavailable { detail: detail.clone() })
-        }
-    };
-    finish_on_intention(tx, actor, OpKind::Cancel, &row, reason, outcome, now)
-}
-
-/// Records an action on one intention (a cancel or a verification, done
-/// or refused) in `operator_actions`, and a refusal in the intention's
-/// history too, whichever way the action was taken.
-pub(crate) fn finish_on_intention(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    kind: OpKind,
-    row: &IntentionRow,
-    reason: &str,
-    outcome: OpOutcome,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    let note_history = matches!(outcome, OpOutcome::Refused(_));
-    finish(
-        tx,
-        actor,
-        kind,
-        Some(row),
-        (row.commitment_id, &row.commitment_ref),
-        reason,
-        outcome,
-        note_history,
-        now,
-    )
-}
-
-/// Records manual evidence (a phone call with its outcome): received is
-/// delivery evidence, not received is a definitive failure of this message.
-pub fn verify_manual(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    intention_id: i64,
-    outcome: VerifyOutcome,
-    reason: &str,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    check(actor, OpKind::Verify, reason)?;
-    let row = tx.intention(intention_id)?;
-    let result = match row.state {
-        IntentionState::Planned => OpOutcome::Refused(Refusal::NotSentYet { state: row.state }),
-        IntentionState::Cancelled => OpOutcome::Refused(Refusal::Closed {
-            state: row.state,
-            reason: row.state_reason.clone(),
-        }),
-        _ => {
-            let (signal, evidence) = match outcome {
-                VerifyOutcome::Received => (Signal::Delivered, "manual:received"),
-                VerifyOutcome::NotReceived => (Signal::Failed, "manual:not_received"),
-            };
-            apply_verification(tx, actor, &row, signal, evidence, reason, now)?
-        }
-    };
-    finish_on_intention(tx, actor, OpKind::Verify, &row, reason, result, now)
-}
-
-/// Applies a verification's evidence (a phone call's outcome, the
-/// channel's answer) with cause `operator`, and says what it did.
-pub(crate) fn apply_verification(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    row: &IntentionRow,
-    signal: Signal,
-    evidence: &str,
-    reason: &str,
-    now: DateTime<Utc>,
-) -> Result<OpOutcome, OpsError> {
-    let note = note_text(actor, reason);
-    let r = tx.signal(
-        row.id,
-        signal,
-        &Entry {
-            signal: signal.name(),
+        let entry = Entry {
+            signal: "cancel",
             cause: Cause::Operator,
-            evidence: Some(evidence),
+            evidence,
             note: Some(&note),
             commitment_version: Some(row.commitment_version),
-        },
-        now,
-    )?;
-    Ok(match r.transition {
-        Transition::Move(to) => OpOutcome::Done {
-            state: Some(to),
-            new_intention: None,
-            closed: 0,
-        },
-        Transition::Record(_) => OpOutcome::Recorded { state: r.from },
-        Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
-            state: r.from,
-            reason: row.state_reason.clone(),
-        }),
+        };
+        Ok(match tx.signal(row.id, signal, &entry, now)?.transition {
+            Transition::Move(to) => OpOutcome::moved(to),
+            _ => OpOutcome::Refused(cancel_refusal(row)),
+        })
     })
 }

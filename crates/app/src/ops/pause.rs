@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, check};
+use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, action_row, check};
 use crate::store::{OperatorAction, Tx};
 
 /// What the `operator_actions` row names as the action's scope.
@@ -33,31 +33,13 @@ pub fn switch_dispatch(
     } else {
         "new claims resume"
     };
-    let outcome = OpOutcome::Done {
-        state: None,
-        new_intention: None,
-        closed: 0,
-    };
+    let outcome = OpOutcome::done(0);
     let action_id = tx.record_operator_action(
         &OperatorAction {
-            operator: actor.name,
-            role: actor.role.as_str(),
-            action: op.as_str(),
-            intention_id: None,
-            commitment_id: None,
             scope: Some(DISPATCH_SCOPE),
-            reason: reason.trim(),
-            result: outcome.result(),
-            detail: Some(detail),
+            ..action_row(actor, op, reason, &outcome, detail)
         },
         now,
     )?;
-    Ok(OpReport {
-        op,
-        action_id,
-        intention_id: None,
-        intention_key: None,
-        commitment_ref: DISPATCH_SCOPE.to_string(),
-        outcome,
-    })
+    Ok(OpReport::new(op, action_id, None, DISPATCH_SCOPE.to_string(), outcome))
 }

@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Refusal, check, finish, finish_with, note_text};
+use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Record, Refusal, check, note_text, record};
 use crate::config::Policy;
 use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::IntentionKey;
@@ -215,19 +215,9 @@ pub fn authorize_resend(
         }),
         _ => None,
     });
-    let row = &fam.row;
     if let Some(r) = refusal {
-        return finish(
-            tx,
-            actor,
-            OpKind::AuthorizeResend,
-            Some(row),
-            (row.commitment_id, &row.commitment_ref),
-            reason,
-            OpOutcome::Refused(r),
-            true,
-            now,
-        );
+        let rec = Record::on(OpKind::AuthorizeResend, &fam.row, reason, OpOutcome::Refused(r));
+        return record(tx, actor, rec, now);
     }
     let new = resend_of(tx, actor, &fam.original, reason, tz, now)?;
     let id = crate::planning::reserve(tx, &new, fam.original.commitment_id, fam.commitment.contact_id, now)?.id();
@@ -245,17 +235,11 @@ pub fn authorize_resend(
             .join(", ");
         format!("delivery acknowledged: the customer already has {list}")
     });
-    let report = finish_with(
-        tx,
-        actor,
-        OpKind::AuthorizeResend,
-        Some(row),
-        (row.commitment_id, &row.commitment_ref),
-        reason,
-        outcome,
-        acknowledged.as_deref(),
-        now,
-    )?;
+    let rec = Record {
+        extra: acknowledged.as_deref(),
+        ..Record::on(OpKind::AuthorizeResend, &fam.row, reason, outcome)
+    };
+    let report = record(tx, actor, rec, now)?;
     if let Some(what) = &acknowledged {
         acknowledge(tx, actor, &fam, id, report.action_id, what, now)?;
     }

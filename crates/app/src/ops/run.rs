@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::{Actor, Case, OpKind, OpReport, OpsError, ResendGuard, VerifyOutcome};
+use super::{Actor, Case, OpKind, OpReport, OpsError, ResendGuard, Verification, VerifyOutcome};
 use crate::channel::{CancelOutcome, Channel, LookupOutcome};
 use crate::config::Config;
 use crate::domain::state::IntentionState;
@@ -127,10 +127,10 @@ pub fn run(
         }
         match op {
             PendingOp::Cancel { intention_id } => {
-                super::cancel_with_channel(tx, actor, *intention_id, withdraw.as_ref(), reason, now)
+                super::cancel(tx, actor, *intention_id, withdraw.as_ref(), reason, now)
             }
             PendingOp::Verify { intention_id, outcome } => {
-                super::verify_manual(tx, actor, *intention_id, *outcome, reason, now)
+                super::verify(tx, actor, *intention_id, Verification::Call(*outcome), reason, now)
             }
             PendingOp::Resend {
                 intention_id,
@@ -144,7 +144,8 @@ pub fn run(
                 intention_id,
             } => super::manual_contact(tx, &planner, actor, *commitment_id, *intention_id, reason, now),
             PendingOp::VerifyChannel { intention_id } => {
-                super::verify_with_channel(tx, actor, *intention_id, lookup.as_ref(), reason, now)
+                let by = Verification::Channel(lookup.as_ref());
+                super::verify(tx, actor, *intention_id, by, reason, now)
             }
             PendingOp::Resolve { case } => super::resolve(tx, actor, *case, reason, now),
             PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
@@ -180,7 +181,7 @@ fn channel_lookup(
         // first request never arrived that repeat is the first delivery.
         // A verification never sends: the reconciler makes that repeat,
         // with the validity check in the transaction that records it.
-        // `verify_with_channel` refuses it as `NoCommandId`.
+        // `verify` refuses it as `NoCommandId`.
         return Ok(Some(LookupOutcome::NotFound));
     };
     let req = crate::dispatch::request::send_request(&row, None, now);

@@ -5,25 +5,23 @@
 //! a second message); it waits for a status webhook correlated by wamid or
 //! by `biz_opaque_callback_data` (= our intention key).
 
-use std::time::Duration;
-
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::async_trait_shim::BoxFuture;
-use super::{
-    CancelOutcome, Capabilities, Channel, ChannelError, ChannelState, LookupOutcome, SendOutcome, SendRequest,
-};
+use super::http::{Http, path_segment, transport_before_sending};
+use super::{AsyncChannel, Capabilities, ChannelError, ChannelState, SendOutcome, SendRequest};
 use crate::channel::config::CloudConfig;
 
-const KIND: &str = "cloud";
+pub(super) const KIND: &str = "cloud";
+/// What the bearer secret is, in errors.
+pub(super) const TOKEN: &str = "Cloud API access token";
 
 /// Client of `POST /{version}/{phone_number_id}/messages`.
 #[derive(Debug, Clone)]
 pub struct CloudChannel {
-    client: reqwest::Client,
+    http: Http,
+    /// `{base}/{version}/{phone_number_id}/messages`.
     url: String,
-    token: String,
 }
 
 /// Classifies a complete Cloud API answer.
@@ -117,53 +115,26 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
 }
 
 impl CloudChannel {
-    /// Builds the client; the access token comes from the env var named by
-    /// `cfg.token_env` (unset or blank is an error naming the variable).
-    pub fn new(cfg: &CloudConfig) -> Result<CloudChannel, ChannelError> {
-        let token = super::secret_from_env(KIND, &cfg.token_env, "Cloud API access token")?;
-        CloudChannel::with_token(cfg, token)
-    }
-
-    /// Same as [`new`](CloudChannel::new) with the token given directly.
+    /// The client for `cfg`, with the access token given directly (tests,
+    /// embedding; [`super::from_config`] reads it from `cfg.token_env`).
     pub fn with_token(cfg: &CloudConfig, token: impl Into<String>) -> Result<CloudChannel, ChannelError> {
-        let token = token.into();
-        if token.trim().is_empty() {
-            return Err(ChannelError::MissingSecret {
-                channel: KIND,
-                var: cfg.token_env.clone(),
-                what: "Cloud API access token",
-            });
-        }
-        let base = cfg.base_url.trim().trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(ChannelError::Config {
-                channel: KIND,
-                field: "channel.cloud.base_url",
-                reason: format!("{base:?} is not an http(s) URL"),
-            });
-        }
-        let phone = cfg.phone_number_id.trim();
-        if phone.is_empty() || phone.contains('/') {
-            return Err(ChannelError::Config {
-                channel: KIND,
-                field: "channel.cloud.phone_number_id",
-                reason: "empty or contains '/' (the id from the WhatsApp Manager)".into(),
-            });
-        }
-        if cfg.timeout_ms == 0 {
-            return Err(ChannelError::Config {
-                channel: KIND,
-                field: "channel.cloud.timeout_ms",
-                reason: "must be positive".into(),
-            });
-        }
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_millis(cfg.timeout_ms))
-            .connect_timeout(Duration::from_millis(cfg.timeout_ms.min(5_000)))
-            .build()
-            .map_err(|source| ChannelError::Client { channel: KIND, source })?;
-        let url = format!("{base}/{}/{phone}/messages", cfg.api_version.trim().trim_matches('/'));
-        Ok(CloudChannel { client, url, token })
+        // Connecting is quick or not at all; the answer may take the rest.
+        let connect_ms = cfg.timeout_ms.min(5_000);
+        let http = Http::new(
+            KIND,
+            &cfg.base_url,
+            (cfg.timeout_ms, connect_ms),
+            token.into(),
+            (&cfg.token_env, TOKEN),
+        )?;
+        let hint = " (the id from the WhatsApp Manager)";
+        let phone = path_segment(KIND, "phone_number_id", &cfg.phone_number_id, hint)?;
+        let url = format!(
+            "{}/{}/{phone}/messages",
+            http.base_url,
+            cfg.api_version.trim().trim_matches('/')
+        );
+        Ok(CloudChannel { http, url })
     }
 
     /// The Cloud API message: free text inside the 24-hour service window,
@@ -198,15 +169,24 @@ impl CloudChannel {
         b["biz_opaque_callback_data"] = json!(req.key);
         b
     }
+}
 
-    async fn do_send(&self, req: &SendRequest) -> SendOutcome {
-        let resp = self
-            .client
-            .post(&self.url)
-            .bearer_auth(&self.token)
-            .json(&CloudChannel::body(req))
-            .send()
-            .await;
+/// Only a failure to connect proves nothing went out; anything after that
+/// is uncertain and, on this channel, never resent automatically.
+pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
+    transport_before_sending(e, "Cloud API").unwrap_or_else(|| SendOutcome::Uncertain {
+        detail: format!("answer lost after sending (not resent; waiting for a status webhook): {e}"),
+    })
+}
+
+/// Send only (see the module header): the lookup and cancel answers are
+/// the defaults of a channel without those capabilities.
+impl AsyncChannel for CloudChannel {
+    const KIND: &'static str = KIND;
+    const CAPABILITIES: Capabilities = Capabilities::SEND_ONLY;
+
+    async fn send(&self, req: &SendRequest) -> SendOutcome {
+        let resp = self.http.post(&self.url).json(&CloudChannel::body(req)).send().await;
         let resp = match resp {
             Ok(r) => r,
             Err(e) => return classify_transport(&e),
@@ -220,126 +200,6 @@ impl CloudChannel {
     }
 }
 
-/// Only a failure to connect proves nothing went out; anything after that
-/// is uncertain and, on this channel, never resent automatically.
-pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
-    if e.is_connect() {
-        SendOutcome::Retry {
-            detail: format!("Cloud API unreachable (not sent): {e}"),
-            http_status: None,
-            retry_after_secs: None,
-        }
-    } else if e.is_builder() {
-        SendOutcome::Failed {
-            code: "request_invalido".into(),
-            detail: e.to_string(),
-            http_status: None,
-        }
-    } else {
-        SendOutcome::Uncertain {
-            detail: format!("answer lost after sending (not resent; waiting for a status webhook): {e}"),
-        }
-    }
-}
-
-impl Channel for CloudChannel {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            idempotent_keys: false,
-            command_lookup: false,
-            cancel: false,
-        }
-    }
-
-    fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
-        Box::pin(self.do_send(req))
-    }
-
-    fn lookup<'a>(&'a self, _req: &'a SendRequest, _command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome> {
-        Box::pin(async {
-            LookupOutcome::Unavailable {
-                detail: "the Cloud API has no status lookup; wait for a status webhook".into(),
-            }
-        })
-    }
-
-    fn cancel<'a>(&'a self, _command_id: &'a str) -> BoxFuture<'a, CancelOutcome> {
-        Box::pin(async { CancelOutcome::Unsupported })
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderMap;
-
-    fn classify(status: u16, body: Value) -> SendOutcome {
-        classify_send(
-            StatusCode::from_u16(status).unwrap(),
-            &HeaderMap::new(),
-            body.to_string().as_bytes(),
-        )
-    }
-
-    fn graph(code: i64) -> Value {
-        json!({"error": {"message": "m", "code": code, "type": "OAuthException"}})
-    }
-
-    #[test]
-    fn graph_errors_are_classified() {
-        assert!(matches!(
-            classify(200, json!({"messages": [{"id": "wamid.1"}]})),
-            SendOutcome::Accepted { message_id: Some(m), command_id: None, .. } if m == "wamid.1"
-        ));
-        assert!(matches!(classify(200, json!({})), SendOutcome::Uncertain { .. }));
-        for code in [131026, 131049, 131047, 100, 190] {
-            assert!(
-                matches!(classify(400, graph(code)), SendOutcome::Failed { code: c, .. } if c == code.to_string()),
-                "{code}"
-            );
-        }
-        for code in [130429, 131056] {
-            assert!(
-                matches!(classify(429, graph(code)), SendOutcome::Retry { .. }),
-                "{code}"
-            );
-        }
-        assert!(matches!(
-            classify(502, json!("bad gateway")),
-            SendOutcome::Uncertain { .. }
-        ));
-        assert!(matches!(classify(404, json!("nope")), SendOutcome::Failed { code, .. } if code == "http_404"));
-    }
-
-    fn req(window: bool) -> SendRequest {
-        SendRequest {
-            key: "k1".into(),
-            recipient: "+51987654321".into(),
-            body: "Hola Ana".into(),
-            template: "cita_recordatorio".into(),
-            language: "es_PE".into(),
-            parameters: vec!["Ana".into(), "09:30".into()],
-            expires_at: None,
-            correlation_id: "c".into(),
-            in_service_window: window,
-        }
-    }
-
-    #[test]
-    fn text_inside_the_window_template_outside() {
-        let t = CloudChannel::body(&req(true));
-        assert_eq!(t["type"], "text");
-        assert_eq!(t["text"]["body"], "Hola Ana");
-        assert_eq!(t["biz_opaque_callback_data"], "k1");
-        let p = CloudChannel::body(&req(false));
-        assert_eq!(p["type"], "template");
-        assert_eq!(p["template"]["name"], "cita_recordatorio");
-        assert_eq!(p["template"]["language"]["code"], "es_PE");
-        assert_eq!(p["template"]["components"][0]["parameters"][1]["text"], "09:30");
-        assert_eq!(p["biz_opaque_callback_data"], "k1");
-    }
-}
+#[path = "cloud_tests.rs"]
+mod tests;

@@ -7,12 +7,14 @@
 //! uncertain send there must wait for a status webhook and never be resent.
 //!
 //! The dispatcher only sees [`Channel`], [`SendRequest`] and [`SendOutcome`];
-//! HTTP details stay in the implementations: [`motor::MotorChannel`] (the
-//! WhatsApp engine, or `unavez sim`) and [`cloud::CloudChannel`] (the
-//! WhatsApp Cloud API). [`from_config`] builds the configured one.
+//! HTTP details stay in the implementations, each an [`AsyncChannel`]:
+//! [`motor::MotorChannel`] (the WhatsApp engine, or `unavez sim`) and
+//! [`cloud::CloudChannel`] (the WhatsApp Cloud API). [`from_config`]
+//! builds the configured one.
 
 pub mod cloud;
 pub mod config;
+mod http;
 pub mod motor;
 pub mod motor_event;
 
@@ -34,6 +36,23 @@ pub struct Capabilities {
     pub command_lookup: bool,
     /// A queued command can be withdrawn before it goes out.
     pub cancel: bool,
+}
+
+impl Capabilities {
+    /// The engine contract: it deduplicates by our key, answers "where is
+    /// this command?" and withdraws a queued one.
+    pub const ENGINE: Capabilities = Capabilities {
+        idempotent_keys: true,
+        command_lookup: true,
+        cancel: true,
+    };
+    /// A channel that can only send (the Cloud API): an uncertain send there
+    /// waits for a status webhook and is never resent.
+    pub const SEND_ONLY: Capabilities = Capabilities {
+        idempotent_keys: false,
+        command_lookup: false,
+        cancel: false,
+    };
 }
 
 /// Everything needed to hand one intention to a channel. All fields are
@@ -139,8 +158,9 @@ pub enum CancelOutcome {
     },
 }
 
-/// A place to hand intentions to. Implementations must be cheap to clone
-/// behind an `Arc` and safe to call concurrently.
+/// A place to hand intentions to, as the dispatcher holds it
+/// (`Arc<dyn Channel>`). Implementations must be cheap to clone behind an
+/// `Arc` and safe to call concurrently; write one as an [`AsyncChannel`].
 pub trait Channel: Send + Sync {
     /// `motor`, `cloud`: stored with each attempt.
     fn kind(&self) -> &'static str;
@@ -150,6 +170,58 @@ pub trait Channel: Send + Sync {
     /// lookup answer [`LookupOutcome::Unavailable`].
     fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome>;
     fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome>;
+}
+
+/// How a channel is written: its name and capabilities as constants and
+/// plain `async fn`s. Every `AsyncChannel` is a [`Channel`] through the
+/// impl below, which boxes the futures for `dyn Channel` in this one place
+/// instead of in every channel.
+pub trait AsyncChannel: Send + Sync {
+    /// `motor`, `cloud`: [`Channel::kind`].
+    const KIND: &'static str;
+    const CAPABILITIES: Capabilities;
+
+    fn send(&self, req: &SendRequest) -> impl Future<Output = SendOutcome> + Send;
+
+    /// A channel without [`Capabilities::command_lookup`] keeps this answer:
+    /// the dispatcher never asks it, and an operator is told why not.
+    fn lookup(&self, _req: &SendRequest, _command_id: Option<&str>) -> impl Future<Output = LookupOutcome> + Send {
+        async {
+            LookupOutcome::Unavailable {
+                detail: format!(
+                    "the {} channel has no status lookup; wait for a status webhook",
+                    Self::KIND
+                ),
+            }
+        }
+    }
+
+    /// A channel without [`Capabilities::cancel`] keeps this answer.
+    fn cancel(&self, _command_id: &str) -> impl Future<Output = CancelOutcome> + Send {
+        async { CancelOutcome::Unsupported }
+    }
+}
+
+impl<T: AsyncChannel> Channel for T {
+    fn kind(&self) -> &'static str {
+        T::KIND
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        T::CAPABILITIES
+    }
+
+    fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
+        Box::pin(AsyncChannel::send(self, req))
+    }
+
+    fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome> {
+        Box::pin(AsyncChannel::lookup(self, req, command_id))
+    }
+
+    fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome> {
+        Box::pin(AsyncChannel::cancel(self, command_id))
+    }
 }
 
 /// A channel that cannot be built from its configuration.
@@ -163,9 +235,10 @@ pub enum ChannelError {
         what: &'static str,
     },
     /// A configuration value is unusable.
-    #[error("channel `{channel}`: config field {field}: {reason}")]
+    #[error("channel `{channel}`: config field channel.{channel}.{field}: {reason}")]
     Config {
         channel: &'static str,
+        /// The field of the `[channel.{channel}]` section.
         field: &'static str,
         reason: String,
     },
@@ -178,11 +251,18 @@ pub enum ChannelError {
 }
 
 /// Builds the channel selected by `[channel] kind`, reading its secret
-/// from the environment variable the configuration names.
+/// from the environment variable the configuration names (unset or blank
+/// is an error naming the variable).
 pub fn from_config(cfg: &ChannelConfig) -> Result<Arc<dyn Channel>, ChannelError> {
     Ok(match cfg.kind {
-        ChannelKind::Motor => Arc::new(motor::MotorChannel::new(&cfg.motor)?),
-        ChannelKind::Cloud => Arc::new(cloud::CloudChannel::new(&cfg.cloud)?),
+        ChannelKind::Motor => {
+            let key = secret_from_env(motor::KIND, &cfg.motor.api_key_env, motor::API_KEY)?;
+            Arc::new(motor::MotorChannel::with_api_key(&cfg.motor, key)?)
+        }
+        ChannelKind::Cloud => {
+            let token = secret_from_env(cloud::KIND, &cfg.cloud.token_env, cloud::TOKEN)?;
+            Arc::new(cloud::CloudChannel::with_token(&cfg.cloud, token)?)
+        }
     })
 }
 

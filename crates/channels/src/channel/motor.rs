@@ -7,27 +7,26 @@
 //! "never sent" (retry) must not be confused with "sent, answer lost"
 //! (uncertain).
 
-use std::time::Duration;
-
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::async_trait_shim::BoxFuture;
+use super::http::{Http, path_segment, transport_before_sending};
 use super::motor_event::estado;
 use super::{
-    CancelOutcome, Capabilities, Channel, ChannelError, ChannelState, LookupOutcome, SendOutcome, SendRequest,
+    AsyncChannel, CancelOutcome, Capabilities, ChannelError, ChannelState, LookupOutcome, SendOutcome, SendRequest,
 };
 use crate::channel::config::MotorConfig;
 
-const KIND: &str = "motor";
+/// [`Channel::kind`](super::Channel::kind) of the engine contract, over HTTP or in process.
+pub const KIND: &str = "motor";
+/// What the bearer secret is, in errors.
+pub(super) const API_KEY: &str = "engine API key";
 
 /// Client of the engine's command API.
 #[derive(Debug, Clone)]
 pub struct MotorChannel {
-    client: reqwest::Client,
-    base_url: String,
+    http: Http,
     instance_id: String,
-    api_key: String,
     expected_generation: Option<i64>,
 }
 
@@ -173,18 +172,8 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
 /// request never left; anything later (timeout, reset, truncated body)
 /// may have been processed.
 pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
-    if e.is_connect() {
-        SendOutcome::Retry {
-            detail: format!("engine unreachable (not sent): {e}"),
-            http_status: None,
-            retry_after_secs: None,
-        }
-    } else if e.is_builder() {
-        SendOutcome::Failed {
-            code: "request_invalido".into(),
-            detail: e.to_string(),
-            http_status: None,
-        }
+    if let Some(unsent) = transport_before_sending(e, "engine") {
+        unsent
     } else if e.is_timeout() {
         SendOutcome::Uncertain {
             detail: format!("no answer in time after sending: {e}"),
@@ -229,56 +218,20 @@ pub fn request_body(req: &SendRequest, expected_generation: Option<i64>) -> Valu
 }
 
 impl MotorChannel {
-    /// Builds the client; the bearer key comes from the env var named by
-    /// `cfg.api_key_env` (unset or blank is an error naming the variable).
-    pub fn new(cfg: &MotorConfig) -> Result<MotorChannel, ChannelError> {
-        let key = super::secret_from_env(KIND, &cfg.api_key_env, "engine API key")?;
-        MotorChannel::with_api_key(cfg, key)
-    }
-
-    /// Same as [`new`](MotorChannel::new) with the key given directly (tests,
-    /// embedding).
+    /// The client for `cfg`, with the bearer key given directly (tests,
+    /// embedding; [`super::from_config`] reads it from `cfg.api_key_env`).
     pub fn with_api_key(cfg: &MotorConfig, api_key: impl Into<String>) -> Result<MotorChannel, ChannelError> {
-        let api_key = api_key.into();
-        if api_key.trim().is_empty() {
-            return Err(ChannelError::MissingSecret {
-                channel: KIND,
-                var: cfg.api_key_env.clone(),
-                what: "engine API key",
-            });
-        }
-        let base_url = cfg.base_url.trim().trim_end_matches('/').to_string();
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(ChannelError::Config {
-                channel: KIND,
-                field: "channel.motor.base_url",
-                reason: format!("{base_url:?} is not an http(s) URL"),
-            });
-        }
-        if cfg.instance_id.trim().is_empty() || cfg.instance_id.contains('/') {
-            return Err(ChannelError::Config {
-                channel: KIND,
-                field: "channel.motor.instance_id",
-                reason: format!("{:?} is empty or contains '/'", cfg.instance_id),
-            });
-        }
-        if cfg.timeout_ms == 0 || cfg.connect_timeout_ms == 0 {
-            return Err(ChannelError::Config {
-                channel: KIND,
-                field: "channel.motor.timeout_ms",
-                reason: "timeouts must be positive".into(),
-            });
-        }
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_millis(cfg.timeout_ms))
-            .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms))
-            .build()
-            .map_err(|source| ChannelError::Client { channel: KIND, source })?;
+        let http = Http::new(
+            KIND,
+            &cfg.base_url,
+            (cfg.timeout_ms, cfg.connect_timeout_ms),
+            api_key.into(),
+            (&cfg.api_key_env, API_KEY),
+        )?;
+        let instance_id = path_segment(KIND, "instance_id", &cfg.instance_id, "")?;
         Ok(MotorChannel {
-            client,
-            base_url,
-            instance_id: cfg.instance_id.trim().to_string(),
-            api_key,
+            http,
+            instance_id,
             expected_generation: cfg.expected_generation,
         })
     }
@@ -289,7 +242,7 @@ impl MotorChannel {
     }
 
     fn messages_url(&self) -> String {
-        format!("{}/v1/instances/{}/messages", self.base_url, self.instance_id)
+        format!("{}/v1/instances/{}/messages", self.http.base_url, self.instance_id)
     }
 
     /// One POST with the intention's key; the raw answer or transport error.
@@ -298,9 +251,8 @@ impl MotorChannel {
         req: &SendRequest,
     ) -> Result<(StatusCode, reqwest::header::HeaderMap, Vec<u8>), reqwest::Error> {
         let resp = self
-            .client
-            .post(self.messages_url())
-            .bearer_auth(&self.api_key)
+            .http
+            .post(&self.messages_url())
             .header("Idempotency-Key", &req.key)
             .json(&self.body(req))
             .send()
@@ -312,32 +264,42 @@ impl MotorChannel {
         Ok((status, headers, body))
     }
 
-    async fn do_send(&self, req: &SendRequest) -> SendOutcome {
+    /// One call about a command (lookup, cancel): its status and body, or
+    /// why the engine could not be asked.
+    async fn ask(request: reqwest::RequestBuilder) -> Result<(StatusCode, Vec<u8>), String> {
+        let resp = request.send().await.map_err(|e| error_chain(&e))?;
+        let status = resp.status();
+        let body = resp.bytes().await.map_err(|e| error_chain(&e))?;
+        Ok((status, body.to_vec()))
+    }
+}
+
+fn found(c: CommandView) -> LookupOutcome {
+    LookupOutcome::Found {
+        command_id: Some(c.command_id),
+        message_id: c.message_id,
+        state: c.state,
+        detail: c.detail,
+    }
+}
+
+impl AsyncChannel for MotorChannel {
+    const KIND: &'static str = KIND;
+    const CAPABILITIES: Capabilities = Capabilities::ENGINE;
+
+    async fn send(&self, req: &SendRequest) -> SendOutcome {
         match self.post(req).await {
             Ok((status, headers, body)) => classify_send(status, &headers, &body),
             Err(e) => classify_transport(&e),
         }
     }
 
-    async fn do_lookup(&self, req: &SendRequest, command_id: Option<&str>) -> LookupOutcome {
+    async fn lookup(&self, req: &SendRequest, command_id: Option<&str>) -> LookupOutcome {
         if let Some(id) = command_id {
-            let url = format!("{}/v1/commands/{}", self.base_url, id);
-            let resp = match self.client.get(url).bearer_auth(&self.api_key).send().await {
-                Ok(r) => r,
-                Err(e) => {
-                    return LookupOutcome::Unavailable {
-                        detail: error_chain(&e),
-                    };
-                }
-            };
-            let status = resp.status();
-            let body = match resp.bytes().await {
-                Ok(b) => b,
-                Err(e) => {
-                    return LookupOutcome::Unavailable {
-                        detail: error_chain(&e),
-                    };
-                }
+            let url = format!("{}/v1/commands/{}", self.http.base_url, id);
+            let (status, body) = match Self::ask(self.http.get(url)).await {
+                Ok(answer) => answer,
+                Err(detail) => return LookupOutcome::Unavailable { detail },
             };
             if status == StatusCode::NOT_FOUND {
                 return LookupOutcome::NotFound;
@@ -375,24 +337,11 @@ impl MotorChannel {
         }
     }
 
-    async fn do_cancel(&self, command_id: &str) -> CancelOutcome {
-        let url = format!("{}/v1/commands/{}/cancel", self.base_url, command_id);
-        let resp = match self.client.post(url).bearer_auth(&self.api_key).send().await {
-            Ok(r) => r,
-            Err(e) => {
-                return CancelOutcome::Unavailable {
-                    detail: error_chain(&e),
-                };
-            }
-        };
-        let status = resp.status();
-        let body = match resp.bytes().await {
-            Ok(b) => b,
-            Err(e) => {
-                return CancelOutcome::Unavailable {
-                    detail: error_chain(&e),
-                };
-            }
+    async fn cancel(&self, command_id: &str) -> CancelOutcome {
+        let url = format!("{}/v1/commands/{}/cancel", self.http.base_url, command_id);
+        let (status, body) = match Self::ask(self.http.post(&url)).await {
+            Ok(answer) => answer,
+            Err(detail) => return CancelOutcome::Unavailable { detail },
         };
         match serde_json::from_slice::<Value>(&body)
             .ok()
@@ -408,133 +357,6 @@ impl MotorChannel {
     }
 }
 
-fn found(c: CommandView) -> LookupOutcome {
-    LookupOutcome::Found {
-        command_id: Some(c.command_id),
-        message_id: c.message_id,
-        state: c.state,
-        detail: c.detail,
-    }
-}
-
-impl Channel for MotorChannel {
-    fn kind(&self) -> &'static str {
-        KIND
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            idempotent_keys: true,
-            command_lookup: true,
-            cancel: true,
-        }
-    }
-
-    fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
-        Box::pin(self.do_send(req))
-    }
-
-    fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome> {
-        Box::pin(self.do_lookup(req, command_id))
-    }
-
-    fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome> {
-        Box::pin(self.do_cancel(command_id))
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderMap;
-
-    fn classify(status: u16, body: Value) -> SendOutcome {
-        classify_send(
-            StatusCode::from_u16(status).unwrap(),
-            &HeaderMap::new(),
-            body.to_string().as_bytes(),
-        )
-    }
-
-    #[test]
-    fn every_engine_answer_has_one_class() {
-        let cmd = json!({"command_id": "c1", "estado": "en_cola", "idempotency_key": "k"});
-        assert!(matches!(
-            classify(202, cmd.clone()),
-            SendOutcome::Accepted {
-                state: ChannelState::Queued,
-                http_status: Some(202),
-                ..
-            }
-        ));
-        assert!(matches!(
-            classify(429, cmd.clone()),
-            SendOutcome::Accepted {
-                http_status: Some(429),
-                ..
-            }
-        ));
-        assert!(matches!(
-            classify(429, json!({"error": "ritmo_excedido"})),
-            SendOutcome::Retry { .. }
-        ));
-        let SendOutcome::Conflict { detail, .. } =
-            classify(409, json!({"error": "clave_en_uso", "detail": "otro contenido"}))
-        else {
-            panic!()
-        };
-        assert!(detail.contains("409") && detail.contains("otro contenido"), "{detail}");
-        assert!(
-            matches!(classify(422, json!({"error": "clave_invalida"})), SendOutcome::Failed { code, .. } if code == "clave_invalida")
-        );
-        assert!(matches!(classify(401, json!({})), SendOutcome::Failed { code, .. } if code == "http_401"));
-        assert!(matches!(
-            classify(503, json!({})),
-            SendOutcome::Retry {
-                http_status: Some(503),
-                ..
-            }
-        ));
-        assert!(matches!(classify(500, json!("oops")), SendOutcome::Retry { .. }));
-        assert!(matches!(classify(202, json!({})), SendOutcome::Uncertain { .. }));
-        let failed = json!({"command_id": "c1", "estado": "fallido", "detail": "comando_vencido"});
-        assert!(matches!(classify(202, failed), SendOutcome::Failed { code, .. } if code == "comando_vencido"));
-        let amb = json!({"command_id": "c1", "estado": "ambiguo"});
-        assert!(matches!(
-            classify(202, amb),
-            SendOutcome::Accepted {
-                state: ChannelState::Ambiguous,
-                ..
-            }
-        ));
-    }
-
-    #[test]
-    fn estados_map_onto_channel_states() {
-        for (e, s) in [
-            ("en_cola", ChannelState::Queued),
-            ("enviado", ChannelState::Sent),
-            ("entregado", ChannelState::Delivered),
-            ("leido", ChannelState::Read),
-            ("fallido", ChannelState::Failed),
-            ("cancelado", ChannelState::Cancelled),
-            ("ambiguo", ChannelState::Ambiguous),
-        ] {
-            assert_eq!(map_estado(e), Some(s));
-        }
-        assert_eq!(map_estado("raro"), None);
-    }
-
-    #[test]
-    fn construction_errors_name_the_problem() {
-        let mut cfg = MotorConfig {
-            api_key_env: "UNAVEZ_TEST_SURELY_UNSET_KEY".into(),
-            ..MotorConfig::default()
-        };
-        let e = MotorChannel::new(&cfg).unwrap_err().to_string();
-        assert!(e.contains("UNAVEZ_TEST_SURELY_UNSET_KEY"), "{e}");
-        cfg.base_url = "ftp://x".into();
-        let e = MotorChannel::with_api_key(&cfg, "k").unwrap_err().to_string();
-        assert!(e.contains("channel.motor.base_url"), "{e}");
-    }
-}
+#[path = "motor_tests.rs"]
+mod tests;

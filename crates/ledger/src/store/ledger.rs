@@ -223,27 +223,20 @@ impl Tx<'_> {
     }
 
     pub fn contact(&self, id: i64) -> Result<Option<ContactRow>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT id, phone, name, language, consent_marketing, opt_out_marketing_at,
-                        opt_out_transactional_at, last_inbound_at FROM contacts WHERE id = ?1",
-                [id],
-                contact_row,
-            )
-            .optional()?)
+        self.contact_where("id", id)
     }
 
     pub fn contact_by_phone(&self, phone: &str) -> Result<Option<ContactRow>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT id, phone, name, language, consent_marketing, opt_out_marketing_at,
-                        opt_out_transactional_at, last_inbound_at FROM contacts WHERE phone = ?1",
-                [phone],
-                contact_row,
-            )
-            .optional()?)
+        self.contact_where("phone", phone)
+    }
+
+    /// The contact whose `column` (a unique one: `id`, `phone`) is `value`.
+    fn contact_where(&self, column: &str, value: impl rusqlite::ToSql) -> Result<Option<ContactRow>> {
+        let sql = format!(
+            "SELECT id, phone, name, language, consent_marketing, opt_out_marketing_at,
+                    opt_out_transactional_at, last_inbound_at FROM contacts WHERE {column} = ?1"
+        );
+        Ok(self.conn().query_row(&sql, [value], contact_row).optional()?)
     }
 
     /// Writes the commitment as the domain computed it; returns its id.

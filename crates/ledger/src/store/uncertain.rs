@@ -233,19 +233,26 @@ impl Tx<'_> {
 
     /// Sends an intention to `review` with the reconciler's explanation.
     pub fn reconcile_to_review(&self, id: i64, note: &str, now: DateTime<Utc>) -> Result<bool> {
-        let r = self.signal(
-            id,
-            Signal::NeedsReview,
-            &Entry {
-                signal: HistorySignal::NeedsReview.as_str(),
-                cause: Cause::Reconciler,
-                evidence: None,
-                note: Some(note),
-                commitment_version: None,
-            },
-            now,
-        )?;
-        Ok(r.moved())
+        self.reconciler_review(id, None, note, None, now)
+    }
+
+    /// The reconciler hands an intention to a person; whether it moved.
+    fn reconciler_review(
+        &self,
+        id: i64,
+        evidence: Option<&str>,
+        note: &str,
+        commitment_version: Option<i64>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let entry = Entry {
+            signal: HistorySignal::NeedsReview.as_str(),
+            cause: Cause::Reconciler,
+            evidence,
+            note: Some(note),
+            commitment_version,
+        };
+        Ok(self.signal(id, Signal::NeedsReview, &entry, now)?.moved())
     }
 
     /// A repeat that validity refused, with nothing to withdraw: a person
@@ -261,25 +268,14 @@ impl Tx<'_> {
         version: i64,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        let r = self.signal(
-            id,
-            Signal::NeedsReview,
-            &Entry {
-                signal: HistorySignal::NeedsReview.as_str(),
-                cause: Cause::Reconciler,
-                evidence: Some("validity_before_repeat"),
-                note: Some(note),
-                commitment_version: Some(version),
-            },
-            now,
-        )?;
-        if r.moved() {
+        let moved = self.reconciler_review(id, Some("validity_before_repeat"), note, Some(version), now)?;
+        if moved {
             self.conn().execute(
                 "UPDATE intentions SET state_reason = ?2 WHERE id = ?1",
                 params![id, reason.as_str()],
             )?;
         }
-        Ok(r.moved())
+        Ok(moved)
     }
 
     /// The soonest moment anything becomes due for the dispatcher or the

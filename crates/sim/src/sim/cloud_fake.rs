@@ -18,7 +18,6 @@ use axum::routing::post;
 use axum::{Extension, Json, Router};
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::core::{SentLine, lock};
@@ -100,14 +99,7 @@ pub struct CloudFake {
 
 impl CloudFake {
     pub async fn spawn(opts: CloudFakeOptions) -> Result<CloudFake, SimError> {
-        let listener = TcpListener::bind(opts.listen).await.map_err(|source| SimError::Bind {
-            addr: opts.listen,
-            source,
-        })?;
-        let addr = listener.local_addr().map_err(|source| SimError::Bind {
-            addr: opts.listen,
-            source,
-        })?;
+        let (listener, addr) = super::bind(opts.listen).await?;
         let log = match &opts.log {
             Some(p) => Some(
                 OpenOptions::new()

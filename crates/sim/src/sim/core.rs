@@ -271,31 +271,13 @@ impl Core {
                     }
                     return;
                 }
-                let wamid = self.wamid(id);
-                if let Some(c) = engine.transition(id, estado::EN_COLA, estado::ENVIADO, now, |c| {
-                    c.provider_message_id = Some(wamid)
-                }) {
-                    // Journal first, then the ground-truth line: a crash in
-                    // between can lose a line, never invent a second send.
-                    self.journal(&JournalRecord::Command(Box::new(c.clone())));
-                    self.log_sent(&c, now);
-                    self.emit(&c, false);
-                    self.schedule(id.to_string(), Step::Deliver, self.timing.deliver_ms);
-                }
+                self.go_out(&mut engine, id, estado::EN_COLA, now);
             }
             Step::Resolve => {
                 // Half of the ambiguous commands turned out to have gone out.
                 let went_out = self.dice.chance(0.5, &["resolve", id]);
                 if went_out {
-                    let wamid = self.wamid(id);
-                    if let Some(c) = engine.transition(id, estado::AMBIGUO, estado::ENVIADO, now, |c| {
-                        c.provider_message_id = Some(wamid)
-                    }) {
-                        self.journal(&JournalRecord::Command(Box::new(c.clone())));
-                        self.log_sent(&c, now);
-                        self.emit(&c, true);
-                        self.schedule(id.to_string(), Step::Deliver, self.timing.deliver_ms);
-                    }
+                    self.go_out(&mut engine, id, estado::AMBIGUO, now);
                 } else if let Some(c) = engine.transition(id, estado::AMBIGUO, estado::FALLIDO, now, |c| {
                     c.detail = Some("no_salio".into())
                 }) {
@@ -314,6 +296,21 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// The message goes out (from queued, or an ambiguous command resolved
+    /// as sent): it gets its wamid, and the delivery timer starts.
+    fn go_out(self: &Arc<Self>, engine: &mut Engine, id: &str, from: &str, now: DateTime<Utc>) {
+        let wamid = self.wamid(id);
+        let Some(c) = engine.transition(id, from, estado::ENVIADO, now, |c| c.provider_message_id = Some(wamid)) else {
+            return;
+        };
+        // Journal first, then the ground-truth line: a crash in between can
+        // lose a line, never invent a second send.
+        self.journal(&JournalRecord::Command(Box::new(c.clone())));
+        self.log_sent(&c, now);
+        self.emit(&c, from == estado::AMBIGUO);
+        self.schedule(id.to_string(), Step::Deliver, self.timing.deliver_ms);
     }
 
     fn wamid(&self, id: &str) -> String {

@@ -13,9 +13,10 @@ use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use super::PauseMode;
 use super::core::{Core, lock};
 use super::messages::{Reply, app_id, handle_message};
-use crate::channel::async_trait_shim::BoxFuture;
-use crate::channel::motor::{classify_send, map_estado, request_body};
-use crate::channel::{CancelOutcome, Capabilities, Channel, ChannelState, LookupOutcome, SendOutcome, SendRequest};
+use crate::channel::motor::{self, classify_send, map_estado, request_body};
+use crate::channel::{
+    AsyncChannel, CancelOutcome, Capabilities, ChannelState, LookupOutcome, SendOutcome, SendRequest,
+};
 
 /// An in-process engine client bound to one app (bearer key) and instance.
 #[derive(Clone)]
@@ -111,7 +112,7 @@ impl InProcessChannel {
         }
     }
 
-    fn do_cancel(&self, command_id: &str) -> CancelOutcome {
+    fn withdraw(&self, command_id: &str) -> CancelOutcome {
         if self.down() {
             return CancelOutcome::Unavailable {
                 detail: "engine paused".into(),
@@ -137,38 +138,27 @@ impl InProcessChannel {
     }
 }
 
-impl Channel for InProcessChannel {
-    fn kind(&self) -> &'static str {
-        "motor"
+impl AsyncChannel for InProcessChannel {
+    const KIND: &'static str = motor::KIND;
+    const CAPABILITIES: Capabilities = Capabilities::ENGINE;
+
+    async fn send(&self, req: &SendRequest) -> SendOutcome {
+        self.submit(req).await
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            idempotent_keys: true,
-            command_lookup: true,
-            cancel: true,
+    async fn lookup(&self, req: &SendRequest, command_id: Option<&str>) -> LookupOutcome {
+        if self.down() {
+            return LookupOutcome::Unavailable {
+                detail: "engine paused".into(),
+            };
+        }
+        match command_id {
+            Some(id) => self.read(id),
+            None => self.lookup_by_repeat(req).await,
         }
     }
 
-    fn send<'a>(&'a self, req: &'a SendRequest) -> BoxFuture<'a, SendOutcome> {
-        Box::pin(self.submit(req))
-    }
-
-    fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome> {
-        Box::pin(async move {
-            if self.down() {
-                return LookupOutcome::Unavailable {
-                    detail: "engine paused".into(),
-                };
-            }
-            match command_id {
-                Some(id) => self.read(id),
-                None => self.lookup_by_repeat(req).await,
-            }
-        })
-    }
-
-    fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome> {
-        Box::pin(async move { self.do_cancel(command_id) })
+    async fn cancel(&self, command_id: &str) -> CancelOutcome {
+        self.withdraw(command_id)
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::core::{Core, lock};
-use super::engine::{Scope, Submit, parse_message, validate_key};
+use super::engine::{MessageRequest, Scope, Submit, parse_message, validate_key};
 
 /// What the engine does with one message request.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,83 +80,17 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
         core.bump(|s| s.faults.error5xx += 1);
         return json_error(503, "motor_no_disponible", "simulated 5xx before processing");
     }
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            core.bump(|s| s.rejected += 1);
-            return json_error(422, "cuerpo_invalido", format!("JSON inválido: {e}"));
-        }
-    };
-    let req = match parse_message(&scope.1, &value) {
+    let req = match parse_body(core, &scope.1, body) {
         Ok(r) => r,
-        Err(e) => {
-            core.bump(|s| s.rejected += 1);
-            return json_error(422, "cuerpo_invalido", e.to_string());
-        }
+        Err(reply) => return reply,
     };
     if core.dice.chance(faults.rate429, &roll("rate429")) {
         core.bump(|s| s.faults.rate429 += 1);
-        // The key is resolved first: a known key comes back with its command.
-        let stored = lock(&core.engine).by_key(&scope).map(|c| c.to_json());
-        return match stored {
-            Some(body) => Reply::Json {
-                status: 429,
-                body,
-                retry_after: Some(1),
-            },
-            None => Reply::Json {
-                status: 429,
-                body: json!({"error": "ritmo_excedido", "detail": "demasiados pedidos; repite con la misma clave"}),
-                retry_after: Some(1),
-            },
-        };
+        return rate_limited(core, &scope);
     }
-    let command_id = core.command_id(&scope.0, &scope.1, &scope.2);
-    let outcome = {
-        let mut engine = lock(&core.engine);
-        let outcome = engine.submit(&scope, &req, command_id, Utc::now());
-        if let Submit::Created(c) = &outcome {
-            core.changed(c, false);
-        }
-        outcome
-    };
-    let reply = match outcome {
-        Submit::Created(c) => {
-            core.bump(|s| s.created += 1);
-            core.resume_command(&c);
-            Reply::Json {
-                status: 202,
-                body: c.to_json(),
-                retry_after: None,
-            }
-        }
-        Submit::Existing(c) => {
-            core.bump(|s| s.repeated += 1);
-            Reply::Json {
-                status: 202,
-                body: c.to_json(),
-                retry_after: None,
-            }
-        }
-        Submit::KeyConflict { existing } => {
-            core.bump(|s| s.conflicts += 1);
-            return json_error(
-                409,
-                "clave_en_uso",
-                format!(
-                    "la Idempotency-Key ya se usó en esta instancia con otro contenido (comando {})",
-                    existing.command_id
-                ),
-            );
-        }
-        Submit::GenerationMismatch { expected, current } => {
-            core.bump(|s| s.conflicts += 1);
-            return json_error(
-                409,
-                "generacion_cambiada",
-                format!("generacion_esperada {expected}, la instancia está en la generación {current}"),
-            );
-        }
+    let reply = match submit(core, &scope, &req) {
+        Ok(reply) => reply,
+        Err(conflict) => return conflict,
     };
     if core.dice.chance(faults.timeout_after, &roll("timeout_after")) {
         core.bump(|s| s.faults.timeout_after += 1);
@@ -165,4 +99,79 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
         };
     }
     reply
+}
+
+/// The request body as the engine reads it; a 422 when it cannot.
+fn parse_body(core: &Core, instance_id: &str, body: &[u8]) -> Result<MessageRequest, Reply> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        core.bump(|s| s.rejected += 1);
+        json_error(422, "cuerpo_invalido", format!("JSON inválido: {e}"))
+    })?;
+    parse_message(instance_id, &value).map_err(|e| {
+        core.bump(|s| s.rejected += 1);
+        json_error(422, "cuerpo_invalido", e.to_string())
+    })
+}
+
+/// A simulated 429. The key is resolved first: a known key comes back with
+/// its command.
+fn rate_limited(core: &Core, scope: &Scope) -> Reply {
+    let stored = lock(&core.engine).by_key(scope).map(|c| c.to_json());
+    let body = stored.unwrap_or_else(
+        || json!({"error": "ritmo_excedido", "detail": "demasiados pedidos; repite con la misma clave"}),
+    );
+    Reply::Json {
+        status: 429,
+        body,
+        retry_after: Some(1),
+    }
+}
+
+/// Takes the message or finds the command its key already has: `Ok` with
+/// the 202 (whose answer a fault may still lose), `Err` with a 409.
+fn submit(core: &Arc<Core>, scope: &Scope, req: &MessageRequest) -> Result<Reply, Reply> {
+    let command_id = core.command_id(&scope.0, &scope.1, &scope.2);
+    let outcome = {
+        let mut engine = lock(&core.engine);
+        let outcome = engine.submit(scope, req, command_id, Utc::now());
+        if let Submit::Created(c) = &outcome {
+            core.changed(c, false);
+        }
+        outcome
+    };
+    let accepted = |body| Reply::Json {
+        status: 202,
+        body,
+        retry_after: None,
+    };
+    match outcome {
+        Submit::Created(c) => {
+            core.bump(|s| s.created += 1);
+            core.resume_command(&c);
+            Ok(accepted(c.to_json()))
+        }
+        Submit::Existing(c) => {
+            core.bump(|s| s.repeated += 1);
+            Ok(accepted(c.to_json()))
+        }
+        Submit::KeyConflict { existing } => {
+            core.bump(|s| s.conflicts += 1);
+            Err(json_error(
+                409,
+                "clave_en_uso",
+                format!(
+                    "la Idempotency-Key ya se usó en esta instancia con otro contenido (comando {})",
+                    existing.command_id
+                ),
+            ))
+        }
+        Submit::GenerationMismatch { expected, current } => {
+            core.bump(|s| s.conflicts += 1);
+            Err(json_error(
+                409,
+                "generacion_cambiada",
+                format!("generacion_esperada {expected}, la instancia está en la generación {current}"),
+            ))
+        }
+    }
 }

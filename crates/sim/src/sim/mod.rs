@@ -263,14 +263,7 @@ pub(crate) fn pause_core(core: &Arc<Core>, mode: PauseMode, for_duration: Option
 
 /// Starts a simulator on the current tokio runtime.
 pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
-    let listener = TcpListener::bind(opts.listen).await.map_err(|source| SimError::Bind {
-        addr: opts.listen,
-        source,
-    })?;
-    let addr = listener.local_addr().map_err(|source| SimError::Bind {
-        addr: opts.listen,
-        source,
-    })?;
+    let (listener, addr) = bind(opts.listen).await?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (events_tx, events_rx) = match &opts.webhook {
         Some(_) => {
@@ -314,6 +307,14 @@ pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
         shutdown: shutdown_tx,
         tasks,
     })
+}
+
+/// Binds `listen`; the address is the real one (a free port for port 0).
+pub(crate) async fn bind(listen: SocketAddr) -> Result<(TcpListener, SocketAddr), SimError> {
+    let bind_error = |source| SimError::Bind { addr: listen, source };
+    let listener = TcpListener::bind(listen).await.map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, addr))
 }
 
 /// Our own accept loop (instead of `axum::serve`) so a handler can drop its

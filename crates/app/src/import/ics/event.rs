@@ -29,6 +29,18 @@ fn refusal(line: usize, field: &str, reason: impl Into<String>) -> Refusal {
     (line, field.to_string(), reason.into())
 }
 
+/// A component with lines that could not be read is refused by them.
+fn unreadable_lines(c: &Comp) -> Result<(), Vec<Refusal>> {
+    if c.errors.is_empty() {
+        return Ok(());
+    }
+    Err(c
+        .errors
+        .iter()
+        .map(|e| refusal(e.line, "line", e.reason.clone()))
+        .collect())
+}
+
 /// A `DTSTART`-like value.
 enum When {
     AllDay(NaiveDate),
@@ -197,13 +209,7 @@ fn refuse(ctx: &Ctx<'_>, c: &Comp, errs: Vec<Refusal>, out: &mut Parsed) {
 }
 
 fn try_vevent(ctx: &Ctx<'_>, c: &Comp, overrides: &[&Comp], out: &mut Parsed) -> Result<(), Vec<Refusal>> {
-    if !c.errors.is_empty() {
-        return Err(c
-            .errors
-            .iter()
-            .map(|e| refusal(e.line, "line", e.reason.clone()))
-            .collect());
-    }
+    unreadable_lines(c)?;
     let mut errors = Vec::new();
     let uid = c.text("UID");
     if uid.is_none() {
@@ -397,13 +403,7 @@ fn occurrence_override(
     master: &Who,
     (now, horizon): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<Option<BookingEvent>, Vec<Refusal>> {
-    if !o.errors.is_empty() {
-        return Err(o
-            .errors
-            .iter()
-            .map(|e| refusal(e.line, "line", e.reason.clone()))
-            .collect());
-    }
+    unreadable_lines(o)?;
     let (kind, status) = kind(o).map_err(|e| vec![e])?;
     let start = match o.prop("DTSTART") {
         Some(p) => match when(ctx, p, &p.value).map_err(|e| vec![refusal(p.line, "starts_at", e)])? {
