@@ -32,7 +32,7 @@ fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
     let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
     let rt = tokio::runtime::Runtime::new().unwrap();
     fx.ctx.reprocess = Some(ReprocessCtx {
-        db: fx.db.clone(),
+        ledger: unavez::ledger::Ledger::open(&fx.db).unwrap(),
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel),
         runtime: rt.handle().clone(),
@@ -157,7 +157,7 @@ fn a_real_run_reports_its_progress_and_the_screen_draws_a_gauge() {
     settings.concurrency = 1;
     let (tx, rx) = std::sync::mpsc::channel();
     fx.ctx.reprocess = Some(ReprocessCtx {
-        db: fx.db.clone(),
+        ledger: unavez::ledger::Ledger::open(&fx.db).unwrap(),
         settings: Arc::new(settings),
         channel: Some(channel),
         runtime: rt.handle().clone(),

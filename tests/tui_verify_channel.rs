@@ -65,7 +65,7 @@ fn clinic_with_engine(
     let channel: Arc<dyn Channel> = Arc::new(MotorChannel::with_api_key(&motor, "test").unwrap());
     let mut fx = clinic(40);
     fx.ctx.reprocess = Some(ReprocessCtx {
-        db: fx.db.clone(),
+        ledger: unavez::ledger::Ledger::open(&fx.db).unwrap(),
         settings: Arc::new(Settings::from_config(&fx.ctx.config)),
         channel: Some(channel.clone()),
         runtime: rt.handle().clone(),

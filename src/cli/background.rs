@@ -6,13 +6,14 @@
 //! They run on their own tokio runtime; the console's render loop stays a
 //! plain thread and only reads their effects from the ledger.
 
-use std::path::Path;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use crate::channel::Channel;
 use crate::channel::motor::MotorChannel;
 use crate::config::Config;
 use crate::dispatch::{Activity, Control, DispatchError, ServiceReport, Services, Settings};
+use crate::ledger::Ledger;
 use crate::server::{self, ServerHandle};
 use crate::sim::{self, DEV_WEBHOOK_SECRET, FaultSpec, SimHandle, SimOptions, SimStats};
 use crate::templates::Templates;
@@ -41,7 +42,7 @@ pub struct Background {
     services: Option<Services>,
     sim: Option<SimHandle>,
     /// The demo's webhook server and the switch that stops it.
-    server: Option<(ServerHandle, tokio::sync::watch::Sender<bool>)>,
+    server: Option<(ServerHandle, CancellationToken)>,
     pub channel: Arc<dyn Channel>,
     control: Control,
 }
@@ -59,7 +60,7 @@ impl Background {
     /// The dispatcher and reconciler against the configured channel;
     /// `operator`, the console's, is named on the dispatcher's heartbeat
     /// row.
-    pub fn start(db: &Path, config: &Config, operator: Option<&str>) -> Result<Background, BackgroundError> {
+    pub fn start(ledger: &Ledger, config: &Config, operator: Option<&str>) -> Result<Background, BackgroundError> {
         let channel =
             crate::channel::from_config(&config.channel).map_err(|e| BackgroundError::Channel(e.to_string()))?;
         let rt = runtime()?;
@@ -70,7 +71,7 @@ impl Background {
         let control = Control::new();
         let services = {
             let _enter = rt.enter();
-            Services::start_with(db, settings, channel.clone(), control.clone())?
+            Services::start_on(ledger, settings, channel.clone(), control.clone())?
         };
         Ok(Background {
             rt,
@@ -86,7 +87,7 @@ impl Background {
     /// dispatcher and reconciler sending to it. `config`'s engine section
     /// is pointed at the simulator.
     pub fn start_demo(
-        db: &Path,
+        ledger: &Ledger,
         config: &mut Config,
         templates: &Templates,
         seed: u64,
@@ -94,7 +95,7 @@ impl Background {
         let rt = runtime()?;
         // The webhook server first: the simulator posts its signed status
         // events (duplicated and reordered by the faults) to it.
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stop = CancellationToken::new();
         // One activity counter for the webhook server and the services: the
         // console refreshes when either commits something.
         let activity = Activity::new();
@@ -106,16 +107,8 @@ impl Background {
                     motor_webhook_secret: Some(DEV_WEBHOOK_SECRET.into()),
                     ..Default::default()
                 };
-                let state = server::AppState::new(config.clone(), templates.clone(), db.to_path_buf(), secrets)?;
-                let mut rx = stop_rx;
-                server::spawn_notifying(
-                    state,
-                    listener,
-                    async move {
-                        let _ = rx.wait_for(|s| *s).await;
-                    },
-                    Some(server_activity),
-                )
+                let state = server::AppState::on_ledger(config.clone(), templates.clone(), ledger.clone(), secrets);
+                server::spawn_notifying(state, listener, stop.clone().cancelled_owned(), Some(server_activity))
             })
             .map_err(|e| BackgroundError::Sim(format!("webhook server: {e}")))?;
         let faults = FaultSpec::parse(DEMO_FAULTS).map_err(|e| BackgroundError::Sim(e.to_string()))?;
@@ -142,13 +135,13 @@ impl Background {
         let control = Control::with_activity(activity);
         let services = {
             let _enter = rt.enter();
-            Services::start_with(db, settings, channel.clone(), control.clone())?
+            Services::start_on(ledger, settings, channel.clone(), control.clone())?
         };
         Ok(Background {
             rt,
             services: Some(services),
             sim: Some(sim),
-            server: Some((server, stop_tx)),
+            server: Some((server, stop)),
             channel,
             control,
         })
@@ -180,7 +173,7 @@ impl Background {
             self.rt.block_on(sim.shutdown());
         }
         if let Some((server, stop)) = self.server.take() {
-            let _ = stop.send(true);
+            stop.cancel();
             let _ = self.rt.block_on(server.wait());
         }
         Ok(report)

@@ -13,6 +13,9 @@ use crate::dispatch::heartbeat::Beating;
 use crate::dispatch::{self, Control, Db, ServiceState, ServiceStatus, Settings, reprocess};
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
+use crate::ledger::Ledger;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -121,8 +124,9 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
     // Open once up front so a bad path or schema, a damaged or read-only
-    // ledger fails before we announce.
-    drop(ctx.open_serviceable(true)?);
+    // ledger fails before we announce; the HTTP server and the services
+    // share this one handle.
+    let ledger = Ledger::from_store(ctx.open_serviceable(true)?);
     let settings = Settings::from_config(&ctx.config);
     eprintln!(
         "unavez serve: dispatcher and reconciler on {} (channel {}, owner {}); Ctrl-C or SIGTERM stops gracefully",
@@ -134,22 +138,20 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let report = rt.block_on(async {
         let shutdown = shutdown_signal();
         // One signal stops everything: the HTTP server, then the services.
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let stop = CancellationToken::new();
         let server = if args.no_server {
             None
         } else {
-            let mut rx = stop_rx.clone();
-            let handle = crate::server::start(ctx.config.clone(), ctx.templates.clone(), ctx.db.clone(), async move {
-                let _ = rx.wait_for(|s| *s).await;
-            })
-            .await
-            .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
+            let stopped = stop.clone().cancelled_owned();
+            let handle = crate::server::start_on(ctx.config.clone(), ctx.templates.clone(), ledger.clone(), stopped)
+                .await
+                .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
             eprintln!("unavez serve: HTTP server listening on http://{}", handle.addr);
             Some(handle)
         };
-        let services = dispatch::Services::start(&ctx.db, settings, channel)?;
+        let services = dispatch::Services::start_on(&ledger, settings, channel, Control::new())?;
         shutdown.await;
-        let _ = stop_tx.send(true);
+        stop.cancel();
         let report = services.stop().await?;
         if let Some(h) = server {
             h.wait().await?;
@@ -182,13 +184,15 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
 pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
-    let db = Db::from_store(ctx.open_existing()?);
+    let ledger = Ledger::from_store(ctx.open_existing()?);
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;
     let (d, r) = rt.block_on(async {
+        let db = Db::session(&ledger)?;
         // A one-shot run is a running dispatcher while it lasts: consoles
         // show it from its heartbeat row, which says stopped at the end.
-        let beating = Beating::start(&ctx.db, &settings, Control::new())?;
+        let tracker = TaskTracker::new();
+        let beating = Beating::start(&ledger, &settings, Control::new(), &tracker)?;
         let out = if args.until_idle {
             dispatch::dispatch_until_idle(db, settings, channel).await
         } else {
@@ -201,6 +205,8 @@ pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
                 last_error,
             })
             .await;
+        tracker.close();
+        tracker.wait().await;
         out
     })?;
     if args.json {

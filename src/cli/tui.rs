@@ -11,6 +11,7 @@ use super::Ctx;
 use super::background::Background;
 use crate::config::Role;
 use crate::demo::{self, DemoOptions};
+use crate::ledger::Ledger;
 use crate::store::{Store, StoreError};
 use crate::tui::{ConsoleOptions, run};
 
@@ -48,13 +49,15 @@ pub struct DemoArgs {
 pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
     let identity = ctx.identity(a.operator.as_deref(), "console")?;
     let op = &identity.operator;
-    check_ledger(ctx)?;
+    // The process's one handle to the ledger: the console, and the
+    // embedded dispatcher if it runs, take their connections from it.
+    let ledger = Ledger::from_store(check_ledger(ctx)?);
     // A read-only console (a wall screen, an audit) never sends: it shows
     // the dispatchers of other processes from their heartbeat rows.
     let (background, error) = if a.read_only || a.no_dispatch || !ctx.config.dispatcher.embedded {
         (None, None)
     } else {
-        match Background::start(&ctx.db, &ctx.config, Some(&op.name)) {
+        match Background::start(&ledger, &ctx.config, Some(&op.name)) {
             Ok(b) => (Some(b), None),
             // The console is still useful without the dispatcher: say why
             // in the header instead of refusing to open.
@@ -89,7 +92,7 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
         runtime,
         config: ctx.config.clone(),
         templates: ctx.templates.clone(),
-        db: ctx.db.clone(),
+        ledger: ledger.clone(),
         operator: op.name.clone(),
         role: op.role,
         identity_verified: identity.verified,
@@ -112,13 +115,14 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
 /// It is attached, not migrated: another process holding the write lock
 /// (an import, a backup) never keeps the screen blank; the console shows
 /// the lock instead. Only a ledger that needs a migration waits for it.
-fn check_ledger(ctx: &Ctx) -> anyhow::Result<()> {
+fn check_ledger(ctx: &Ctx) -> anyhow::Result<Store> {
     let store = match Store::attach(&ctx.db) {
         Ok(store) => store,
-        Err(StoreError::SchemaChanged { .. }) => return ctx.open_serviceable(false).map(drop),
+        Err(StoreError::SchemaChanged { .. }) => return ctx.open_serviceable(false),
         Err(e) => return Err(ctx.ledger_error(e)),
     };
-    store.check_serviceable().map_err(|e| ctx.ledger_error(e))
+    store.check_serviceable().map_err(|e| ctx.ledger_error(e))?;
+    Ok(store)
 }
 
 /// The demo database: `--db` if given, else `unavez-demo.db`. Only files
@@ -161,12 +165,13 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
             seed: a.seed,
         },
     )?;
-    drop(store);
+    // One handle for the demo's console, dispatcher and webhook server.
+    let ledger = Ledger::from_store(store);
     // The demo runs at any hour: quiet hours would hold every message
     // until the morning.
     let mut config = ctx.config.clone();
     config.policy.quiet_hours = None;
-    let background = Background::start_demo(&db, &mut config, &ctx.templates, a.seed)
+    let background = Background::start_demo(&ledger, &mut config, &ctx.templates, a.seed)
         .context("starting the demo engine and dispatcher")?;
     eprintln!(
         "demo clinic at {}: {} booking events ({} rejected at the door), {} intentions planned, {} closed; \
@@ -196,7 +201,7 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
             runtime: background.handle(),
             config: config.clone(),
             templates: ctx.templates.clone(),
-            db: db.clone(),
+            ledger: ledger.clone(),
             operator: op,
             role: Role::Supervisor,
             // The demo is a single-user installation.

@@ -47,6 +47,13 @@ impl Ledger {
         Ok(Ledger::from_store(first))
     }
 
+    /// Opens an existing ledger without waiting for the write lock when it
+    /// is at this binary's schema; migrates otherwise (see
+    /// [`Store::attach_or_open`]).
+    pub fn attach_or_open(path: &Path) -> Result<Ledger, StoreError> {
+        Ok(Ledger::from_store(Store::attach_or_open(path)?))
+    }
+
     /// A handle around a store opened elsewhere (its checks already done).
     pub fn from_store(store: Store) -> Ledger {
         Ledger {
@@ -83,9 +90,15 @@ impl Ledger {
             .map_err(|e| StoreError::Task(e.to_string()))?
     }
 
+    /// A connection of its own, kept by the caller (a thread that owns its
+    /// blocking work, like the console's database thread).
+    pub fn connection(&self) -> Result<Store, StoreError> {
+        self.take()
+    }
+
     /// A connection of its own for one steady writer (see the module).
     pub fn session(&self) -> Result<Session, StoreError> {
-        Ok(Session(Arc::new(Mutex::new(self.take()?))))
+        Ok(Session::from_store(self.take()?))
     }
 
     fn take(&self) -> Result<Store, StoreError> {
@@ -112,6 +125,11 @@ impl Ledger {
 pub struct Session(Arc<Mutex<Store>>);
 
 impl Session {
+    /// A session on a store opened elsewhere (its checks already done).
+    pub fn from_store(store: Store) -> Session {
+        Session(Arc::new(Mutex::new(store)))
+    }
+
     /// Runs `f` with the session's connection on tokio's blocking pool.
     pub async fn call<T, F>(&self, f: F) -> Result<T, StoreError>
     where

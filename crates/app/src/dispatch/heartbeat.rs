@@ -9,15 +9,16 @@
 //! The beat has its own ledger connection, so a beat waiting for another
 //! process's write lock never holds up a claim or a result.
 
-use std::path::Path;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::{Control, Db, Result, ServiceState, ServiceStatus, Settings};
 use crate::domain::heartbeat::Heartbeat;
+use crate::ledger::Ledger;
 
 /// Rows of runs that last beat longer ago than this are pruned when a
 /// dispatcher starts: enough to see last week's crashes, never a pile-up.
@@ -64,7 +65,7 @@ impl Run {
 pub struct Beating {
     db: Db,
     run: Run,
-    stop: watch::Sender<bool>,
+    stop: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
 
@@ -73,8 +74,9 @@ impl Beating {
     /// runtime (call it inside one): the first row at once (pruning rows of
     /// runs long gone), then every interval and on every change. The row's
     /// id is the lease owner of `settings`, unique per process run.
-    pub fn start(db_path: &Path, settings: &Settings, control: Control) -> Result<Beating> {
-        let db = Db::attach_or_open(db_path)?;
+    /// The task belongs to `tracker`, so the owner's shutdown awaits it.
+    pub fn start(ledger: &Ledger, settings: &Settings, control: Control, tracker: &TaskTracker) -> Result<Beating> {
+        let db = Db::session(ledger)?;
         let run = Run {
             id: settings.owner.clone(),
             host: host_name(),
@@ -83,8 +85,8 @@ impl Beating {
             started_at: Utc::now(),
             interval: settings.heartbeat,
         };
-        let (stop, rx) = watch::channel(false);
-        let task = tokio::spawn(beat_loop(db.clone(), run.clone(), control, rx));
+        let stop = CancellationToken::new();
+        let task = tracker.spawn(beat_loop(db.clone(), run.clone(), control, stop.clone()));
         Ok(Beating {
             db,
             run,
@@ -96,7 +98,7 @@ impl Beating {
     /// Stops beating and writes `status` as the last row (a clean shutdown
     /// says `stopped`).
     pub async fn stop(mut self, status: ServiceStatus) {
-        let _ = self.stop.send(true);
+        self.stop.cancel();
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
@@ -108,7 +110,7 @@ impl Drop for Beating {
     fn drop(&mut self) {
         // Without `stop` there is no goodbye: the row goes stale and
         // readers count the run as gone, which is what it is.
-        let _ = self.stop.send(true);
+        self.stop.cancel();
     }
 }
 
@@ -134,7 +136,7 @@ async fn write(db: &Db, row: Heartbeat, prune: bool) {
 
 /// Beats at once, then every interval and on every change, until told to
 /// stop.
-async fn beat_loop(db: Db, run: Run, control: Control, mut stop: watch::Receiver<bool>) {
+async fn beat_loop(db: Db, run: Run, control: Control, stop: CancellationToken) {
     let mut changes = control.changes();
     let mut tick = tokio::time::interval(run.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -148,10 +150,10 @@ async fn beat_loop(db: Db, run: Run, control: Control, mut stop: watch::Receiver
                         break;
                     }
                 }
-                _ = stop.changed() => {}
+                _ = stop.cancelled() => {}
             }
         }
-        if *stop.borrow() {
+        if stop.is_cancelled() {
             break;
         }
         if first {

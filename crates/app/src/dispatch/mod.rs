@@ -31,18 +31,20 @@ mod worker;
 
 use std::future::Future;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use chrono::Duration;
 use serde::Serialize;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::channel::Channel;
 use crate::config::Config;
 use crate::domain::attempt::{Backoff, RetryPolicy};
 use crate::domain::validity::Rules;
+use crate::ledger::{Ledger, Session};
 use crate::store::{Store, StoreError};
 
 pub use control::{Activity, Control, ServiceState, ServiceStatus};
@@ -125,15 +127,16 @@ impl Settings {
     }
 }
 
-/// One ledger connection shared by a task's database calls, run on the
-/// blocking pool, and the pre-send check of the same ledger (which reads on
-/// a connection of its own).
+/// A task's session on the ledger (one connection of its own, one call at
+/// a time: see [`crate::ledger`]) and the pre-send check of the same ledger
+/// (which reads on a connection of its own).
 #[derive(Clone)]
-pub struct Db(Arc<Mutex<Store>>, presend::PreSend);
+pub struct Db(Session, presend::PreSend);
 
 impl Db {
+    /// A session on a ledger opened (and migrated) here.
     pub fn open(path: &Path) -> Result<Db> {
-        Ok(Db::from_store(Store::open(path)?))
+        Db::session(&Ledger::open(path)?)
     }
 
     /// Opens a ledger that already exists without waiting for the write
@@ -141,12 +144,20 @@ impl Db {
     /// that started us checked or migrated it); migrates otherwise. A
     /// second process busy writing never delays a start.
     pub fn attach_or_open(path: &Path) -> Result<Db> {
-        Ok(Db::from_store(Store::attach_or_open(path)?))
+        Db::session(&Ledger::attach_or_open(path)?)
+    }
+
+    /// A session of its own on the process's shared ledger handle.
+    pub fn session(ledger: &Ledger) -> Result<Db> {
+        Ok(Db(
+            ledger.session()?,
+            presend::PreSend::new(ledger.path().to_path_buf()),
+        ))
     }
 
     pub fn from_store(store: Store) -> Db {
         let check = presend::PreSend::new(store.path().to_path_buf());
-        Db(Arc::new(Mutex::new(store)), check)
+        Db(Session::from_store(store), check)
     }
 
     /// The pre-send check for sends recorded through this connection.
@@ -154,21 +165,13 @@ impl Db {
         &self.1
     }
 
-    /// Runs `f` with the store on the blocking pool.
+    /// Runs `f` with the session's connection on the blocking pool.
     pub async fn call<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Store) -> Result<T> + Send + 'static,
     {
-        let store = self.0.clone();
-        tokio::task::spawn_blocking(move || {
-            // A panic while holding the lock leaves the connection usable:
-            // SQLite rolled the transaction back when it was dropped.
-            let mut guard = store.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
-        })
-        .await
-        .map_err(|e| DispatchError::Worker(e.to_string()))?
+        self.0.call(f).await.map_err(|e| DispatchError::Worker(e.to_string()))?
     }
 }
 
@@ -179,11 +182,13 @@ pub struct ServiceReport {
     pub reconcile: ReconcileReport,
 }
 
-/// Owns the background tasks (dispatcher and reconciler). Dropping it
-/// without [`Services::stop`] signals them to stop but cannot wait; call
-/// `stop` to shut down gracefully and collect their reports.
+/// Owns the background tasks (dispatcher, reconciler, heartbeat): one
+/// cancellation token stops them and one tracker holds them, so nothing
+/// outlives [`Services::stop`]. Dropping it without `stop` cancels them but
+/// cannot wait; call `stop` to shut down gracefully and collect the reports.
 pub struct Services {
-    stop: watch::Sender<bool>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
     control: Control,
     dispatcher: Option<JoinHandle<Result<DispatchReport>>>,
     reconciler: Option<JoinHandle<Result<ReconcileReport>>>,
@@ -192,7 +197,7 @@ pub struct Services {
 
 impl Services {
     /// Starts the dispatcher and the reconciler on the current tokio
-    /// runtime (call it inside one), each with its own connection to the
+    /// runtime (call it inside one), each with a session of its own on the
     /// ledger at `db_path`.
     pub fn start(db_path: &Path, settings: Settings, channel: Arc<dyn Channel>) -> Result<Services> {
         Services::start_with(db_path, settings, channel, Control::new())
@@ -206,23 +211,34 @@ impl Services {
         channel: Arc<dyn Channel>,
         control: Control,
     ) -> Result<Services> {
-        let (stop, rx) = watch::channel(false);
+        Services::start_on(&Ledger::attach_or_open(db_path)?, settings, channel, control)
+    }
+
+    /// [`Services::start_with`] on the process's shared ledger handle.
+    pub fn start_on(
+        ledger: &Ledger,
+        settings: Settings,
+        channel: Arc<dyn Channel>,
+        control: Control,
+    ) -> Result<Services> {
+        let stop = CancellationToken::new();
+        let tracker = TaskTracker::new();
         control.set_run_id(&settings.owner);
-        let beating = heartbeat::Beating::start(db_path, &settings, control.clone())?;
+        let beating = heartbeat::Beating::start(ledger, &settings, control.clone(), &tracker)?;
         let settings = Arc::new(settings);
-        let d_db = Db::attach_or_open(db_path)?;
-        let r_db = Db::attach_or_open(db_path)?;
+        let d_db = Db::session(ledger)?;
+        let r_db = Db::session(ledger)?;
         let d_loop = worker::dispatch_loop(
             d_db,
             settings.clone(),
             channel.clone(),
-            rx.clone(),
+            stop.clone(),
             worker::Mode::Forever,
             control.clone(),
         );
         let c = control.clone();
         // A dispatcher that ends on its own (an error) shows as stopped.
-        let dispatcher = tokio::spawn(async move {
+        let dispatcher = tracker.spawn(async move {
             let r = d_loop.await;
             if let Err(e) = &r {
                 c.error(e);
@@ -230,9 +246,16 @@ impl Services {
             c.set_stopped();
             r
         });
-        let reconciler = tokio::spawn(reconcile::reconcile_loop(r_db, settings, channel, rx, control.clone()));
+        let reconciler = tracker.spawn(reconcile::reconcile_loop(
+            r_db,
+            settings,
+            channel,
+            stop.clone(),
+            control.clone(),
+        ));
         Ok(Services {
             stop,
+            tracker,
             control,
             dispatcher: Some(dispatcher),
             reconciler: Some(reconciler),
@@ -247,9 +270,10 @@ impl Services {
 
     /// Graceful shutdown: stop claiming, wait for sends in flight up to the
     /// configured grace, record what is still unknown as `uncertain`, write
-    /// the heartbeat's last row (`stopped`), and return both reports.
+    /// the heartbeat's last row (`stopped`), wait for every task, and
+    /// return both reports.
     pub async fn stop(mut self) -> Result<ServiceReport> {
-        let _ = self.stop.send(true);
+        self.stop.cancel();
         let mut report = ServiceReport::default();
         let dispatched = match self.dispatcher.take() {
             Some(h) => h.await.map_err(|e| DispatchError::Worker(e.to_string())),
@@ -265,6 +289,8 @@ impl Services {
         if let Some(b) = self.heartbeat.take() {
             b.stop(self.control.status()).await;
         }
+        self.tracker.close();
+        self.tracker.wait().await;
         report.dispatch = dispatched??;
         report.reconcile = reconciled??;
         Ok(report)
@@ -273,7 +299,7 @@ impl Services {
 
 impl Drop for Services {
     fn drop(&mut self) {
-        let _ = self.stop.send(true);
+        self.stop.cancel();
         self.control.set_stopped();
     }
 }

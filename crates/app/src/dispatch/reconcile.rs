@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use super::request::{evidence_for, send_request};
 use super::{Db, Result, Settings};
@@ -124,12 +124,12 @@ pub(crate) async fn reconcile_loop(
     db: Db,
     settings: Arc<Settings>,
     channel: Arc<dyn Channel>,
-    mut stop: watch::Receiver<bool>,
+    stop: CancellationToken,
     control: super::Control,
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
     loop {
-        if *stop.borrow() {
+        if stop.is_cancelled() {
             break;
         }
         match reconcile_once(&db, &settings, &channel, None).await {
@@ -147,7 +147,7 @@ pub(crate) async fn reconcile_loop(
         }
         tokio::select! {
             _ = tokio::time::sleep(settings.poll) => {}
-            _ = stop.changed() => {}
+            _ = stop.cancelled() => {}
         }
     }
     Ok(report)

@@ -265,12 +265,11 @@ pub async fn run_with_progress(
     // long run, with a point between slices to say how far it is.
     let slice = (settings.batch_size as usize).max(settings.concurrency).max(1);
     for ids in to_claim.chunks(slice) {
-        let (_tx, rx) = tokio::sync::watch::channel(false);
         let d = dispatch_loop(
             db.clone(),
             settings.clone(),
             channel.clone(),
-            rx,
+            tokio_util::sync::CancellationToken::new(),
             Mode::Ids(ids.to_vec()),
             super::Control::new(),
         )

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde::Serialize;
-use tokio::sync::watch;
 use tokio::task::{Id, JoinSet};
+use tokio_util::sync::CancellationToken;
 
 use super::claim::{ClaimDecision, Claimant, Claimed, claim_batch};
 use super::finish::{abandon_unsent, finish_attempts};
@@ -125,9 +125,17 @@ async fn between_reconciliations(
     channel: Arc<dyn Channel>,
     mode: Mode,
 ) -> Result<(DispatchReport, super::ReconcileReport)> {
-    let (_tx, rx) = watch::channel(false);
+    let never = CancellationToken::new();
     let mut rec = super::reconcile_once(&db, &settings, &channel, None).await?;
-    let report = dispatch_loop(db.clone(), settings.clone(), channel.clone(), rx, mode, Control::new()).await?;
+    let report = dispatch_loop(
+        db.clone(),
+        settings.clone(),
+        channel.clone(),
+        never,
+        mode,
+        Control::new(),
+    )
+    .await?;
     let more = super::reconcile_once(&db, &settings, &channel, None).await?;
     rec.merge(&more);
     Ok((report, rec))
@@ -137,7 +145,7 @@ pub(crate) async fn dispatch_loop(
     db: Db,
     settings: Arc<Settings>,
     channel: Arc<dyn Channel>,
-    mut stop: watch::Receiver<bool>,
+    stop: CancellationToken,
     mode: Mode,
     ctl: Control,
 ) -> Result<DispatchReport> {
@@ -155,7 +163,7 @@ pub(crate) async fn dispatch_loop(
         _ => Default::default(),
     };
     loop {
-        if *stop.borrow() {
+        if stop.is_cancelled() {
             break;
         }
         let free = settings.concurrency.saturating_sub(inflight.len());
@@ -203,7 +211,7 @@ pub(crate) async fn dispatch_loop(
             }
             tokio::select! {
                 _ = tokio::time::sleep(settings.poll) => {}
-                _ = stop.changed() => {}
+                _ = stop.cancelled() => {}
                 _ = paused.changed() => {}
             }
             continue;
@@ -223,7 +231,7 @@ pub(crate) async fn dispatch_loop(
                 record(&db, &settings, done, dead, "the send task ended without an answer", &mut report, &ctl).await;
             }
             _ = tokio::time::sleep(settings.poll), if !full_batch => {}
-            _ = stop.changed() => {}
+            _ = stop.cancelled() => {}
         }
     }
     drain(&db, &settings, &mut inflight, &mut attempts, &mut report, &ctl).await;

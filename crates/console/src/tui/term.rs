@@ -6,7 +6,6 @@
 //! draws, reads keys and exchanges messages with the database worker: it
 //! never waits on SQLite.
 
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +23,8 @@ use super::worker::{self, ReprocessCtx, Request, WorkerCtx};
 use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Settings};
-use crate::store::{Store, StoreError};
+use crate::ledger::Ledger;
+use crate::store::StoreError;
 use crate::templates::Templates;
 use std::sync::Arc;
 
@@ -32,7 +32,9 @@ use std::sync::Arc;
 pub struct ConsoleOptions {
     pub config: Config,
     pub templates: Templates,
-    pub db: PathBuf,
+    /// The process's one handle to the ledger (shared with the embedded
+    /// dispatcher and server, when there are).
+    pub ledger: Ledger,
     pub operator: String,
     pub role: Role,
     /// The OS account vouches for `operator` (see `ops::identity`); the
@@ -70,9 +72,9 @@ pub enum ConsoleError {
 
 /// Runs the console until the operator quits.
 pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
-    // Attached, not migrated (the command checked the ledger): another
-    // process holding the write lock must not keep the screen blank.
-    let store = Store::attach_or_open(&opts.db)?;
+    // From the handle the command opened (attached, not migrated: another
+    // process holding the write lock must not keep the screen blank).
+    let store = opts.ledger.connection()?;
     let (req_tx, req_rx) = mpsc::channel::<Request>();
     let (resp_tx, resp_rx) = mpsc::channel();
     let tz = opts.config.tz();
@@ -84,7 +86,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
         store,
         WorkerCtx {
             reprocess: Some(ReprocessCtx {
-                db: opts.db.clone(),
+                ledger: opts.ledger.clone(),
                 settings: Arc::new(Settings::from_config(&opts.config)),
                 channel: opts.channel.clone(),
                 runtime: opts.runtime.clone(),

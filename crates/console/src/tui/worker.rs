@@ -20,6 +20,7 @@ use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::alert::{self, BlockedTemplate, Reading};
 use crate::domain::heartbeat::{self, Heartbeat};
 use crate::domain::state::IntentionState;
+use crate::ledger::Ledger;
 use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence};
 use crate::store::{
     AttentionQuery, AttentionRow, Board, CounterQuery, HourCount, IntentionDetail, Page, Store, UpcomingRow,
@@ -156,7 +157,7 @@ pub struct WorkerCtx {
 
 /// What reprocessing needs besides the request.
 pub struct ReprocessCtx {
-    pub db: std::path::PathBuf,
+    pub ledger: Ledger,
     pub settings: Arc<Settings>,
     /// `None`: only dry runs (no channel configured or reachable).
     pub channel: Option<Arc<dyn Channel>>,
@@ -179,7 +180,7 @@ fn reprocess_request(
         .as_ref()
         .ok_or_else(|| Failure::new(FailureKind::Unavailable, ""))?;
     r.runtime.block_on(async {
-        let db = Db::open(&r.db).map_err(|e| Failure::from(&e))?;
+        let db = Db::session(&r.ledger).map_err(|e| Failure::from(&e))?;
         if req.dry_run {
             return reprocess::plan(&db, &r.settings, &req.day, &req.states)
                 .await

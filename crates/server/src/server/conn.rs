@@ -25,7 +25,8 @@ use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
 
@@ -73,25 +74,20 @@ fn open_file_limit() -> Option<usize> {
     line.split_whitespace().nth(3)?.parse().ok()
 }
 
-/// Accepts and serves connections until `stop` turns true, then lets the
+/// Accepts and serves connections until `stop` is cancelled, then lets the
 /// open ones finish their request in flight.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    limits: ConnLimits,
-    mut stop: watch::Receiver<bool>,
-) -> io::Result<()> {
+pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, stop: CancellationToken) -> io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     loop {
         // Past the cap, connections wait in the kernel's backlog instead
         // of each taking a descriptor and a task.
         let slot = tokio::select! {
-            _ = stopped(&mut stop) => break,
+            _ = stop.cancelled() => break,
             s = slots.clone().acquire_owned() => s.map_err(io::Error::other)?,
         };
         let accepted = tokio::select! {
-            _ = stopped(&mut stop) => break,
+            _ = stop.cancelled() => break,
             r = listener.accept() => r,
         };
         let stream = match accepted {
@@ -134,10 +130,6 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
-}
-
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
 }
 
 /// One connection's view of time: where its current wait for a request

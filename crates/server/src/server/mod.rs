@@ -15,8 +15,8 @@
 //! the raw bytes before anything is parsed; a request that fails them
 //! stores nothing, and its rejection is counted in memory and flushed in
 //! batches, so refusing never waits for the write lock. SQLite is
-//! blocking, so store work runs on `spawn_blocking` with connections from a
-//! small pool; each request is one `BEGIN IMMEDIATE` transaction and each
+//! blocking, so store work runs on `spawn_blocking` with connections from
+//! the process's shared ledger handle ([`crate::ledger::Ledger`]); each request is one `BEGIN IMMEDIATE` transaction and each
 //! event inside it a savepoint (applied whole or not at all).
 
 pub mod auth;
@@ -45,18 +45,19 @@ use axum::routing::{get, post};
 use chrono::Utc;
 use serde_json::json;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, ServerConfig};
 use crate::domain::counter::{Rejection, Source};
 use crate::domain::inbound::Classifier;
+use crate::ledger::Ledger;
 use crate::planner::Planner;
 use crate::store::{Store, StoreError};
 use crate::templates::Templates;
 
 /// How often `serve` retries correlating pending status events.
 pub const SWEEP_INTERVAL: Duration = Duration::from_secs(2);
-/// Connections kept open between requests.
-const POOL_IDLE: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -116,37 +117,12 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
-/// A few `Store`s reused across blocking tasks. The first open migrated
-/// the ledger; later ones attach without the migration's write lock, so a
-/// new connection opens even while another process holds it.
-struct Pool {
-    db: PathBuf,
-    idle: Mutex<Vec<Store>>,
-}
-
-impl Pool {
-    fn with<T>(&self, f: impl FnOnce(&mut Store) -> T) -> Result<T, StoreError> {
-        let taken = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
-        let mut store = match taken {
-            Some(s) => s,
-            None => Store::attach(&self.db)?,
-        };
-        let out = f(&mut store);
-        if let Ok(mut idle) = self.idle.lock()
-            && idle.len() < POOL_IDLE
-        {
-            idle.push(store);
-        }
-        Ok(out)
-    }
-}
-
 struct Inner {
     config: Config,
     templates: Templates,
     classifier: Classifier,
     secrets: Secrets,
-    pool: Pool,
+    ledger: Ledger,
     bodies: limits::BodyLimits,
     rejections: limits::Rejections,
     health: health::Health,
@@ -164,26 +140,27 @@ impl AppState {
     /// Opens (and migrates) the ledger once so that a bad path fails at
     /// start, not on the first webhook.
     pub fn new(config: Config, templates: Templates, db: PathBuf, secrets: Secrets) -> Result<AppState, StoreError> {
-        let first = Store::open(&db)?;
+        Ok(AppState::on_ledger(config, templates, Ledger::open(&db)?, secrets))
+    }
+
+    /// The server's state on the process's shared ledger handle.
+    pub fn on_ledger(config: Config, templates: Templates, ledger: Ledger, secrets: Secrets) -> AppState {
         let classifier = Classifier::new(&config.inbound);
         let bodies = limits::BodyLimits::from_config(&config.server);
         let health = health::Health::new(Duration::from_secs(config.policy.lease_seconds));
-        Ok(AppState {
+        AppState {
             inner: Arc::new(Inner {
                 config,
                 templates,
                 classifier,
                 secrets,
-                pool: Pool {
-                    db,
-                    idle: Mutex::new(vec![first]),
-                },
+                ledger,
                 bodies,
                 rejections: limits::Rejections::default(),
                 health,
                 warned: Mutex::new(HashSet::new()),
             }),
-        })
+        }
     }
 
     /// [`AppState::new`] with secrets from the env vars the config names.
@@ -206,7 +183,7 @@ impl AppState {
 
     /// The ledger file.
     pub fn db(&self) -> &Path {
-        &self.inner.pool.db
+        self.inner.ledger.path()
     }
 
     pub fn body_limits(&self) -> &limits::BodyLimits {
@@ -233,7 +210,7 @@ impl AppState {
         let state = self.clone();
         tokio::task::spawn_blocking(move || {
             let s2 = state.clone();
-            state.inner.pool.with(|store| f(&s2, store))
+            state.inner.ledger.with(|store| f(&s2, store))
         })
         .await
         .map_err(|e| ApiError::internal(format!("store task failed: {e}")))?
@@ -413,13 +390,21 @@ pub fn spawn_notifying(
     activity: Option<crate::dispatch::Activity>,
 ) -> Result<ServerHandle, ServerError> {
     let addr = listener.local_addr().map_err(ServerError::Serve)?;
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    tokio::spawn(sweep_loop(state.clone(), stop_rx.clone()));
-    let flusher = tokio::spawn(flush_loop(state.clone(), stop_rx.clone()));
+    // One token stops every task of the server; one tracker owns them, and
+    // the handle resolves only once all have ended.
+    let stop = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    {
+        let stop = stop.clone();
+        tracker.spawn(async move {
+            tokio::select! {
+                _ = shutdown => stop.cancel(),
+                _ = stop.cancelled() => {}
+            }
+        });
+    }
+    tracker.spawn(sweep_loop(state.clone(), stop.clone()));
+    tracker.spawn(flush_loop(state.clone(), stop.clone()));
     let limits = conn::ConnLimits::from_config(&state.config().server);
     let mut app = router(state);
     if let Some(activity) = activity {
@@ -440,9 +425,13 @@ pub fn spawn_notifying(
         ));
     }
     let join = tokio::spawn(async move {
-        let served = conn::serve(listener, app, limits, stop_rx).await;
-        // The last rejections counted are stored before the handle resolves.
-        let _ = flusher.await;
+        let served = conn::serve(listener, app, limits, stop.clone()).await;
+        // Ended on its own (an error) or told to: either way the others
+        // stop, and the last rejections counted are stored before the
+        // handle resolves.
+        stop.cancel();
+        tracker.close();
+        tracker.wait().await;
         served
     });
     Ok(ServerHandle { addr, join })
@@ -456,18 +445,33 @@ pub async fn start(
     db: PathBuf,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServerHandle, ServerError> {
+    start_on(config, templates, Ledger::open(&db)?, shutdown).await
+}
+
+/// [`start`] on the process's shared ledger handle (`unavez serve` gives
+/// the same one to its dispatcher).
+pub async fn start_on(
+    config: Config,
+    templates: Templates,
+    ledger: Ledger,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServerHandle, ServerError> {
     let listener = bind(&config.server.listen).await?;
-    let state = AppState::from_env(config, templates, db)?;
-    spawn(state, listener, shutdown)
+    let secrets = Secrets::from_env(&config.server);
+    spawn(
+        AppState::on_ledger(config, templates, ledger, secrets),
+        listener,
+        shutdown,
+    )
 }
 
 /// Status events that arrived before their message id was known are
 /// retried here, so none waits for a dispatcher that forgot to call
 /// [`crate::store::Tx::apply_pending_statuses_for`].
-async fn sweep_loop(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+async fn sweep_loop(state: AppState, stop: CancellationToken) {
     loop {
         tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.cancelled() => return,
             _ = tokio::time::sleep(SWEEP_INTERVAL) => {}
         }
         let r = state
@@ -493,10 +497,10 @@ async fn sweep_loop(state: AppState, mut stop: tokio::sync::watch::Receiver<bool
 
 /// Stores pending rejection counts every [`limits::FLUSH_INTERVAL`], and
 /// once more on shutdown.
-async fn flush_loop(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+async fn flush_loop(state: AppState, stop: CancellationToken) {
     loop {
         let stopping = tokio::select! {
-            _ = stop.wait_for(|s| *s) => true,
+            _ = stop.cancelled() => true,
             _ = tokio::time::sleep(limits::FLUSH_INTERVAL) => false,
         };
         if let Err(e) = state.flush_rejections().await {
