@@ -48,9 +48,9 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
     env.import("tarde.jsonl", &second);
     // One of them is cancelled before anyone reprocesses.
     env.import("cancel.jsonl", &[cancelled("cita-r15")]);
-    let day = env.intentions()[0].day.clone();
+    let day = env.intentions()[0].day.to_string();
     assert!(
-        env.intentions().iter().all(|i| i.day == day),
+        env.intentions().iter().all(|i| i.day.to_string() == day),
         "test ran across midnight in Lima"
     );
 

@@ -37,7 +37,7 @@ fn intention(n: i64) -> NewIntention {
         due_at: now() + Duration::minutes(n),
         expires_at: None,
         asks_confirmation: false,
-        day: "2026-11-29".into(),
+        day: "2026-11-29".parse().unwrap(),
         created_by: "planner".into(),
         authorized_by: None,
         reason: None,

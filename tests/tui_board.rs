@@ -67,7 +67,15 @@ fn the_figures_are_the_ledger_s_day() {
         .and_utc();
     let direct = fx
         .store
-        .read(|tx| unavez::board::read_day(tx, "2026-12-01", start, start + Duration::days(1), now()))
+        .read(|tx| {
+            unavez::board::read_day(
+                tx,
+                "2026-12-01".parse().unwrap(),
+                start,
+                start + Duration::days(1),
+                now(),
+            )
+        })
         .unwrap();
     assert_eq!(day, direct);
     assert_eq!(day.hours.len(), 24);

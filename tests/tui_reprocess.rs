@@ -69,7 +69,7 @@ fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
         .read(|tx| {
             tx.list_intentions(&IntentFilter {
                 states: vec![IntentionState::Failed, IntentionState::Review],
-                day: Some(day.clone()),
+                day: Some(day.parse().unwrap()),
                 ..Default::default()
             })
         })
@@ -114,7 +114,7 @@ fn a_technician_reviews_the_dry_run_then_reprocesses_with_a_reason() {
         .read(|tx| {
             tx.list_intentions(&IntentFilter {
                 states: vec![IntentionState::Failed, IntentionState::Review],
-                day: Some(day.clone()),
+                day: Some(day.parse().unwrap()),
                 ..Default::default()
             })
         })

@@ -11,6 +11,7 @@ use crate::channel::Channel;
 use crate::config::{ChannelKind, Config};
 use crate::dispatch::heartbeat::Beating;
 use crate::dispatch::{self, Control, Db, ServiceState, ServiceStatus, Settings, reprocess};
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 use crate::ledger::Ledger;
@@ -43,7 +44,7 @@ pub struct DispatchArgs {
 pub struct ReprocessArgs {
     /// Operating day, YYYY-MM-DD in the configured time zone.
     #[arg(long)]
-    pub day: String,
+    pub day: OperatingDay,
     /// Only intentions in these states (repeatable); default: all states.
     #[arg(long = "state")]
     pub states: Vec<IntentionState>,
@@ -235,7 +236,7 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         .identity(args.operator.as_deref(), crate::ops::OpKind::Reprocess.as_str())?
         .operator;
     let req = reprocess::Request {
-        day: args.day.clone(),
+        day: args.day,
         states: args.states.clone(),
         dry_run: args.dry_run,
         operator: op.name.clone(),

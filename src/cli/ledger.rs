@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::Ctx;
 use super::progress::Progress;
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 use crate::import::{ImportError, ImportOptions, import_file_progress};
@@ -70,7 +71,7 @@ pub enum IntentsCmd {
         states: Vec<IntentionState>,
         /// Operating day (YYYY-MM-DD, configured time zone).
         #[arg(long)]
-        day: Option<String>,
+        day: Option<OperatingDay>,
         /// Only this commitment.
         #[arg(long = "ref")]
         reference: Option<String>,
@@ -370,10 +371,6 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
             page,
             json,
         } => {
-            if let Some(d) = &day {
-                chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d")
-                    .map_err(|_| anyhow::anyhow!("--day: expected YYYY-MM-DD, got {d:?}"))?;
-            }
             let f = IntentFilter {
                 states,
                 day,

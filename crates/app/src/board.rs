@@ -26,6 +26,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState::{self, *};
 use crate::store::{DayTiming, StoreError, Tx};
 
@@ -64,7 +65,7 @@ pub struct DayFigures {
 /// `[day_start, day_end)`, figures run until `now`.
 pub fn read_day(
     tx: &Tx<'_>,
-    day: &str,
+    day: OperatingDay,
     day_start: DateTime<Utc>,
     day_end: DateTime<Utc>,
     now: DateTime<Utc>,

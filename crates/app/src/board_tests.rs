@@ -203,7 +203,15 @@ fn the_ledger_read_gives_the_same_figures() {
         .execute_batch(&sql)
         .unwrap();
     let f = store
-        .read(|tx| read_day(tx, "2026-12-01", day_start(), day_start() + Duration::days(1), now()))
+        .read(|tx| {
+            read_day(
+                tx,
+                "2026-12-01".parse().unwrap(),
+                day_start(),
+                day_start() + Duration::days(1),
+                now(),
+            )
+        })
         .unwrap();
     check(&f);
 }

@@ -205,7 +205,8 @@ pub fn reprocess_dry_run(path: &Path, n: u64) -> anyhow::Result<(f64, usize)> {
         let db = Db::open(path)?;
         let settings = Arc::new(Settings::from_config(&cfg));
         let t = Instant::now();
-        let items = unavez::dispatch::reprocess::plan(&db, &settings, "2026-11-30", &[]).await?;
+        let items =
+            unavez::dispatch::reprocess::plan(&db, &settings, "2026-11-30".parse().expect("a day"), &[]).await?;
         Ok((t.elapsed().as_secs_f64(), items.len()))
     })
 }

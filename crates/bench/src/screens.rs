@@ -77,7 +77,7 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
             att.push(time_ms(|| tx.attention(&q))?.0);
             let from = now + Duration::days((k % 30) as i64);
             up.push(time_ms(|| tx.upcoming(from, from + Duration::days(1), None, 50, 0))?.0);
-            board.push(time_ms(|| tx.board(&day(k)))?.0);
+            board.push(time_ms(|| tx.board(day(k)))?.0);
             let cq = CounterQuery {
                 day: day(k),
                 states: vec!["uncertain".into(), "review".into()],

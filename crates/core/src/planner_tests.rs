@@ -78,7 +78,7 @@ fn scheduling_plans_a_booking_notice_and_two_reminders() {
     let r24 = &plan.intentions[1];
     assert!(r24.asks_confirmation);
     assert_eq!(r24.due_at, Utc.with_ymd_and_hms(2026, 11, 30, 14, 30, 0).unwrap());
-    assert_eq!(r24.day, "2026-11-30");
+    assert_eq!(r24.day.to_string(), "2026-11-30");
     assert!(r24.body.contains("martes 1 de diciembre a las 09:30"), "{}", r24.body);
     assert!(!plan.intentions[2].asks_confirmation);
     assert_eq!(plan.intentions[0].due_at, now());

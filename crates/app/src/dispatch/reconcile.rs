@@ -422,7 +422,7 @@ mod tests {
             asks_confirmation: false,
             due_at: now,
             expires_at: None,
-            day: "2026-11-29".into(),
+            day: "2026-11-29".parse().unwrap(),
             state: crate::domain::state::IntentionState::Uncertain,
             state_reason: None,
             state_changed_at: now,

@@ -19,12 +19,13 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::worker::{Mode, dispatch_loop};
 use super::{Db, DispatchError, ReconcileReport, Result, Settings, reconcile_once};
 use crate::channel::Channel;
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::operator::Role;
 use crate::domain::state::IntentionState;
 use crate::domain::validity::Validity;
@@ -77,7 +78,7 @@ pub struct Item {
 /// Who asks, and why (both mandatory: it is an operator action).
 #[derive(Debug, Clone)]
 pub struct Request {
-    pub day: String,
+    pub day: OperatingDay,
     pub states: Vec<IntentionState>,
     pub dry_run: bool,
     pub operator: String,
@@ -89,7 +90,7 @@ pub struct Request {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    pub day: String,
+    pub day: OperatingDay,
     pub states: Vec<IntentionState>,
     pub dry_run: bool,
     pub items: Vec<Item>,
@@ -107,8 +108,6 @@ pub struct Report {
 
 /// Checks the request before anything runs.
 pub fn validate(req: &Request) -> Result<()> {
-    NaiveDate::parse_from_str(&req.day, "%Y-%m-%d")
-        .map_err(|_| DispatchError::Invalid(format!("--day {:?}: expected YYYY-MM-DD", req.day)))?;
     if req.reason.trim().is_empty() {
         return Err(DispatchError::Invalid("--reason must not be empty".into()));
     }
@@ -119,14 +118,18 @@ pub fn validate(req: &Request) -> Result<()> {
 }
 
 /// The plan for a day, computed in one read transaction: writes nothing.
-pub async fn plan(db: &Db, settings: &Arc<Settings>, day: &str, states: &[IntentionState]) -> Result<Vec<Item>> {
+pub async fn plan(
+    db: &Db,
+    settings: &Arc<Settings>,
+    day: OperatingDay,
+    states: &[IntentionState],
+) -> Result<Vec<Item>> {
     let s = settings.clone();
-    let day = day.to_string();
     let states = states.to_vec();
     db.call(move |store| {
         let now = Utc::now();
         Ok(store.read(|tx| {
-            let rows = tx.day_intentions(&day, &states)?;
+            let rows = tx.day_intentions(day, &states)?;
             let mut items = Vec::with_capacity(rows.len());
             for r in rows {
                 let (action, why) = match r.state {
@@ -232,9 +235,9 @@ pub async fn run_with_progress(
     progress: &(dyn Fn(Progress) + Send + Sync),
 ) -> Result<Report> {
     validate(req)?;
-    let mut items = plan(db, settings, &req.day, &req.states).await?;
+    let mut items = plan(db, settings, req.day, &req.states).await?;
     let mut report = Report {
-        day: req.day.clone(),
+        day: req.day,
         states: req.states.clone(),
         dry_run: req.dry_run,
         summary: summarize(&items),

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use super::{Actor, Case, OpKind, OpReport, OpsError, ResendGuard, Verification, VerifyOutcome};
 use crate::channel::{CancelOutcome, Channel, LookupOutcome};
 use crate::config::Config;
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::planner::Planner;
 use crate::store::Store;
@@ -44,7 +45,7 @@ pub enum PendingOp {
     /// Reprocess one operating day by state (technicians; the console runs
     /// it through `dispatch::reprocess`, not [`run`]).
     Reprocess {
-        day: String,
+        day: OperatingDay,
         states: Vec<IntentionState>,
     },
     /// Verify by asking the channel now.

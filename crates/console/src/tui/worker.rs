@@ -19,6 +19,7 @@ use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::alert::{self, BlockedTemplate, Reading};
 use crate::domain::heartbeat::{self, Heartbeat};
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::ledger::Ledger;
 use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence};
@@ -35,12 +36,12 @@ pub use crate::ops::PendingOp;
 pub enum Request {
     /// Dry run of reprocessing a day (writes nothing).
     ReprocessPlan {
-        day: String,
+        day: OperatingDay,
         states: Vec<IntentionState>,
     },
     /// The real run, with the dispatcher's and reconciler's own code.
     Reprocess {
-        day: String,
+        day: OperatingDay,
         states: Vec<IntentionState>,
         operator: String,
         role: Role,
@@ -55,17 +56,17 @@ pub enum Request {
         offset: u32,
     },
     Board {
-        day: String,
+        day: OperatingDay,
     },
     /// The Tablero's chart: the day's outcomes by the hour.
     BoardHours {
-        day: String,
+        day: OperatingDay,
         day_start: DateTime<Utc>,
     },
     /// The Tablero's day figures: latency and queue depth by the hour
     /// (`[day_start, day_end)`, until `now`).
     BoardDay {
-        day: String,
+        day: OperatingDay,
         day_start: DateTime<Utc>,
         day_end: DateTime<Utc>,
         now: DateTime<Utc>,
@@ -182,7 +183,7 @@ fn reprocess_request(
     r.runtime.block_on(async {
         let db = Db::session(&r.ledger).map_err(|e| Failure::from(&e))?;
         if req.dry_run {
-            return reprocess::plan(&db, &r.settings, &req.day, &req.states)
+            return reprocess::plan(&db, &r.settings, req.day, &req.states)
                 .await
                 .map(Ok)
                 .map_err(|e| Failure::from(&e));
@@ -262,9 +263,9 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 .read(|tx| tx.upcoming(from, to, filter.as_deref(), limit, offset))
                 .map_err(s),
         ),
-        Request::Board { day } => Response::Board(store.read(|tx| tx.board(&day)).map_err(s)),
+        Request::Board { day } => Response::Board(store.read(|tx| tx.board(day)).map_err(s)),
         Request::BoardHours { day, day_start } => {
-            Response::BoardHours(store.read(|tx| tx.board_hours(&day, day_start)).map_err(s))
+            Response::BoardHours(store.read(|tx| tx.board_hours(day, day_start)).map_err(s))
         }
         Request::BoardDay {
             day,
@@ -273,7 +274,7 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             now,
         } => Response::BoardDay(
             store
-                .read(|tx| crate::board::read_day(tx, &day, day_start, day_end, now))
+                .read(|tx| crate::board::read_day(tx, day, day_start, day_end, now))
                 .map_err(s),
         ),
         Request::Counter { query, limit, offset } => {

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use super::fingerprint::ContentRef;
 use super::key::{IntentionKey, Purpose};
+pub use super::lifecycle::OperatingDay;
 use crate::templates::Category;
 
 /// Everything the ledger stores about a new intention. Built by the planner
@@ -30,8 +31,8 @@ pub struct NewIntention {
     /// pertinent once the commitment is confirmed.
     pub asks_confirmation: bool,
     pub correlation_id: String,
-    /// Operating day of `due_at` (`YYYY-MM-DD` in the configured zone).
-    pub day: String,
+    /// Operating day of `due_at` (in the configured zone).
+    pub day: OperatingDay,
     pub created_by: String,
     pub authorized_by: Option<String>,
     pub reason: Option<String>,
@@ -63,6 +64,6 @@ pub fn correlation_id(key: &IntentionKey) -> String {
     format!("uv-{}", &hex::encode(d)[..20])
 }
 
-pub fn operating_day(t: DateTime<Utc>, tz: Tz) -> String {
-    t.with_timezone(&tz).format("%Y-%m-%d").to_string()
+pub fn operating_day(t: DateTime<Utc>, tz: Tz) -> OperatingDay {
+    OperatingDay::new(t.with_timezone(&tz).date_naive())
 }

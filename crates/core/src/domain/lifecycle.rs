@@ -122,6 +122,26 @@ impl OperatingDay {
     }
 }
 
+impl Serialize for OperatingDay {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for OperatingDay {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        OperatingDay::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::str::FromStr for OperatingDay {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        OperatingDay::parse(s)
+    }
+}
+
 impl fmt::Display for OperatingDay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0.format("%Y-%m-%d"))

@@ -17,6 +17,7 @@ use super::attention::{AttentionRow, Search, attention_row, intention_keys, page
 use super::{Result, Tx, from_ms, ms};
 use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
 use crate::domain::counter::Counter;
+use crate::domain::lifecycle::OperatingDay;
 
 /// A page of rows and the total behind it.
 #[derive(Debug, Clone, Serialize)]
@@ -56,9 +57,9 @@ pub struct NotificationCell {
 }
 
 /// The Tablero for one operating day.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Board {
-    pub day: String,
+    pub day: OperatingDay,
     pub by_state: Vec<(String, i64)>,
     pub closures: Vec<(String, i64)>,
     pub duplicate_keys: i64,
@@ -87,7 +88,7 @@ pub struct HourCount {
 /// Which rows a Tablero counter stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CounterQuery {
-    pub day: String,
+    pub day: OperatingDay,
     pub states: Vec<String>,
     /// Only cancelled intentions closed for this reason.
     pub reason: Option<String>,
@@ -171,11 +172,12 @@ impl Tx<'_> {
     }
 
     /// The Tablero's counters for one operating day (`YYYY-MM-DD`).
-    pub fn board(&self, day: &str) -> Result<Board> {
+    pub fn board(&self, operating_day: OperatingDay) -> Result<Board> {
+        let day = operating_day.to_string();
         let by_state: Vec<(String, i64)> = self
             .conn()
             .prepare_cached("SELECT state, n FROM intention_counts WHERE day = ?1 AND n > 0 ORDER BY state")?
-            .query_map([day], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .query_map([&day], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let closures: Vec<(String, i64)> = self
             .conn()
@@ -183,7 +185,7 @@ impl Tx<'_> {
                 "SELECT coalesce(state_reason, '-'), count(*) FROM intentions WHERE day = ?1 AND state = 'cancelled'
                  GROUP BY 1 ORDER BY 2 DESC, 1",
             )?
-            .query_map([day], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .query_map([&day], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let opt_outs: i64 = self.conn().query_row(
             "SELECT count(*) FROM contacts WHERE opt_out_marketing_at IS NOT NULL OR opt_out_transactional_at IS NOT NULL",
@@ -197,11 +199,11 @@ impl Tx<'_> {
                  WHERE i.day = ?1 AND i.state IN ('accepted','sent','delivered','read')
                    AND a.outcome = 'accepted' AND a.ended_at IS NOT NULL LIMIT 500",
             )?
-            .query_map([day], |r| r.get(0))?
+            .query_map([&day], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         latencies.sort_unstable();
         Ok(Board {
-            day: day.to_string(),
+            day: operating_day,
             by_state,
             closures,
             duplicate_keys: self.counter(&Counter::DuplicateKeys.name())?,
@@ -221,7 +223,8 @@ impl Tx<'_> {
     /// The day's messages by the hour (since `day_start`) they reached
     /// their outcome, for the Tablero's chart: the day's rows come from
     /// `intentions_day_state`, one state at a time.
-    pub fn board_hours(&self, day: &str, day_start: DateTime<Utc>) -> Result<Vec<HourCount>> {
+    pub fn board_hours(&self, day: OperatingDay, day_start: DateTime<Utc>) -> Result<Vec<HourCount>> {
+        let day = day.to_string();
         Ok(self
             .conn()
             .prepare_cached(
@@ -230,7 +233,7 @@ impl Tx<'_> {
                    AND state_changed_at >= ?2
                  GROUP BY h, state ORDER BY h, state",
             )?
-            .query_map(params![day, ms(day_start)], |r| {
+            .query_map(params![&day, ms(day_start)], |r| {
                 Ok(HourCount {
                     hour: r.get(0)?,
                     state: r.get(1)?,
@@ -260,7 +263,7 @@ impl Tx<'_> {
         };
         let cond = format!("i.day = ?1 AND i.state IN ({placeholders}) AND {reason_cond}");
         let mut args: Vec<Value> = vec![
-            q.day.clone().into(),
+            q.day.to_string().into(),
             q.reason.clone().map(Into::into).unwrap_or(Value::Null),
         ];
         args.extend(states.iter().cloned().map(Into::into));

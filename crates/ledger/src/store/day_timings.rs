@@ -17,6 +17,7 @@ use rusqlite::types::Value;
 use serde::Serialize;
 
 use super::{Result, StoreError, Tx, from_ms, ms};
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 
 /// One due intention of the day and the first times it reached a state of
@@ -40,7 +41,7 @@ impl Tx<'_> {
     /// entries, such as a late or repeated signal, do not count).
     pub fn day_timings(
         &self,
-        day: &str,
+        day: OperatingDay,
         until: DateTime<Utc>,
         reached: &[IntentionState],
         closed: &[IntentionState],

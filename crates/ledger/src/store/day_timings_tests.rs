@@ -6,6 +6,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use rusqlite::params;
 
 use super::super::{Store, ms};
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState::{self, *};
 
 fn t(h: u32, m: u32) -> DateTime<Utc> {
@@ -50,6 +51,7 @@ fn the_day_s_due_rows_with_their_first_applied_times() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(&dir.path().join("l.db")).unwrap();
     let day = "2026-12-01";
+    let d: OperatingDay = day.parse().unwrap();
     // Accepted after 2 min, delivered after 5: reached at +2.
     intention(
         &store,
@@ -86,9 +88,7 @@ fn the_day_s_due_rows_with_their_first_applied_times() {
         &[(1, "uncertain", true), (40, "review", true), (50, "delivered", true)],
     );
 
-    let rows = store
-        .read(|tx| tx.day_timings(day, t(16, 0), &REACHED, &CLOSED))
-        .unwrap();
+    let rows = store.read(|tx| tx.day_timings(d, t(16, 0), &REACHED, &CLOSED)).unwrap();
     let got: Vec<_> = rows
         .iter()
         .map(|r| (r.due_at, r.state, r.reached_at, r.closed_at))
@@ -105,13 +105,13 @@ fn the_day_s_due_rows_with_their_first_applied_times() {
         ]
     );
     // No set at all is not an error: the times are simply absent.
-    let bare = store.read(|tx| tx.day_timings(day, t(16, 0), &[], &[])).unwrap();
+    let bare = store.read(|tx| tx.day_timings(d, t(16, 0), &[], &[])).unwrap();
     assert!(bare.iter().all(|r| r.reached_at.is_none() && r.closed_at.is_none()));
     assert_eq!(bare.len(), 4);
     // Only rows now in a set look their history up: with `failed` out of
     // both sets, the failed row has no times at all.
     let narrow = store
-        .read(|tx| tx.day_timings(day, t(16, 0), &REACHED, &[Review]))
+        .read(|tx| tx.day_timings(d, t(16, 0), &REACHED, &[Review]))
         .unwrap();
     assert_eq!((narrow[1].reached_at, narrow[1].closed_at), (None, None));
     assert_eq!(narrow[0].reached_at, Some(t(14, 2)));

@@ -14,6 +14,7 @@ use super::{Result, StoreError, Tx, from_ms, ms};
 use crate::api::{PlannedRow, Reservation, ReserveRow};
 use crate::domain::history::Record;
 use crate::domain::key::Purpose;
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::{IntentionState, Signal, Transition, transition};
 use crate::templates::Category;
 
@@ -78,7 +79,7 @@ pub struct IntentionRow {
     pub asks_confirmation: bool,
     pub due_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
-    pub day: String,
+    pub day: OperatingDay,
     pub state: IntentionState,
     pub state_reason: Option<String>,
     pub state_changed_at: DateTime<Utc>,
@@ -134,7 +135,10 @@ pub(super) fn intention_row(r: &Row<'_>) -> rusqlite::Result<IntentionRow> {
         asks_confirmation: r.get(15)?,
         due_at: from_ms(r.get(16)?),
         expires_at: r.get::<_, Option<i64>>(17)?.map(from_ms),
-        day: r.get(18)?,
+        day: {
+            let d: String = r.get(18)?;
+            OperatingDay::parse(&d).map_err(|e| corrupt(18, e))?
+        },
         state: state
             .parse()
             .map_err(|e: crate::domain::state::UnknownState| corrupt(19, e.to_string()))?,

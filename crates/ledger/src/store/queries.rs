@@ -9,12 +9,13 @@ use super::intents::{HistoryRow, INTENTION_COLS, IntentionRow, intention_row};
 use super::operator::AcknowledgementRow;
 use super::{Result, StoreError, Tx, from_ms};
 use crate::domain::attempt::AttemptOutcome;
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 
 #[derive(Debug, Clone, Default)]
 pub struct IntentFilter {
     pub states: Vec<IntentionState>,
-    pub day: Option<String>,
+    pub day: Option<OperatingDay>,
     pub commitment_ref: Option<String>,
     pub limit: u32,
     pub offset: u32,
@@ -114,7 +115,7 @@ impl Tx<'_> {
         }
         if let Some(day) = &f.day {
             sql.push_str(" AND i.day = ?");
-            args.push(Value::Text(day.clone()));
+            args.push(Value::Text(day.to_string()));
         }
         if let Some(r) = &f.commitment_ref {
             sql.push_str(" AND c.ref = ?");

@@ -55,7 +55,7 @@ fn intention(reference: &str, purpose: Purpose, version: i64, body: &str) -> New
         body: body.into(),
         due_at: now() + Duration::days(1),
         expires_at: None,
-        day: "2026-11-30".into(),
+        day: "2026-11-30".parse().unwrap(),
         created_by: "planner".into(),
         authorized_by: None,
         reason: None,

@@ -10,6 +10,7 @@ use super::intents::{INTENTION_COLS, IntentionRow, intention_row};
 use super::queries::{ATTEMPT_COLS, AttemptRow, attempt_row};
 use super::{Cause, ContactRow, Entry, Result, Tx, from_ms, ms};
 use crate::domain::history::HistorySignal;
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::{IntentionState, ReviewReason, Signal};
 
 /// An uncertain intention taken for one reconciliation pass.
@@ -303,12 +304,14 @@ impl Tx<'_> {
     }
 
     /// Intentions of one operating day in these states, for reprocessing.
-    pub fn day_intentions(&self, day: &str, states: &[IntentionState]) -> Result<Vec<IntentionRow>> {
+    pub fn day_intentions(&self, day: OperatingDay, states: &[IntentionState]) -> Result<Vec<IntentionRow>> {
         let mut stmt = self.conn().prepare_cached(&format!(
             "SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id
              WHERE i.day = ?1 ORDER BY i.due_at, i.id"
         ))?;
-        let rows: Vec<IntentionRow> = stmt.query_map([day], intention_row)?.collect::<rusqlite::Result<_>>()?;
+        let rows: Vec<IntentionRow> = stmt
+            .query_map([day.to_string()], intention_row)?
+            .collect::<rusqlite::Result<_>>()?;
         Ok(rows
             .into_iter()
             .filter(|r| states.is_empty() || states.contains(&r.state))

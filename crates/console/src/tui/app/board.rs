@@ -25,7 +25,7 @@ impl App {
         };
         let q = |states: &[&str], reason: Option<&str>| {
             Some(CounterQuery {
-                day: b.day.clone(),
+                day: b.day,
                 states: states.iter().map(|s| s.to_string()).collect(),
                 reason: reason.map(str::to_string),
             })

@@ -258,7 +258,8 @@ impl App {
                 );
                 (
                     PendingOp::Reprocess {
-                        day: target.commitment_ref.clone(),
+                        // The day the form opened on (kept in its target).
+                        day: OperatingDay::parse(&target.commitment_ref).unwrap_or(OperatingDay::new(self.day)),
                         states: self.reprocess.states.clone(),
                     },
                     format!("{scope} — {plan}"),

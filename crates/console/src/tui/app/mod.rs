@@ -28,6 +28,7 @@ use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::alert::{BlockedTemplate, Reading};
 use crate::domain::heartbeat::Heartbeat;
+use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::i18n::{Strings, fill};
 use crate::ops::{Case, OpKind, OpOutcome, OpReport, ResendEvidence, VerifyOutcome, allowed};
@@ -339,7 +340,7 @@ impl App {
                 }]
             }
             Screen::Board => {
-                let day = self.day.format("%Y-%m-%d").to_string();
+                let day = OperatingDay::new(self.day);
                 let start_of = |d: NaiveDate| {
                     d.and_hms_opt(0, 0, 0)
                         .and_then(|t| t.and_local_timezone(self.tz).earliest())
@@ -352,9 +353,9 @@ impl App {
                     .and_then(start_of)
                     .unwrap_or(day_start + Duration::days(1));
                 let mut out = vec![
-                    Request::Board { day: day.clone() },
+                    Request::Board { day },
                     Request::BoardHours {
-                        day: day.clone(),
+                        day,
                         day_start,
                     },
                 ];
@@ -394,7 +395,7 @@ impl App {
                 None => vec![],
             },
             Screen::Reprocess => vec![Request::ReprocessPlan {
-                day: self.day.format("%Y-%m-%d").to_string(),
+                day: OperatingDay::new(self.day),
                 states: self.reprocess.states.clone(),
             }],
         }

@@ -364,7 +364,7 @@ impl App {
                 self.flash(FlashKind::Refused, why);
                 return vec![];
             }
-            let day = self.day.format("%Y-%m-%d").to_string();
+            let day = OperatingDay::new(self.day);
             let target = Target {
                 case: None,
                 seen: None,
@@ -372,7 +372,7 @@ impl App {
                 key: None,
                 state: None,
                 commitment_id: 0,
-                commitment_ref: day,
+                commitment_ref: day.to_string(),
             };
             self.form = Some(Form {
                 op,

@@ -37,7 +37,7 @@ pub(super) fn draw_attention_like(
                     .as_deref()
                     .map(|r| t.reason(r))
                     .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
-                format!(" {} {} · {} ", t.board_day, inert(&q.day), inert(what))
+                format!(" {} {} · {} ", t.board_day, q.day, inert(what))
             })
             .unwrap_or_default()
     } else if app.show_handled {

@@ -134,7 +134,7 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(lines).block(block), left);
 
     let (title, items) = match (&v.done, &v.plan) {
-        (Some(done), _) if done.day == app.day.format("%Y-%m-%d").to_string() => (t.screen_reprocess, &done.items),
+        (Some(done), _) if done.day.date() == app.day => (t.screen_reprocess, &done.items),
         (_, Some(plan)) => (t.reprocess_preview, plan),
         _ => {
             let mut msg = vec![Line::styled(
