@@ -352,13 +352,7 @@ impl App {
                     .succ_opt()
                     .and_then(start_of)
                     .unwrap_or(day_start + Duration::days(1));
-                let mut out = vec![
-                    Request::Board { day },
-                    Request::BoardHours {
-                        day,
-                        day_start,
-                    },
-                ];
+                let mut out = vec![Request::Board { day }, Request::BoardHours { day, day_start }];
                 let fresh = self
                     .board_day_asked
                     .is_some_and(|(d, at)| d == self.day && self.now - at < Duration::seconds(BOARD_DAY_SECONDS));
