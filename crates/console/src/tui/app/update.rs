@@ -6,169 +6,52 @@ impl App {
     /// Applies one action; returns the database work it calls for.
     pub fn on_action(&mut self, a: Action) -> Vec<Request> {
         match self.mode {
-            Mode::Filter | Mode::Command => return self.on_input(a),
-            Mode::Form => return self.on_form(a),
-            Mode::Confirm | Mode::ConfirmWord => return self.on_confirm(a),
-            Mode::Help | Mode::Log | Mode::Error => {
-                // An error read whole leaves the line: enter opens rows again.
-                if self.mode == Mode::Error && self.error_on_flash() {
-                    self.flash = None;
-                }
-                match a {
-                    Action::Quit => self.quit = true,
-                    _ => self.mode = Mode::Normal,
-                }
-                return vec![];
-            }
-            Mode::Normal => {}
+            Mode::Filter | Mode::Command => self.on_input(a),
+            Mode::Form => self.on_form(a),
+            Mode::Confirm | Mode::ConfirmWord => self.on_confirm(a),
+            Mode::Help | Mode::Log | Mode::Error => self.on_reading_overlay(a),
+            Mode::Normal => self.on_normal(a),
+        }
+    }
+
+    /// Help, the log or a whole error on screen: any key closes it (quit
+    /// still quits).
+    fn on_reading_overlay(&mut self, a: Action) -> Vec<Request> {
+        // An error read whole leaves the line: enter opens rows again.
+        if self.mode == Mode::Error && self.error_on_flash() {
+            self.flash = None;
         }
         match a {
-            Action::Quit => {
-                self.quit = true;
-                vec![]
-            }
-            Action::Help => {
-                self.mode = Mode::Help;
-                vec![]
-            }
-            Action::ShowLog => {
-                self.mode = Mode::Log;
-                vec![]
+            Action::Quit => self.quit = true,
+            _ => self.mode = Mode::Normal,
+        }
+        vec![]
+    }
+
+    /// An action on a screen with no overlay: each area has its handler.
+    fn on_normal(&mut self, a: Action) -> Vec<Request> {
+        match a {
+            Action::Quit | Action::Help | Action::ShowLog | Action::OpenFilter | Action::OpenCommand => {
+                self.switch_mode(a)
             }
             Action::Back => self.back_action(),
-            Action::Refresh => {
-                self.flash(FlashKind::Info, self.t.flash_refreshed.into());
-                self.board_day_asked = None;
-                self.load()
-            }
-            Action::OpenFilter => {
-                self.mode = Mode::Filter;
-                self.input = self.filter.clone();
-                vec![]
-            }
-            Action::OpenCommand => {
-                self.mode = Mode::Command;
-                self.input.clear();
-                vec![]
-            }
-            Action::NextScreen | Action::PrevScreen => {
-                let tabs = Screen::tabs(self.role());
-                let i = tabs.iter().position(|s| *s == self.screen).unwrap_or(0);
-                let n = tabs.len();
-                let next = if a == Action::NextScreen {
-                    (i + 1) % n
-                } else {
-                    (i + n - 1) % n
-                };
-                self.goto(tabs[next])
-            }
+            Action::Refresh => self.refresh_all(),
+            Action::NextScreen | Action::PrevScreen => self.cycle_screen(a == Action::NextScreen),
             Action::Goto(s) => self.goto(s),
-            Action::Up | Action::Down => {
-                let up = a == Action::Up;
-                match self.screen {
-                    Screen::Attention => {
-                        if up {
-                            self.attention.up()
-                        } else {
-                            self.attention.down()
-                        }
-                    }
-                    Screen::Upcoming => {
-                        if up {
-                            self.upcoming.up()
-                        } else {
-                            self.upcoming.down()
-                        }
-                    }
-                    Screen::Counter => {
-                        if up {
-                            self.counter.up()
-                        } else {
-                            self.counter.down()
-                        }
-                    }
-                    Screen::Board => {
-                        let n = self.board_items().len();
-                        self.board_selected = if up {
-                            self.board_selected.saturating_sub(1)
-                        } else {
-                            (self.board_selected + 1).min(n.saturating_sub(1))
-                        };
-                    }
-                    Screen::Detail => {
-                        self.detail_scroll = if up {
-                            self.detail_scroll.saturating_sub(1)
-                        } else {
-                            self.detail_scroll + 1
-                        }
-                    }
-                    Screen::Reprocess => {
-                        let n = IntentionState::ALL.len();
-                        let c = self.reprocess.cursor;
-                        self.reprocess.cursor = if up { c.saturating_sub(1) } else { (c + 1).min(n - 1) };
-                    }
-                }
-                vec![]
-            }
+            Action::Up | Action::Down => self.move_selection(a == Action::Up),
             Action::PageUp | Action::PageDown => self.page(a == Action::PageDown),
-            Action::Top | Action::Bottom => {
-                let end = a == Action::Bottom;
-                match self.screen {
-                    Screen::Attention => self.attention.select(if end { usize::MAX } else { 0 }),
-                    Screen::Upcoming => self.upcoming.select(if end { usize::MAX } else { 0 }),
-                    Screen::Counter => self.counter.select(if end { usize::MAX } else { 0 }),
-                    Screen::Board => {
-                        self.board_selected = if end {
-                            self.board_items().len().saturating_sub(1)
-                        } else {
-                            0
-                        }
-                    }
-                    Screen::Detail if !end => self.detail_scroll = 0,
-                    Screen::Detail => {}
-                    Screen::Reprocess => self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 },
-                }
-                vec![]
-            }
+            Action::Top | Action::Bottom => self.jump_to_end(a == Action::Bottom),
             // An error on the flash line: enter shows it whole first.
             Action::Open if self.error_on_flash() => {
                 self.mode = Mode::Error;
                 vec![]
             }
             Action::Open => self.open(),
-            Action::DayPrev | Action::DayNext => {
-                self.day += Duration::days(if a == Action::DayNext { 1 } else { -1 });
-                self.load_screen(self.screen)
-            }
-            Action::ToggleState => {
-                let st = IntentionState::ALL[self.reprocess.cursor.min(IntentionState::ALL.len() - 1)];
-                match self.reprocess.states.iter().position(|s| *s == st) {
-                    Some(i) => {
-                        self.reprocess.states.remove(i);
-                    }
-                    None => self.reprocess.states.push(st),
-                }
-                self.reprocess.states.sort();
-                self.load_screen(Screen::Reprocess)
-            }
+            Action::DayPrev | Action::DayNext => self.shift_day(a == Action::DayNext),
+            Action::ToggleState => self.toggle_reprocess_state(),
             Action::Op(op) => self.open_form(op),
-            Action::ToggleHandled => {
-                if self.screen != Screen::Attention {
-                    return vec![];
-                }
-                self.show_handled = !self.show_handled;
-                self.reset_offset();
-                self.load_screen(Screen::Attention)
-            }
-            Action::Refused(op) => {
-                let role = self.t.role(self.role());
-                let msg = fill(
-                    self.t.flash_role_refused,
-                    &[("role", role), ("action", self.t.op_label(op))],
-                );
-                self.flash(FlashKind::Refused, msg);
-                vec![]
-            }
+            Action::ToggleHandled => self.toggle_handled(),
+            Action::Refused(op) => self.refuse(op),
             Action::ReadOnly => {
                 self.flash(FlashKind::Refused, self.t.flash_read_only.into());
                 vec![]
@@ -180,6 +63,151 @@ impl App {
             | Action::Confirm
             | Action::Abort => vec![],
         }
+    }
+
+    /// Quitting, or opening help, the log, the filter or the command line.
+    fn switch_mode(&mut self, a: Action) -> Vec<Request> {
+        match a {
+            Action::Quit => self.quit = true,
+            Action::Help => self.mode = Mode::Help,
+            Action::ShowLog => self.mode = Mode::Log,
+            Action::OpenFilter => {
+                self.mode = Mode::Filter;
+                self.input = self.filter.clone();
+            }
+            Action::OpenCommand => {
+                self.mode = Mode::Command;
+                self.input.clear();
+            }
+            _ => {}
+        }
+        vec![]
+    }
+
+    /// Reloads every visible panel (and the Tablero's day).
+    fn refresh_all(&mut self) -> Vec<Request> {
+        self.flash(FlashKind::Info, self.t.flash_refreshed.into());
+        self.board_day_asked = None;
+        self.load()
+    }
+
+    /// The next (or previous) tab of the role, wrapping around.
+    fn cycle_screen(&mut self, forward: bool) -> Vec<Request> {
+        let tabs = Screen::tabs(self.role());
+        let i = tabs.iter().position(|s| *s == self.screen).unwrap_or(0);
+        let n = tabs.len();
+        let next = if forward { (i + 1) % n } else { (i + n - 1) % n };
+        self.goto(tabs[next])
+    }
+
+    /// One row up or down on the current screen (Detalle scrolls instead).
+    fn move_selection(&mut self, up: bool) -> Vec<Request> {
+        match self.screen {
+            Screen::Attention => {
+                if up {
+                    self.attention.up()
+                } else {
+                    self.attention.down()
+                }
+            }
+            Screen::Upcoming => {
+                if up {
+                    self.upcoming.up()
+                } else {
+                    self.upcoming.down()
+                }
+            }
+            Screen::Counter => {
+                if up {
+                    self.counter.up()
+                } else {
+                    self.counter.down()
+                }
+            }
+            Screen::Board => {
+                let n = self.board_items().len();
+                self.board_selected = if up {
+                    self.board_selected.saturating_sub(1)
+                } else {
+                    (self.board_selected + 1).min(n.saturating_sub(1))
+                };
+            }
+            Screen::Detail => {
+                self.detail_scroll = if up {
+                    self.detail_scroll.saturating_sub(1)
+                } else {
+                    self.detail_scroll + 1
+                }
+            }
+            Screen::Reprocess => {
+                let n = IntentionState::ALL.len();
+                let c = self.reprocess.cursor;
+                self.reprocess.cursor = if up { c.saturating_sub(1) } else { (c + 1).min(n - 1) };
+            }
+        }
+        vec![]
+    }
+
+    /// The first (or last) row of the current screen; Detalle only goes
+    /// back to its top.
+    fn jump_to_end(&mut self, end: bool) -> Vec<Request> {
+        match self.screen {
+            Screen::Attention => self.attention.select(if end { usize::MAX } else { 0 }),
+            Screen::Upcoming => self.upcoming.select(if end { usize::MAX } else { 0 }),
+            Screen::Counter => self.counter.select(if end { usize::MAX } else { 0 }),
+            Screen::Board => {
+                self.board_selected = if end {
+                    self.board_items().len().saturating_sub(1)
+                } else {
+                    0
+                }
+            }
+            Screen::Detail if !end => self.detail_scroll = 0,
+            Screen::Detail => {}
+            Screen::Reprocess => self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 },
+        }
+        vec![]
+    }
+
+    /// The day after (or before) the one shown, reloaded.
+    fn shift_day(&mut self, forward: bool) -> Vec<Request> {
+        self.day += Duration::days(if forward { 1 } else { -1 });
+        self.load_screen(self.screen)
+    }
+
+    /// Reproceso: checks or unchecks the state under the cursor and plans
+    /// again.
+    fn toggle_reprocess_state(&mut self) -> Vec<Request> {
+        let st = IntentionState::ALL[self.reprocess.cursor.min(IntentionState::ALL.len() - 1)];
+        match self.reprocess.states.iter().position(|s| *s == st) {
+            Some(i) => {
+                self.reprocess.states.remove(i);
+            }
+            None => self.reprocess.states.push(st),
+        }
+        self.reprocess.states.sort();
+        self.load_screen(Screen::Reprocess)
+    }
+
+    /// Atención: shows the handled cases instead of the open ones, or back.
+    fn toggle_handled(&mut self) -> Vec<Request> {
+        if self.screen != Screen::Attention {
+            return vec![];
+        }
+        self.show_handled = !self.show_handled;
+        self.reset_offset();
+        self.load_screen(Screen::Attention)
+    }
+
+    /// Says the role may not do `op`.
+    fn refuse(&mut self, op: OpKind) -> Vec<Request> {
+        let role = self.t.role(self.role());
+        let msg = fill(
+            self.t.flash_role_refused,
+            &[("role", role), ("action", self.t.op_label(op))],
+        );
+        self.flash(FlashKind::Refused, msg);
+        vec![]
     }
 
     /// A left click at (`col`, `row`) on a `width`×`height` screen: a tab
@@ -365,24 +393,7 @@ impl App {
                 return vec![];
             }
             let day = OperatingDay::new(self.day);
-            let target = Target {
-                case: None,
-                seen: None,
-                intention_id: None,
-                key: None,
-                state: None,
-                commitment_id: 0,
-                commitment_ref: day.to_string(),
-            };
-            self.form = Some(Form {
-                op,
-                target,
-                reason: String::new(),
-                outcome: 0,
-                error: None,
-            });
-            self.mode = Mode::Form;
-            return vec![];
+            return self.show_form(op, unattached_target(day.to_string()));
         }
         let target = match self.target() {
             Some(t) if op == OpKind::ManualContact || t.intention_id.is_some() => t,
@@ -392,6 +403,11 @@ impl App {
                 return vec![];
             }
         };
+        self.show_form(op, target)
+    }
+
+    /// The form for `op` on `target`, empty.
+    fn show_form(&mut self, op: OpKind, target: Target) -> Vec<Request> {
         self.form = Some(Form {
             op,
             target,
@@ -422,23 +438,21 @@ impl App {
         if !allowed(self.role(), op) {
             return self.on_action(Action::Refused(op));
         }
-        let target = Target {
-            case: None,
-            seen: None,
-            intention_id: None,
-            key: None,
-            state: None,
-            commitment_id: 0,
-            commitment_ref: format!("{}: {}", self.t.dispatcher, self.t.op_label(op)),
-        };
-        self.form = Some(Form {
-            op,
-            target,
-            reason: String::new(),
-            outcome: 0,
-            error: None,
-        });
-        self.mode = Mode::Form;
-        vec![]
+        let what = format!("{}: {}", self.t.dispatcher, self.t.op_label(op));
+        self.show_form(op, unattached_target(what))
+    }
+}
+
+/// The target of an action on no row (a day's reprocess, the dispatcher):
+/// only a label for the form and the log.
+fn unattached_target(commitment_ref: String) -> Target {
+    Target {
+        case: None,
+        seen: None,
+        intention_id: None,
+        key: None,
+        state: None,
+        commitment_id: 0,
+        commitment_ref,
     }
 }
