@@ -68,19 +68,7 @@ impl Background {
         if let Some(op) = operator {
             settings.run_by = Some(op.to_string());
         }
-        let control = Control::new();
-        let services = {
-            let _enter = rt.enter();
-            Services::start_on(ledger, settings, channel.clone(), control.clone())?
-        };
-        Ok(Background {
-            rt,
-            services: Some(services),
-            sim: None,
-            server: None,
-            channel,
-            control,
-        })
+        Background::launch(rt, ledger, settings, channel, Control::new(), None, None)
     }
 
     /// The demo: an in-process engine simulator with faults on, and the
@@ -133,6 +121,21 @@ impl Background {
         );
         let settings = Settings::from_config(config);
         let control = Control::with_activity(activity);
+        Background::launch(rt, ledger, settings, channel, control, Some(sim), Some((server, stop)))
+    }
+
+    /// Starts the dispatcher and reconciler on `rt` (they spawn onto the
+    /// runtime they are started in) and keeps them with what else runs:
+    /// the demo's simulator and webhook server.
+    fn launch(
+        rt: tokio::runtime::Runtime,
+        ledger: &Ledger,
+        settings: Settings,
+        channel: Arc<dyn Channel>,
+        control: Control,
+        sim: Option<SimHandle>,
+        server: Option<(ServerHandle, CancellationToken)>,
+    ) -> Result<Background, BackgroundError> {
         let services = {
             let _enter = rt.enter();
             Services::start_on(ledger, settings, channel.clone(), control.clone())?
@@ -140,8 +143,8 @@ impl Background {
         Ok(Background {
             rt,
             services: Some(services),
-            sim: Some(sim),
-            server: Some((server, stop)),
+            sim,
+            server,
             channel,
             control,
         })
