@@ -143,10 +143,24 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
 /// The text body for a snapshot taken at `now`.
 pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
     let mut o = String::new();
-    let counter = |name: &str| s.counters.iter().find(|(n, _)| n == name).map(|c| c.1).unwrap_or(0);
+    duplicates_family(&mut o, s);
+    intention_families(&mut o, s, now);
+    latency_family(&mut o, s);
+    outcome_families(&mut o, s);
+    webhook_families(&mut o, s);
+    o
+}
 
+/// A stored counter's value by name (0 before it first counts).
+fn counter(s: &MetricsSnapshot, name: &str) -> i64 {
+    s.counters.iter().find(|(n, _)| n == name).map(|c| c.1).unwrap_or(0)
+}
+
+/// Keys and events presented again, blocked (in total and per webhook
+/// source).
+fn duplicates_family(o: &mut String, s: &MetricsSnapshot) {
     family(
-        &mut o,
+        o,
         "unavez_duplicates_blocked_total",
         "counter",
         "Duplicates blocked: keys presented again, events received again.",
@@ -154,28 +168,31 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
     let _ = writeln!(
         o,
         "unavez_duplicates_blocked_total{{kind=\"keys\"}} {}",
-        counter(&Counter::DuplicateKeys.name())
+        counter(s, &Counter::DuplicateKeys.name())
     );
     let _ = writeln!(
         o,
         "unavez_duplicates_blocked_total{{kind=\"events\"}} {}",
-        counter(&Counter::DuplicateEvents.name())
+        counter(s, &Counter::DuplicateEvents.name())
     );
     for src in [Source::Cloud, Source::Motor] {
         let _ = writeln!(
             o,
             "unavez_duplicates_blocked_total{{kind=\"webhook_events\",source=\"{src}\"}} {}",
-            counter(&Counter::DuplicateEventsFrom(src).name())
+            counter(s, &Counter::DuplicateEventsFrom(src).name())
         );
     }
+}
 
-    family(&mut o, "unavez_intentions", "gauge", "Intentions by state.");
+/// Intentions by state, and how long the oldest uncertain one has waited.
+fn intention_families(o: &mut String, s: &MetricsSnapshot, now: DateTime<Utc>) {
+    family(o, "unavez_intentions", "gauge", "Intentions by state.");
     for (st, n) in &s.by_state {
         let _ = writeln!(o, "unavez_intentions{{state=\"{}\"}} {n}", st.as_str());
     }
 
     family(
-        &mut o,
+        o,
         "unavez_oldest_uncertain_age_seconds",
         "gauge",
         "Age of the oldest uncertain intention (0 if none).",
@@ -185,9 +202,12 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
         .map(|t| (now - t).num_milliseconds().max(0) as f64 / 1000.0)
         .unwrap_or(0.0);
     let _ = writeln!(o, "unavez_oldest_uncertain_age_seconds {age}");
+}
 
+/// The histogram from due time to the first evidence of acceptance.
+fn latency_family(o: &mut String, s: &MetricsSnapshot) {
     family(
-        &mut o,
+        o,
         "unavez_latency_to_acceptance_seconds",
         "histogram",
         "From due time to the first evidence of acceptance, per intention.",
@@ -211,9 +231,13 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
         h.sum_ms as f64 / 1000.0
     );
     let _ = writeln!(o, "unavez_latency_to_acceptance_seconds_count {}", h.count);
+}
 
+/// How sends ended: channel errors, delivered and read, opt-outs and
+/// closures.
+fn outcome_families(o: &mut String, s: &MetricsSnapshot) {
     family(
-        &mut o,
+        o,
         "unavez_errors_total",
         "counter",
         "Channel errors by template and code (attempts and failure webhooks).",
@@ -228,16 +252,16 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
     }
 
     family(
-        &mut o,
+        o,
         "unavez_delivered",
         "gauge",
         "Intentions with delivery evidence (delivered or read).",
     );
     let _ = writeln!(o, "unavez_delivered {}", s.delivered);
-    family(&mut o, "unavez_read", "gauge", "Intentions read by the customer.");
+    family(o, "unavez_read", "gauge", "Intentions read by the customer.");
     let _ = writeln!(o, "unavez_read {}", s.read);
 
-    family(&mut o, "unavez_opt_outs", "gauge", "Contacts opted out, by category.");
+    family(o, "unavez_opt_outs", "gauge", "Contacts opted out, by category.");
     let _ = writeln!(o, "unavez_opt_outs{{category=\"marketing\"}} {}", s.opt_outs_marketing);
     let _ = writeln!(
         o,
@@ -245,13 +269,16 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
         s.opt_outs_transactional
     );
 
-    family(&mut o, "unavez_closures", "gauge", "Cancelled intentions by reason.");
+    family(o, "unavez_closures", "gauge", "Cancelled intentions by reason.");
     for (reason, n) in &s.closures {
         let _ = writeln!(o, "unavez_closures{{reason=\"{}\"}} {n}", esc(reason));
     }
+}
 
+/// Webhook events stored by status, and requests or events refused.
+fn webhook_families(o: &mut String, s: &MetricsSnapshot) {
     family(
-        &mut o,
+        o,
         "unavez_channel_events",
         "gauge",
         "Webhook events stored, by source, kind and processing status.",
@@ -267,7 +294,7 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
     }
 
     family(
-        &mut o,
+        o,
         "unavez_webhook_rejected_total",
         "counter",
         "Requests or events refused, by source and reason.",
@@ -281,7 +308,6 @@ pub fn exposition(s: &MetricsSnapshot, now: DateTime<Utc>) -> String {
             );
         }
     }
-    o
 }
 
 #[cfg(test)]
