@@ -27,8 +27,31 @@ pub(super) fn draw_attention_like(
     offset: u32,
     loaded: bool,
 ) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(list_title(app))
+        .title_bottom(page_info(app, offset, rows.len(), total));
+    if rows.is_empty() {
+        let msg = empty_message(app, loaded);
+        f.render_widget(Paragraph::new(msg).style(app.palette.dim()).block(block), area);
+        return;
+    }
+    let columns = Columns::for_width(area.width);
+    let body = rows.iter().map(|r| columns.row(app, r));
+    let table = Table::new(body, columns.widths())
+        .header(columns.header(app))
+        .block(block)
+        .row_highlight_style(SELECTED)
+        .column_spacing(1);
+    let mut state = TableState::default().with_selected(Some(selected));
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+/// A Tablero counter's day and what it counts; else Atención (handled or
+/// open).
+fn list_title(app: &App) -> String {
     let t = app.t;
-    let title = if app.screen == Screen::Counter {
+    if app.screen == Screen::Counter {
         app.counter_query
             .as_ref()
             .map(|q| {
@@ -44,85 +67,97 @@ pub(super) fn draw_attention_like(
         format!(" {} · {} ", t.screen_attention, t.handled_title)
     } else {
         format!(" {} ", t.screen_attention)
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(title)
-        .title_bottom(page_info(app, offset, rows.len(), total));
-    if rows.is_empty() {
-        let msg = if !loaded {
-            t.loading
-        } else if !app.filter.is_empty() {
-            t.no_results
-        } else if app.show_handled && app.screen == Screen::Attention {
-            t.handled_none
-        } else {
-            t.empty_list
-        };
-        f.render_widget(Paragraph::new(msg).style(app.palette.dim()).block(block), area);
-        return;
     }
-    // Narrow terminals (80 columns) keep who, when, the phone's last digits,
-    // the state and what to do; wider ones add the message, the age and
-    // the last evidence.
-    // Wider terminals add the age (100), the message (120) and the last
-    // evidence (140).
-    let (medium, message, wide) = (area.width >= 100, area.width >= 120, area.width >= 140);
-    let name_width: u16 = if medium { 16 } else { 10 };
-    let mut header = vec![t.col_commitment, t.col_time, t.col_name, t.col_phone];
-    if message {
-        header.push(t.col_purpose);
+}
+
+/// Why the list has no rows: still loading, the filter, no handled cases,
+/// or nothing at all.
+fn empty_message(app: &App, loaded: bool) -> &'static str {
+    let t = app.t;
+    if !loaded {
+        t.loading
+    } else if !app.filter.is_empty() {
+        t.no_results
+    } else if app.show_handled && app.screen == Screen::Attention {
+        t.handled_none
+    } else {
+        t.empty_list
     }
-    header.push(t.col_state);
-    if medium {
-        header.push(t.col_age);
+}
+
+/// Which columns fit. Narrow terminals (80 columns) keep who, when, the
+/// phone's last digits, the state and what to do; wider ones add the age
+/// (100), the message (120) and the last evidence (140).
+struct Columns {
+    medium: bool,
+    message: bool,
+    wide: bool,
+    name_width: u16,
+}
+
+impl Columns {
+    fn for_width(width: u16) -> Columns {
+        let medium = width >= 100;
+        Columns {
+            medium,
+            message: width >= 120,
+            wide: width >= 140,
+            name_width: if medium { 16 } else { 10 },
+        }
     }
-    header.push(t.col_next);
-    if wide {
-        header.push(t.col_evidence);
+
+    fn header(&self, app: &App) -> Row<'static> {
+        let t = app.t;
+        let mut header = vec![t.col_commitment, t.col_time, t.col_name, t.col_phone];
+        if self.message {
+            header.push(t.col_purpose);
+        }
+        header.push(t.col_state);
+        if self.medium {
+            header.push(t.col_age);
+        }
+        header.push(t.col_next);
+        if self.wide {
+            header.push(t.col_evidence);
+        }
+        Row::new(header).style(HEAD)
     }
-    let header = Row::new(header).style(HEAD);
-    let body = rows.iter().map(|r| {
+
+    /// Fixed columns keep their width (a masked phone must show its last
+    /// digits even at 80 columns); the last column takes what is left.
+    fn widths(&self) -> Vec<Constraint> {
+        let mut widths = vec![
+            Constraint::Length(10),
+            Constraint::Length(12),
+            Constraint::Length(self.name_width),
+            Constraint::Length(15),
+        ];
+        if self.message {
+            widths.push(Constraint::Length(14));
+        }
+        widths.push(Constraint::Length(11));
+        if self.medium {
+            widths.push(Constraint::Length(6));
+        }
+        if self.wide {
+            // The next step's words are short; the evidence takes the rest.
+            widths.push(Constraint::Length(16));
+        }
+        widths.push(Constraint::Fill(1));
+        widths
+    }
+
+    fn row(&self, app: &App, r: &AttentionRow) -> Row<'static> {
+        let t = app.t;
         let when = r
             .starts_at
             .map(|s| human_time(app, s))
             .unwrap_or_else(|| t.detail_none.into());
         let phone = r.phone.as_deref().map(mask_phone).unwrap_or_default();
-        let purpose = match r.kind {
-            RowKind::RescheduleRequest => t.reschedule_request.to_string(),
-            RowKind::RefusedEvent => t.refused_event.to_string(),
-            RowKind::ChannelEvent => t.channel_event.to_string(),
-            RowKind::Intention => short_purpose(&r.purpose),
-        };
-        let next = match (&r.handled, app.show_handled && app.screen == Screen::Attention) {
-            (Some(h), true) => fill(
-                t.handled_by,
-                &[("when", &human_time(app, h.at)), ("who", &inert(&h.operator))],
-            ),
-            (Some(_), false) if app.screen == Screen::Attention => {
-                format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
-            }
-            // A channel event's reason is what the technician acts on, in a
-            // few words (the state says parked or refused; the technician's
-            // guide has the whole story).
-            _ if r.kind == RowKind::ChannelEvent => {
-                inert(short_reason(app, r.state_reason.as_deref().unwrap_or_default())).into_owned()
-            }
-            _ => t.next_step(next_step(case_kind(r))).to_string(),
-        };
-        let last = r.last_event.as_deref().map(|e| say_event(app, e));
-        let evidence = match (&last, r.evidence_count) {
-            (Some(e), _) if r.kind == RowKind::ChannelEvent => inert(e).into_owned(),
-            (_, 0) if r.kind == RowKind::Intention => {
-                format!("0 · {}", inert(last.as_deref().unwrap_or(t.no_evidence)))
-            }
-            (Some(e), n) => format!("{n} · {}", inert(e)),
-            (None, _) => String::new(),
-        };
         let name = r
             .name
             .as_deref()
-            .map(|n| short_name(&inert(n), name_width.into()))
+            .map(|n| short_name(&inert(n), self.name_width.into()))
             .unwrap_or_default();
         let reference = match r.commitment_ref.as_str() {
             "" => t.detail_none.to_string(),
@@ -134,46 +169,66 @@ pub(super) fn draw_attention_like(
             Cell::from(name),
             Cell::from(inert(&phone).into_owned()),
         ];
-        if message {
-            cells.push(Cell::from(inert(&purpose).into_owned()));
+        if self.message {
+            cells.push(Cell::from(inert(&purpose_text(app, r)).into_owned()));
         }
         cells.push(state_cell(app, r));
-        if medium {
+        if self.medium {
             cells.push(Cell::from(age(app.now, r.since)));
         }
-        cells.push(Cell::from(next));
-        if wide {
-            cells.push(Cell::from(evidence));
+        cells.push(Cell::from(next_text(app, r)));
+        if self.wide {
+            cells.push(Cell::from(evidence_text(app, r)));
         }
         Row::new(cells)
-    });
-    // Fixed columns keep their width (a masked phone must show its last
-    // digits even at 80 columns); the last column takes what is left.
-    let mut widths = vec![
-        Constraint::Length(10),
-        Constraint::Length(12),
-        Constraint::Length(name_width),
-        Constraint::Length(15),
-    ];
-    if message {
-        widths.push(Constraint::Length(14));
     }
-    widths.push(Constraint::Length(11));
-    if medium {
-        widths.push(Constraint::Length(6));
+}
+
+/// The message column: the intention's purpose, or what kind of case the
+/// row is.
+fn purpose_text(app: &App, r: &AttentionRow) -> String {
+    let t = app.t;
+    match r.kind {
+        RowKind::RescheduleRequest => t.reschedule_request.to_string(),
+        RowKind::RefusedEvent => t.refused_event.to_string(),
+        RowKind::ChannelEvent => t.channel_event.to_string(),
+        RowKind::Intention => short_purpose(&r.purpose),
     }
-    if wide {
-        // The next step's words are short; the evidence takes the rest.
-        widths.push(Constraint::Length(16));
+}
+
+/// The next-step column: who handled it and when (handled view), or what
+/// to do now.
+fn next_text(app: &App, r: &AttentionRow) -> String {
+    let t = app.t;
+    match (&r.handled, app.show_handled && app.screen == Screen::Attention) {
+        (Some(h), true) => fill(
+            t.handled_by,
+            &[("when", &human_time(app, h.at)), ("who", &inert(&h.operator))],
+        ),
+        (Some(_), false) if app.screen == Screen::Attention => {
+            format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
+        }
+        // A channel event's reason is what the technician acts on, in a
+        // few words (the state says parked or refused; the technician's
+        // guide has the whole story).
+        _ if r.kind == RowKind::ChannelEvent => {
+            inert(short_reason(app, r.state_reason.as_deref().unwrap_or_default())).into_owned()
+        }
+        _ => t.next_step(next_step(case_kind(r))).to_string(),
     }
-    widths.push(Constraint::Fill(1));
-    let table = Table::new(body, widths)
-        .header(header)
-        .block(block)
-        .row_highlight_style(SELECTED)
-        .column_spacing(1);
-    let mut state = TableState::default().with_selected(Some(selected));
-    f.render_stateful_widget(table, area, &mut state);
+}
+
+/// The evidence column: how many pieces of evidence and the last event.
+fn evidence_text(app: &App, r: &AttentionRow) -> String {
+    let last = r.last_event.as_deref().map(|e| say_event(app, e));
+    match (&last, r.evidence_count) {
+        (Some(e), _) if r.kind == RowKind::ChannelEvent => inert(e).into_owned(),
+        (_, 0) if r.kind == RowKind::Intention => {
+            format!("0 · {}", inert(last.as_deref().unwrap_or(app.t.no_evidence)))
+        }
+        (Some(e), n) => format!("{n} · {}", inert(e)),
+        (None, _) => String::new(),
+    }
 }
 
 /// A name that fits `width`: whole, else `Carlos C.`, else cut with `…`.
