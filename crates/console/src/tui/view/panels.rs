@@ -3,6 +3,8 @@
 use super::*;
 use ratatui::widgets::Gauge;
 
+use crate::store::IntentionDetail;
+
 pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
     let block = Block::default()
@@ -12,9 +14,24 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         f.render_widget(Paragraph::new(t.loading).style(app.palette.dim()).block(block), area);
         return;
     };
-    let i = &d.intention;
+    let mut lines = Vec::new();
+    intention_lines(app, d, &mut lines);
+    history_lines(app, d, &mut lines);
+    attempt_lines(app, d, &mut lines);
+    related_lines(app, d, &mut lines);
+    let p = Paragraph::new(lines)
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .scroll((app.detail_scroll, 0));
+    f.render_widget(p, area);
+}
+
+/// The intention itself: key and state, commitment, recipient and due
+/// time, who asked for it and why, and its content.
+fn intention_lines(app: &App, d: &IntentionDetail, lines: &mut Vec<Line<'static>>) {
+    let t = app.t;
     let none = || t.detail_none.to_string();
-    let mut lines: Vec<Line<'_>> = Vec::new();
+    let i = &d.intention;
     let state_line = format!(
         "{}{}",
         t.state(i.state.as_str()),
@@ -57,6 +74,11 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         inert(&format!("{:?}", i.parameters))
     )));
     lines.push(Line::from(format!("  {}: {}", t.detail_text, inert(&i.body))));
+}
+
+/// Every state change, dimmed where it was recorded but not applied.
+fn history_lines(app: &App, d: &IntentionDetail, lines: &mut Vec<Line<'static>>) {
+    let t = app.t;
     lines.push(Line::styled(t.detail_history, HEAD));
     for h in &d.history {
         let mut s = format!(
@@ -78,6 +100,12 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
         }
         lines.push(Line::from(s).style(if h.applied { Style::new() } else { app.palette.dim() }));
     }
+}
+
+/// Every send attempt with what the channel answered.
+fn attempt_lines(app: &App, d: &IntentionDetail, lines: &mut Vec<Line<'static>>) {
+    let t = app.t;
+    let none = || t.detail_none.to_string();
     lines.push(Line::styled(t.detail_attempts, HEAD));
     if d.attempts.is_empty() {
         lines.push(Line::from(format!("  {}", t.detail_none)));
@@ -94,6 +122,11 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
             inert(&a.error_detail.clone().unwrap_or_default())
         )));
     }
+}
+
+/// Resends of this intention, or the one it resends.
+fn related_lines(app: &App, d: &IntentionDetail, lines: &mut Vec<Line<'static>>) {
+    let t = app.t;
     lines.push(Line::styled(t.detail_related, HEAD));
     if d.related.is_empty() {
         lines.push(Line::from(format!("  {}", t.detail_none)));
@@ -107,11 +140,6 @@ pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
             inert(&r.relation)
         )));
     }
-    let p = Paragraph::new(lines)
-        .block(block)
-        .wrap(Wrap { trim: false })
-        .scroll((app.detail_scroll, 0));
-    f.render_widget(p, area);
 }
 
 pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
