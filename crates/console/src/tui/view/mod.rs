@@ -373,75 +373,14 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         t.col_notifications,
     ])
     .style(HEAD);
-    let rows = r.rows.iter().map(|u| {
-        let when = u
-            .starts_at
-            .map(|s| human_time(app, s))
-            .unwrap_or_else(|| t.detail_none.into());
-        let status = if u.status == CommitmentStatus::Cancelled {
-            t.cancelled_appt
-        } else if u.manual_contact_at.is_some() {
-            t.manual_contact_done
-        } else if u.confirmed_at.is_some() {
-            t.confirmed
-        } else if u.kind == CommitmentKind::Appointment {
-            t.scheduled
-        } else {
-            ""
-        };
-        let mut status = if u.kind == CommitmentKind::Order {
-            u.status.as_str().to_string()
-        } else {
-            status.to_string()
-        };
-        let call = needs_call(app, u);
-        if call {
-            status = format!("{status} · {}", t.needs_call);
-        }
-        if u.reschedule_requested_at.is_some() {
-            status = format!("{status} · {}", t.reschedule_request);
-        }
-        let notes = u
-            .notifications
-            .iter()
-            .filter(|n| n.version == u.version || n.is_resend || u.kind == CommitmentKind::Order)
-            .map(|n| {
-                let p = short_purpose(&n.purpose);
-                let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
-                format!(
-                    "{}{}:{}",
-                    if n.is_resend { "↻" } else { "" },
-                    inert(&p),
-                    inert(t.state(&n.state))
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        let style = if call {
-            Style::new().fg(app.palette.warn)
-        } else {
-            Style::new()
-        };
-        Row::new([
-            Cell::from(when),
-            Cell::from(inert(&u.commitment_ref).into_owned()),
-            Cell::from(
-                u.name
-                    .as_deref()
-                    .map(|n| short_name(&inert(n), if area.width >= 110 { 16 } else { 10 }))
-                    .unwrap_or_default(),
-            ),
-            Cell::from(inert(&u.phone.as_deref().map(mask_phone).unwrap_or_default()).into_owned()),
-            Cell::from(status).style(style),
-            Cell::from(notes),
-        ])
-    });
+    let wide = area.width >= 110;
+    let rows = r.rows.iter().map(|u| upcoming_row(app, u, wide));
     let widths = [
         Constraint::Length(12),
         Constraint::Length(10),
-        Constraint::Length(if area.width >= 110 { 16 } else { 10 }),
+        Constraint::Length(if wide { 16 } else { 10 }),
         Constraint::Length(15),
-        Constraint::Length(if area.width >= 110 { 22 } else { 14 }),
+        Constraint::Length(if wide { 22 } else { 14 }),
         Constraint::Fill(1),
     ];
     let table = Table::new(rows, widths)
@@ -450,6 +389,84 @@ fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
         .row_highlight_style(SELECTED);
     let mut state = TableState::default().with_selected(Some(r.selected));
     f.render_stateful_widget(table, area, &mut state);
+}
+
+/// One Próximas row; its status in the warning colour when the desk
+/// should call. `wide` (110 columns or more) gives names more room.
+fn upcoming_row(app: &App, u: &UpcomingRow, wide: bool) -> Row<'static> {
+    let t = app.t;
+    let when = u
+        .starts_at
+        .map(|s| human_time(app, s))
+        .unwrap_or_else(|| t.detail_none.into());
+    let call = needs_call(app, u);
+    let style = if call {
+        Style::new().fg(app.palette.warn)
+    } else {
+        Style::new()
+    };
+    Row::new([
+        Cell::from(when),
+        Cell::from(inert(&u.commitment_ref).into_owned()),
+        Cell::from(
+            u.name
+                .as_deref()
+                .map(|n| short_name(&inert(n), if wide { 16 } else { 10 }))
+                .unwrap_or_default(),
+        ),
+        Cell::from(inert(&u.phone.as_deref().map(mask_phone).unwrap_or_default()).into_owned()),
+        Cell::from(upcoming_status(app, u, call)).style(style),
+        Cell::from(notifications_text(app, u)),
+    ])
+}
+
+/// The commitment's status (an order's own word), then whether the desk
+/// should call and whether a reschedule was asked for.
+fn upcoming_status(app: &App, u: &UpcomingRow, call: bool) -> String {
+    let t = app.t;
+    let status = if u.status == CommitmentStatus::Cancelled {
+        t.cancelled_appt
+    } else if u.manual_contact_at.is_some() {
+        t.manual_contact_done
+    } else if u.confirmed_at.is_some() {
+        t.confirmed
+    } else if u.kind == CommitmentKind::Appointment {
+        t.scheduled
+    } else {
+        ""
+    };
+    let mut status = if u.kind == CommitmentKind::Order {
+        u.status.as_str().to_string()
+    } else {
+        status.to_string()
+    };
+    if call {
+        status = format!("{status} · {}", t.needs_call);
+    }
+    if u.reschedule_requested_at.is_some() {
+        status = format!("{status} · {}", t.reschedule_request);
+    }
+    status
+}
+
+/// The notifications of the current version (all of an order's, and every
+/// resend, marked `↻`): short purpose and state each.
+fn notifications_text(app: &App, u: &UpcomingRow) -> String {
+    u.notifications
+        .iter()
+        .filter(|n| n.version == u.version || n.is_resend || u.kind == CommitmentKind::Order)
+        .map(|n| {
+            let p = short_purpose(&n.purpose);
+            let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
+            format!(
+                "{}{}:{}",
+                if n.is_resend { "↻" } else { "" },
+                inert(&p),
+                inert(app.t.state(&n.state))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
