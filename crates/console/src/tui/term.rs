@@ -19,7 +19,7 @@ use super::keys::{Access, action_for};
 use super::refresh::Refresh;
 use super::theme::{Palette, shade};
 use super::view;
-use super::worker::{self, ReprocessCtx, Request, WorkerCtx};
+use super::worker::{self, ReprocessCtx, Request, Response, WorkerCtx};
 use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Settings};
@@ -27,6 +27,7 @@ use crate::ledger::Ledger;
 use crate::store::StoreError;
 use crate::templates::Templates;
 use std::sync::Arc;
+use tokio::sync::watch;
 
 /// Everything `unavez tui` needs.
 pub struct ConsoleOptions {
@@ -77,28 +78,43 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     let store = opts.ledger.connection()?;
     let (req_tx, req_rx) = mpsc::channel::<Request>();
     let (resp_tx, resp_rx) = mpsc::channel();
-    let tz = opts.config.tz();
-    let t = crate::i18n::strings(opts.config.language);
-    let theme = opts.config.console.theme;
-    let channel_configured = opts.channel.is_some();
     let activity = opts.control.as_ref().map(|c| c.activity().subscribe());
-    let worker = worker::spawn(
-        store,
-        WorkerCtx {
-            reprocess: Some(ReprocessCtx {
-                ledger: opts.ledger.clone(),
-                settings: Arc::new(Settings::from_config(&opts.config)),
-                channel: opts.channel.clone(),
-                runtime: opts.runtime.clone(),
-                progress: Some(resp_tx.clone()),
-            }),
-            config: opts.config,
-            templates: opts.templates,
-            control: opts.control.clone(),
-        },
-        req_rx,
-        resp_tx,
-    )?;
+    let every = opts.refresh;
+    let mut app = new_app(&opts);
+    let worker = worker::spawn(store, worker_ctx(opts, resp_tx.clone()), req_rx, resp_tx)?;
+    let mut terminal = ratatui::try_init()?;
+    // Click selects a row or a tab, the wheel scrolls.
+    crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
+    let result = event_loop(&mut app, &mut terminal, &req_tx, &resp_rx, every, activity);
+    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    drop(req_tx);
+    let _ = worker.join();
+    result
+}
+
+/// What the database worker needs: the config and templates, and for
+/// reprocessing the ledger, the channel and the runtime it runs on
+/// (progress reports come back on `progress`).
+fn worker_ctx(opts: ConsoleOptions, progress: mpsc::Sender<Response>) -> WorkerCtx {
+    WorkerCtx {
+        reprocess: Some(ReprocessCtx {
+            ledger: opts.ledger.clone(),
+            settings: Arc::new(Settings::from_config(&opts.config)),
+            channel: opts.channel.clone(),
+            runtime: opts.runtime.clone(),
+            progress: Some(progress),
+        }),
+        config: opts.config,
+        templates: opts.templates,
+        control: opts.control.clone(),
+    }
+}
+
+/// The console's state for the operator, role and terminal at hand
+/// (`NO_COLOR`, `COLORFGBG`).
+fn new_app(opts: &ConsoleOptions) -> App {
+    let t = crate::i18n::strings(opts.config.language);
     let mut app = App::new(
         t,
         &opts.operator,
@@ -106,7 +122,7 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
             role: opts.role,
             read_only: opts.read_only,
         },
-        tz,
+        opts.config.tz(),
         Utc::now(),
     );
     app.identity_unverified = !opts.identity_verified;
@@ -114,67 +130,77 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     // https://no-color.org: present and not empty.
     app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let colorfgbg = std::env::var("COLORFGBG").ok();
-    app.palette = Palette::of(shade(theme, colorfgbg.as_deref()));
-    app.channel_verify = channel_configured;
+    app.palette = Palette::of(shade(opts.config.console.theme, colorfgbg.as_deref()));
+    app.channel_verify = opts.channel.is_some();
     app.dispatcher.last_error = opts.dispatcher_error.clone();
-    let mut terminal = ratatui::try_init()?;
-    // Click selects a row or a tab, the wheel scrolls.
-    crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
-    let result = (|| -> Result<(), ConsoleError> {
-        let send = |reqs: Vec<Request>| -> Result<(), ConsoleError> {
-            for r in reqs {
-                req_tx.send(r).map_err(|_| ConsoleError::WorkerGone)?;
-            }
-            Ok(())
-        };
-        send(app.load())?;
-        let mut refresh = Refresh::new(opts.refresh, ACTIVITY_DEBOUNCE, activity, Instant::now());
-        while !app.quit {
-            app.frame = app.frame.wrapping_add(1);
-            terminal.draw(|f| view::draw(f, &app))?;
-            if event::poll(Duration::from_millis(100))? {
-                match event::read()? {
-                    Event::Key(k) if k.kind != KeyEventKind::Release => {
-                        if let Some(a) = action_for(&k, app.screen, app.access, app.mode) {
-                            let reqs = app.on_action(a);
-                            send(reqs)?;
-                        }
-                    }
-                    Event::Mouse(m) if app.mode == super::keys::Mode::Normal => {
-                        let reqs = match m.kind {
-                            MouseEventKind::ScrollDown => app.on_action(super::keys::Action::Down),
-                            MouseEventKind::ScrollUp => app.on_action(super::keys::Action::Up),
-                            MouseEventKind::Down(MouseButton::Left) => {
-                                let size = terminal.size()?;
-                                app.on_click(m.column, m.row, size.width, size.height)
-                            }
-                            _ => vec![],
-                        };
-                        send(reqs)?;
-                    }
-                    _ => {}
+    app
+}
+
+/// Hands requests to the database worker.
+fn send(req_tx: &mpsc::Sender<Request>, reqs: Vec<Request>) -> Result<(), ConsoleError> {
+    for r in reqs {
+        req_tx.send(r).map_err(|_| ConsoleError::WorkerGone)?;
+    }
+    Ok(())
+}
+
+/// Draws, reads the terminal's events, applies the worker's answers and
+/// refreshes when due, until the operator quits.
+fn event_loop(
+    app: &mut App,
+    terminal: &mut ratatui::DefaultTerminal,
+    req_tx: &mpsc::Sender<Request>,
+    resp_rx: &mpsc::Receiver<Response>,
+    every: Duration,
+    activity: Option<watch::Receiver<u64>>,
+) -> Result<(), ConsoleError> {
+    send(req_tx, app.load())?;
+    let mut refresh = Refresh::new(every, ACTIVITY_DEBOUNCE, activity, Instant::now());
+    while !app.quit {
+        app.frame = app.frame.wrapping_add(1);
+        terminal.draw(|f| view::draw(f, app))?;
+        if event::poll(Duration::from_millis(100))? {
+            let reqs = on_event(app, terminal, event::read()?)?;
+            send(req_tx, reqs)?;
+        }
+        loop {
+            match resp_rx.try_recv() {
+                Ok(r) => {
+                    let reqs = app.on_response(r);
+                    send(req_tx, reqs)?;
                 }
-            }
-            loop {
-                match resp_rx.try_recv() {
-                    Ok(r) => {
-                        let reqs = app.on_response(r);
-                        send(reqs)?;
-                    }
-                    Err(mpsc::TryRecvError::Empty) => break,
-                    Err(mpsc::TryRecvError::Disconnected) => return Err(ConsoleError::WorkerGone),
-                }
-            }
-            if refresh.due(Instant::now()) {
-                let reqs = app.tick(Utc::now());
-                send(reqs)?;
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => return Err(ConsoleError::WorkerGone),
             }
         }
-        Ok(())
-    })();
-    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
-    ratatui::restore();
-    drop(req_tx);
-    let _ = worker.join();
-    result
+        if refresh.due(Instant::now()) {
+            let reqs = app.tick(Utc::now());
+            send(req_tx, reqs)?;
+        }
+    }
+    Ok(())
+}
+
+/// A key press, a click or the wheel, as the app's actions.
+fn on_event(
+    app: &mut App,
+    terminal: &ratatui::DefaultTerminal,
+    ev: Event,
+) -> Result<Vec<Request>, ConsoleError> {
+    Ok(match ev {
+        Event::Key(k) if k.kind != KeyEventKind::Release => match action_for(&k, app.screen, app.access, app.mode) {
+            Some(a) => app.on_action(a),
+            None => vec![],
+        },
+        Event::Mouse(m) if app.mode == super::keys::Mode::Normal => match m.kind {
+            MouseEventKind::ScrollDown => app.on_action(super::keys::Action::Down),
+            MouseEventKind::ScrollUp => app.on_action(super::keys::Action::Up),
+            MouseEventKind::Down(MouseButton::Left) => {
+                let size = terminal.size()?;
+                app.on_click(m.column, m.row, size.width, size.height)
+            }
+            _ => vec![],
+        },
+        _ => vec![],
+    })
 }
