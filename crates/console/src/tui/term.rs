@@ -182,11 +182,7 @@ fn event_loop(
 }
 
 /// A key press, a click or the wheel, as the app's actions.
-fn on_event(
-    app: &mut App,
-    terminal: &ratatui::DefaultTerminal,
-    ev: Event,
-) -> Result<Vec<Request>, ConsoleError> {
+fn on_event(app: &mut App, terminal: &ratatui::DefaultTerminal, ev: Event) -> Result<Vec<Request>, ConsoleError> {
     Ok(match ev {
         Event::Key(k) if k.kind != KeyEventKind::Release => match action_for(&k, app.screen, app.access, app.mode) {
             Some(a) => app.on_action(a),
