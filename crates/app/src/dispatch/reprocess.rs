@@ -114,6 +114,13 @@ pub fn validate(req: &Request) -> Result<()> {
     if req.operator.trim().is_empty() {
         return Err(DispatchError::Invalid("--operator must not be empty".into()));
     }
+    // Checked before anything is sent: a real run ends in an operator
+    // action naming the role, and must not send first and fail to say who.
+    if !req.dry_run && req.role.is_none() {
+        return Err(DispatchError::Invalid(
+            "a reprocess that sends needs the operator's role".into(),
+        ));
+    }
     Ok(())
 }
 
@@ -289,50 +296,7 @@ pub async fn run_with_progress(
     }
     // Final states, and the operator action that explains them.
     let ids: Vec<i64> = items.iter().map(|i| i.id).collect();
-    let summary_text = report
-        .summary
-        .iter()
-        .map(|(a, n)| format!("{}={n}", a.as_str()))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let scope = format!(
-        "day={} states={}",
-        req.day,
-        if req.states.is_empty() {
-            "all".to_string()
-        } else {
-            req.states.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
-        }
-    );
-    let role = req
-        .role
-        .ok_or_else(|| DispatchError::Invalid("a reprocess that sends needs the operator's role".into()))?;
-    let (operator, reason) = (req.operator.clone(), req.reason.clone());
-    let (states, action_id) = db
-        .call(move |store| {
-            Ok(store.write(|tx| {
-                let mut states = Vec::with_capacity(ids.len());
-                for id in &ids {
-                    states.push(tx.intention(*id)?.state);
-                }
-                let action_id = tx.record_operator_action(
-                    &OperatorAction {
-                        operator: &operator,
-                        role: role.as_str(),
-                        action: "reprocess",
-                        intention_id: None,
-                        commitment_id: None,
-                        scope: Some(&scope),
-                        reason: &reason,
-                        result: "done",
-                        detail: Some(&summary_text),
-                    },
-                    Utc::now(),
-                )?;
-                Ok::<_, StoreError>((states, action_id))
-            })?)
-        })
-        .await?;
+    let (states, action_id) = record(db, req, &report.summary, ids).await?;
     for (item, st) in items.iter_mut().zip(states) {
         item.result = Some(st);
     }
@@ -384,4 +348,80 @@ fn summarize(items: &[Item]) -> Vec<(Action, usize)> {
         .map(|a| (a, items.iter().filter(|i| i.action == a).count()))
         .filter(|(_, n)| *n > 0)
         .collect()
+}
+
+/// Reads the final states of `ids` and records the operator action of a
+/// real run, in one write transaction.
+async fn record(
+    db: &Db,
+    req: &Request,
+    summary: &[(Action, usize)],
+    ids: Vec<i64>,
+) -> Result<(Vec<IntentionState>, i64)> {
+    let summary_text = summary
+        .iter()
+        .map(|(a, n)| format!("{}={n}", a.as_str()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let scope = format!(
+        "day={} states={}",
+        req.day,
+        if req.states.is_empty() {
+            "all".to_string()
+        } else {
+            req.states.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+        }
+    );
+    let role = req
+        .role
+        .ok_or_else(|| DispatchError::Invalid("a reprocess that sends needs the operator's role".into()))?;
+    let (operator, reason) = (req.operator.clone(), req.reason.clone());
+    db.call(move |store| {
+        Ok(store.write(|tx| {
+            let mut states = Vec::with_capacity(ids.len());
+            for id in &ids {
+                states.push(tx.intention(*id)?.state);
+            }
+            let action_id = tx.record_operator_action(
+                &OperatorAction {
+                    operator: &operator,
+                    role: role.as_str(),
+                    action: "reprocess",
+                    intention_id: None,
+                    commitment_id: None,
+                    scope: Some(&scope),
+                    reason: &reason,
+                    result: "done",
+                    detail: Some(&summary_text),
+                },
+                Utc::now(),
+            )?;
+            Ok::<_, StoreError>((states, action_id))
+        })?)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(dry_run: bool, role: Option<Role>) -> Request {
+        Request {
+            day: "2026-12-01".parse().unwrap(),
+            states: vec![IntentionState::Failed],
+            dry_run,
+            operator: "tecnica".into(),
+            role,
+            reason: "corte de luz".into(),
+        }
+    }
+
+    #[test]
+    fn a_run_that_sends_needs_a_role_before_anything_leaves() {
+        assert!(validate(&request(true, None)).is_ok(), "a preview records nothing");
+        assert!(validate(&request(false, Some(Role::Technician))).is_ok());
+        let err = validate(&request(false, None)).unwrap_err();
+        assert!(err.to_string().contains("role"), "{err}");
+    }
 }
