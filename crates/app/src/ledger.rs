@@ -146,11 +146,6 @@ impl Session {
         .await
         .map_err(|e| StoreError::Task(e.to_string()))
     }
-
-    /// The ledger file of this session.
-    pub fn path(&self) -> PathBuf {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).path().to_path_buf()
-    }
 }
 
 #[cfg(test)]

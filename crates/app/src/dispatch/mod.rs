@@ -139,14 +139,6 @@ impl Db {
         Db::session(&Ledger::open(path)?)
     }
 
-    /// Opens a ledger that already exists without waiting for the write
-    /// lock when it is at this binary's schema (the usual case: the process
-    /// that started us checked or migrated it); migrates otherwise. A
-    /// second process busy writing never delays a start.
-    pub fn attach_or_open(path: &Path) -> Result<Db> {
-        Db::session(&Ledger::attach_or_open(path)?)
-    }
-
     /// A session of its own on the process's shared ledger handle.
     pub fn session(ledger: &Ledger) -> Result<Db> {
         Ok(Db(

@@ -181,9 +181,28 @@ impl Counter {
     }
 
     /// The counter a stored name is, if any (names from older versions or
-    /// other tools are left alone).
+    /// other tools are left alone). Read by its structure, not by spelling
+    /// out every name: `/metrics` parses each stored counter on a scrape.
     pub fn parse(name: &str) -> Option<Counter> {
-        Self::all().into_iter().find(|c| c.name() == name)
+        let three = |prefix: &str| {
+            let (source, reason) = name.strip_prefix(prefix)?.split_once(':')?;
+            Some((Source::parse(source)?, reason))
+        };
+        if let Some((source, reason)) = three("webhook_rejected:") {
+            let r = Rejection::ALL.into_iter().find(|r| r.as_str() == reason)?;
+            return Some(Self::WebhookRejected(source, r));
+        }
+        if let Some((source, reason)) = three("webhook_parked:") {
+            let p = Parking::ALL.into_iter().find(|p| p.as_str() == reason)?;
+            return Some(Self::WebhookParked(source, p));
+        }
+        if let Some(source) = name.strip_prefix("duplicate_events_").and_then(Source::parse) {
+            return Some(Self::DuplicateEventsFrom(source));
+        }
+        Self::PLAIN
+            .into_iter()
+            .chain([Self::NumberChanged])
+            .find(|c| c.name() == name)
     }
 }
 
