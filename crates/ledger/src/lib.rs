@@ -23,6 +23,7 @@
 pub use unavez_core::{domain, planner, policy, templates};
 
 pub mod api;
+pub mod api_recovery;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod store;

@@ -18,6 +18,7 @@ pub mod key;
 pub mod lifecycle;
 pub mod mask;
 pub mod operator;
+pub mod recovery;
 pub mod state;
 pub mod status;
 pub mod text;
