@@ -23,3 +23,4 @@ pub mod state;
 pub mod status;
 pub mod text;
 pub mod validity;
+pub mod webhook;
