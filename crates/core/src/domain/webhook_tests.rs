@@ -63,16 +63,18 @@ fn unmapped_and_refused_statuses_are_recorded_only() {
             None
         )
     );
+    // Evidence always lands (moved or recorded); an engine calling a sent
+    // message ambiguous does not apply to it.
     let r = report_row(
-        IntentionState::Planned,
+        IntentionState::Sent,
         2,
-        &report(Some(Signal::Delivered), "delivered", Some("x")),
+        &report(Some(Signal::Unknown), "ambiguous", Some("x")),
     );
     assert_eq!(
         (r.signal, r.note.as_deref(), r.commitment_version),
         (
             None,
-            Some("delivered does not apply to planned: recorded only; x"),
+            Some("unknown_outcome does not apply to sent: recorded only; x"),
             Some(2)
         )
     );
