@@ -8,15 +8,16 @@
 //! xorshift generator, not `rand`, so the output never changes with a
 //! dependency upgrade): snapshot tests seed the same clinic every run.
 
-use chrono::{DateTime, Duration, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, FixedOffset, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
 use crate::domain::event::{BookingEvent, EventContact, EventType};
+use crate::domain::history::{self, HistorySignal, Said};
 use crate::domain::state::{IntentionState, Signal};
 use crate::ingest::{IngestError, Outcome, ingest};
 use crate::planner::Planner;
-use crate::store::{Cause, Entry, IntentFilter, Store, StoreError};
+use crate::store::{Cause, IntentFilter, Store, StoreError};
 
 /// One booking in this many carries a phone typed without its country code
 /// (not E.164): the ledger refuses the event at the door, naming the field.
@@ -101,25 +102,8 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
     let at = |t: DateTime<Utc>| t.with_timezone(&tz).fixed_offset();
     let booked_at = at(now - Duration::minutes(30));
     let changed_at = at(now - Duration::minutes(25));
-    let today = now.with_timezone(&tz).date_naive();
-    // Slots every 20 minutes, 08:00–18:40, over today and the next two days,
-    // at least an hour ahead; spread the appointments evenly over them.
-    let mut slots = Vec::new();
-    for d in 0..3 {
-        let date = today + Duration::days(d);
-        for i in 0..33 {
-            let Some(time) = NaiveTime::from_hms_opt(8, 0, 0).map(|t| t + Duration::minutes(20 * i)) else {
-                continue;
-            };
-            let Some(local) = tz.from_local_datetime(&date.and_time(time)).single() else {
-                continue;
-            };
-            let utc = local.with_timezone(&Utc);
-            if utc > now + Duration::hours(1) {
-                slots.push(utc);
-            }
-        }
-    }
+    // Spread the appointments evenly over the free slots.
+    let slots = slots(now, tz);
     let mut events = Vec::new();
     let mut changes = Vec::new();
     if slots.is_empty() {
@@ -175,6 +159,14 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
         }
     }
     events.extend(changes);
+    events.extend(order_events(&mut rng, changed_at));
+    events
+}
+
+/// The two shop orders of the demo: one confirmed, one confirmed and
+/// shipped, so the console shows order notifications beside the clinic's.
+fn order_events(rng: &mut Rng, changed_at: DateTime<FixedOffset>) -> Vec<BookingEvent> {
+    let mut events = Vec::new();
     for (i, reference) in ["pedido-0088", "pedido-0089"].iter().enumerate() {
         let name = format!("{} {}", rng.pick(FIRST), rng.pick(LAST));
         let order = |kind: EventType, suffix: &str| BookingEvent {
@@ -200,6 +192,29 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
         }
     }
     events
+}
+
+/// Slots every 20 minutes, 08:00–18:40, over today and the next two days,
+/// at least an hour ahead of `now`.
+fn slots(now: DateTime<Utc>, tz: Tz) -> Vec<DateTime<Utc>> {
+    let today = now.with_timezone(&tz).date_naive();
+    let mut slots = Vec::new();
+    for d in 0..3 {
+        let date = today + Duration::days(d);
+        for i in 0..33 {
+            let Some(time) = NaiveTime::from_hms_opt(8, 0, 0).map(|t| t + Duration::minutes(20 * i)) else {
+                continue;
+            };
+            let Some(local) = tz.from_local_datetime(&date.and_time(time)).single() else {
+                continue;
+            };
+            let utc = local.with_timezone(&Utc);
+            if utc > now + Duration::hours(1) {
+                slots.push(utc);
+            }
+        }
+    }
+    slots
 }
 
 /// Generates the clinic and applies it, one transaction per event (as a
@@ -300,18 +315,13 @@ pub fn showcase_outcomes(store: &mut Store, now: DateTime<Utc>) -> Result<usize,
             let at = now - Duration::minutes(20) + Duration::seconds(n as i64);
             for (k, s) in signals.iter().enumerate() {
                 let evidence = s.is_evidence().then(|| format!("demo:{}:{}", s.name(), row.id));
-                tx.signal(
-                    row.id,
-                    *s,
-                    &Entry {
-                        signal: s.name(),
-                        cause: if k == 0 { Cause::Dispatcher } else { cause },
-                        evidence: evidence.as_deref(),
-                        note: Some(&format!("demo fixture: {what}")),
-                        commitment_version: Some(row.commitment_version),
-                    },
-                    at + Duration::seconds(k as i64),
-                )?;
+                let mut said = Said::new(HistorySignal::of(*s), if k == 0 { Cause::Dispatcher } else { cause })
+                    .note(format!("demo fixture: {what}"))
+                    .version(row.commitment_version);
+                said.evidence = evidence;
+                let state = tx.intention(row.id)?.state;
+                let (_, record) = history::on_signal(row.id, state, *s, said, at + Duration::seconds(k as i64));
+                tx.apply_records(record.as_slice())?;
             }
             moved += 1;
         }

@@ -7,13 +7,33 @@
 //! | module | job |
 //! |---|---|
 //! | [`api`] | the set-based [`api::LedgerTx`] trait: the surface a second backend (PostgreSQL) implements — rows in and out, no rules (claim facts and attempts for N, finish facts and attempt rows for N, reserve N, apply N history rows) |
+//! | [`api_recovery`] | [`api_recovery::RecoveryTx`]: the facts of expired leases and abandoned attempts (what becomes of them is decided in `domain::recovery`) |
 //! | [`store`] | `Store`/`Tx`: typed operations grouped by who uses them (ingest, dispatch, uncertain, webhooks, console, operator…), `open_connection` with the production pragmas, `migrations/` |
 //! | `failpoint` | (feature `failpoints`, dev crates only) named places where the chaos harness makes a transaction fail or the process die |
 //!
-//! **No decisions here.** Retry, review, late, validity, guards and key
-//! conflicts are decided in `unavez-core` and `unavez-app`; this crate
-//! returns the facts they need and stores the rows they decided. Console,
-//! webhook and operator queries are still inherent `Tx` methods.
+//! **No decisions here.** Retry, review, late, validity, guards, key
+//! conflicts, expired leases, the reconciler's rows and what a status
+//! webhook writes are decided in `unavez-core` and `unavez-app`; this
+//! crate returns the facts they need and stores the rows they decided.
+//! Console, webhook and operator queries are still inherent `Tx` methods.
+//!
+//! What the ledger **may** do: filter and order by parameters it is given
+//! (a time, a limit, a state or template the caller names, a rule's
+//! thresholds passed in), keep storage invariants one statement holds (a
+//! unique key, a compare-and-set on the state a decision read, "the first
+//! opt-out time stays", "a known reference is never overwritten"), and
+//! count what it stored. What it **may not** do: choose an outcome — which
+//! state change, which history signal or cause, the words of a note, retry
+//! or review, whether something expired or counts as evidence. Those come
+//! in as rows ([`domain::history::Record`], [`domain::finish::AttemptWrite`])
+//! decided by core.
+//!
+//! Left over for now: the status-webhook path (`store/webhooks.rs`) still
+//! sequences record → correlate → apply inside the ledger, storing core's
+//! decision ([`domain::webhook::report_row`]) through `Tx::signal`, because
+//! [`api::LedgerTx::apply_pending_statuses`] runs inside the dispatcher's
+//! finishing transaction; `Tx::abandon_attempt` composes facts →
+//! `domain::recovery::abandon` → rows for the worker that calls it.
 //!
 //! **Layering:** on top of `unavez-core` only (re-exported here under its
 //! module names so `crate::domain::…` paths read as before). It knows
@@ -23,6 +43,7 @@
 pub use unavez_core::{domain, planner, policy, templates};
 
 pub mod api;
+pub mod api_recovery;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod store;

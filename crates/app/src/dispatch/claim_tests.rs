@@ -237,11 +237,13 @@ fn an_expired_lease_with_an_open_attempt_becomes_uncertain_never_planned() {
     let c = claimed(&d)[0];
     assert!(
         store
-            .write(|tx| tx.expire_leases(now + Duration::seconds(10)))
+            .write(|tx| crate::dispatch::reconcile::recovery::expire_leases(tx, now + Duration::seconds(10)))
             .unwrap()
             .is_empty()
     );
-    let moved = store.write(|tx| tx.expire_leases(now + Duration::seconds(31))).unwrap();
+    let moved = store
+        .write(|tx| crate::dispatch::reconcile::recovery::expire_leases(tx, now + Duration::seconds(31)))
+        .unwrap();
     assert_eq!(moved, vec![c.intention.id]);
     let row = store.read(|tx| tx.intention(c.intention.id)).unwrap();
     assert_eq!(row.state, IntentionState::Uncertain);

@@ -132,7 +132,9 @@ fn an_abandoned_send_that_is_no_longer_ours_only_closes_the_attempt() {
     let d = claim(&mut store, "w1", now);
     let c = claimed(&d)[0].clone();
     // The lease passes (expired: the reconciler owns it now).
-    store.write(|tx| tx.expire_leases(now + Duration::minutes(5))).unwrap();
+    store
+        .write(|tx| crate::dispatch::reconcile::recovery::expire_leases(tx, now + Duration::minutes(5)))
+        .unwrap();
     store
         .write(|tx| abandon_unsent(tx, c.attempt_id, &Holder::Lease("w1".into()), "late", &rules(), now))
         .unwrap();
@@ -308,13 +310,12 @@ fn a_refused_repeat_goes_to_review_with_a_typed_reason_and_evidence_still_settle
         .unwrap();
     let moved = store
         .write(|tx| {
-            tx.review_refused_repeat(
-                c.intention.id,
-                ReviewReason::ChangedWhileUncertain,
-                "not repeated: the commitment was cancelled (now v2)",
-                2,
-                now,
-            )
+            let why = crate::domain::recovery::ToReview::RefusedRepeat {
+                reason: ReviewReason::ChangedWhileUncertain,
+                version: 2,
+            };
+            let note = "not repeated: the commitment was cancelled (now v2)";
+            crate::dispatch::reconcile::recovery::to_review(tx, c.intention.id, why, note, now)
         })
         .unwrap();
     assert!(moved);
@@ -324,11 +325,12 @@ fn a_refused_repeat_goes_to_review_with_a_typed_reason_and_evidence_still_settle
     // The engine's later report is exactly what a reviewer waits for.
     store
         .write(|tx| {
-            tx.reconcile_evidence(
+            let refs = (Some("cmd-p6"), Some("wamid.p6"));
+            crate::dispatch::reconcile::recovery::evidence(
+                tx,
                 c.intention.id,
                 Signal::Delivered,
-                Some("cmd-p6"),
-                Some("wamid.p6"),
+                refs,
                 "status webhook",
                 now,
             )

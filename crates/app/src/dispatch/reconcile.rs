@@ -32,8 +32,11 @@ use super::request::{evidence_for, send_request};
 use super::{Db, Result, Settings};
 use crate::channel::{Capabilities, Channel, LookupOutcome};
 use crate::domain::attempt::AttemptOutcome;
+use crate::domain::recovery::ToReview;
 use crate::store::{Finished, UncertainItem};
 
+#[path = "recovery.rs"]
+pub(crate) mod recovery;
 #[path = "repeat.rs"]
 mod repeat;
 use repeat::repeat;
@@ -163,7 +166,7 @@ pub async fn reconcile_once(
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
     let expired = db
-        .call(|store| Ok(store.write(|tx| tx.expire_leases(Utc::now()))?))
+        .call(|store| Ok(store.write(|tx| recovery::expire_leases(tx, Utc::now()))?))
         .await?;
     report.expired_leases = expired.len() as u64;
     loop {
@@ -274,8 +277,10 @@ async fn reconcile_item(
     let wait = settings.reconcile_wait(item.tries);
     match decide(channel.capabilities(), &item, &settings, now) {
         Step::Review(why) => {
-            db.call(move |store| Ok(store.write(|tx| tx.reconcile_to_review(id, &why, Utc::now()))?))
-                .await?;
+            db.call(move |store| {
+                Ok(store.write(|tx| recovery::to_review(tx, id, ToReview::NoEvidence, &why, Utc::now()))?)
+            })
+            .await?;
             Ok(ItemResult::Review)
         }
         Step::Wait(why) => {
@@ -307,14 +312,8 @@ async fn reconcile_item(
                         );
                         db.call(move |store| {
                             Ok(store.write(|tx| {
-                                tx.reconcile_evidence(
-                                    id,
-                                    sig,
-                                    command_id.as_deref(),
-                                    message_id.as_deref(),
-                                    &note,
-                                    Utc::now(),
-                                )
+                                let refs = (command_id.as_deref(), message_id.as_deref());
+                                recovery::evidence(tx, id, sig, refs, &note, Utc::now())
                             })?)
                         })
                         .await?;
@@ -363,7 +362,7 @@ async fn waiting(db: &Db, id: i64, note: String, evidence: Option<String>, wait:
     db.call(move |store| {
         let now = Utc::now();
         Ok(store.write(|tx| {
-            tx.note_reconcile(id, &note, evidence.as_deref(), now)?;
+            recovery::note(tx, id, &note, evidence.as_deref(), now)?;
             tx.hold_uncertain(id, now + wait)
         })?)
     })

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::{ItemResult, Settled};
+use super::{ItemResult, Settled, recovery};
 use crate::channel::{CancelOutcome, Capabilities, Channel, SendOutcome};
 use crate::dispatch::claim::evaluate;
 use crate::dispatch::finish::{abandon_unsent, finish_attempt};
@@ -22,6 +22,7 @@ use crate::dispatch::presend::Holder;
 use crate::dispatch::request::{attempt_result, evidence_for, send_request};
 use crate::dispatch::{Db, Result, Settings};
 use crate::domain::history::{self, HistorySignal, Said};
+use crate::domain::recovery::ToReview;
 use crate::domain::state::{CancelReason, IntentionState, ReviewReason, Signal};
 use crate::domain::validity::Validity;
 use crate::store::{Cause, NewAttempt, UncertainItem};
@@ -132,7 +133,8 @@ fn start_repeat(
     };
     match &plan {
         RepeatPlan::Send => {
-            tx.note_reconcile(
+            recovery::note(
+                tx,
                 id,
                 &format!("repeating with the same key and content (valid at v{version}; it may be the first delivery)"),
                 None,
@@ -168,7 +170,11 @@ fn start_repeat(
         }
         RepeatPlan::Review { reason, explanation } => {
             let note = format!("not repeated (the first request may or may not have gone out): {explanation}");
-            tx.review_refused_repeat(id, ReviewReason::for_refused_repeat(*reason), &note, version, now)?;
+            let why = ToReview::RefusedRepeat {
+                reason: ReviewReason::for_refused_repeat(*reason),
+                version,
+            };
+            recovery::to_review(tx, id, why, &note, now)?;
         }
         RepeatPlan::Hold { until, why } => {
             let note = format!("not repeated now: {why} (until {})", until.to_rfc3339());
@@ -217,17 +223,20 @@ pub(super) async fn repeat(
                     Ok(store.write(|tx| match step {
                         Withdrawal::Evidence(sig, note) => {
                             let note = format!("{note}; not repeated: {explanation}");
-                            tx.reconcile_evidence(id, sig, Some(&command_id), None, &note, now)?;
+                            recovery::evidence(tx, id, sig, (Some(&command_id), None), &note, now)?;
                             Ok::<_, crate::store::StoreError>(Settled::Resolved)
                         }
                         Withdrawal::Review(note) => {
                             let note = format!("{note}; not repeated: {explanation}");
-                            let why = ReviewReason::for_refused_repeat(reason);
-                            tx.review_refused_repeat(id, why, &note, version, now)?;
+                            let why = ToReview::RefusedRepeat {
+                                reason: ReviewReason::for_refused_repeat(reason),
+                                version,
+                            };
+                            recovery::to_review(tx, id, why, &note, now)?;
                             Ok(Settled::Review)
                         }
                         Withdrawal::Wait(note) => {
-                            tx.note_reconcile(id, &note, Some(&command_id), now)?;
+                            recovery::note(tx, id, &note, Some(&command_id), now)?;
                             tx.hold_uncertain(id, now + wait)?;
                             Ok(Settled::Waiting)
                         }

@@ -6,8 +6,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Record, action_row, check, note_text};
-use crate::store::{Cause, Entry, NewMark, OperatorAction, RowKind, Tx};
+use super::{
+    Actor, OpKind, OpOutcome, OpReport, OpsError, Record, action_row, check, note_text, operator_said, write_note,
+};
+use crate::store::{NewMark, OperatorAction, RowKind, Tx};
 
 /// A case of the Atención list, by what it is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -129,17 +131,8 @@ pub fn resolve(
     )?;
     mark(tx, case, actor, action_id, now)?;
     if let Some(r) = &row {
-        tx.note(
-            r.id,
-            &Entry {
-                signal: OpKind::Resolve.as_str(),
-                cause: Cause::Operator,
-                evidence: Some(&format!("operator_action:{action_id}")),
-                note: Some(&note_text(actor, reason)),
-                commitment_version: Some(r.commitment_version),
-            },
-            now,
-        )?;
+        let said = operator_said(OpKind::Resolve.history_signal(), action_id, r.commitment_version);
+        write_note(tx, r.id, said.note(note_text(actor, reason)), now)?;
     }
     Ok(OpReport::new(
         OpKind::Resolve,

@@ -39,11 +39,12 @@ use serde::Serialize;
 use crate::channel::CancelOutcome;
 use crate::config::Role;
 use crate::domain::event::{BookingEvent, EventType};
+use crate::domain::history::{self, Cause, HistorySignal, Said};
 use crate::domain::key::KeyError;
 use crate::domain::state::{CancelReason, IntentionState, Signal, Transition};
 use crate::ingest::{IngestError, Outcome, ingest};
 use crate::planner::Planner;
-use crate::store::{Cause, Entry, IntentionRow, OperatorAction, StoreError, Tx};
+use crate::store::{IntentionRow, OperatorAction, StoreError, Tx};
 
 /// The operator actions, as stored in `operator_actions.action`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -83,6 +84,22 @@ impl OpKind {
             OpKind::PauseDispatch => "pause_dispatch",
             OpKind::ResumeDispatch => "resume_dispatch",
             OpKind::Resolve => "resolve",
+        }
+    }
+
+    /// The history row an action writes on its intention: the typed
+    /// signal whose stored word is the action's own (a cancel writes the
+    /// state machine's `cancel`).
+    pub fn history_signal(self) -> HistorySignal {
+        match self {
+            OpKind::Cancel => HistorySignal::Cancel,
+            OpKind::Verify => HistorySignal::Verify,
+            OpKind::AuthorizeResend => HistorySignal::AuthorizeResend,
+            OpKind::ManualContact => HistorySignal::ManualContact,
+            OpKind::Reprocess => HistorySignal::Reprocess,
+            OpKind::PauseDispatch => HistorySignal::PauseDispatch,
+            OpKind::ResumeDispatch => HistorySignal::ResumeDispatch,
+            OpKind::Resolve => HistorySignal::Resolve,
         }
     }
 }
@@ -323,17 +340,8 @@ pub(crate) fn record(
         && let Some(r) = rec.row
     {
         let note = format!("{} — {}: {detail}", note_text(actor, rec.reason), rec.outcome.result());
-        tx.note(
-            r.id,
-            &Entry {
-                signal: rec.op.as_str(),
-                cause: Cause::Operator,
-                evidence: Some(&format!("operator_action:{action_id}")),
-                note: Some(&note),
-                commitment_version: Some(r.commitment_version),
-            },
-            now,
-        )?;
+        let said = operator_said(rec.op.history_signal(), action_id, r.commitment_version).note(note);
+        write_note(tx, r.id, said, now)?;
     }
     Ok(OpReport::new(
         rec.op,
@@ -342,6 +350,38 @@ pub(crate) fn record(
         rec.commitment.1.to_string(),
         rec.outcome,
     ))
+}
+
+/// What an operator's history row says besides its note: the action's
+/// row in `operator_actions` as evidence, and the commitment version.
+pub(crate) fn operator_said(signal: HistorySignal, action_id: i64, version: i64) -> Said {
+    Said::new(signal, Cause::Operator)
+        .evidence(format!("operator_action:{action_id}"))
+        .version(version)
+}
+
+/// Appends a history row that changes no state, on the intention as it is
+/// now in this transaction.
+pub(crate) fn write_note(tx: &Tx<'_>, id: i64, said: Said, now: DateTime<Utc>) -> Result<(), OpsError> {
+    let state = tx.intention(id)?.state;
+    tx.apply_records(&[history::note(id, state, said, now)])?;
+    Ok(())
+}
+
+/// Feeds `signal` through the state machine from the intention's state now
+/// in this transaction and stores the row it decides: the state it was in
+/// and what the machine did.
+pub(crate) fn write_signal(
+    tx: &Tx<'_>,
+    id: i64,
+    signal: Signal,
+    said: Said,
+    now: DateTime<Utc>,
+) -> Result<(IntentionState, Transition), OpsError> {
+    let from = tx.intention(id)?.state;
+    let (t, record) = history::on_signal(id, from, signal, said, now);
+    tx.apply_records(record.as_slice())?;
+    Ok((from, t))
 }
 
 /// An action on one intention: checked, decided on the intention as it is
@@ -420,16 +460,29 @@ pub fn cancel(
         if !matches!(crate::domain::state::transition(row.state, signal), Transition::Move(_)) {
             return Ok(OpOutcome::Refused(cancel_refusal(row)));
         }
-        let entry = Entry {
-            signal: "cancel",
-            cause: Cause::Operator,
-            evidence,
-            note: Some(&note),
-            commitment_version: Some(row.commitment_version),
-        };
-        Ok(match tx.signal(row.id, signal, &entry, now)?.transition {
+        let mut said = Said::new(HistorySignal::Cancel, Cause::Operator)
+            .note(note)
+            .version(row.commitment_version);
+        said.evidence = evidence.map(str::to_string);
+        Ok(match write_signal(tx, row.id, signal, said, now)?.1 {
             Transition::Move(to) => OpOutcome::moved(to),
             _ => OpOutcome::Refused(cancel_refusal(row)),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An action's history rows keep the word `operator_actions` stores,
+    /// so no stored history changes meaning (and no migration is needed).
+    #[test]
+    fn every_action_writes_its_own_word_as_a_typed_signal() {
+        for op in OpKind::ALL {
+            let h = op.history_signal();
+            assert_eq!(h.as_str(), op.as_str(), "{op:?}");
+            assert_eq!(HistorySignal::parse(op.as_str()), Some(h));
+        }
+    }
 }

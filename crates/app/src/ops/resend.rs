@@ -23,12 +23,15 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Record, Refusal, check, note_text, record};
+use super::{
+    Actor, OpKind, OpOutcome, OpReport, OpsError, Record, Refusal, check, note_text, operator_said, record, write_note,
+};
 use crate::config::Policy;
+use crate::domain::history::HistorySignal;
 use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::IntentionKey;
 use crate::domain::state::IntentionState;
-use crate::store::{Cause, CommitmentRow, Entry, FamilyMember, IntentionRow, NewAcknowledgement, Tx};
+use crate::store::{CommitmentRow, FamilyMember, IntentionRow, NewAcknowledgement, Tx};
 
 /// What the supervisor brings to the guard besides the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,17 +314,12 @@ fn acknowledge(
         now,
     )?;
     let note = format!("{} ({}): {what}", actor.name, actor.role.as_str());
-    tx.note(
-        new_id,
-        &Entry {
-            signal: "acknowledged_delivery",
-            cause: Cause::Operator,
-            evidence: Some(&format!("operator_action:{action_id}")),
-            note: Some(&note),
-            commitment_version: Some(fam.original.commitment_version),
-        },
-        now,
-    )?;
+    let said = operator_said(
+        HistorySignal::AcknowledgedDelivery,
+        action_id,
+        fam.original.commitment_version,
+    );
+    write_note(tx, new_id, said.note(note), now)?;
     Ok(())
 }
 

@@ -6,11 +6,12 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Refusal, act_on_intention, note_text};
+use super::{Actor, OpKind, OpOutcome, OpReport, OpsError, Refusal, act_on_intention, note_text, write_signal};
 use crate::channel::LookupOutcome;
 use crate::dispatch::request::evidence_for;
+use crate::domain::history::{Cause, HistorySignal, Said};
 use crate::domain::state::{IntentionState, Signal, Transition};
-use crate::store::{Cause, Entry, IntentionRow, Tx};
+use crate::store::{IntentionRow, Tx};
 
 /// A manual verification's outcome (a phone call, the customer at the desk).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -113,24 +114,16 @@ fn apply(
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<OpOutcome, OpsError> {
-    let note = note_text(actor, reason);
-    let r = tx.signal(
-        row.id,
-        signal,
-        &Entry {
-            signal: signal.name(),
-            cause: Cause::Operator,
-            evidence: Some(&evidence),
-            note: Some(&note),
-            commitment_version: Some(row.commitment_version),
-        },
-        now,
-    )?;
-    Ok(match r.transition {
+    let said = Said::new(HistorySignal::of(signal), Cause::Operator)
+        .evidence(evidence)
+        .note(note_text(actor, reason))
+        .version(row.commitment_version);
+    let (from, t) = write_signal(tx, row.id, signal, said, now)?;
+    Ok(match t {
         Transition::Move(to) => OpOutcome::moved(to),
-        Transition::Record(_) => OpOutcome::Recorded { state: r.from },
+        Transition::Record(_) => OpOutcome::Recorded { state: from },
         Transition::Refuse => OpOutcome::Refused(Refusal::Closed {
-            state: r.from,
+            state: from,
             reason: row.state_reason.clone(),
         }),
     })

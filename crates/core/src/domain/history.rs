@@ -108,10 +108,20 @@ pub enum HistorySignal {
     /// An engine event naming this and another intention: applied to
     /// neither, parked for a technician.
     EventParked,
+    // --- operator actions (the words of `operator_actions.action`; a
+    // cancel writes [`HistorySignal::Cancel`]) ---
+    Verify,
+    AuthorizeResend,
+    ManualContact,
+    Reprocess,
+    PauseDispatch,
+    ResumeDispatch,
+    /// The case was marked handled: it needs nothing else.
+    Resolve,
 }
 
 impl HistorySignal {
-    pub const ALL: [HistorySignal; 28] = [
+    pub const ALL: [HistorySignal; 35] = [
         Self::Reserved,
         Self::Claim,
         Self::Release,
@@ -140,6 +150,13 @@ impl HistorySignal {
         Self::Webhook,
         Self::TemplateBlocked,
         Self::EventParked,
+        Self::Verify,
+        Self::AuthorizeResend,
+        Self::ManualContact,
+        Self::Reprocess,
+        Self::PauseDispatch,
+        Self::ResumeDispatch,
+        Self::Resolve,
     ];
 
     /// The stored word (`webhook` is a prefix: rows read `webhook:<status>`).
@@ -173,6 +190,13 @@ impl HistorySignal {
             Self::Webhook => "webhook",
             Self::TemplateBlocked => "template_blocked",
             Self::EventParked => "event_parked",
+            Self::Verify => "verify",
+            Self::AuthorizeResend => "authorize_resend",
+            Self::ManualContact => "manual_contact",
+            Self::Reprocess => "reprocess",
+            Self::PauseDispatch => "pause_dispatch",
+            Self::ResumeDispatch => "resume_dispatch",
+            Self::Resolve => "resolve",
         }
     }
 

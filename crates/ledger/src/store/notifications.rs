@@ -6,11 +6,9 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 
-use super::intents::Entry;
-use super::{Cause, Result, Tx, from_ms, ms};
+use super::{Result, Tx, from_ms, ms};
 use crate::domain::commitment::CommitmentKind;
-use crate::domain::history::HistorySignal;
-use crate::domain::state::{IntentionState, Signal};
+use crate::domain::state::IntentionState;
 
 /// A template's status as Meta reported it; `None` fields keep what was known.
 #[derive(Debug, Clone, Default)]
@@ -82,26 +80,14 @@ impl Tx<'_> {
         Ok(rows)
     }
 
-    /// Puts every planned intention of a template (all languages) in
-    /// `review` with `note`: a blocked template would fail each one alone.
-    /// Returns how many moved.
-    pub fn hold_template(&self, name: &str, note: &str, evidence: &str, at: DateTime<Utc>) -> Result<usize> {
-        let ids: Vec<i64> = self
+    /// The planned intentions of a template (all languages), by id: what a
+    /// blocked template holds (`unavez_core::domain::webhook::hold_template`).
+    pub fn planned_of_template(&self, name: &str) -> Result<Vec<i64>> {
+        Ok(self
             .conn()
             .prepare_cached("SELECT id FROM intentions WHERE template = ?1 AND state = ?2 ORDER BY id")?
             .query_map(params![name, IntentionState::Planned.to_string()], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let entry = Entry {
-            signal: HistorySignal::TemplateBlocked.as_str(),
-            cause: Cause::Webhook,
-            evidence: Some(evidence),
-            note: Some(note),
-            commitment_version: None,
-        };
-        for id in &ids {
-            self.signal(*id, Signal::NeedsReview, &entry, at)?;
-        }
-        Ok(ids.len())
+            .collect::<rusqlite::Result<_>>()?)
     }
 
     /// A marketing stop or resume the user asked WhatsApp for. Marketing

@@ -1,17 +1,19 @@
-//! Recovery and reconciliation support: expired leases become `uncertain`,
-//! the uncertain queue is taken in holds so two reconcilers do not work on
-//! the same intention at once, and reconciliation evidence goes through
-//! [`Tx::signal`] like everything else.
+//! Recovery and reconciliation support, as facts: the leases that expired
+//! (with their open attempts), the uncertain queue taken in holds so two
+//! reconcilers do not work on the same intention at once, and what is due
+//! next. What becomes of an expired lease, and every row the reconciler
+//! writes, is decided in `unavez_core::domain::recovery` and stored through
+//! [`crate::api::LedgerTx`].
 
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::{OptionalExtension, params};
 
 use super::intents::{INTENTION_COLS, IntentionRow, intention_row};
 use super::queries::{ATTEMPT_COLS, AttemptRow, attempt_row};
-use super::{Cause, ContactRow, Entry, Result, Tx, from_ms, ms};
-use crate::domain::history::HistorySignal;
+use super::{ContactRow, Result, StoreError, Tx, from_ms, ms};
 use crate::domain::lifecycle::OperatingDay;
-use crate::domain::state::{IntentionState, ReviewReason, Signal};
+use crate::domain::recovery::{self, LeaseFacts};
+use crate::domain::state::IntentionState;
 
 /// An uncertain intention taken for one reconciliation pass.
 #[derive(Debug, Clone)]
@@ -26,74 +28,55 @@ pub struct UncertainItem {
 }
 
 impl Tx<'_> {
-    /// Crash safety: `dispatching` intentions whose lease ended. With an
-    /// unfinished attempt they become `uncertain` (the request may have gone
-    /// out), never `planned`. Returns the ids moved.
-    pub fn expire_leases(&self, now: DateTime<Utc>) -> Result<Vec<i64>> {
-        let expired: Vec<(i64, Option<String>)> = self
+    /// Crash safety, the facts: `dispatching` intentions whose lease ended
+    /// before `now`, with their owner and open attempts, by id. What
+    /// becomes of them is decided in `unavez_core::domain::recovery`.
+    pub fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<LeaseFacts>> {
+        let rows: Vec<(i64, Option<String>, String, Option<i64>)> = self
             .conn()
             .prepare_cached(
-                "SELECT id, lease_owner FROM intentions WHERE state = 'dispatching' AND lease_until < ?1 ORDER BY id",
+                "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
+                 LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
+                 WHERE i.state = 'dispatching' AND i.lease_until < ?1 ORDER BY i.id, a.id",
             )?
-            .query_map([ms(now)], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .query_map([ms(now)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        let mut moved = Vec::new();
-        for (id, owner) in expired {
-            let note = format!(
-                "lease of {} expired with the attempt unfinished: outcome unknown",
-                owner.as_deref().unwrap_or("?")
-            );
-            self.mark_open_attempts_uncertain(id, &note, now)?;
-            let r = self.signal(
-                id,
-                Signal::Unknown,
-                &Entry {
-                    signal: HistorySignal::LeaseExpired.as_str(),
-                    cause: Cause::Reconciler,
-                    evidence: None,
-                    note: Some(&note),
-                    commitment_version: None,
-                },
-                now,
-            )?;
-            if r.moved() {
-                moved.push(id);
+        group_lease_facts(rows)
+    }
+
+    /// The same facts for the intentions of these attempts (a shutdown
+    /// with attempts in flight), in the order of their first attempt given.
+    pub fn lease_facts_of_attempts(&self, attempt_ids: &[i64]) -> Result<Vec<LeaseFacts>> {
+        let mut stmt = self.conn().prepare_cached(
+            "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
+             LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
+             WHERE i.id = (SELECT intention_id FROM attempts WHERE id = ?1) ORDER BY a.id",
+        )?;
+        let mut rows = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for attempt in attempt_ids {
+            let found: Vec<(i64, Option<String>, String, Option<i64>)> = stmt
+                .query_map([attempt], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            match found.first() {
+                None => return Err(StoreError::NoAttempt(*attempt)),
+                Some(f) if seen.insert(f.0) => rows.extend(found),
+                Some(_) => {}
             }
         }
-        Ok(moved)
+        group_lease_facts(rows)
     }
 
     /// Shutdown with an attempt still in flight: the request may have been
-    /// processed, so the intention becomes `uncertain`.
+    /// processed, so the intention becomes `uncertain`. The rule is
+    /// [`recovery::abandon`]; this only reads its facts and stores its
+    /// rows, for the worker that still calls it by this name (the app's
+    /// `reconcile::recovery::abandon_attempts` is the same, set-based).
     pub fn abandon_attempt(&self, attempt_id: i64, why: &str, now: DateTime<Utc>) -> Result<bool> {
-        let id: i64 = self
-            .conn()
-            .query_row("SELECT intention_id FROM attempts WHERE id = ?1", [attempt_id], |r| {
-                r.get(0)
-            })?;
-        self.mark_open_attempts_uncertain(id, why, now)?;
-        let r = self.signal(
-            id,
-            Signal::Unknown,
-            &Entry {
-                signal: HistorySignal::UnknownOutcome.as_str(),
-                cause: Cause::Dispatcher,
-                evidence: None,
-                note: Some(why),
-                commitment_version: None,
-            },
-            now,
-        )?;
-        Ok(r.moved())
-    }
-
-    fn mark_open_attempts_uncertain(&self, id: i64, why: &str, now: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
-            "UPDATE attempts SET ended_at = ?2, outcome = 'uncertain', error_detail = ?3
-             WHERE intention_id = ?1 AND ended_at IS NULL",
-            params![id, ms(now), why],
-        )?;
-        Ok(())
+        let plan = recovery::abandon(&self.lease_facts_of_attempts(&[attempt_id])?, why, now);
+        self.write_attempts(&plan.attempts)?;
+        self.apply_records(&plan.records)?;
+        Ok(!plan.moved().is_empty())
     }
 
     /// Takes up to `limit` uncertain intentions due for reconciliation and
@@ -182,103 +165,6 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Records one reconciliation try that did not settle the intention.
-    pub fn note_reconcile(&self, id: i64, note: &str, evidence: Option<&str>, now: DateTime<Utc>) -> Result<()> {
-        self.note(
-            id,
-            &Entry {
-                signal: HistorySignal::Reconcile.as_str(),
-                cause: Cause::Reconciler,
-                evidence,
-                note: Some(note),
-                commitment_version: None,
-            },
-            now,
-        )
-    }
-
-    /// Applies reconciliation evidence (a lookup answer) to an intention.
-    pub fn reconcile_evidence(
-        &self,
-        id: i64,
-        signal: Signal,
-        command_id: Option<&str>,
-        message_id: Option<&str>,
-        note: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        if command_id.is_some() || message_id.is_some() {
-            self.conn().execute(
-                "UPDATE intentions SET provider_command_id = coalesce(?2, provider_command_id),
-                     provider_message_id = coalesce(?3, provider_message_id) WHERE id = ?1",
-                params![id, command_id, message_id],
-            )?;
-        }
-        let r = self.signal(
-            id,
-            signal,
-            &Entry {
-                signal: HistorySignal::of(signal).as_str(),
-                cause: Cause::Reconciler,
-                evidence: command_id.or(message_id),
-                note: Some(note),
-                commitment_version: None,
-            },
-            now,
-        )?;
-        if command_id.is_some() || message_id.is_some() {
-            self.apply_pending_statuses_for(id, now)?;
-        }
-        Ok(r.moved())
-    }
-
-    /// Sends an intention to `review` with the reconciler's explanation.
-    pub fn reconcile_to_review(&self, id: i64, note: &str, now: DateTime<Utc>) -> Result<bool> {
-        self.reconciler_review(id, None, note, None, now)
-    }
-
-    /// The reconciler hands an intention to a person; whether it moved.
-    fn reconciler_review(
-        &self,
-        id: i64,
-        evidence: Option<&str>,
-        note: &str,
-        commitment_version: Option<i64>,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        let entry = Entry {
-            signal: HistorySignal::NeedsReview.as_str(),
-            cause: Cause::Reconciler,
-            evidence,
-            note: Some(note),
-            commitment_version,
-        };
-        Ok(self.signal(id, Signal::NeedsReview, &entry, now)?.moved())
-    }
-
-    /// A repeat that validity refused, with nothing to withdraw: a person
-    /// must confirm with the customer, because the first request may or may
-    /// not have gone out. `state_reason` is the typed reason the console
-    /// shows in the operator's language; the history note keeps the
-    /// verdict's own explanation and the version it read.
-    pub fn review_refused_repeat(
-        &self,
-        id: i64,
-        reason: ReviewReason,
-        note: &str,
-        version: i64,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        let moved = self.reconciler_review(id, Some("validity_before_repeat"), note, Some(version), now)?;
-        if moved {
-            self.conn().execute(
-                "UPDATE intentions SET state_reason = ?2 WHERE id = ?1",
-                params![id, reason.as_str()],
-            )?;
-        }
-        Ok(moved)
-    }
-
     /// The soonest moment anything becomes due for the dispatcher or the
     /// reconciler (`None`: nothing scheduled). Lets `--until-idle` decide
     /// whether to wait or stop.
@@ -322,4 +208,30 @@ impl Tx<'_> {
     pub fn acknowledged(&self, id: i64) -> Result<bool> {
         self.has_acknowledged_attempt(id)
     }
+}
+
+/// One row per (intention, open attempt) → one [`LeaseFacts`] per intention,
+/// in the order the rows came.
+fn group_lease_facts(rows: Vec<(i64, Option<String>, String, Option<i64>)>) -> Result<Vec<LeaseFacts>> {
+    let mut out: Vec<LeaseFacts> = Vec::new();
+    for (id, owner, state, attempt) in rows {
+        if out.last().is_none_or(|f| f.intention_id != id) {
+            let state = state
+                .parse()
+                .map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
+                    table: "intentions",
+                    detail: e.to_string(),
+                })?;
+            out.push(LeaseFacts {
+                intention_id: id,
+                state,
+                owner,
+                open_attempts: Vec::new(),
+            });
+        }
+        if let (Some(a), Some(f)) = (attempt, out.last_mut()) {
+            f.open_attempts.push(a);
+        }
+    }
+    Ok(out)
 }

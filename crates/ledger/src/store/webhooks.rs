@@ -18,6 +18,7 @@ use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Transition};
 use crate::domain::status::MotorEvent;
 use crate::domain::status::{CloudStatus, Report, motor_report};
+use crate::domain::webhook;
 
 /// `channel_events.source` of WhatsApp Cloud API notifications.
 pub const SOURCE_CLOUD: &str = "cloud";
@@ -205,10 +206,7 @@ impl Tx<'_> {
                     // A second message id for one key means a second
                     // message reached WhatsApp: evidence a person must see.
                     Some(first) if first != mid => {
-                        let note = format!(
-                            "status for message {mid}, but this intention's message is {first}: possible duplicate send"
-                        );
-                        let evidence = format!("message:{mid}");
+                        let (evidence, note) = webhook::second_message_id(mid, &first);
                         self.note(
                             id,
                             &self.webhook_entry(HistorySignal::SecondMessageId.as_str(), &evidence, Some(&note)),
@@ -225,55 +223,28 @@ impl Tx<'_> {
         Ok(None)
     }
 
-    /// Feeds one report through the state machine. Every report lands in
-    /// history — moves, record-only signals (lower rank, repeated, failed
-    /// after delivery) and refused ones — in the order applied. A report
-    /// that takes an intention out of `uncertain` says so.
+    /// Stores the history row core decides for one report
+    /// ([`webhook::report_row`]): through the state machine, or recorded
+    /// only. Returns whether the intention moved and its state after.
     pub fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)> {
         let row = self.intention(id)?;
-        let mut note = report.note.clone();
-        let signal_name = format!("webhook:{}", report.status);
-        let Some(signal) = report.signal else {
-            let n = format!("status {:?} not mapped to a state: recorded only", report.status);
-            self.note(id, &self.webhook_entry(&signal_name, &report.evidence, Some(&n)), at)?;
+        let plan = webhook::report_row(row.state, row.commitment_version, report);
+        let entry = Entry {
+            signal: &plan.word,
+            cause: Cause::Webhook,
+            evidence: Some(&plan.evidence),
+            note: plan.note.as_deref(),
+            commitment_version: plan.commitment_version,
+        };
+        let Some(signal) = plan.signal else {
+            self.note(id, &entry, at)?;
             return Ok((false, row.state));
         };
-        if row.state == IntentionState::Uncertain && signal.is_evidence() {
-            let resolved = format!("resolves uncertain with evidence {}", report.evidence);
-            note = Some(match note {
-                Some(n) => format!("{resolved}; {n}"),
-                None => resolved,
-            });
-        }
-        let entry = Entry {
-            signal: &signal_name,
-            cause: Cause::Webhook,
-            evidence: Some(&report.evidence),
-            note: note.as_deref(),
-            commitment_version: Some(row.commitment_version),
-        };
         let r = self.signal(id, signal, &entry, at)?;
-        match r.transition {
-            Transition::Move(to) => Ok((true, to)),
-            Transition::Record(_) => Ok((false, r.from)),
-            Transition::Refuse => {
-                // Still evidence that something was reported: keep it.
-                let n = format!("{} does not apply to {}: recorded only", signal.name(), r.from);
-                let n = match &note {
-                    Some(extra) => format!("{n}; {extra}"),
-                    None => n,
-                };
-                self.note(
-                    id,
-                    &Entry {
-                        note: Some(&n),
-                        ..entry
-                    },
-                    at,
-                )?;
-                Ok((false, r.from))
-            }
-        }
+        Ok(match r.transition {
+            Transition::Move(to) => (true, to),
+            Transition::Record(_) | Transition::Refuse => (false, r.from),
+        })
     }
 
     fn webhook_entry<'a>(&self, signal: &'a str, evidence: &'a str, note: Option<&'a str>) -> Entry<'a> {
@@ -350,10 +321,7 @@ impl Tx<'_> {
         }
         let evidence = format!("{}:{}", ev.source, ev.event_id);
         for (id, other) in [(by_key, by_mid), (by_mid, by_key)] {
-            let note = format!(
-                "event {} names this intention and intention #{other} (key {key}, message {mid}): applied to neither",
-                ev.event_id
-            );
+            let note = webhook::parked_note(ev.event_id, other, key, mid);
             self.note(
                 id,
                 &self.webhook_entry(HistorySignal::EventParked.as_str(), &evidence, Some(&note)),

@@ -275,42 +275,70 @@ pub fn process(
         .unwrap_or(Reply::Other);
     let quoted = msg.context.as_ref().and_then(|c| c.id.as_deref());
     let target = tx.reply_commitment(contact, quoted, now)?;
-    let source_event = format!("cloud:{}", msg.id);
-    let text = msg.display_text();
-
-    match reply {
-        Reply::OptOut => {
-            let also_transactional = state.config().inbound.opt_out_blocks_transactional;
-            tx.opt_out(contact, also_transactional, sent_at, now)?;
-            if let Some((cid, ..)) = &target {
-                tx.add_commitment_signal(*cid, "opt_out", Some(&text), &source_event, now)?;
-            }
-        }
-        Reply::Reschedule => {
-            if let Some((cid, ..)) = &target {
-                tx.request_reschedule(*cid, &text, &source_event, now)?;
-            }
-        }
-        Reply::Confirm => match &target {
-            Some((cid, reference, true)) => {
-                confirm(tx, state, &msg, reference, sent_at, now)?;
-                tx.add_commitment_signal(*cid, "confirmed_by_reply", Some(&text), &source_event, now)?;
-            }
-            // Nothing upcoming to confirm: keep what they said for a person.
-            Some((cid, ..)) => tx.add_commitment_signal(*cid, "conversation", Some(&text), &source_event, now)?,
-            None => {}
-        },
-        Reply::Other => {
-            if let Some((cid, ..)) = &target {
-                tx.add_commitment_signal(*cid, "conversation", Some(&text), &source_event, now)?;
-            }
-        }
-    }
+    let facts = ReplyFacts {
+        contact,
+        text: &msg.display_text(),
+        source_event: &format!("cloud:{}", msg.id),
+        sent_at,
+    };
+    apply_reply(tx, state, &msg, reply, target.as_ref(), &facts, now)?;
     tx.mark_channel_event(row, "applied", None, now)?;
     Ok(Ok(InboundOutcome::Applied {
         reply: reply.as_str(),
         commitment: target.map(|t| t.1),
     }))
+}
+
+/// What a customer's message says, as the facts it leaves behind.
+struct ReplyFacts<'a> {
+    contact: i64,
+    text: &'a str,
+    source_event: &'a str,
+    sent_at: DateTime<Utc>,
+}
+
+/// What a classified reply does to the contact and to the commitment it is
+/// about (`target`: id, reference, whether it is an upcoming appointment).
+fn apply_reply(
+    tx: &Tx<'_>,
+    state: &AppState,
+    msg: &InboundMessage,
+    reply: Reply,
+    target: Option<&(i64, String, bool)>,
+    facts: &ReplyFacts<'_>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    match reply {
+        Reply::OptOut => {
+            let also_transactional = state.config().inbound.opt_out_blocks_transactional;
+            tx.opt_out(facts.contact, also_transactional, facts.sent_at, now)?;
+            if let Some((cid, ..)) = target {
+                tx.add_commitment_signal(*cid, "opt_out", Some(facts.text), facts.source_event, now)?;
+            }
+        }
+        Reply::Reschedule => {
+            if let Some((cid, ..)) = target {
+                tx.request_reschedule(*cid, facts.text, facts.source_event, now)?;
+            }
+        }
+        Reply::Confirm => match target {
+            Some((cid, reference, true)) => {
+                confirm(tx, state, msg, reference, facts.sent_at, now)?;
+                tx.add_commitment_signal(*cid, "confirmed_by_reply", Some(facts.text), facts.source_event, now)?;
+            }
+            // Nothing upcoming to confirm: keep what they said for a person.
+            Some((cid, ..)) => {
+                tx.add_commitment_signal(*cid, "conversation", Some(facts.text), facts.source_event, now)?
+            }
+            None => {}
+        },
+        Reply::Other => {
+            if let Some((cid, ..)) = target {
+                tx.add_commitment_signal(*cid, "conversation", Some(facts.text), facts.source_event, now)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The confirmation as a booking event, so it takes exactly the path an

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::counter::Counter;
 use crate::domain::status::timestamp_text;
+use crate::domain::webhook;
 use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StoreError, TemplateStatus, Tx};
 
 /// Template statuses that stop a template from being sent.
@@ -95,7 +96,9 @@ pub fn process(tx: &Tx<'_>, n: &Notice, now: DateTime<Utc>) -> Result<NoticeOutc
                     "WhatsApp reports template {name} as {s}{}: held for review instead of failing",
                     reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
                 );
-                held = tx.hold_template(&name, &note, &format!("cloud:{id}"), now)?;
+                let planned = tx.planned_of_template(&name)?;
+                tx.apply_records(&webhook::hold_template(&planned, &note, &format!("cloud:{id}"), now))?;
+                held = planned.len();
                 tx.bump_counter(Counter::TemplateBlocked, 1)?;
                 tracing::warn!(template = %name, status = %s, held, "message template blocked by WhatsApp");
             }

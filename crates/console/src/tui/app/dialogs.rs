@@ -424,24 +424,7 @@ impl App {
             // A late one (after the report) must not bring the gauge back.
             Response::ReprocessProgress(p) if self.reprocess.running.is_some() => self.reprocess.running = Some(p),
             Response::ReprocessProgress(_) => {}
-            Response::Reprocessed(r) => {
-                self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
-                self.reprocess.running = None;
-                match r {
-                    Ok(report) => {
-                        let what = format!(
-                            "{} {}: {}",
-                            self.t.act_reprocess,
-                            report.day,
-                            summary_text(self.t, &report.items)
-                        );
-                        self.flash(FlashKind::Success, fill(self.t.flash_done, &[("what", &what)]));
-                        self.reprocess.done = Some(report);
-                    }
-                    Err(e) => self.fail(e),
-                }
-                return self.load();
-            }
+            Response::Reprocessed(r) => return self.on_reprocessed(r),
             Response::Attention(Ok(p)) => self.attention.set(p),
             Response::Upcoming(Ok(p)) => self.upcoming.set(p),
             Response::Counter(Ok(p)) => self.counter.set(p),
@@ -462,34 +445,7 @@ impl App {
                 self.detail = Some(d);
                 self.detail_loading = false;
             }
-            Response::Status {
-                queue,
-                last_error,
-                service,
-                others,
-                alerts,
-                blocked,
-                locked,
-            } => {
-                self.dispatcher.queue = queue;
-                if others.is_some() {
-                    self.dispatcher.others = others;
-                    self.alerts = alerts;
-                    self.blocked_templates = blocked;
-                }
-                self.dispatcher.locked = locked;
-                let service_error = service.as_ref().and_then(|s| s.last_error.clone()).map(|(_, e)| e);
-                if let Some(s) = &service {
-                    self.dispatcher.running = Some(s.state != ServiceState::Stopped);
-                    self.dispatcher.paused = s.state == ServiceState::Paused;
-                }
-                // A start-up error (channel unavailable) stays until restart.
-                if self.dispatcher.running == Some(true) {
-                    self.dispatcher.last_error = service_error.or(last_error);
-                } else if service_error.is_some() {
-                    self.dispatcher.last_error = service_error;
-                }
-            }
+            status @ Response::Status { .. } => self.on_status(status),
             Response::Attention(Err(e))
             | Response::Upcoming(Err(e))
             | Response::Counter(Err(e))
@@ -513,6 +469,62 @@ impl App {
             }
         }
         vec![]
+    }
+
+    /// A reprocessing run ended: its summary on the flash line, the
+    /// screens reloaded.
+    fn on_reprocessed(&mut self, r: Result<Box<reprocess::Report>, Failure>) -> Vec<Request> {
+        self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
+        self.reprocess.running = None;
+        match r {
+            Ok(report) => {
+                let what = format!(
+                    "{} {}: {}",
+                    self.t.act_reprocess,
+                    report.day,
+                    summary_text(self.t, &report.items)
+                );
+                self.flash(FlashKind::Success, fill(self.t.flash_done, &[("what", &what)]));
+                self.reprocess.done = Some(report);
+            }
+            Err(e) => self.fail(e),
+        }
+        self.load()
+    }
+
+    /// The dispatcher's status line: queue, services, other dispatchers,
+    /// alerts and the error worth showing.
+    fn on_status(&mut self, status: Response) {
+        let Response::Status {
+            queue,
+            last_error,
+            service,
+            others,
+            alerts,
+            blocked,
+            locked,
+        } = status
+        else {
+            return;
+        };
+        self.dispatcher.queue = queue;
+        if others.is_some() {
+            self.dispatcher.others = others;
+            self.alerts = alerts;
+            self.blocked_templates = blocked;
+        }
+        self.dispatcher.locked = locked;
+        let service_error = service.as_ref().and_then(|s| s.last_error.clone()).map(|(_, e)| e);
+        if let Some(s) = &service {
+            self.dispatcher.running = Some(s.state != ServiceState::Stopped);
+            self.dispatcher.paused = s.state == ServiceState::Paused;
+        }
+        // A start-up error (channel unavailable) stays until restart.
+        if self.dispatcher.running == Some(true) {
+            self.dispatcher.last_error = service_error.or(last_error);
+        } else if service_error.is_some() {
+            self.dispatcher.last_error = service_error;
+        }
     }
 
     /// An error on the flash line in the operator's words, kept whole for
