@@ -27,4 +27,5 @@ pub mod api;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod pg;
+pub mod rows;
 pub mod store;

@@ -19,13 +19,18 @@
 //!   them once.
 //!
 //! What is here: [`PgLedger`] (connect, migrate, write transactions, the
-//! database clock) and the claim's rows ([`PgTx::due_ids`],
-//! [`PgTx::start_attempts`], [`PgTx::apply_records`]). The full set-based
-//! [`crate::api::LedgerTx`] and the console/webhook/operator queries on
-//! PostgreSQL are not implemented yet.
+//! database clock) and, as inherent methods of [`PgTx`] with the contract
+//! of the SQLite methods of the same names, every [`crate::api::LedgerTx`]
+//! operation except `apply_pending_statuses` (which waits for the webhook
+//! rules to leave the SQLite store): due ids, claim/finish/sequence facts,
+//! reserve N, history records, attempts, channel references, next tries,
+//! counters. Not implemented yet: the trait itself on `PgTx`, the console,
+//! webhook and operator queries, and choosing the backend in commands.
 
 mod dispatch;
+mod facts;
 pub mod url;
+mod writes;
 
 use postgres::{Client, NoTls};
 
@@ -42,6 +47,12 @@ pub enum PgError {
     TooNew { url: String, found: u32, known: u32 },
     #[error("{0}")]
     Url(String),
+    #[error("no intention #{0}")]
+    NoIntention(i64),
+    #[error("no attempt #{0}")]
+    NoAttempt(i64),
+    #[error("corrupt row in {table}: {detail}")]
+    Corrupt { table: &'static str, detail: String },
     #[error("intention #{id} is no longer {expected}: a change decided on a stale read was not applied")]
     Moved { id: i64, expected: &'static str },
     #[error("PostgreSQL error: {}", detail(.0))]
