@@ -34,11 +34,26 @@ pub trait Cols {
 }
 
 impl Cols for postgres::Row {
+    /// Any integer width, or a boolean (`EXISTS`, comparisons) as 0/1.
     fn int(&self, i: usize) -> Result<i64, String> {
-        self.try_get(i).map_err(|e| format!("column {i}: {e}"))
+        self.opt_int(i)?
+            .ok_or_else(|| format!("column {i}: NULL where a value was expected"))
     }
     fn opt_int(&self, i: usize) -> Result<Option<i64>, String> {
-        self.try_get(i).map_err(|e| format!("column {i}: {e}"))
+        let err = |e: postgres::Error| format!("column {i}: {e}");
+        let ty = self
+            .columns()
+            .get(i)
+            .map(|c| c.type_().clone())
+            .ok_or(format!("no column {i}"))?;
+        use postgres::types::Type;
+        Ok(match ty {
+            Type::INT8 => self.try_get::<_, Option<i64>>(i).map_err(err)?,
+            Type::INT4 => self.try_get::<_, Option<i32>>(i).map_err(err)?.map(i64::from),
+            Type::INT2 => self.try_get::<_, Option<i16>>(i).map_err(err)?.map(i64::from),
+            Type::BOOL => self.try_get::<_, Option<bool>>(i).map_err(err)?.map(i64::from),
+            other => return Err(format!("column {i}: {other} where an integer was expected")),
+        })
     }
     fn text(&self, i: usize) -> Result<String, String> {
         self.try_get(i).map_err(|e| format!("column {i}: {e}"))

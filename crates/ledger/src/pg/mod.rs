@@ -176,6 +176,11 @@ impl PgLedger {
         Ok(self.client.query_one("SELECT unavez_now_ms()", &[])?.get(0))
     }
 
+    /// The connection itself (reads outside a transaction, tests).
+    pub fn into_client(self) -> Client {
+        self.client
+    }
+
     /// The raw client, for tests and the schema comparison.
     pub fn client(&mut self) -> &mut Client {
         &mut self.client
@@ -183,6 +188,11 @@ impl PgLedger {
 }
 
 impl PgTx<'_> {
+    /// Statements written once for both backends ([`crate::sql`]).
+    pub fn db(&self) -> crate::sql::Db<'_> {
+        crate::sql::Db::Pg(&self.tx)
+    }
+
     /// The database's clock inside this transaction.
     pub fn now_ms(&self) -> Result<i64> {
         Ok(self.tx.borrow_mut().query_one("SELECT unavez_now_ms()", &[])?.get(0))
