@@ -3,6 +3,7 @@
 //! here and nowhere else.
 
 mod background;
+mod copy;
 mod dispatch;
 mod intents_ops;
 mod ledger;
@@ -63,6 +64,9 @@ pub enum Command {
     Dispatch(dispatch::DispatchArgs),
     /// Re-evaluate one operating day's intentions by state.
     Reprocess(dispatch::ReprocessArgs),
+    /// The ledger itself: copy a SQLite ledger to PostgreSQL.
+    #[command(subcommand)]
+    Ledger(copy::LedgerCmd),
 }
 
 /// `unavez intents …`: the listings, and the operator actions that have a
@@ -230,6 +234,7 @@ where
         Command::Serve(a) => dispatch::serve(&ctx, a),
         Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
+        Command::Ledger(c) => copy::run(c),
     }
 }
 

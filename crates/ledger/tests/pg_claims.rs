@@ -3,16 +3,17 @@
 //! due intention exactly once, by the database's clock. Judged by the rows
 //! themselves: one attempt and one claim history row per intention.
 
-mod support;
+mod pg_common;
 
 use std::collections::BTreeSet;
 
 use chrono::Duration;
-use support::PgSchema;
+use pg_common::{ledger, url};
 use unavez_ledger::api::{ClaimScope, NewAttempt};
 use unavez_ledger::domain::history::{Cause, HistorySignal, Record, Said};
 use unavez_ledger::domain::state::IntentionState;
 use unavez_ledger::pg::{PgError, PgLedger};
+use unavez_testkit::PgSchema;
 
 /// `n` planned intentions of one commitment; `due_in_ms` relative to the
 /// database's clock.
@@ -73,10 +74,10 @@ fn claim_once(ledger: &mut PgLedger, owner: &str, scope: &ClaimScope) -> Result<
 #[test]
 fn four_concurrent_claimers_take_every_due_intention_exactly_once() {
     let schema = PgSchema::new();
-    seed(&mut schema.ledger(), 400, 0);
+    seed(&mut ledger(&schema), 400, 0);
     let claimers: Vec<_> = (0..4)
         .map(|k| {
-            let url = schema.url.clone();
+            let url = url(&schema);
             std::thread::spawn(move || {
                 let mut ledger = PgLedger::open(&url).unwrap();
                 let owner = format!("host-{k}");
@@ -106,7 +107,7 @@ fn four_concurrent_claimers_take_every_due_intention_exactly_once() {
         all.len()
     );
     assert_eq!(distinct.len(), 400);
-    let mut ledger = schema.ledger();
+    let mut ledger = ledger(&schema);
     let c = ledger.client();
     let row = c
         .query_one(
@@ -124,7 +125,7 @@ fn four_concurrent_claimers_take_every_due_intention_exactly_once() {
 #[test]
 fn due_is_read_on_the_database_clock_and_a_stale_move_is_refused() {
     let schema = PgSchema::new();
-    let mut ledger = schema.ledger();
+    let mut ledger = ledger(&schema);
     // Due one minute from now by the server's clock: nothing to claim yet.
     seed(&mut ledger, 3, 60_000);
     assert!(claim_once(&mut ledger, "host-a", &ClaimScope::Due).unwrap().is_empty());

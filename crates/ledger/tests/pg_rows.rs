@@ -4,10 +4,10 @@
 //! attempt rows and their finish facts, channel references, next tries,
 //! the version-sequence facts and counters.
 
-mod support;
+mod pg_common;
 
 use chrono::{Duration, Utc};
-use support::PgSchema;
+use pg_common::ledger;
 use unavez_ledger::api::{NewAttempt, Reservation};
 use unavez_ledger::domain::attempt::AttemptOutcome;
 use unavez_ledger::domain::counter::Counter;
@@ -18,6 +18,7 @@ use unavez_ledger::domain::key::{IntentionKey, Purpose};
 use unavez_ledger::domain::state::IntentionState;
 use unavez_ledger::pg::PgLedger;
 use unavez_ledger::templates::Category;
+use unavez_testkit::PgSchema;
 
 fn intention(reference: &str, purpose: Purpose, body: &str) -> NewIntention {
     let key = IntentionKey::for_commitment(reference, &purpose, 1).unwrap();
@@ -64,7 +65,7 @@ fn seed(ledger: &mut PgLedger) -> (i64, i64) {
 #[test]
 fn reserve_claim_facts_attempts_and_counters_keep_the_ledger_contract() {
     let schema = PgSchema::new();
-    let mut ledger = schema.ledger();
+    let mut ledger = ledger(&schema);
     let (cid, kid) = seed(&mut ledger);
     let booking = intention("CITA-7", Purpose::Booking, "hola");
     let reminder = intention("CITA-7", Purpose::Reminder { minutes: 1440 }, "mañana");

@@ -5,12 +5,13 @@
 //! PostgreSQL) and PostgreSQL's schema-version row (SQLite keeps the
 //! version in `PRAGMA user_version`).
 
-mod support;
+mod pg_common;
 
 use std::collections::BTreeSet;
 
-use support::PgSchema;
+use pg_common::{ledger, url};
 use unavez_ledger::store::Store;
+use unavez_testkit::PgSchema;
 
 /// `(table, column, type, not null)` and `(table, unique columns)`.
 type Shape = (
@@ -96,7 +97,7 @@ fn sqlite_shape() -> Shape {
 }
 
 fn pg_shape(schema: &PgSchema) -> Shape {
-    let mut ledger = schema.ledger();
+    let mut ledger = ledger(schema);
     let c = ledger.client();
     let mut columns = BTreeSet::new();
     for r in c
@@ -162,14 +163,14 @@ fn migrating_twice_or_from_two_hosts_at_once_applies_each_version_once() {
     let schema = PgSchema::new();
     let threads: Vec<_> = (0..4)
         .map(|_| {
-            let url = schema.url.clone();
+            let url = url(&schema);
             std::thread::spawn(move || unavez_ledger::pg::PgLedger::open(&url).map(|_| ()))
         })
         .collect();
     for t in threads {
         t.join().unwrap().unwrap();
     }
-    let mut again = schema.ledger();
+    let mut again = ledger(&schema);
     assert_eq!(
         again.schema_version().unwrap(),
         unavez_ledger::pg::PgLedger::known_version()

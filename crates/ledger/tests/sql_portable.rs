@@ -3,14 +3,15 @@
 //! `IS DISTINCT FROM`, a parameter cast where its type cannot be inferred,
 //! multi-row `VALUES` with bare `?`, and errors for a broken constraint.
 
-mod support;
+mod pg_common;
 
 use std::cell::RefCell;
 
-use support::PgSchema;
+use pg_common::ledger;
 use unavez_ledger::sql::{Db, SqlError, Value};
 use unavez_ledger::store::Store;
 use unavez_ledger::vals;
+use unavez_testkit::PgSchema;
 
 /// The statements under test, with what each returned, in order.
 fn script(db: &Db<'_>) -> Vec<String> {
@@ -97,7 +98,7 @@ fn one_statement_text_gives_the_same_answers_on_sqlite_and_postgresql() {
     let on_sqlite = script(&Db::Sqlite(&conn));
 
     let schema = PgSchema::new();
-    let client = RefCell::new(schema.ledger().into_client());
+    let client = RefCell::new(ledger(&schema).into_client());
     let on_pg = script(&Db::Pg(&client));
     assert_eq!(on_sqlite, on_pg);
     assert_eq!(on_sqlite[0], "inserted 2");
