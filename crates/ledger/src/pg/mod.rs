@@ -29,11 +29,13 @@
 
 mod dispatch;
 mod facts;
+pub mod listen;
 pub mod url;
 mod writes;
 
 use postgres::{Client, NoTls};
 
+pub use listen::PgListener;
 pub use url::PgUrl;
 
 /// PostgreSQL errors, with what was being done.

@@ -380,3 +380,26 @@ END $$;
 CREATE TRIGGER commitment_search_contact AFTER UPDATE OF name, phone ON contacts
     FOR EACH ROW WHEN (NEW.name IS DISTINCT FROM OLD.name OR NEW.phone IS DISTINCT FROM OLD.phone)
     EXECUTE FUNCTION commitment_search_contact();
+
+-- Live consoles: every committed change to what a console shows is
+-- announced on the channel `unavez_<schema>` (one per ledger, even when
+-- several share a database) with the table's name as the payload. Statement-level (one notice per statement, not per row), and
+-- PostgreSQL folds identical notices of one transaction into one and
+-- delivers them at commit, so a claim of 128 intentions costs one notice.
+CREATE FUNCTION unavez_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('unavez_' || TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER intentions_notify AFTER INSERT OR UPDATE OR DELETE ON intentions
+    FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
+CREATE TRIGGER commitments_notify AFTER INSERT OR UPDATE OR DELETE ON commitments
+    FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
+CREATE TRIGGER channel_events_notify AFTER INSERT OR UPDATE ON channel_events
+    FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
+CREATE TRIGGER refused_events_notify AFTER INSERT OR UPDATE ON refused_events
+    FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
+CREATE TRIGGER attention_handled_notify AFTER INSERT OR UPDATE OR DELETE ON attention_handled
+    FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
+CREATE TRIGGER dispatchers_notify AFTER INSERT OR UPDATE OR DELETE ON dispatchers
+    FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
