@@ -205,6 +205,16 @@ pub enum SqlError {
     Row(String),
 }
 
+impl From<SqlError> for crate::store::StoreError {
+    fn from(e: SqlError) -> Self {
+        match e {
+            SqlError::Sqlite(e) => crate::store::StoreError::Sql(e),
+            SqlError::Pg(e) => crate::store::StoreError::Pg(e.into()),
+            SqlError::Row(detail) => crate::store::StoreError::Corrupt { table: "row", detail },
+        }
+    }
+}
+
 impl Db<'_> {
     /// Runs a statement; the number of rows it changed.
     pub fn exec(&self, sql: &str, params: &[Value]) -> Result<usize, SqlError> {
