@@ -3,6 +3,7 @@
 //! here and nowhere else.
 
 mod background;
+mod copy;
 mod dispatch;
 mod intents_ops;
 mod ledger;
@@ -21,6 +22,7 @@ use crate::ops::identity::{self, Identity, IdentityError};
 use crate::planner::Planner;
 use crate::store::{OpenOptions, Store};
 use crate::templates::Templates;
+use unavez_ledger::location::Location;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,7 +31,8 @@ use crate::templates::Templates;
     about = "One business intention, at most one WhatsApp message"
 )]
 pub struct Cli {
-    /// SQLite ledger file (default: `database` from the config, `unavez.db`).
+    /// The ledger: a SQLite file, or a postgres:// URL (default: `database`
+    /// from the config, `unavez.db`).
     #[arg(long, global = true, env = "UNAVEZ_DB")]
     pub db: Option<PathBuf>,
     /// Configuration file (see config.example.toml); defaults apply without one.
@@ -63,6 +66,9 @@ pub enum Command {
     Dispatch(dispatch::DispatchArgs),
     /// Re-evaluate one operating day's intentions by state.
     Reprocess(dispatch::ReprocessArgs),
+    /// The ledger itself: copy a SQLite ledger to PostgreSQL.
+    #[command(subcommand)]
+    Ledger(copy::LedgerCmd),
 }
 
 /// `unavez intents …`: the listings, and the operator actions that have a
@@ -95,7 +101,10 @@ pub enum IntentsCmd {
 /// What every command needs: configuration, database path and templates.
 pub struct Ctx {
     pub config: Config,
+    /// The ledger setting as given (a path, or a URL).
     pub db: PathBuf,
+    /// What it names.
+    pub location: Location,
     pub templates: Templates,
     /// `[storage] group`, resolved: new ledger files are shared with it.
     pub gid: Option<u32>,
@@ -109,10 +118,12 @@ impl Ctx {
         };
         let templates = config.load_templates()?;
         let db = cli.db.clone().unwrap_or_else(|| config.database.clone());
+        let location = Location::parse(&db)?;
         let gid = config.storage_gid()?;
         Ok(Ctx {
             config,
             db,
+            location,
             templates,
             gid,
         })
@@ -132,6 +143,7 @@ impl Ctx {
     }
 
     fn open(&self, create: bool) -> anyhow::Result<Store> {
+        self.sqlite_only()?;
         let opts = OpenOptions {
             create,
             group: self.gid,
@@ -145,6 +157,19 @@ impl Ctx {
             );
         }
         Ok(store)
+    }
+
+    /// Refuses a PostgreSQL ledger for the commands that do not run on it
+    /// yet, saying which do.
+    pub fn sqlite_only(&self) -> anyhow::Result<()> {
+        match &self.location {
+            Location::Sqlite(_) => Ok(()),
+            Location::Postgres(url) => anyhow::bail!(
+                "the PostgreSQL ledger ({url}) does not run this command yet: `unavez init` and \
+                 `unavez ledger copy` work on it; use a SQLite file for the rest (docs/design.md, \
+                 \"A shared ledger on PostgreSQL\")"
+            ),
+        }
     }
 
     /// A ledger that cannot be opened, said for a person: a missing file in
@@ -210,6 +235,11 @@ where
     let ctx = Ctx::load(&cli)?;
     match cli.command {
         Command::Init => {
+            if let Location::Postgres(url) = &ctx.location {
+                unavez_ledger::pg::PgLedger::open(url)?;
+                println!("ledger ready at {url}");
+                return Ok(ExitCode::SUCCESS);
+            }
             let store = ctx.open_store()?;
             println!("ledger ready at {}", store.path().display());
             Ok(ExitCode::SUCCESS)
@@ -230,6 +260,7 @@ where
         Command::Serve(a) => dispatch::serve(&ctx, a),
         Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
+        Command::Ledger(c) => copy::run(c),
     }
 }
 

@@ -116,6 +116,7 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
 /// (an import, a backup) never keeps the screen blank; the console shows
 /// the lock instead. Only a ledger that needs a migration waits for it.
 fn check_ledger(ctx: &Ctx) -> anyhow::Result<Store> {
+    ctx.sqlite_only()?;
     let store = match Store::attach(&ctx.db) {
         Ok(store) => store,
         Err(StoreError::SchemaChanged { .. }) => return ctx.open_serviceable(false),
@@ -153,6 +154,9 @@ fn demo_db(ctx: &Ctx, explicit: bool) -> anyhow::Result<PathBuf> {
 
 pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
     let explicit = ctx.db != ctx.config.database;
+    if explicit {
+        ctx.sqlite_only()?;
+    }
     let db = demo_db(ctx, explicit)?;
     let mut store = Store::open(&db).with_context(|| format!("creating demo database {}", db.display()))?;
     let now = Utc::now();

@@ -73,7 +73,9 @@ pub enum Theme {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// SQLite file.
+    /// The ledger: a SQLite file, or a `postgres://` URL without its
+    /// password (that comes from `PGPASSWORD`, or from a URL given in
+    /// `UNAVEZ_DB`/`--db`).
     pub database: PathBuf,
     /// IANA time zone of the operating day and of message texts.
     pub timezone: String,
@@ -384,6 +386,13 @@ impl Config {
             field: field.to_string(),
             message,
         };
+        if unavez_ledger::location::Location::setting_has_password(&self.database) {
+            return Err(invalid(
+                "database",
+                "a password does not belong in the configuration file: set PGPASSWORD (or give the URL in UNAVEZ_DB or --db)"
+                    .into(),
+            ));
+        }
         self.timezone
             .parse::<Tz>()
             .map_err(|_| invalid("timezone", format!("unknown IANA time zone {:?}", self.timezone)))?;

@@ -13,12 +13,12 @@
 //! never in it.
 
 use chrono::{DateTime, Utc};
-use rusqlite::types::Value;
 use serde::Serialize;
 
-use super::{Result, StoreError, Tx, from_ms, ms};
+use super::{Result, Tx, ms};
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
+use crate::sql::Value;
 
 /// One due intention of the day and the first times it reached a state of
 /// each of the caller's two sets.
@@ -54,31 +54,14 @@ impl Tx<'_> {
                 .chain(closed)
                 .map(|s| Value::from(s.as_str().to_string())),
         );
-        let mut stmt = self.conn().prepare_cached(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-                r.get::<_, Option<i64>>(3)?,
-            ))
+        let mut out = self.db().rows(&sql, &args, |r| {
+            Ok(DayTiming {
+                due_at: r.time(0)?,
+                state: r.state(1)?,
+                reached_at: r.opt_time(2)?,
+                closed_at: r.opt_time(3)?,
+            })
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (due, state, reached_at, closed_at) = row?;
-            let state = state
-                .parse()
-                .map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
-                    table: "intentions",
-                    detail: e.to_string(),
-                })?;
-            out.push(DayTiming {
-                due_at: from_ms(due),
-                state,
-                reached_at: reached_at.map(from_ms),
-                closed_at: closed_at.map(from_ms),
-            });
-        }
         out.sort_by_key(|t| t.due_at);
         Ok(out)
     }

@@ -97,6 +97,8 @@ pub enum StoreError {
     Corrupt { table: &'static str, detail: String },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Pg(#[from] crate::pg::PgError),
     /// The blocking task running a ledger call ended without an answer
     /// (it panicked, or the runtime is shutting down).
     #[error("a ledger task stopped before answering: {0}")]
@@ -463,6 +465,11 @@ impl<'a> Conn<'a> {
 impl Tx<'_> {
     fn conn(&self) -> Conn<'_> {
         Conn(&self.tx)
+    }
+
+    /// Statements written once for both backends ([`crate::sql`]).
+    pub(crate) fn db(&self) -> crate::sql::Db<'_> {
+        crate::sql::Db::Sqlite(&self.tx)
     }
 
     /// Adds `by` to a counter (duplicates blocked, rejections…).

@@ -1,0 +1,202 @@
+//! The shared ledger on PostgreSQL (issue 13, in progress): connection,
+//! versioned migrations for the same logical schema as SQLite's, the
+//! database's clock, and the claim primitive for many hosts.
+//!
+//! Why PostgreSQL looks like this:
+//! - **Same rows as SQLite.** Times are BIGINT milliseconds, flags BIGINT
+//!   0/1, ids identities, so a SQLite ledger copies across unchanged and
+//!   the same decisions read the same facts.
+//! - **The database's clock.** Several hosts share one ledger; their clocks
+//!   disagree. Due times and leases are compared with `unavez_now_ms()`
+//!   (the server's `clock_timestamp()`), never with a host's `Utc::now()`.
+//! - **READ COMMITTED + `FOR UPDATE SKIP LOCKED`.** A claim locks the due
+//!   rows it takes; a concurrent claimer skips them instead of waiting, and
+//!   a row committed as `dispatching` meanwhile fails the re-checked
+//!   `WHERE` (PostgreSQL re-evaluates it on the newest version), so no two
+//!   hosts claim one intention. SERIALIZABLE would add retries without
+//!   closing anything the row locks do not (docs/design.md, "PostgreSQL").
+//! - **Migrations under an advisory lock**: hosts starting together apply
+//!   them once.
+//!
+//! What is here: [`PgLedger`] (connect, migrate, write transactions, the
+//! database clock) and, as inherent methods of [`PgTx`] with the contract
+//! of the SQLite methods of the same names, every [`crate::api::LedgerTx`]
+//! operation except `apply_pending_statuses` (which waits for the webhook
+//! rules to leave the SQLite store): due ids, claim/finish/sequence facts,
+//! reserve N, history records, attempts, channel references, next tries,
+//! counters. Not implemented yet: the trait itself on `PgTx`, the console,
+//! webhook and operator queries, and choosing the backend in commands.
+
+mod dispatch;
+mod facts;
+pub mod listen;
+pub mod url;
+mod writes;
+
+use postgres::{Client, NoTls};
+
+pub use listen::PgListener;
+pub use url::PgUrl;
+
+/// PostgreSQL errors, with what was being done.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("cannot connect to the PostgreSQL ledger {url}: {}", detail(source))]
+    Connect { url: String, source: postgres::Error },
+    #[error("PostgreSQL ledger migration {version} failed: {}", detail(source))]
+    Migration { version: u32, source: postgres::Error },
+    #[error("PostgreSQL ledger {url} has schema version {found}, newer than this unavez ({known}); upgrade unavez")]
+    TooNew { url: String, found: u32, known: u32 },
+    #[error("{0}")]
+    Url(String),
+    #[error("no intention #{0}")]
+    NoIntention(i64),
+    #[error("no attempt #{0}")]
+    NoAttempt(i64),
+    #[error("corrupt row in {table}: {detail}")]
+    Corrupt { table: &'static str, detail: String },
+    #[error("intention #{id} is no longer {expected}: a change decided on a stale read was not applied")]
+    Moved { id: i64, expected: &'static str },
+    #[error("PostgreSQL error: {}", detail(.0))]
+    Sql(#[from] postgres::Error),
+}
+
+/// The server's own message (and where it points) rather than the
+/// client's bare "db error".
+fn detail(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut s = format!("{} ({})", db.message(), db.code().code());
+            if let Some(d) = db.detail() {
+                s.push_str(&format!("; {d}"));
+            }
+            if let Some(w) = db.where_() {
+                s.push_str(&format!("; at {w}"));
+            }
+            s
+        }
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+pub type Result<T, E = PgError> = std::result::Result<T, E>;
+
+/// PostgreSQL's own migrations, one logical schema with SQLite's
+/// `store/migrations/` (compared by `tests/pg_schema.rs`).
+const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("migrations/0001_ledger.sql"))];
+
+/// The advisory lock key of migrations ("unavez" in ASCII).
+const MIGRATION_LOCK: i64 = 0x756e_6176_657a;
+
+/// One connection to a PostgreSQL ledger.
+pub struct PgLedger {
+    client: Client,
+    url: PgUrl,
+}
+
+/// A write transaction on PostgreSQL (READ COMMITTED). Dropping it without
+/// [`PgLedger::write`] returning `Ok` rolls back.
+pub struct PgTx<'c> {
+    tx: std::cell::RefCell<postgres::Transaction<'c>>,
+}
+
+impl PgLedger {
+    /// Connects and brings the schema to this version.
+    pub fn open(url: &PgUrl) -> Result<PgLedger> {
+        let client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
+            url: url.to_string(),
+            source,
+        })?;
+        let mut ledger = PgLedger {
+            client,
+            url: url.clone(),
+        };
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    /// The schema version this binary knows.
+    pub fn known_version() -> u32 {
+        MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let known = Self::known_version();
+        let mut tx = self.client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        // The version lives in its own table (SQLite keeps it in
+        // `PRAGMA user_version`); the schema comparison leaves it out.
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS unavez_schema (version INTEGER NOT NULL)")?;
+        let current: Option<i32> = tx
+            .query_opt("SELECT version FROM unavez_schema", &[])?
+            .map(|r| r.get(0));
+        let current = current.unwrap_or(0) as u32;
+        if current > known {
+            return Err(PgError::TooNew {
+                url: self.url.to_string(),
+                found: current,
+                known,
+            });
+        }
+        for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+            tx.batch_execute(sql).map_err(|source| PgError::Migration {
+                version: *version,
+                source,
+            })?;
+        }
+        tx.execute("DELETE FROM unavez_schema", &[])?;
+        tx.execute("INSERT INTO unavez_schema(version) VALUES ($1)", &[&(known as i32)])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The schema version stored in the ledger.
+    pub fn schema_version(&mut self) -> Result<u32> {
+        let v: i32 = self.client.query_one("SELECT version FROM unavez_schema", &[])?.get(0);
+        Ok(v as u32)
+    }
+
+    /// Runs `f` in one transaction, committing on `Ok`.
+    pub fn write<T, E>(&mut self, f: impl FnOnce(&PgTx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
+    where
+        E: From<PgError>,
+    {
+        let tx = self.client.transaction().map_err(|e| E::from(e.into()))?;
+        let tx = PgTx {
+            tx: std::cell::RefCell::new(tx),
+        };
+        let out = f(&tx)?;
+        tx.tx.into_inner().commit().map_err(|e| E::from(e.into()))?;
+        Ok(out)
+    }
+
+    /// The database's clock, in the ledger's unit (milliseconds).
+    pub fn now_ms(&mut self) -> Result<i64> {
+        Ok(self.client.query_one("SELECT unavez_now_ms()", &[])?.get(0))
+    }
+
+    /// The connection itself (reads outside a transaction, tests).
+    pub fn into_client(self) -> Client {
+        self.client
+    }
+
+    /// The raw client, for tests and the schema comparison.
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+}
+
+impl PgTx<'_> {
+    /// Statements written once for both backends ([`crate::sql`]).
+    pub fn db(&self) -> crate::sql::Db<'_> {
+        crate::sql::Db::Pg(&self.tx)
+    }
+
+    /// The database's clock inside this transaction.
+    pub fn now_ms(&self) -> Result<i64> {
+        Ok(self.tx.borrow_mut().query_one("SELECT unavez_now_ms()", &[])?.get(0))
+    }
+}

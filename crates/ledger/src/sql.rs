@@ -1,0 +1,298 @@
+//! One way to run a statement on either backend, so the ledger's SQL is
+//! written once.
+//!
+//! Why not a trait with a SQLite and a PostgreSQL implementation of every
+//! operation: the ledger's ~140 operations are plain SQL that both engines
+//! understand, and two copies of each would drift (and double what a
+//! reviewer must read). The ledger therefore writes its statements in the
+//! subset both engines share — `?N` placeholders (rewritten to `$N` for
+//! PostgreSQL), `ON CONFLICT … DO …`, `RETURNING`, `IS DISTINCT FROM`,
+//! `CAST(? AS BIGINT)` where a parameter's type cannot be inferred,
+//! integers for flags — and branches on [`Db`] only where the engines
+//! truly differ: claim locking (`FOR UPDATE SKIP LOCKED`), the clock, the
+//! patient search index, change notifications and file-level operations.
+//!
+//! Values cross as [`Value`] (integer, text, real, null): the shapes the
+//! ledger stores on both (milliseconds, 0/1 flags, JSON text). PostgreSQL
+//! states each parameter's type; [`Value`] converts to whatever it asks
+//! for, and [`crate::rows::Cols`] reads integers from `int2/4/8` and
+//! booleans alike, so `EXISTS (…)` reads the same on both.
+
+use std::cell::RefCell;
+use std::error::Error as StdError;
+
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+
+use crate::rows::Cols;
+
+/// A statement parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Text(String),
+    Real(f64),
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+impl From<u32> for Value {
+    fn from(v: u32) -> Value {
+        Value::Int(i64::from(v))
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Int(i64::from(v))
+    }
+}
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Real(v)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Text(v.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v)
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// `[Value; N]` from expressions of any type with `Into<Value>`.
+#[macro_export]
+macro_rules! vals {
+    ($($v:expr),* $(,)?) => { [$($crate::sql::Value::from($v)),*] };
+}
+
+impl rusqlite::ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(match self {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Value::Real(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+        })
+    }
+}
+
+fn text_like(ty: &Type) -> bool {
+    matches!(
+        *ty,
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN
+    )
+}
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+impl ToSql for Value {
+    fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, BoxError> {
+        match self {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(v) => match *ty {
+                Type::INT8 => v.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*v)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*v)?.to_sql(ty, out),
+                Type::BOOL => (*v != 0).to_sql(ty, out),
+                Type::FLOAT8 => (*v as f64).to_sql(ty, out),
+                _ if text_like(ty) => v.to_string().to_sql(&Type::TEXT, out),
+                _ => Err(format!("an integer cannot be sent as {ty}").into()),
+            },
+            Value::Real(v) => match *ty {
+                Type::FLOAT8 => v.to_sql(ty, out),
+                Type::FLOAT4 => (*v as f32).to_sql(ty, out),
+                _ => Err(format!("a real cannot be sent as {ty}").into()),
+            },
+            Value::Text(s) => match *ty {
+                _ if text_like(ty) => s.as_str().to_sql(&Type::TEXT, out),
+                Type::INT8 => s.parse::<i64>()?.to_sql(ty, out),
+                _ => Err(format!("text cannot be sent as {ty}").into()),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// `?N` and bare `?` placeholders as PostgreSQL's `$N` (outside quotes).
+pub fn to_pg_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut chars = sql.chars().peekable();
+    let mut quoted = false;
+    let mut next = 0;
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted => {
+                let mut digits = String::new();
+                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                    digits.push(*d);
+                    chars.next();
+                }
+                if digits.is_empty() {
+                    next += 1;
+                    digits = next.to_string();
+                }
+                out.push('$');
+                out.push_str(&digits);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Where a statement runs: a SQLite connection (inside the caller's
+/// transaction) or a PostgreSQL transaction or client.
+pub enum Db<'a> {
+    Sqlite(&'a rusqlite::Connection),
+    Pg(&'a dyn PgRun),
+}
+
+/// A PostgreSQL transaction or client behind a `RefCell` (the ledger's
+/// operations take `&self`, as rusqlite's do).
+pub trait PgRun {
+    fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error>;
+    fn fetch(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>, postgres::Error>;
+}
+
+impl PgRun for RefCell<postgres::Transaction<'_>> {
+    fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
+        self.borrow_mut().execute(sql, params)
+    }
+    fn fetch(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>, postgres::Error> {
+        self.borrow_mut().query(sql, params)
+    }
+}
+
+impl PgRun for RefCell<postgres::Client> {
+    fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
+        self.borrow_mut().execute(sql, params)
+    }
+    fn fetch(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>, postgres::Error> {
+        self.borrow_mut().query(sql, params)
+    }
+}
+
+/// A failed statement, from either engine.
+#[derive(Debug, thiserror::Error)]
+pub enum SqlError {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Pg(#[from] postgres::Error),
+    /// A row that does not read as the caller expects.
+    #[error("{0}")]
+    Row(String),
+}
+
+impl From<SqlError> for crate::store::StoreError {
+    fn from(e: SqlError) -> Self {
+        match e {
+            SqlError::Sqlite(e) => crate::store::StoreError::Sql(e),
+            SqlError::Pg(e) => crate::store::StoreError::Pg(e.into()),
+            SqlError::Row(detail) => crate::store::StoreError::Corrupt { table: "row", detail },
+        }
+    }
+}
+
+impl Db<'_> {
+    /// Runs a statement; the number of rows it changed.
+    pub fn exec(&self, sql: &str, params: &[Value]) -> Result<usize, SqlError> {
+        match self {
+            Db::Sqlite(c) => Ok(c.prepare_cached(sql)?.execute(rusqlite::params_from_iter(params))?),
+            Db::Pg(tx) => {
+                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                Ok(tx.run(&to_pg_placeholders(sql), &refs)? as usize)
+            }
+        }
+    }
+
+    /// Every row of a query, read by `f`.
+    pub fn rows<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        mut f: impl FnMut(&dyn Cols) -> Result<T, String>,
+    ) -> Result<Vec<T>, SqlError> {
+        match self {
+            Db::Sqlite(c) => {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    out.push(f(r).map_err(SqlError::Row)?);
+                }
+                Ok(out)
+            }
+            Db::Pg(tx) => {
+                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                let rows = tx.fetch(&to_pg_placeholders(sql), &refs)?;
+                rows.iter().map(|r| f(r).map_err(SqlError::Row)).collect()
+            }
+        }
+    }
+
+    /// The first row of a query, if any.
+    pub fn row<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        f: impl FnMut(&dyn Cols) -> Result<T, String>,
+    ) -> Result<Option<T>, SqlError> {
+        Ok(self.rows(sql, params, f)?.into_iter().next())
+    }
+
+    pub fn is_pg(&self) -> bool {
+        matches!(self, Db::Pg(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_for_postgres_outside_quotes() {
+        assert_eq!(to_pg_placeholders("SELECT ?1, ?2, ?1"), "SELECT $1, $2, $1");
+        assert_eq!(to_pg_placeholders("VALUES (?, ?), (?, ?)"), "VALUES ($1, $2), ($3, $4)");
+        assert_eq!(to_pg_placeholders("SELECT 'a?b', ?10"), "SELECT 'a?b', $10");
+        assert_eq!(
+            to_pg_placeholders("WHERE x = 'it''s' AND y = ?3"),
+            "WHERE x = 'it''s' AND y = $3"
+        );
+    }
+
+    #[test]
+    fn values_come_from_the_ledger_shapes() {
+        assert_eq!(
+            vals![1_i64, "a", None::<i64>, true, Some("b".to_string())],
+            [
+                Value::Int(1),
+                Value::Text("a".into()),
+                Value::Null,
+                Value::Int(1),
+                Value::Text("b".into())
+            ]
+        );
+    }
+}
