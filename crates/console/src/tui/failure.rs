@@ -114,7 +114,10 @@ impl From<&StoreError> for Failure {
                 FailureKind::NotFound
             }
             StoreError::Moved { .. } | StoreError::Conflict { .. } => FailureKind::Changed,
-            StoreError::Task(_) => FailureKind::Other,
+            // The shared ledger: an unreachable server is the ledger's
+            // trouble, as a missing file is on SQLite.
+            StoreError::Pg(unavez_app::pg::PgError::Connect { .. }) => FailureKind::Ledger,
+            StoreError::Pg(_) | StoreError::Task(_) => FailureKind::Other,
         };
         Failure::new(kind, e.to_string())
     }
