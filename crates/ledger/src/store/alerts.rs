@@ -29,7 +29,7 @@ impl Tx<'_> {
             covered = covered_sql(RowKind::RefusedEvent, "r.id", "r.last_seen_at"),
         );
         let claimable_since = ms(now - due_grace);
-        let (oldest, review, due_unsent, refused_events) = self.conn().query_row(&sql, [claimable_since], |r| {
+        let (oldest, review, due_unsent, refused_events) = self.conn()?.query_row(&sql, [claimable_since], |r| {
             Ok((
                 r.get::<_, Option<i64>>(0)?,
                 r.get::<_, i64>(1)?,

@@ -407,12 +407,12 @@ impl Tx<'_> {
         ];
         // Each statement numbers its parameters from the same list and uses
         // a prefix of it (SQLite counts up to the highest number used).
-        let mut stmt = self.conn().prepare_cached(&page)?;
+        let mut stmt = self.conn()?.prepare_cached(&page)?;
         let n = stmt.parameter_count();
         let rows = stmt
             .query_map(params_from_iter(&values[..n]), attention_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut stmt = self.conn().prepare_cached(&total)?;
+        let mut stmt = self.conn()?.prepare_cached(&total)?;
         let n = stmt.parameter_count();
         let total: i64 = stmt.query_row(params_from_iter(&values[..n]), |r| r.get(0))?;
         Ok(Page {
@@ -426,7 +426,7 @@ impl Tx<'_> {
     /// mark), on the situation `situation` (see [`CaseInfo::since`]). The
     /// action itself is in `operator_actions`.
     pub fn mark_handled(&self, mark: &NewMark<'_>, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(kind, subject_id) DO UPDATE SET handled_at = excluded.handled_at,
@@ -469,7 +469,7 @@ impl Tx<'_> {
             }
         };
         Ok(self
-            .conn()
+            .conn()?
             .query_row(sql, [subject_id], |r| {
                 Ok(CaseInfo {
                     commitment_id: r.get(0)?,
@@ -484,7 +484,7 @@ impl Tx<'_> {
     pub fn handled_mark(&self, kind: RowKind, subject_id: i64) -> Result<Option<HandledMark>> {
         use rusqlite::OptionalExtension;
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT handled_at, operator, action_id FROM attention_handled WHERE kind = ?1 AND subject_id = ?2",
                 params![kind.as_str(), subject_id],

@@ -117,7 +117,7 @@ impl Tx<'_> {
         let limit = if limit == 0 { 50 } else { limit };
         // `?5` is the search (see `Search::commitments_sql`), referenced
         // even without one so both statements take the same five values.
-        let mut stmt = self.conn().prepare_cached(&format!(
+        let mut stmt = self.conn()?.prepare_cached(&format!(
             "SELECT c.id, c.ref, c.kind, c.status, c.version, c.starts_at, k.phone, c.confirmed_at,
                     c.manual_contact_at, c.reschedule_requested_at, coalesce(c.contact_name, k.name)
              FROM {from_sql} LEFT JOIN contacts k ON k.id = c.contact_id
@@ -142,7 +142,7 @@ impl Tx<'_> {
                 })
             })?
             .collect::<rusqlite::Result<_>>()?;
-        let mut cells = self.conn().prepare_cached(
+        let mut cells = self.conn()?.prepare_cached(
             "SELECT id, purpose, commitment_version, state, state_reason, related_id IS NOT NULL
              FROM intentions WHERE commitment_id = ?1 ORDER BY id",
         )?;
@@ -160,7 +160,7 @@ impl Tx<'_> {
                 })?
                 .collect::<rusqlite::Result<_>>()?;
         }
-        let total: i64 = self.conn().query_row(
+        let total: i64 = self.conn()?.query_row(
             &format!(
                 "SELECT count(*) FROM {from_sql}
                  WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1)"
@@ -175,25 +175,25 @@ impl Tx<'_> {
     pub fn board(&self, operating_day: OperatingDay) -> Result<Board> {
         let day = operating_day.to_string();
         let by_state: Vec<(String, i64)> = self
-            .conn()
+            .conn()?
             .prepare_cached("SELECT state, n FROM intention_counts WHERE day = ?1 AND n > 0 ORDER BY state")?
             .query_map([&day], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let closures: Vec<(String, i64)> = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT coalesce(state_reason, '-'), count(*) FROM intentions WHERE day = ?1 AND state = 'cancelled'
                  GROUP BY 1 ORDER BY 2 DESC, 1",
             )?
             .query_map([&day], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
-        let opt_outs: i64 = self.conn().query_row(
+        let opt_outs: i64 = self.conn()?.query_row(
             "SELECT count(*) FROM contacts WHERE opt_out_marketing_at IS NOT NULL OR opt_out_transactional_at IS NOT NULL",
             [],
             |r| r.get(0),
         )?;
         let mut latencies: Vec<i64> = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT a.ended_at - i.due_at FROM intentions i JOIN attempts a ON a.intention_id = i.id
                  WHERE i.day = ?1 AND i.state IN ('accepted','sent','delivered','read')
@@ -226,7 +226,7 @@ impl Tx<'_> {
     pub fn board_hours(&self, day: OperatingDay, day_start: DateTime<Utc>) -> Result<Vec<HourCount>> {
         let day = day.to_string();
         Ok(self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT (state_changed_at - ?2) / 3600000 AS h, state, count(*) FROM intentions
                  WHERE day = ?1 AND state IN ('accepted', 'sent', 'delivered', 'read', 'failed')
@@ -267,7 +267,7 @@ impl Tx<'_> {
             q.reason.clone().map(Into::into).unwrap_or(Value::Null),
         ];
         args.extend(states.iter().cloned().map(Into::into));
-        let total: i64 = self.conn().query_row(
+        let total: i64 = self.conn()?.query_row(
             &format!("SELECT count(*) FROM intentions i WHERE {cond}"),
             rusqlite::params_from_iter(args.iter()),
             |r| r.get(0),
@@ -285,7 +285,7 @@ impl Tx<'_> {
         args.push(i64::from(if limit == 0 { 50 } else { limit }).into());
         args.push(i64::from(offset).into());
         let rows = self
-            .conn()
+            .conn()?
             .prepare_cached(&sql)?
             .query_map(rusqlite::params_from_iter(args.iter()), attention_row)?
             .collect::<rusqlite::Result<_>>()?;
@@ -294,7 +294,7 @@ impl Tx<'_> {
 
     /// How many resends of an intention exist (to number the next one).
     pub fn resend_count(&self, intention_id: i64) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "SELECT count(*) FROM intentions WHERE related_id = ?1",
             [intention_id],
             |r| r.get(0),
@@ -306,7 +306,7 @@ impl Tx<'_> {
     pub fn pending_resend(&self, intention_id: i64) -> Result<Option<(i64, String)>> {
         use rusqlite::OptionalExtension;
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT id, key FROM intentions WHERE related_id = ?1 AND state IN ('planned', 'dispatching', 'uncertain')
                  ORDER BY id LIMIT 1",
@@ -320,7 +320,7 @@ impl Tx<'_> {
 impl Tx<'_> {
     /// Planned intentions already due: the dispatcher's queue.
     pub fn due_queue(&self, now: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1",
             [ms(now)],
             |r| r.get(0),
@@ -335,7 +335,7 @@ impl Tx<'_> {
     pub fn last_attempt_error(&self, since: DateTime<Utc>) -> Result<Option<String>> {
         use rusqlite::OptionalExtension;
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT outcome || coalesce(' ' || error_code, '') || coalesce(': ' || error_detail, '')
                  FROM (SELECT * FROM attempts ORDER BY id DESC LIMIT 500)

@@ -49,7 +49,7 @@ impl Tx<'_> {
     pub fn due_ids(&self, scope: &ClaimScope, limit: u32, now: DateTime<Utc>) -> Result<Vec<i64>> {
         Ok(match scope {
             ClaimScope::Due => self
-                .conn()
+                .conn()?
                 .prepare_cached(&format!(
                     "SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2"
                 ))?
@@ -57,7 +57,7 @@ impl Tx<'_> {
                 .collect::<rusqlite::Result<_>>()?,
             ClaimScope::Ids(wanted) => {
                 let mut stmt = self
-                    .conn()
+                    .conn()?
                     .prepare_cached(&format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}"))?;
                 let mut out = Vec::new();
                 for id in wanted {
@@ -97,7 +97,7 @@ impl Tx<'_> {
         let start = day_start.map(ms);
         let params = std::iter::once(rusqlite::types::Value::from(start))
             .chain(ids.iter().map(|id| rusqlite::types::Value::Integer(*id)));
-        let mut stmt = self.conn().prepare_cached(&sql)?;
+        let mut stmt = self.conn()?.prepare_cached(&sql)?;
         let mut by_id: HashMap<i64, ClaimFacts> = stmt
             .query_map(params_from_iter(params), |r| {
                 let intention = intention_row(r)?;
@@ -129,13 +129,13 @@ impl Tx<'_> {
     }
 
     pub fn start_attempts(&self, rows: &[NewAttempt]) -> Result<Vec<i64>> {
-        let mut lease = self.conn().prepare_cached(
+        let mut lease = self.conn()?.prepare_cached(
             "UPDATE intentions SET attempt_count = ?2, updated_at = ?3,
                  lease_owner = coalesce(?4, lease_owner), lease_until = coalesce(?5, lease_until),
                  next_attempt_at = CASE WHEN ?4 IS NULL THEN next_attempt_at ELSE NULL END
              WHERE id = ?1",
         )?;
-        let mut insert = self.conn().prepare_cached(
+        let mut insert = self.conn()?.prepare_cached(
             "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
         )?;
@@ -156,7 +156,7 @@ impl Tx<'_> {
 
     pub fn set_next_attempt(&self, rows: &[(i64, Option<DateTime<Utc>>)], at: DateTime<Utc>) -> Result<()> {
         let mut stmt = self
-            .conn()
+            .conn()?
             .prepare_cached("UPDATE intentions SET next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1")?;
         for (id, next) in rows {
             stmt.execute(params![id, next.map(ms), ms(at)])?;
@@ -171,7 +171,7 @@ impl Tx<'_> {
         if attempt_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut stmt = self.conn().prepare(&format!(
+        let mut stmt = self.conn()?.prepare(&format!(
             "SELECT a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
                     i.lease_until, i.purpose, c.version, c.status = 'cancelled'
              FROM attempts a JOIN intentions i ON i.id = a.intention_id JOIN commitments c ON c.id = i.commitment_id

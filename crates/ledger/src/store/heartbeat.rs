@@ -33,7 +33,7 @@ impl Tx<'_> {
     /// `started_at` and the run's identity never change after the first
     /// beat.
     pub fn beat(&self, hb: &Heartbeat) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO dispatchers(id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at,
                  interval_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -60,7 +60,7 @@ impl Tx<'_> {
     /// beat first: older ones are long dead whatever their state says.
     pub fn heartbeats(&self, since: DateTime<Utc>) -> Result<Vec<Heartbeat>> {
         let rows = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at, interval_ms
                  FROM dispatchers WHERE beat_at >= ?1 ORDER BY beat_at DESC, id LIMIT 100",
@@ -74,7 +74,7 @@ impl Tx<'_> {
     /// many went.
     pub fn prune_heartbeats(&self, before: DateTime<Utc>) -> Result<usize> {
         Ok(self
-            .conn()
+            .conn()?
             .execute("DELETE FROM dispatchers WHERE beat_at < ?1", [ms(before)])?)
     }
 }

@@ -21,7 +21,7 @@ impl Tx<'_> {
     /// Opens the 24-hour service window; an older message never moves the
     /// last inbound time backwards.
     pub fn touch_inbound(&self, contact_id: i64, message_at: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE contacts SET last_inbound_at = max(coalesce(last_inbound_at, 0), ?2), updated_at = ?3 WHERE id = ?1",
             params![contact_id, ms(message_at), ms(at)],
         )?;
@@ -38,7 +38,7 @@ impl Tx<'_> {
         message_at: DateTime<Utc>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE contacts SET opt_out_marketing_at = coalesce(opt_out_marketing_at, ?2),
                  opt_out_transactional_at = CASE WHEN ?3 THEN coalesce(opt_out_transactional_at, ?2)
                                                  ELSE opt_out_transactional_at END,
@@ -61,7 +61,7 @@ impl Tx<'_> {
     ) -> Result<Option<(i64, String, bool)>> {
         if let Some(mid) = quoted_message_id {
             let quoted: Option<(i64, String, bool)> = self
-                .conn()
+                .conn()?
                 .query_row(
                     "SELECT c.id, c.ref, (c.kind = 'appointment' AND c.status = 'scheduled' AND c.starts_at >= ?2)
                      FROM intentions i JOIN commitments c ON c.id = i.commitment_id
@@ -77,7 +77,7 @@ impl Tx<'_> {
             }
         }
         let upcoming: Option<(i64, String)> = self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT id, ref FROM commitments WHERE contact_id = ?1 AND kind = 'appointment'
                    AND status = 'scheduled' AND starts_at >= ?2 ORDER BY starts_at, id LIMIT 1",
@@ -89,7 +89,7 @@ impl Tx<'_> {
             return Ok(Some((id, r, true)));
         }
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT id, ref FROM commitments WHERE contact_id = ?1 ORDER BY updated_at DESC, id DESC LIMIT 1",
                 [contact_id],
@@ -107,7 +107,7 @@ impl Tx<'_> {
         source_event: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE commitments SET reschedule_requested_at = ?2, updated_at = ?2 WHERE id = ?1",
             params![commitment_id, ms(at)],
         )?;
@@ -124,7 +124,7 @@ impl Tx<'_> {
         source_event: &str,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO commitment_signals(commitment_id, kind, text, source_event, at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![commitment_id, kind, text, source_event, ms(at)],
         )?;
@@ -134,7 +134,7 @@ impl Tx<'_> {
     /// A commitment's signals, oldest first.
     pub fn commitment_signals(&self, commitment_id: i64) -> Result<Vec<SignalRow>> {
         let rows = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT kind, text, source_event FROM commitment_signals WHERE commitment_id = ?1 ORDER BY id",
             )?

@@ -215,7 +215,7 @@ impl Tx<'_> {
         }
         // Keys that already existed: the stored row, for the caller to compare.
         let mut stmt = self
-            .conn()
+            .conn()?
             .prepare_cached("SELECT id, fingerprint FROM intentions WHERE key = ?1")?;
         for (slot, r) in out.iter_mut().zip(rows) {
             if slot.is_none() {
@@ -283,7 +283,7 @@ impl Tx<'_> {
                 Value::Integer(r.commitment_id),
             ]);
         }
-        let mut stmt = self.conn().prepare_cached(&sql)?;
+        let mut stmt = self.conn()?.prepare_cached(&sql)?;
         let rows = stmt
             .query_map(params_from_iter(values), |r| Ok((r.get(1)?, r.get(0)?)))?
             .collect::<rusqlite::Result<_>>()?;
@@ -292,13 +292,13 @@ impl Tx<'_> {
 
     pub fn intention_id(&self, key: &str) -> Result<Option<i64>> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row("SELECT id FROM intentions WHERE key = ?1", [key], |r| r.get(0))
             .optional()?)
     }
 
     pub fn intention(&self, id: i64) -> Result<IntentionRow> {
-        self.conn()
+        self.conn()?
             .query_row(
                 &format!("SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE i.id = ?1"),
                 [id],
@@ -313,7 +313,7 @@ impl Tx<'_> {
     /// not written and the caller decides how to explain them.
     pub fn signal(&self, id: i64, signal: Signal, entry: &Entry<'_>, at: DateTime<Utc>) -> Result<SignalResult> {
         let from: String = self
-            .conn()
+            .conn()?
             .query_row("SELECT state FROM intentions WHERE id = ?1", [id], |r| r.get(0))
             .optional()?
             .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))?;
@@ -359,7 +359,7 @@ impl Tx<'_> {
     /// webhooks, version sequences observed in flight).
     pub fn note(&self, id: i64, entry: &Entry<'_>, at: DateTime<Utc>) -> Result<()> {
         let state: String = self
-            .conn()
+            .conn()?
             .query_row("SELECT state FROM intentions WHERE id = ?1", [id], |r| r.get(0))?;
         let st = state.parse().unwrap_or(IntentionState::Planned);
         self.append_history(id, Some(st), st, false, entry, at)
@@ -374,7 +374,7 @@ impl Tx<'_> {
         e: &Entry<'_>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause, evidence, note, commitment_version)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
@@ -394,7 +394,7 @@ impl Tx<'_> {
     }
 
     pub fn planned_of_commitment(&self, commitment_id: i64) -> Result<Vec<PlannedRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT id, key, commitment_version, purpose, asks_confirmation FROM intentions
              WHERE commitment_id = ?1 AND state = 'planned' ORDER BY id",
         )?;
@@ -447,7 +447,7 @@ impl Tx<'_> {
                     Value::from(r.said.commitment_version),
                 ]);
             }
-            self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
         }
         Ok(())
     }
@@ -462,7 +462,7 @@ impl Tx<'_> {
         reason: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<usize> {
-        Ok(self.conn().execute(
+        Ok(self.conn()?.execute(
             "UPDATE intentions SET state = ?2, state_reason = ?3, state_changed_at = ?4, updated_at = ?4,
                  lease_owner = CASE WHEN ?2 = 'dispatching' THEN lease_owner ELSE NULL END,
                  lease_until = CASE WHEN ?2 = 'dispatching' THEN lease_until ELSE NULL END

@@ -122,7 +122,7 @@ impl Tx<'_> {
     /// only when its content is the same.
     pub fn logged_event(&self, event_id: &str) -> Result<Option<LoggedEvent>> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT commitment_ref, payload FROM commitment_events WHERE event_id = ?1",
                 [event_id],
@@ -148,7 +148,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<Option<i64>> {
         let id = self
-            .conn()
+            .conn()?
             .query_row(
                 "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, source, payload, received_at)
                  VALUES (?1, ?2, ?3, 'applied', ?4, ?5, ?6)
@@ -170,7 +170,7 @@ impl Tx<'_> {
         before: Option<i64>,
         after: Option<i64>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE commitment_events SET effect = ?2, version_before = ?3, version_after = ?4 WHERE id = ?1",
             params![id, effect.as_str(), before, after],
         )?;
@@ -179,7 +179,7 @@ impl Tx<'_> {
 
     pub fn commitment(&self, reference: &str) -> Result<Option<CommitmentRow>> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 &format!(
                     "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id WHERE c.ref = ?1"
@@ -191,7 +191,7 @@ impl Tx<'_> {
     }
 
     pub fn commitment_by_id(&self, id: i64) -> Result<CommitmentRow> {
-        self.conn()
+        self.conn()?
             .query_row(
                 &format!(
                     "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id WHERE c.id = ?1"
@@ -212,7 +212,7 @@ impl Tx<'_> {
         language: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "INSERT INTO contacts(phone, name, language, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
              ON CONFLICT(phone) DO UPDATE SET name = coalesce(excluded.name, name),
                  language = coalesce(excluded.language, language), updated_at = excluded.updated_at
@@ -236,12 +236,12 @@ impl Tx<'_> {
             "SELECT id, phone, name, language, consent_marketing, opt_out_marketing_at,
                     opt_out_transactional_at, last_inbound_at FROM contacts WHERE {column} = ?1"
         );
-        Ok(self.conn().query_row(&sql, [value], contact_row).optional()?)
+        Ok(self.conn()?.query_row(&sql, [value], contact_row).optional()?)
     }
 
     /// Writes the commitment as the domain computed it; returns its id.
     pub fn save_commitment(&self, c: &Commitment, contact_id: Option<i64>, at: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "INSERT INTO commitments(ref, kind, status, version, starts_at, service, location, contact_id,
                                      confirmed_at, manual_contact_at, created_at, updated_at, contact_name)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)
@@ -270,7 +270,7 @@ impl Tx<'_> {
     }
 
     pub fn list_commitments(&self, limit: u32, offset: u32) -> Result<Vec<CommitmentRow>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
+        let mut stmt = self.conn()?.prepare_cached(&format!(
             "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
              ORDER BY c.starts_at IS NULL, c.starts_at, c.id LIMIT ?1 OFFSET ?2"
         ))?;
@@ -283,7 +283,7 @@ impl Tx<'_> {
     /// The commitment's event log, oldest first: `(event_id, type, effect,
     /// version_before, version_after, received_at)`.
     pub fn commitment_events(&self, reference: &str) -> Result<Vec<EventLogRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT event_id, type, effect, version_before, version_after, received_at
              FROM commitment_events WHERE commitment_ref = ?1 ORDER BY id",
         )?;

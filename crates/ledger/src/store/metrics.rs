@@ -48,7 +48,7 @@ pub struct MetricsSnapshot {
 impl Tx<'_> {
     /// Reads every figure `/metrics` exposes.
     pub fn metrics_snapshot(&self) -> Result<MetricsSnapshot> {
-        let c = self.conn();
+        let c = self.conn()?;
         let counters = c
             .prepare_cached("SELECT name, value FROM counters ORDER BY name")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?

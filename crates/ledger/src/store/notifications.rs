@@ -53,7 +53,7 @@ pub struct ChangedNumber {
 impl Tx<'_> {
     /// Records the last status, category or quality of a template.
     pub fn set_template_status(&self, t: &TemplateStatus<'_>, event_row: i64, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO template_status(name, language, status, reason, category, quality, channel_event_id, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
              ON CONFLICT(name, language) DO UPDATE SET status = coalesce(excluded.status, status),
@@ -69,7 +69,7 @@ impl Tx<'_> {
     /// disabled, with how many intentions of that name wait in `review`.
     pub fn blocked_templates(&self) -> Result<Vec<(String, String, String, i64)>> {
         let rows = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT t.name, t.language, t.status,
                         (SELECT count(*) FROM intentions i WHERE i.template = t.name AND i.state = 'review')
@@ -84,7 +84,7 @@ impl Tx<'_> {
     /// blocked template holds (`unavez_core::domain::webhook::hold_template`).
     pub fn planned_of_template(&self, name: &str) -> Result<Vec<i64>> {
         Ok(self
-            .conn()
+            .conn()?
             .prepare_cached("SELECT id FROM intentions WHERE template = ?1 AND state = ?2 ORDER BY id")?
             .query_map(params![name, IntentionState::Planned.to_string()], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?)
@@ -108,7 +108,7 @@ impl Tx<'_> {
         let Some(id) = id else {
             return Ok(false);
         };
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE contacts SET opt_out_marketing_at = CASE WHEN ?2 THEN coalesce(opt_out_marketing_at, ?3) ELSE NULL END,
                  updated_at = ?4 WHERE id = ?1",
             params![id, stop, ms(message_at), ms(at)],
@@ -118,7 +118,7 @@ impl Tx<'_> {
 
     /// Remembers Meta's user id of a phone (from `contacts[]`).
     pub fn remember_user_id(&self, phone: &str, user_id: &str, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE contacts SET wa_user_id = ?2, updated_at = ?3 WHERE phone = ?1 AND wa_user_id IS NOT ?2",
             params![phone, user_id, ms(at)],
         )?;
@@ -128,7 +128,7 @@ impl Tx<'_> {
     /// The phone of the contact Meta knows by `user_id`.
     pub fn phone_by_user_id(&self, user_id: &str) -> Result<Option<String>> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT phone FROM contacts WHERE wa_user_id = ?1 ORDER BY updated_at DESC LIMIT 1",
                 [user_id],
@@ -146,7 +146,7 @@ impl Tx<'_> {
             return Ok(None);
         };
         let new_id = self.upsert_contact(new, old_c.name.as_deref(), old_c.language.as_deref(), at)?;
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE contacts SET
                  opt_out_marketing_at = coalesce(opt_out_marketing_at, (SELECT opt_out_marketing_at FROM contacts WHERE id = ?2)),
                  opt_out_transactional_at = coalesce(opt_out_transactional_at, (SELECT opt_out_transactional_at FROM contacts WHERE id = ?2)),
@@ -156,7 +156,7 @@ impl Tx<'_> {
             params![new_id, old_c.id, ms(at)],
         )?;
         let upcoming = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT c.id, c.ref, c.kind, c.starts_at, c.service, c.location FROM commitments c
                  WHERE c.contact_id = ?1
@@ -188,7 +188,7 @@ impl Tx<'_> {
     /// Parks (`parked`) or refuses (`refused`) a stored channel event with
     /// a reason code; it is applied to nothing.
     pub fn set_channel_event_reason(&self, row: i64, status: &str, reason: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE channel_events SET status = ?2, reason = ?3 WHERE id = ?1",
             params![row, status, reason],
         )?;
@@ -199,7 +199,7 @@ impl Tx<'_> {
     /// attention list.
     pub fn parked_channel_events(&self, limit: u32) -> Result<Vec<ParkedEventRow>> {
         let rows = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT source, event_id, kind, status, coalesce(reason, ''), copies FROM channel_events
                  WHERE status IN ('parked', 'refused') ORDER BY id DESC LIMIT ?1",

@@ -38,7 +38,7 @@ pub struct OperatorActionRow {
 
 impl Tx<'_> {
     pub fn record_operator_action(&self, a: &OperatorAction<'_>, at: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "INSERT INTO operator_actions(at, operator, role, action, intention_id, commitment_id, scope, reason, result, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
             params![ms(at), a.operator, a.role, a.action, a.intention_id, a.commitment_id, a.scope, a.reason, a.result, a.detail],
@@ -48,7 +48,7 @@ impl Tx<'_> {
 
     /// Most recent first.
     pub fn operator_actions(&self, limit: u32) -> Result<Vec<OperatorActionRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT id, at, operator, role, action, intention_id, commitment_id, scope, reason, result, detail
              FROM operator_actions ORDER BY id DESC LIMIT ?1",
         )?;
@@ -99,7 +99,7 @@ pub struct AcknowledgementRow {
 
 impl Tx<'_> {
     pub fn record_resend_acknowledgement(&self, a: &NewAcknowledgement<'_>, at: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "INSERT INTO resend_acknowledgements(action_id, intention_id, original_id, operator, evidence, at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
             params![
@@ -118,7 +118,7 @@ impl Tx<'_> {
     /// needed one.
     pub fn resend_acknowledgement(&self, intention_id: i64) -> Result<Option<AcknowledgementRow>> {
         let row: Option<(i64, i64, String, i64, String)> = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT action_id, original_id, operator, at, evidence FROM resend_acknowledgements
                  WHERE intention_id = ?1",

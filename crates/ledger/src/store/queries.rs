@@ -124,7 +124,7 @@ impl Tx<'_> {
         sql.push_str(" ORDER BY i.due_at, i.id LIMIT ? OFFSET ?");
         args.push(Value::Integer(if f.limit == 0 { 1000 } else { f.limit.into() }));
         args.push(Value::Integer(f.offset.into()));
-        let mut stmt = self.conn().prepare_cached(&sql)?;
+        let mut stmt = self.conn()?.prepare_cached(&sql)?;
         let rows = stmt
             .query_map(params_from_iter(args), intention_row)?
             .collect::<rusqlite::Result<_>>()?;
@@ -144,7 +144,7 @@ impl Tx<'_> {
     }
 
     pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT id, at, from_state, to_state, applied, signal, cause, evidence, note, commitment_version
              FROM intention_history WHERE intention_id = ?1 ORDER BY id",
         )?;
@@ -168,7 +168,7 @@ impl Tx<'_> {
     }
 
     pub fn attempts(&self, id: i64) -> Result<Vec<AttemptRow>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
+        let mut stmt = self.conn()?.prepare_cached(&format!(
             "SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 ORDER BY n"
         ))?;
         let rows = stmt.query_map([id], attempt_row)?.collect::<rusqlite::Result<_>>()?;
@@ -187,7 +187,7 @@ impl Tx<'_> {
             });
         }
         let mut stmt = self
-            .conn()
+            .conn()?
             .prepare_cached("SELECT id, key, state FROM intentions WHERE related_id = ?1 ORDER BY id")?;
         let children: Vec<RelatedRow> = stmt
             .query_map([row.id], |r| {
@@ -201,7 +201,7 @@ impl Tx<'_> {
             .collect::<rusqlite::Result<_>>()?;
         out.extend(children);
         // Other versions' notices of the same commitment explain updates.
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT id, key, state FROM intentions WHERE commitment_id = ?1 AND id != ?2
                AND commitment_version != ?3 AND related_id IS NULL ORDER BY id LIMIT 20",
         )?;
@@ -241,7 +241,7 @@ impl Tx<'_> {
     /// message already read, or on one cancelled meanwhile) is evidence too:
     /// the customer has the message either way.
     pub fn resend_family(&self, root_id: i64) -> Result<Vec<FamilyMember>> {
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "WITH RECURSIVE fam(id) AS (
                  SELECT ?1
                  UNION SELECT i.id FROM intentions i JOIN fam ON i.related_id = fam.id
@@ -282,7 +282,7 @@ impl Tx<'_> {
         // `intention_counts` (migration 0002) is kept exact by triggers: a
         // few hundred rows instead of counting a million.
         let mut stmt = self
-            .conn()
+            .conn()?
             .prepare_cached("SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = ?1")?;
         for s in IntentionState::ALL {
             let n: i64 = stmt.query_row([s.as_str()], |r| r.get(0))?;

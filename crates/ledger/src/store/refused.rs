@@ -86,7 +86,7 @@ impl Tx<'_> {
             table: "refused_events",
             detail: e.to_string(),
         })?;
-        let id = self.conn().query_row(
+        let id = self.conn()?.query_row(
             "INSERT INTO refused_events(event_id, commitment_ref, type, version, conflict, fields, reason, source,
                  payload, fingerprint, first_seen_at, last_seen_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
@@ -115,7 +115,7 @@ impl Tx<'_> {
 
     /// The refused events filed under `reference`, oldest first.
     pub fn refused_events(&self, reference: &str) -> Result<Vec<RefusedEventRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT r.id, r.event_id, r.commitment_ref, r.type, r.version, r.conflict, r.fields, r.reason, r.source,
                     r.payload, r.first_seen_at, r.last_seen_at, r.times,
                     coalesce((SELECT c.version <= r.version FROM commitments c WHERE c.ref = r.commitment_ref), 1)

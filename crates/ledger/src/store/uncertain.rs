@@ -33,7 +33,7 @@ impl Tx<'_> {
     /// becomes of them is decided in `unavez_core::domain::recovery`.
     pub fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<LeaseFacts>> {
         let rows: Vec<(i64, Option<String>, String, Option<i64>)> = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
                  LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
@@ -47,7 +47,7 @@ impl Tx<'_> {
     /// The same facts for the intentions of these attempts (a shutdown
     /// with attempts in flight), in the order of their first attempt given.
     pub fn lease_facts_of_attempts(&self, attempt_ids: &[i64]) -> Result<Vec<LeaseFacts>> {
-        let mut stmt = self.conn().prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
              LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
              WHERE i.id = (SELECT intention_id FROM attempts WHERE id = ?1) ORDER BY a.id",
@@ -99,7 +99,7 @@ impl Tx<'_> {
     ) -> Result<Vec<UncertainItem>> {
         let ids: Vec<i64> = match only {
             None => self
-                .conn()
+                .conn()?
                 .prepare_cached(
                     "SELECT id FROM intentions WHERE state = 'uncertain'
                        AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) ORDER BY state_changed_at, id LIMIT ?2",
@@ -108,7 +108,7 @@ impl Tx<'_> {
                 .collect::<rusqlite::Result<_>>()?,
             Some(ids) => {
                 let mut stmt = self
-                    .conn()
+                    .conn()?
                     .prepare_cached("SELECT id FROM intentions WHERE id = ?1 AND state = 'uncertain'")?;
                 let mut out = Vec::new();
                 for id in ids {
@@ -121,14 +121,14 @@ impl Tx<'_> {
         };
         let mut items = Vec::with_capacity(ids.len());
         for id in ids {
-            self.conn().execute(
+            self.conn()?.execute(
                 "UPDATE intentions SET next_attempt_at = ?2 WHERE id = ?1",
                 params![id, ms(now + hold)],
             )?;
             let intention = self.intention(id)?;
             let contact = self.contact_by_phone(&intention.recipient)?;
             let last_attempt = self
-                .conn()
+                .conn()?
                 .query_row(
                     // A repeat the pre-send check stopped never reached the
                     // channel: the attempt before it says what is known.
@@ -140,7 +140,7 @@ impl Tx<'_> {
                     attempt_row,
                 )
                 .optional()?;
-            let tries: u32 = self.conn().query_row(
+            let tries: u32 = self.conn()?.query_row(
                 "SELECT count(*) FROM intention_history WHERE intention_id = ?1 AND signal = 'reconcile'",
                 [id],
                 |r| r.get(0),
@@ -158,7 +158,7 @@ impl Tx<'_> {
 
     /// Schedules the next reconciliation try of an uncertain intention.
     pub fn hold_uncertain(&self, id: i64, until: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE intentions SET next_attempt_at = ?2 WHERE id = ?1 AND state = 'uncertain'",
             params![id, ms(until)],
         )?;
@@ -169,7 +169,7 @@ impl Tx<'_> {
     /// reconciler (`None`: nothing scheduled). Lets `--until-idle` decide
     /// whether to wait or stop.
     pub fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
-        let v: Option<i64> = self.conn().query_row(
+        let v: Option<i64> = self.conn()?.query_row(
             "SELECT min(t) FROM (
                  SELECT max(due_at, coalesce(next_attempt_at, 0)) AS t FROM intentions WHERE state = 'planned'
                  UNION ALL SELECT coalesce(next_attempt_at, 0) FROM intentions WHERE state = 'uncertain')",
@@ -181,7 +181,7 @@ impl Tx<'_> {
 
     /// Planned intentions due at `now` (pending queue size).
     pub fn count_due(&self, now: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1
                AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)",
             [ms(now)],
@@ -191,7 +191,7 @@ impl Tx<'_> {
 
     /// Intentions of one operating day in these states, for reprocessing.
     pub fn day_intentions(&self, day: OperatingDay, states: &[IntentionState]) -> Result<Vec<IntentionRow>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
+        let mut stmt = self.conn()?.prepare_cached(&format!(
             "SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id
              WHERE i.day = ?1 ORDER BY i.due_at, i.id"
         ))?;

@@ -97,7 +97,7 @@ impl Tx<'_> {
     /// `duplicate_events` and `duplicate_events_<source>`.
     pub fn record_channel_event(&self, ev: &NewChannelEvent<'_>, at: DateTime<Utc>) -> Result<Recorded> {
         let id: Option<i64> = self
-            .conn()
+            .conn()?
             .query_row(
                 "INSERT INTO channel_events(source, event_id, kind, message_id, intention_key, status, payload, received_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, 'received', ?6, ?7)
@@ -113,7 +113,7 @@ impl Tx<'_> {
         if let Some(source) = Source::parse(ev.source) {
             self.bump_counter(Counter::DuplicateEventsFrom(source), 1)?;
         }
-        let (row, intention_id) = self.conn().query_row(
+        let (row, intention_id) = self.conn()?.query_row(
             "UPDATE channel_events SET copies = copies + 1 WHERE source = ?1 AND event_id = ?2
              RETURNING id, intention_id",
             params![ev.source, ev.event_id],
@@ -131,7 +131,7 @@ impl Tx<'_> {
         intention_id: Option<i64>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE channel_events SET status = ?2, intention_id = coalesce(?3, intention_id),
                  applied_at = CASE WHEN ?2 = 'applied' THEN ?4 ELSE applied_at END
              WHERE id = ?1",
@@ -149,7 +149,7 @@ impl Tx<'_> {
         message_id: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "UPDATE intentions SET provider_command_id = coalesce(provider_command_id, ?2),
                  provider_message_id = coalesce(provider_message_id, ?3), updated_at = ?4
              WHERE id = ?1 AND ((?2 IS NOT NULL AND provider_command_id IS NULL)
@@ -170,7 +170,7 @@ impl Tx<'_> {
     ) -> Result<Option<i64>> {
         if let Some(mid) = message_id {
             let by_intention: Option<i64> = self
-                .conn()
+                .conn()?
                 .query_row(
                     "SELECT id FROM intentions WHERE provider_message_id = ?1 ORDER BY id LIMIT 1",
                     [mid],
@@ -181,7 +181,7 @@ impl Tx<'_> {
                 return Ok(by_intention);
             }
             let by_attempt: Option<i64> = self
-                .conn()
+                .conn()?
                 .query_row(
                     "SELECT intention_id FROM attempts WHERE message_id = ?1 ORDER BY id LIMIT 1",
                     [mid],
@@ -198,7 +198,7 @@ impl Tx<'_> {
         {
             if let Some(mid) = message_id {
                 let known: Option<String> =
-                    self.conn()
+                    self.conn()?
                         .query_row("SELECT provider_message_id FROM intentions WHERE id = ?1", [id], |r| {
                             r.get(0)
                         })?;
@@ -287,7 +287,7 @@ impl Tx<'_> {
     /// of its attempts), without recording anything.
     fn intention_by_message_id(&self, mid: &str) -> Result<Option<i64>> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT id FROM intentions WHERE provider_message_id = ?1
                  UNION ALL SELECT intention_id FROM attempts WHERE message_id = ?1 LIMIT 1",
@@ -340,7 +340,7 @@ impl Tx<'_> {
     /// were applied.
     pub fn apply_pending_statuses_for(&self, intention_id: i64, at: DateTime<Utc>) -> Result<usize> {
         let rows: Vec<PendingRow> = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT e.id, e.source, e.message_id, e.intention_key, e.payload FROM channel_events e
                  WHERE e.status = 'pending' AND (
@@ -372,7 +372,7 @@ impl Tx<'_> {
     pub fn sweep_pending_statuses(&self, limit: u32, at: DateTime<Utc>) -> Result<usize> {
         let cutoff = at - chrono::Duration::hours(SWEEP_WINDOW_HOURS);
         let rows: Vec<PendingRow> = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT id, source, message_id, intention_key, payload FROM channel_events
                  WHERE status = 'pending' AND received_at >= ?2 ORDER BY id DESC LIMIT ?1",
@@ -394,7 +394,7 @@ impl Tx<'_> {
 
     /// How many status events wait for correlation.
     pub fn pending_status_count(&self) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "SELECT count(*) FROM channel_events WHERE status = 'pending'",
             [],
             |r| r.get(0),
@@ -415,7 +415,7 @@ impl Tx<'_> {
     /// One stored event: `(kind, status, reason, copies)`.
     pub fn channel_event(&self, source: &str, event_id: &str) -> Result<Option<StoredEventRow>> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT kind, status, reason, copies FROM channel_events WHERE source = ?1 AND event_id = ?2",
                 params![source, event_id],
@@ -426,7 +426,7 @@ impl Tx<'_> {
 
     /// Copies received beyond the first, over every stored event of `source`.
     pub fn extra_copies(&self, source: &str) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "SELECT coalesce(sum(copies - 1), 0) FROM channel_events WHERE source = ?1",
             [source],
             |r| r.get(0),
@@ -436,7 +436,7 @@ impl Tx<'_> {
     /// Channel events in received order, for tests and the console.
     pub fn channel_events(&self, limit: u32) -> Result<Vec<ChannelEventRow>> {
         let rows = self
-            .conn()
+            .conn()?
             .prepare_cached(
                 "SELECT source, event_id, kind, status, intention_id FROM channel_events ORDER BY id LIMIT ?1",
             )?
