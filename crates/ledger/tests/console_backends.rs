@@ -17,7 +17,7 @@ use unavez_ledger::copy::copy_sqlite_to_pg;
 use unavez_ledger::domain::state::IntentionState;
 use unavez_ledger::location::Location;
 use unavez_ledger::store::{
-    AttentionQuery, AttentionView, CounterQuery, OpenOptions, RowKind, Store, StoreError, open_connection,
+    AttentionQuery, AttentionView, CounterQuery, IntentFilter, OpenOptions, RowKind, Store, StoreError, open_connection,
 };
 use unavez_testkit::PgSchema;
 
@@ -120,6 +120,23 @@ fn screens(store: &mut Store) -> Vec<String> {
             out.push(format!("{:?}", tx.pending_resend(1)?));
             out.push(format!("{:?}", tx.last_attempt_error(now() - Duration::days(30))?));
             out.push(format!("{:?}", tx.heartbeats(now() - Duration::days(1))?));
+            let filter = IntentFilter {
+                states: vec![IntentionState::Uncertain, IntentionState::Read],
+                day: Some(day),
+                limit: 30,
+                offset: 5,
+                ..IntentFilter::default()
+            };
+            out.push(format!("{:?}", tx.list_intentions(&filter)?));
+            out.push(format!("{:?}", tx.count_by_state()?));
+            out.push(format!("{:?}", tx.history(13)?));
+            out.push(format!("{:?}", tx.attempts(13)?));
+            out.push(format!("{:?}", tx.resend_family(13)?));
+            let m = tx.metrics_snapshot()?;
+            out.push(format!(
+                "{:?} {:?} {:?} {:?} {:?} {:?}",
+                m.counters, m.by_state, m.latency_to_acceptance, m.errors, m.channel_events, m.closures
+            ));
             Ok::<_, StoreError>(())
         })
         .unwrap_or_else(|e| panic!("on {}: {e}", store.path().display()));
