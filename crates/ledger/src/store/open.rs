@@ -91,13 +91,37 @@ impl Store {
     }
 
     fn open_pg(url: &PgUrl) -> Result<Store> {
-        let client = PgLedger::open(url)?.into_client();
-        Ok(Store {
+        Ok(Store::pg_at(PgLedger::open(url)?.into_client(), url))
+    }
+
+    fn pg_at(client: postgres::Client, url: &PgUrl) -> Store {
+        Store {
             inner: Inner::Pg {
                 client,
                 shown: PathBuf::from(url.to_string()),
             },
-        })
+        }
+    }
+
+    /// Another connection to a ledger already opened (and migrated) by
+    /// this process: [`Store::attach`] for a file; for PostgreSQL a new
+    /// connection whose schema version is checked, not migrated.
+    pub fn attach_location(location: &Location) -> Result<Store> {
+        match location {
+            Location::Sqlite(path) => Store::attach(path),
+            Location::Postgres(url) => {
+                let (client, found) = PgLedger::connect_checked(url)?;
+                let known = PgLedger::known_version();
+                if found != known {
+                    return Err(StoreError::SchemaChanged {
+                        path: PathBuf::from(url.to_string()),
+                        found,
+                        known,
+                    });
+                }
+                Ok(Store::pg_at(client, url))
+            }
+        }
     }
 
     fn sqlite_at(conn: Connection, path: &Path) -> Store {
