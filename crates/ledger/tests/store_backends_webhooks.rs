@@ -10,8 +10,10 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use unavez_ledger::domain::counter::Counter;
 use unavez_ledger::domain::status::Report;
 use unavez_ledger::location::Location;
+use unavez_ledger::domain::event::ConflictKind;
 use unavez_ledger::store::{
-    NewChannelEvent, OpenOptions, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome, Store, StoreError,
+    AcknowledgementRow, NewAcknowledgement, NewChannelEvent, NewRefusal, OpenOptions, OperatorAction, Recorded,
+    SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome, Store, StoreError,
 };
 use unavez_testkit::PgSchema;
 
@@ -383,5 +385,103 @@ fn a_changed_number_carries_the_contact_over_and_lists_what_moves() {
             fx.int(&format!("SELECT opt_out_marketing_at FROM contacts WHERE id = {}", changed.new_contact)),
             None
         );
+    });
+}
+
+#[test]
+fn operator_actions_and_resend_acknowledgements_are_recorded_and_listed() {
+    both(|store, fx| {
+        fx.commitment(107, 207, 0);
+        fx.intention(307, 107, "delivered", "");
+        fx.intention(308, 107, "planned", "");
+        let action = |action: &'static str, intention_id: Option<i64>| OperatorAction {
+            operator: "ana",
+            role: "supervisor",
+            action,
+            intention_id,
+            commitment_id: Some(107),
+            scope: None,
+            reason: "customer asked",
+            result: "ok",
+            detail: intention_id.map(|_| "resend of #307"),
+        };
+        let first = ok(store.write(|tx| tx.record_operator_action(&action("pause", None), at(0))));
+        let second = ok(store.write(|tx| tx.record_operator_action(&action("resend", Some(308)), at(1))));
+        assert!(second > first);
+        let listed = ok(store.read(|tx| tx.operator_actions(10)));
+        assert_eq!(listed.len(), 2);
+        let (newest, oldest) = (&listed[0], &listed[1]);
+        assert_eq!((newest.id, newest.action.as_str(), newest.intention_id), (second, "resend", Some(308)));
+        assert_eq!((newest.at, newest.detail.as_deref()), (at(1), Some("resend of #307")));
+        assert_eq!((oldest.id, oldest.scope.as_deref(), oldest.detail.as_deref()), (first, None, None));
+        assert_eq!(ok(store.read(|tx| tx.operator_actions(1))).len(), 1);
+
+        let evidence = serde_json::json!([{"intention": 307, "state": "delivered"}]);
+        ok(store.write(|tx| {
+            tx.record_resend_acknowledgement(
+                &NewAcknowledgement {
+                    action_id: second,
+                    intention_id: 308,
+                    original_id: 307,
+                    operator: "ana",
+                    evidence: &evidence,
+                },
+                at(1),
+            )
+        }));
+        let ack = ok(store.read(|tx| tx.resend_acknowledgement(308))).expect("recorded");
+        assert_eq!(
+            ack,
+            AcknowledgementRow {
+                action_id: second,
+                original_id: 307,
+                operator: "ana".into(),
+                at: at(1),
+                evidence
+            }
+        );
+        assert_eq!(ok(store.read(|tx| tx.resend_acknowledgement(307))), None);
+    });
+}
+
+#[test]
+fn a_refused_event_is_counted_each_time_and_closed_by_a_newer_version() {
+    both(|store, fx| {
+        fx.commitment(108, 208, 0);
+        let fields = vec!["starts_at".to_string()];
+        let refusal = |fingerprint: &'static str| NewRefusal {
+            event_id: "ev-1",
+            commitment_ref: "cita-108",
+            event_type: "appointment.scheduled",
+            version: 1,
+            conflict: ConflictKind::SameVersion,
+            fields: &fields,
+            reason: "same version, other content",
+            source: "booking",
+            payload: r#"{"id":"ev-1"}"#,
+            fingerprint,
+        };
+        let a = ok(store.write(|tx| tx.record_refusal(&refusal("f1"), at(0))));
+        let again = ok(store.write(|tx| tx.record_refusal(&refusal("f1"), at(5))));
+        assert_eq!(a, again);
+        ok(store.write(|tx| tx.record_refusal(&refusal("f2"), at(6))));
+        let rows = ok(store.read(|tx| tx.refused_events("cita-108")));
+        assert_eq!(rows.len(), 2);
+        let r = &rows[0];
+        assert_eq!((r.id, r.times, r.open, r.conflict), (a, 2, true, ConflictKind::SameVersion));
+        assert_eq!((r.first_seen_at, r.last_seen_at), (at(0), at(5)));
+        assert_eq!((r.fields.clone(), r.payload.clone()), (fields.clone(), serde_json::json!({"id": "ev-1"})));
+        assert_eq!(ok(store.read(|tx| tx.counter(&Counter::RefusedEvents.name()))), 3);
+        // A newer version of the commitment settles them.
+        fx.sql("UPDATE commitments SET version = 2 WHERE id = 108");
+        assert!(ok(store.read(|tx| tx.refused_events("cita-108"))).iter().all(|r| !r.open));
+        // Filed under a commitment the ledger does not know: open.
+        let unknown = NewRefusal {
+            commitment_ref: "cita-0",
+            ..refusal("f3")
+        };
+        ok(store.write(|tx| tx.record_refusal(&unknown, at(7))));
+        assert!(ok(store.read(|tx| tx.refused_events("cita-0")))[0].open);
+        assert!(ok(store.read(|tx| tx.refused_events("nothing"))).is_empty());
     });
 }
