@@ -10,10 +10,12 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use unavez_ledger::domain::counter::Counter;
 use unavez_ledger::domain::status::Report;
 use unavez_ledger::location::Location;
+use unavez_ledger::api_recovery::RecoveryTx;
 use unavez_ledger::domain::event::ConflictKind;
+use unavez_ledger::domain::state::IntentionState;
 use unavez_ledger::store::{
     AcknowledgementRow, NewAcknowledgement, NewChannelEvent, NewRefusal, OpenOptions, OperatorAction, Recorded,
-    SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome, Store, StoreError,
+    SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome, Store, StoreError, from_ms,
 };
 use unavez_testkit::PgSchema;
 
@@ -483,5 +485,67 @@ fn a_refused_event_is_counted_each_time_and_closed_by_a_newer_version() {
         ok(store.write(|tx| tx.record_refusal(&unknown, at(7))));
         assert!(ok(store.read(|tx| tx.refused_events("cita-0")))[0].open);
         assert!(ok(store.read(|tx| tx.refused_events("nothing"))).is_empty());
+    });
+}
+
+#[test]
+fn expired_leases_and_the_uncertain_queue_read_alike() {
+    both(|store, fx| {
+        let now = at(0).timestamp_millis();
+        fx.commitment(109, 209, 0);
+        let lease = |until: i64| format!("UPDATE intentions SET lease_owner = 'w1', lease_until = {until} WHERE id = ");
+        fx.intention(309, 109, "dispatching", &format!("{}309;", lease(now - 1)));
+        fx.intention(310, 109, "dispatching", &format!("{}310;", lease(now + 60_000)));
+        fx.intention(311, 109, "dispatching", &format!("{}311;", lease(now - 5)));
+        fx.attempt(409, 309, 1, Some(900), "failed", None);
+        fx.attempt(410, 309, 2, None, "started", None);
+        fx.attempt(411, 309, 3, None, "started", None);
+        fx.attempt(412, 310, 1, None, "started", None);
+
+        let facts = ok(store.read(|tx| RecoveryTx::expired_leases(tx, at(0))));
+        let open: Vec<(i64, Vec<i64>)> = facts.iter().map(|f| (f.intention_id, f.open_attempts.clone())).collect();
+        assert_eq!(open, vec![(309, vec![410, 411]), (311, vec![])]);
+        assert_eq!((facts[0].owner.as_deref(), facts[0].state), (Some("w1"), IntentionState::Dispatching));
+
+        let of = ok(store.read(|tx| RecoveryTx::lease_facts_of_attempts(tx, &[412, 411, 410])));
+        let open: Vec<(i64, Vec<i64>)> = of.iter().map(|f| (f.intention_id, f.open_attempts.clone())).collect();
+        assert_eq!(open, vec![(310, vec![412]), (309, vec![410, 411])]);
+        match store.read(|tx| tx.lease_facts_of_attempts(&[999])) {
+            Err(StoreError::NoAttempt(999)) => {}
+            other => panic!("{other:?}"),
+        }
+
+        // Uncertain rows: one due now, one held for later; a planned one.
+        fx.intention(312, 109, "uncertain", "");
+        fx.intention(313, 109, "uncertain", &format!("UPDATE intentions SET next_attempt_at = {} WHERE id = 313;", now + 120_000));
+        fx.intention(314, 109, "planned", &format!("UPDATE intentions SET due_at = {} WHERE id = 314;", now + 300_000));
+        fx.attempt(413, 312, 1, Some(1000), "ambiguous", Some("wu"));
+        fx.attempt(414, 312, 2, Some(1001), "not_sent", None);
+        assert_eq!(ok(store.read(|tx| tx.next_due())), Some(from_ms(0)));
+        assert_eq!(ok(store.read(|tx| tx.count_due(at(0)))), 0);
+        assert_eq!(ok(store.read(|tx| tx.count_due(at(5)))), 1);
+        let day = "2026-12-01".parse().unwrap();
+        let ids = |rows: Vec<unavez_ledger::store::IntentionRow>| rows.iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(ids(ok(store.read(|tx| tx.day_intentions(day, &[])))).len(), 6);
+        assert_eq!(
+            ids(ok(store.read(|tx| tx.day_intentions(day, &[IntentionState::Uncertain])))),
+            vec![312, 313]
+        );
+        ok(store.write(|tx| tx.hold_uncertain(312, at(1))));
+        ok(store.write(|tx| tx.hold_uncertain(314, at(9))));
+        assert_eq!(fx.int("SELECT next_attempt_at FROM intentions WHERE id = 312"), Some(at(1).timestamp_millis()));
+        assert_eq!(fx.int("SELECT next_attempt_at FROM intentions WHERE id = 314"), None);
+        assert_eq!(ok(store.read(|tx| tx.next_due())), Some(at(1)));
+
+        // Taking the queue reads the intention and its contact through
+        // other modules: asserted wherever those run.
+        let taken = store.write(|tx| tx.take_uncertain(at(1), Duration::minutes(10), 10));
+        if let Some(taken) = unless_unported(store.is_pg(), taken) {
+            assert_eq!(taken.iter().map(|t| t.intention.id).collect::<Vec<_>>(), vec![312]);
+            let last = taken[0].last_attempt.as_ref().expect("an attempt");
+            assert_eq!((last.id, last.message_id.as_deref()), (413, Some("wu")));
+            assert_eq!(taken[0].tries, 0);
+            assert_eq!(fx.int("SELECT next_attempt_at FROM intentions WHERE id = 312"), Some(at(11).timestamp_millis()));
+        }
     });
 }
