@@ -1,107 +1,23 @@
 //! The webhook, inbound, notification, operator, refusal and recovery
 //! operations of the store on both backends, from one definition: each
 //! body runs on a SQLite file and on a PostgreSQL schema with the same
-//! assertions (the helper is `store_backends.rs`'s `both`, plus a way to
-//! write fixture rows the store has no operation for).
+//! assertions (`backends_fixture`: `store_backends.rs`'s `both`, plus a
+//! way to write fixture rows the store has no operation for).
 
+mod backends_fixture;
 mod pg_common;
 
+use backends_fixture::{both, ok, unless_unported};
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use unavez_ledger::domain::counter::Counter;
-use unavez_ledger::domain::status::Report;
-use unavez_ledger::location::Location;
 use unavez_ledger::api_recovery::RecoveryTx;
+use unavez_ledger::domain::counter::Counter;
 use unavez_ledger::domain::event::ConflictKind;
 use unavez_ledger::domain::state::IntentionState;
+use unavez_ledger::domain::status::Report;
 use unavez_ledger::store::{
-    AcknowledgementRow, NewAcknowledgement, NewChannelEvent, NewRefusal, OpenOptions, OperatorAction, Recorded,
-    SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome, Store, StoreError, from_ms,
+    AcknowledgementRow, NewAcknowledgement, NewChannelEvent, NewRefusal, OperatorAction, Recorded, SOURCE_CLOUD,
+    SOURCE_MOTOR, StatusOutcome, StoreError, from_ms,
 };
-use unavez_testkit::PgSchema;
-
-/// Plain SQL on the ledger under test, for fixture rows the store has no
-/// operation for (its own connection, outside the store's transactions).
-enum Fixture {
-    Sqlite(std::path::PathBuf),
-    Pg(String),
-}
-
-impl Fixture {
-    fn sql(&self, script: &str) {
-        match self {
-            Fixture::Sqlite(path) => rusqlite::Connection::open(path)
-                .and_then(|c| c.execute_batch(script))
-                .unwrap_or_else(|e| panic!("{e}: {script}")),
-            Fixture::Pg(url) => postgres::Client::connect(url, postgres::NoTls)
-                .and_then(|mut c| c.batch_execute(script))
-                .unwrap_or_else(|e| panic!("{e}: {script}")),
-        }
-    }
-
-    /// The first column of the first row of `query`, as an integer (NULL
-    /// and no row: `None`).
-    fn int(&self, query: &str) -> Option<i64> {
-        match self {
-            Fixture::Sqlite(path) => rusqlite::Connection::open(path)
-                .and_then(|c| c.query_row(query, [], |r| r.get::<_, Option<i64>>(0)))
-                .unwrap_or_else(|e| panic!("{e}: {query}")),
-            Fixture::Pg(url) => postgres::Client::connect(url, postgres::NoTls)
-                .and_then(|mut c| c.query_opt(query, &[]))
-                .unwrap_or_else(|e| panic!("{e}: {query}"))
-                .and_then(|r| r.get::<_, Option<i64>>(0)),
-        }
-    }
-
-    /// Commitment `id` (`ref` `cita-<id>`, version 1, scheduled at
-    /// `starts`) of contact `contact`, with a contact row for it.
-    fn commitment(&self, id: i64, contact: i64, starts: i64) {
-        self.sql(&format!(
-            "INSERT INTO contacts(id, phone, created_at, updated_at) VALUES ({contact}, '+51999000{contact}', 0, 0)
-             ON CONFLICT DO NOTHING;
-             INSERT INTO commitments(id, ref, kind, status, version, contact_id, starts_at, created_at, updated_at)
-             VALUES ({id}, 'cita-{id}', 'appointment', 'scheduled', 1, {contact}, {starts}, 0, 0);"
-        ));
-    }
-
-    /// Intention `id` (key `k<id>`) of commitment `commitment`, in `state`.
-    fn intention(&self, id: i64, commitment: i64, state: &str, extra: &str) {
-        self.sql(&format!(
-            "INSERT INTO intentions(id, key, commitment_id, commitment_version, purpose, recipient, category,
-                 channel, template, language, parameters, body, fingerprint, correlation_id, due_at, day, state,
-                 state_changed_at, created_by, created_at, updated_at)
-             VALUES ({id}, 'k{id}', {commitment}, 1, 'p', '+51999000{commitment}', 'transactional', 'motor', 't',
-                 'es', '[]', 'b', 'f', 'c', 1000, '2026-12-01', '{state}', 1000, 'planner', 0, 0);
-             {extra}"
-        ));
-    }
-
-    /// Attempt `id` (number `n`) of intention `intention`.
-    fn attempt(&self, id: i64, intention: i64, n: i64, ended: Option<i64>, outcome: &str, message_id: Option<&str>) {
-        let ended = ended.map_or("NULL".to_string(), |e| e.to_string());
-        let mid = message_id.map_or("NULL".to_string(), |m| format!("'{m}'"));
-        self.sql(&format!(
-            "INSERT INTO attempts(id, intention_id, n, worker, channel, started_at, ended_at, outcome, message_id,
-                 commitment_version_checked)
-             VALUES ({id}, {intention}, {n}, 'w', 'motor', 1000, {ended}, '{outcome}', {mid}, 1)"
-        ));
-    }
-}
-
-/// Runs `body` on a fresh SQLite ledger and on a fresh PostgreSQL one.
-fn both(body: impl Fn(&mut Store, &Fixture)) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ledger.db");
-    let mut sqlite = Store::open(&path).unwrap();
-    body(&mut sqlite, &Fixture::Sqlite(path));
-    let schema = PgSchema::new();
-    let mut pg = Store::open_location(
-        &Location::Postgres(Box::new(pg_common::url(&schema))),
-        &OpenOptions::CREATE,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert!(pg.is_pg());
-    body(&mut pg, &Fixture::Pg(schema.url.clone()));
-}
 
 fn at(minutes: i64) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 12, 1, 9, 0, 0).unwrap() + Duration::minutes(minutes)
@@ -130,21 +46,6 @@ fn report() -> Report {
     }
 }
 
-fn ok<T>(r: Result<T, StoreError>) -> T {
-    r.unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// `r`, unless it is PostgreSQL answering that an operation this one
-/// builds on (another module's) is not written for it yet: then `None`,
-/// and the caller stops there. Once that operation is ported, the same
-/// assertions run on PostgreSQL too.
-fn unless_unported<T>(pg: bool, r: Result<T, StoreError>) -> Option<T> {
-    match r {
-        Err(StoreError::NotOnPostgres(_)) if pg => None,
-        r => Some(ok(r)),
-    }
-}
-
 #[test]
 fn a_channel_event_is_recorded_once_and_its_copies_counted() {
     both(|store, _| {
@@ -153,7 +54,13 @@ fn a_channel_event_is_recorded_once_and_its_copies_counted() {
                 let first = tx.record_channel_event(&event("w1:delivered:1", Some("w1"), None), at(0))?;
                 let Recorded::New(row) = first else { panic!("{first:?}") };
                 let again = tx.record_channel_event(&event("w1:delivered:1", Some("w1"), None), at(1))?;
-                assert_eq!(again, Recorded::Duplicate { row, intention_id: None });
+                assert_eq!(
+                    again,
+                    Recorded::Duplicate {
+                        row,
+                        intention_id: None
+                    }
+                );
                 tx.record_channel_event(&event("w1:delivered:1", Some("w1"), None), at(2))?;
                 let motor = NewChannelEvent {
                     source: SOURCE_MOTOR,
@@ -180,7 +87,16 @@ fn a_channel_event_is_recorded_once_and_its_copies_counted() {
                 let listed = tx.channel_events(10)?;
                 assert_eq!(listed.len(), 2);
                 assert_eq!(listed[0].0, SOURCE_CLOUD);
-                assert_eq!(listed[1], (SOURCE_MOTOR.into(), "m1".into(), "status".into(), "received".into(), None));
+                assert_eq!(
+                    listed[1],
+                    (
+                        SOURCE_MOTOR.into(),
+                        "m1".into(),
+                        "status".into(),
+                        "received".into(),
+                        None
+                    )
+                );
                 Ok::<_, StoreError>(())
             })
             .unwrap();
@@ -217,13 +133,18 @@ fn a_status_without_its_intention_waits_and_is_applied_once_its_message_id_is_kn
             })
             .unwrap();
         // Known by its message id now, on the intention itself.
-        assert_eq!(ok(store.write(|tx| tx.correlate_status(Some("w9"), None, at(3)))), Some(301));
+        assert_eq!(
+            ok(store.write(|tx| tx.correlate_status(Some("w9"), None, at(3)))),
+            Some(301)
+        );
         assert_eq!(ok(store.write(|tx| tx.correlate_status(Some("zz"), None, at(3)))), None);
         // A second pending event for it is applied as soon as asked.
         // (Its row id from the store: PostgreSQL spends an id on every
         // insert that conflicted, so ids are not counted rows.)
         let recorded = ok(store.write(|tx| tx.record_channel_event(&event("w9:read:2", Some("w9"), None), at(4))));
-        let Recorded::New(row) = recorded else { panic!("{recorded:?}") };
+        let Recorded::New(row) = recorded else {
+            panic!("{recorded:?}")
+        };
         ok(store.write(|tx| tx.mark_channel_event(row, "pending", None, at(4))));
         assert_eq!(ok(store.write(|tx| tx.apply_pending_statuses_for(301, at(5)))), 1);
         assert_eq!(ok(store.write(|tx| tx.apply_pending_statuses_for(301, at(5)))), 0);
@@ -239,8 +160,14 @@ fn provider_references_are_learnt_once_and_never_overwritten() {
         ok(store.write(|tx| tx.set_provider_refs(302, Some("cmd-2"), Some("wm-1"), at(1))));
         ok(store.write(|tx| tx.set_provider_refs(302, None, Some("wm-2"), at(2))));
         // Whichever id the intention is found by, it is the first one kept.
-        assert_eq!(ok(store.write(|tx| tx.correlate_status(Some("wm-1"), None, at(3)))), Some(302));
-        assert_eq!(ok(store.write(|tx| tx.correlate_status(Some("wm-2"), None, at(3)))), None);
+        assert_eq!(
+            ok(store.write(|tx| tx.correlate_status(Some("wm-1"), None, at(3)))),
+            Some(302)
+        );
+        assert_eq!(
+            ok(store.write(|tx| tx.correlate_status(Some("wm-2"), None, at(3)))),
+            None
+        );
     });
 }
 
@@ -249,7 +176,12 @@ fn inbound_messages_open_the_window_record_opt_outs_and_find_the_commitment() {
     both(|store, fx| {
         fx.commitment(103, 203, at(60).timestamp_millis());
         fx.commitment(104, 203, at(-60).timestamp_millis());
-        fx.intention(303, 104, "delivered", "UPDATE intentions SET provider_message_id = 'wq' WHERE id = 303;");
+        fx.intention(
+            303,
+            104,
+            "delivered",
+            "UPDATE intentions SET provider_message_id = 'wq' WHERE id = 303;",
+        );
         fx.intention(304, 103, "delivered", "");
         fx.attempt(404, 304, 1, Some(1000), "accepted", Some("wa"));
         let contact = |col: &str| fx.int(&format!("SELECT {col} FROM contacts WHERE id = 203"));
@@ -311,18 +243,27 @@ fn inbound_messages_open_the_window_record_opt_outs_and_find_the_commitment() {
 fn template_statuses_user_ids_and_parked_events_are_kept() {
     both(|store, fx| {
         fx.commitment(105, 205, 0);
-        fx.intention(305, 105, "review", "UPDATE intentions SET template = 'remind' WHERE id = 305;");
-        fx.intention(306, 105, "planned", "UPDATE intentions SET template = 'remind' WHERE id = 306;");
-        let status = |status: Option<&'static str>, quality: Option<&'static str>| {
-            unavez_ledger::store::TemplateStatus {
+        fx.intention(
+            305,
+            105,
+            "review",
+            "UPDATE intentions SET template = 'remind' WHERE id = 305;",
+        );
+        fx.intention(
+            306,
+            105,
+            "planned",
+            "UPDATE intentions SET template = 'remind' WHERE id = 306;",
+        );
+        let status =
+            |status: Option<&'static str>, quality: Option<&'static str>| unavez_ledger::store::TemplateStatus {
                 name: "remind",
                 language: "es",
                 status,
                 reason: status.map(|_| "because"),
                 quality,
                 ..Default::default()
-            }
-        };
+            };
         let row = ok(store.write(|tx| tx.record_channel_event(&event("tpl1", None, None), at(0))));
         let Recorded::New(row) = row else { panic!("{row:?}") };
         ok(store.write(|tx| tx.set_template_status(&status(Some("PAUSED"), None), row, at(0))));
@@ -378,13 +319,19 @@ fn a_changed_number_carries_the_contact_over_and_lists_what_moves() {
         assert_eq!(changed.old_contact, 206);
         assert_eq!(changed.upcoming.iter().map(|c| c.id).collect::<Vec<_>>(), vec![106]);
         assert_eq!(
-            fx.int(&format!("SELECT opt_out_marketing_at FROM contacts WHERE id = {}", changed.new_contact)),
+            fx.int(&format!(
+                "SELECT opt_out_marketing_at FROM contacts WHERE id = {}",
+                changed.new_contact
+            )),
             Some(5)
         );
         let stopped = store.write(|tx| tx.set_marketing_preference("+51999000777", false, at(1), at(1)));
         assert!(ok(stopped));
         assert_eq!(
-            fx.int(&format!("SELECT opt_out_marketing_at FROM contacts WHERE id = {}", changed.new_contact)),
+            fx.int(&format!(
+                "SELECT opt_out_marketing_at FROM contacts WHERE id = {}",
+                changed.new_contact
+            )),
             None
         );
     });
@@ -413,9 +360,15 @@ fn operator_actions_and_resend_acknowledgements_are_recorded_and_listed() {
         let listed = ok(store.read(|tx| tx.operator_actions(10)));
         assert_eq!(listed.len(), 2);
         let (newest, oldest) = (&listed[0], &listed[1]);
-        assert_eq!((newest.id, newest.action.as_str(), newest.intention_id), (second, "resend", Some(308)));
+        assert_eq!(
+            (newest.id, newest.action.as_str(), newest.intention_id),
+            (second, "resend", Some(308))
+        );
         assert_eq!((newest.at, newest.detail.as_deref()), (at(1), Some("resend of #307")));
-        assert_eq!((oldest.id, oldest.scope.as_deref(), oldest.detail.as_deref()), (first, None, None));
+        assert_eq!(
+            (oldest.id, oldest.scope.as_deref(), oldest.detail.as_deref()),
+            (first, None, None)
+        );
         assert_eq!(ok(store.read(|tx| tx.operator_actions(1))).len(), 1);
 
         let evidence = serde_json::json!([{"intention": 307, "state": "delivered"}]);
@@ -470,13 +423,23 @@ fn a_refused_event_is_counted_each_time_and_closed_by_a_newer_version() {
         let rows = ok(store.read(|tx| tx.refused_events("cita-108")));
         assert_eq!(rows.len(), 2);
         let r = &rows[0];
-        assert_eq!((r.id, r.times, r.open, r.conflict), (a, 2, true, ConflictKind::SameVersion));
+        assert_eq!(
+            (r.id, r.times, r.open, r.conflict),
+            (a, 2, true, ConflictKind::SameVersion)
+        );
         assert_eq!((r.first_seen_at, r.last_seen_at), (at(0), at(5)));
-        assert_eq!((r.fields.clone(), r.payload.clone()), (fields.clone(), serde_json::json!({"id": "ev-1"})));
+        assert_eq!(
+            (r.fields.clone(), r.payload.clone()),
+            (fields.clone(), serde_json::json!({"id": "ev-1"}))
+        );
         assert_eq!(ok(store.read(|tx| tx.counter(&Counter::RefusedEvents.name()))), 3);
         // A newer version of the commitment settles them.
         fx.sql("UPDATE commitments SET version = 2 WHERE id = 108");
-        assert!(ok(store.read(|tx| tx.refused_events("cita-108"))).iter().all(|r| !r.open));
+        assert!(
+            ok(store.read(|tx| tx.refused_events("cita-108")))
+                .iter()
+                .all(|r| !r.open)
+        );
         // Filed under a commitment the ledger does not know: open.
         let unknown = NewRefusal {
             commitment_ref: "cita-0",
@@ -503,9 +466,15 @@ fn expired_leases_and_the_uncertain_queue_read_alike() {
         fx.attempt(412, 310, 1, None, "started", None);
 
         let facts = ok(store.read(|tx| RecoveryTx::expired_leases(tx, at(0))));
-        let open: Vec<(i64, Vec<i64>)> = facts.iter().map(|f| (f.intention_id, f.open_attempts.clone())).collect();
+        let open: Vec<(i64, Vec<i64>)> = facts
+            .iter()
+            .map(|f| (f.intention_id, f.open_attempts.clone()))
+            .collect();
         assert_eq!(open, vec![(309, vec![410, 411]), (311, vec![])]);
-        assert_eq!((facts[0].owner.as_deref(), facts[0].state), (Some("w1"), IntentionState::Dispatching));
+        assert_eq!(
+            (facts[0].owner.as_deref(), facts[0].state),
+            (Some("w1"), IntentionState::Dispatching)
+        );
 
         let of = ok(store.read(|tx| RecoveryTx::lease_facts_of_attempts(tx, &[412, 411, 410])));
         let open: Vec<(i64, Vec<i64>)> = of.iter().map(|f| (f.intention_id, f.open_attempts.clone())).collect();
@@ -517,8 +486,21 @@ fn expired_leases_and_the_uncertain_queue_read_alike() {
 
         // Uncertain rows: one due now, one held for later; a planned one.
         fx.intention(312, 109, "uncertain", "");
-        fx.intention(313, 109, "uncertain", &format!("UPDATE intentions SET next_attempt_at = {} WHERE id = 313;", now + 120_000));
-        fx.intention(314, 109, "planned", &format!("UPDATE intentions SET due_at = {} WHERE id = 314;", now + 300_000));
+        fx.intention(
+            313,
+            109,
+            "uncertain",
+            &format!(
+                "UPDATE intentions SET next_attempt_at = {} WHERE id = 313;",
+                now + 120_000
+            ),
+        );
+        fx.intention(
+            314,
+            109,
+            "planned",
+            &format!("UPDATE intentions SET due_at = {} WHERE id = 314;", now + 300_000),
+        );
         fx.attempt(413, 312, 1, Some(1000), "ambiguous", Some("wu"));
         fx.attempt(414, 312, 2, Some(1001), "not_sent", None);
         assert_eq!(ok(store.read(|tx| tx.next_due())), Some(from_ms(0)));
@@ -533,7 +515,10 @@ fn expired_leases_and_the_uncertain_queue_read_alike() {
         );
         ok(store.write(|tx| tx.hold_uncertain(312, at(1))));
         ok(store.write(|tx| tx.hold_uncertain(314, at(9))));
-        assert_eq!(fx.int("SELECT next_attempt_at FROM intentions WHERE id = 312"), Some(at(1).timestamp_millis()));
+        assert_eq!(
+            fx.int("SELECT next_attempt_at FROM intentions WHERE id = 312"),
+            Some(at(1).timestamp_millis())
+        );
         assert_eq!(fx.int("SELECT next_attempt_at FROM intentions WHERE id = 314"), None);
         assert_eq!(ok(store.read(|tx| tx.next_due())), Some(at(1)));
 
@@ -545,7 +530,10 @@ fn expired_leases_and_the_uncertain_queue_read_alike() {
             let last = taken[0].last_attempt.as_ref().expect("an attempt");
             assert_eq!((last.id, last.message_id.as_deref()), (413, Some("wu")));
             assert_eq!(taken[0].tries, 0);
-            assert_eq!(fx.int("SELECT next_attempt_at FROM intentions WHERE id = 312"), Some(at(11).timestamp_millis()));
+            assert_eq!(
+                fx.int("SELECT next_attempt_at FROM intentions WHERE id = 312"),
+                Some(at(11).timestamp_millis())
+            );
         }
     });
 }

@@ -87,33 +87,35 @@ impl Tx<'_> {
         })?;
         // `refused_events.times`: PostgreSQL calls the bare name ambiguous
         // with `excluded.times`.
-        let id = self.db().row(
-            "INSERT INTO refused_events(event_id, commitment_ref, type, version, conflict, fields, reason, source,
+        let id = self
+            .db()
+            .row(
+                "INSERT INTO refused_events(event_id, commitment_ref, type, version, conflict, fields, reason, source,
                  payload, fingerprint, first_seen_at, last_seen_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
              ON CONFLICT(event_id, fingerprint) DO UPDATE SET times = refused_events.times + 1,
                  last_seen_at = excluded.last_seen_at, version = excluded.version, fields = excluded.fields,
                  reason = excluded.reason, source = excluded.source
              RETURNING id",
-            &vals![
-                n.event_id,
-                n.commitment_ref,
-                n.event_type,
-                n.version,
-                n.conflict.as_str(),
-                fields,
-                n.reason,
-                n.source,
-                n.payload,
-                n.fingerprint,
-                ms(at)
-            ],
-            |r| r.int(0),
-        )?
-        .ok_or_else(|| StoreError::Corrupt {
-            table: "refused_events",
-            detail: "the upsert returned no id".into(),
-        })?;
+                &vals![
+                    n.event_id,
+                    n.commitment_ref,
+                    n.event_type,
+                    n.version,
+                    n.conflict.as_str(),
+                    fields,
+                    n.reason,
+                    n.source,
+                    n.payload,
+                    n.fingerprint,
+                    ms(at)
+                ],
+                |r| r.int(0),
+            )?
+            .ok_or_else(|| StoreError::Corrupt {
+                table: "refused_events",
+                detail: "the upsert returned no id".into(),
+            })?;
         self.bump_counter(Counter::RefusedEvents, 1)?;
         Ok(id)
     }

@@ -10,11 +10,11 @@ use chrono::{DateTime, Duration, Utc};
 use super::intents::IntentionRow;
 use super::queries::{ATTEMPT_COLS, AttemptRow};
 use super::{ContactRow, Result, StoreError, Tx, from_ms, ms};
-use crate::rows::{Cols, INTENTION_COLS, intention_row};
-use crate::vals;
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::recovery::{self, LeaseFacts};
 use crate::domain::state::IntentionState;
+use crate::rows::{Cols, INTENTION_COLS, intention_row};
+use crate::vals;
 
 /// An uncertain intention taken for one reconciliation pass.
 #[derive(Debug, Clone)]

@@ -390,7 +390,11 @@ impl Tx<'_> {
     pub fn pending_status_count(&self) -> Result<i64> {
         Ok(self
             .db()
-            .row("SELECT count(*) FROM channel_events WHERE status = 'pending'", &[], |r| r.int(0))?
+            .row(
+                "SELECT count(*) FROM channel_events WHERE status = 'pending'",
+                &[],
+                |r| r.int(0),
+            )?
             .unwrap_or(0))
     }
 
