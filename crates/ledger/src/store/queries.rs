@@ -2,12 +2,11 @@
 //! one intention in full. Every listing is paginated and served by an index.
 
 use chrono::{DateTime, Utc};
-use rusqlite::Row;
 use serde::Serialize;
 
 use super::intents::{HistoryRow, IntentionRow};
 use super::operator::AcknowledgementRow;
-use super::{Result, StoreError, Tx, from_ms};
+use super::{Result, StoreError, Tx};
 use crate::domain::attempt::AttemptOutcome;
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
@@ -80,31 +79,8 @@ pub struct RelatedRow {
     pub relation: String,
 }
 
-pub(super) fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
-    Ok(AttemptRow {
-        id: r.get(0)?,
-        n: r.get(1)?,
-        worker: r.get(2)?,
-        channel: r.get(3)?,
-        started_at: from_ms(r.get(4)?),
-        ended_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
-        outcome: {
-            let o: String = r.get(6)?;
-            o.parse().map_err(|e: crate::domain::attempt::UnknownOutcome| {
-                rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, e.to_string().into())
-            })?
-        },
-        http_status: r.get(7)?,
-        command_id: r.get(8)?,
-        message_id: r.get(9)?,
-        error_code: r.get(10)?,
-        error_detail: r.get(11)?,
-        commitment_version_checked: r.get(12)?,
-    })
-}
-
-/// An attempt from [`ATTEMPT_COLS`], on either backend.
-pub(super) fn attempt_cols(r: &dyn Cols) -> std::result::Result<AttemptRow, String> {
+/// An attempt from [`ATTEMPT_COLS`].
+pub(super) fn attempt_row(r: &dyn Cols) -> std::result::Result<AttemptRow, String> {
     Ok(AttemptRow {
         id: r.int(0)?,
         n: r.int(1)?,
@@ -188,7 +164,7 @@ impl Tx<'_> {
         Ok(self.db().rows(
             &format!("SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 ORDER BY n"),
             &vals![id],
-            attempt_cols,
+            attempt_row,
         )?)
     }
 

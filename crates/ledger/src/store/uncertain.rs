@@ -132,7 +132,7 @@ impl Tx<'_> {
                      ORDER BY n DESC LIMIT 1"
                 ),
                 &vals![id],
-                attempt_row,
+                super::queries::attempt_row,
             )?;
             let tries = self
                 .db()
@@ -224,30 +224,6 @@ type LeaseRow = (i64, Option<String>, String, Option<i64>);
 
 fn lease_row(r: &dyn Cols) -> std::result::Result<LeaseRow, String> {
     Ok((r.int(0)?, r.opt_text(1)?, r.text(2)?, r.opt_int(3)?))
-}
-
-/// An attempt from [`ATTEMPT_COLS`], on either backend (`queries.rs` reads
-/// the same columns from rusqlite only; this is its portable twin until
-/// that module is written for both).
-fn attempt_row(r: &dyn Cols) -> std::result::Result<AttemptRow, String> {
-    Ok(AttemptRow {
-        id: r.int(0)?,
-        n: r.int(1)?,
-        worker: r.text(2)?,
-        channel: r.text(3)?,
-        started_at: r.time(4)?,
-        ended_at: r.opt_time(5)?,
-        outcome: r
-            .text(6)?
-            .parse()
-            .map_err(|e: crate::domain::attempt::UnknownOutcome| format!("column 6: {e}"))?,
-        http_status: r.opt_int(7)?,
-        command_id: r.opt_text(8)?,
-        message_id: r.opt_text(9)?,
-        error_code: r.opt_text(10)?,
-        error_detail: r.opt_text(11)?,
-        commitment_version_checked: r.int(12)?,
-    })
 }
 
 /// One row per (intention, open attempt) → one [`LeaseFacts`] per intention,
