@@ -37,7 +37,7 @@ pub use dispatch::PresendFacts;
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
-pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent};
+pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent, NewEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
