@@ -20,7 +20,7 @@ use crate::templates::Category;
 
 /// Intentions per multi-row insert (26 parameters each, well under
 /// SQLite's limit of 32,766).
-const RESERVE_CHUNK: usize = 64;
+const RESERVE_CHUNK: usize = 128;
 /// History rows per multi-row insert (10 parameters each).
 const HISTORY_CHUNK: usize = 128;
 
@@ -237,7 +237,7 @@ impl Tx<'_> {
         // `starts_at` is the commitment's (migration 0002), set here so the
         // trigger that would otherwise copy it has nothing to do.
         let one = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned', ?, \
-                   (SELECT id FROM intentions WHERE key = ?), ?, ?, ?, ?, ?, (SELECT starts_at FROM commitments WHERE id = ?))";
+                   ?, ?, ?, ?, ?, ?, (SELECT starts_at FROM commitments WHERE id = ?))";
         let sql = format!(
             "INSERT INTO intentions(key, commitment_id, commitment_version, purpose, contact_id, recipient,
                  category, channel, template, language, parameters, body, fingerprint, correlation_id,
@@ -254,6 +254,12 @@ impl Tx<'_> {
                 detail: e.to_string(),
             })?;
             let at = ms(r.at);
+            // Only a resend names a related intention: looked up here
+            // instead of a subquery on every row.
+            let related = match &n.related_key {
+                Some(k) => Value::from(self.intention_id(k.as_str())?),
+                None => Value::Null,
+            };
             values.extend([
                 Value::Text(n.key.to_string()),
                 Value::Integer(r.commitment_id),
@@ -274,7 +280,7 @@ impl Tx<'_> {
                 Value::from(n.expires_at.map(ms)),
                 Value::Text(n.day.to_string()),
                 Value::Integer(at),
-                Value::from(n.related_key.as_ref().map(|k| k.to_string())),
+                related,
                 Value::Text(n.created_by.clone()),
                 Value::from(n.authorized_by.clone()),
                 Value::from(n.reason.clone()),

@@ -154,14 +154,14 @@ impl Tx<'_> {
     /// when its `event_id` was already recorded: the caller must then
     /// change nothing.
     pub fn record_commitment_event(&self, e: &NewEvent<'_>, at: DateTime<Utc>) -> Result<Option<i64>> {
-        let id = self
-            .conn()
-            .query_row(
-                "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, version_before, version_after,
-                     source, payload, received_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                 ON CONFLICT(event_id) DO NOTHING RETURNING id",
-                params![
+        // No `RETURNING`: it would make this a statement with a journal of
+        // its own (and flush the search index's pending rows each time).
+        let inserted = self.conn().execute(
+            "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, version_before, version_after,
+                 source, payload, received_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+             ON CONFLICT(event_id) DO NOTHING",
+            params![
                     e.event_id,
                     e.reference,
                     e.kind,
@@ -170,15 +170,14 @@ impl Tx<'_> {
                     e.version_after,
                     e.source,
                     e.payload,
-                    ms(at)
-                ],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if id.is_none() {
+                ms(at)
+            ],
+        )?;
+        if inserted == 0 {
             self.bump_counter(Counter::DuplicateEvents, 1)?;
+            return Ok(None);
         }
-        Ok(id)
+        Ok(Some(self.conn().last_insert_rowid()))
     }
 
     pub fn commitment(&self, reference: &str) -> Result<Option<CommitmentRow>> {
