@@ -122,6 +122,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_notifications.sql")),
     (6, include_str!("migrations/0006_front_desk_queue.sql")),
     (7, include_str!("migrations/0007_dispatchers_alerts.sql")),
+    (8, include_str!("migrations/0008_reserve_speed.sql")),
 ];
 
 /// One connection to the ledger. Not `Sync`: each thread or task that
