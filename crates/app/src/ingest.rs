@@ -463,3 +463,7 @@ fn repeated(tx: &Tx<'_>, ev: &BookingEvent, value: &Value, seen: LoggedEvent) ->
         fields,
     })))
 }
+
+#[cfg(test)]
+#[path = "ingest_tests.rs"]
+mod tests;
