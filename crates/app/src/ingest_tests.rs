@@ -92,6 +92,10 @@ fn a_conflict_in_a_batch_is_refused_alone_and_kept() {
     let refused = store.read(|tx| tx.refused_events("cita-0")).unwrap();
     assert_eq!(refused.len(), 1, "the conflict is kept");
     let c = store.read(|tx| tx.commitment("cita-0")).unwrap().unwrap();
-    assert_eq!(c.commitment.location.as_deref(), Some("Sede A"), "nothing of it applied");
+    assert_eq!(
+        c.commitment.location.as_deref(),
+        Some("Sede A"),
+        "nothing of it applied"
+    );
     assert!(store.read(|tx| tx.logged_event("evt-2")).unwrap().is_none());
 }

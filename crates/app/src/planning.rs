@@ -27,7 +27,11 @@ pub struct Want<'a> {
 /// existing ones for the same key and content. A key stored with other
 /// content is a [`StoreError::Conflict`] naming both fingerprints, and
 /// nothing is overwritten; the caller's savepoint undoes the rest.
-pub fn reserve_all<L: LedgerTx + ?Sized>(tx: &L, wants: &[Want<'_>], at: DateTime<Utc>) -> Result<Vec<Reserved>, StoreError> {
+pub fn reserve_all<L: LedgerTx + ?Sized>(
+    tx: &L,
+    wants: &[Want<'_>],
+    at: DateTime<Utc>,
+) -> Result<Vec<Reserved>, StoreError> {
     let fingerprints: Vec<String> = wants.iter().map(|w| w.intention.fingerprint()).collect();
     let rows: Vec<Reservation<'_>> = wants
         .iter()

@@ -162,14 +162,14 @@ impl Tx<'_> {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT(event_id) DO NOTHING",
             params![
-                    e.event_id,
-                    e.reference,
-                    e.kind,
-                    e.effect.as_str(),
-                    e.version_before,
-                    e.version_after,
-                    e.source,
-                    e.payload,
+                e.event_id,
+                e.reference,
+                e.kind,
+                e.effect.as_str(),
+                e.version_before,
+                e.version_after,
+                e.source,
+                e.payload,
                 ms(at)
             ],
         )?;
