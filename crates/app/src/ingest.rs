@@ -8,8 +8,9 @@
 //! engine (engine contract: same key, other content → 409). An event that states
 //! the stored version but describes the commitment otherwise, or that
 //! reuses an event id with other content, is a conflict: refused on its
-//! own, never merged, and kept (see [`ingest_alone`]) so a person sees it.
+//! own, never merged, and kept (see [`ingest_each`]) so a person sees it.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use chrono::{DateTime, Utc};
@@ -24,7 +25,8 @@ use crate::domain::history::{self, HistorySignal, Said};
 use crate::domain::intention::NewIntention;
 use crate::domain::state::{IntentionState, Signal};
 use crate::planner::{PlanError, Planner};
-use crate::store::{Cause, EventEffect, LoggedEvent, NewRefusal, Reserved, StoreError, Tx};
+use crate::planning::Want;
+use crate::store::{Cause, EventEffect, LoggedEvent, NewEvent, NewRefusal, Reserved, StoreError, Tx};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -113,18 +115,45 @@ pub enum Outcome {
     Duplicate { event_id: String },
 }
 
-/// Applies one event in its own savepoint: a failure leaves nothing of it
-/// behind and the rest of the caller's transaction goes on. A conflict is
-/// then recorded as a refused event (outside the savepoint, so it is kept
-/// when the caller commits) and still returned as the error.
-pub fn ingest_alone(
+/// Applies events in order, each whole or not at all, inside the caller's
+/// transaction; one result per event. A conflict is also recorded as a
+/// refused event (kept when the caller commits). An event that fails
+/// leaves nothing of it behind and the others go on.
+///
+/// Events are first applied together in one savepoint, their intentions
+/// reserved in set-based writes; only when one of them fails is the batch
+/// undone and applied again one savepoint per event, so that every error
+/// belongs to its own event and nothing of a good one is lost.
+pub fn ingest_each(
     tx: &Tx<'_>,
     planner: &Planner<'_>,
+    events: &[&BookingEvent],
+    source: &str,
+    now: DateTime<Utc>,
+) -> Vec<Result<Outcome, IngestError>> {
+    if events.len() > 1
+        && let Ok(all) = tx.atomically(|tx| apply_all(tx, planner, events, source, now))
+    {
+        return all.into_iter().map(Ok).collect();
+    }
+    events
+        .iter()
+        .map(|ev| {
+            let result = tx.atomically(|tx| apply_all(tx, planner, &[ev], source, now).map(|mut o| o.remove(0)));
+            keep_refusal(tx, ev, source, now, result)
+        })
+        .collect()
+}
+
+/// Records a conflict as a refused event (in a savepoint of its own, so it
+/// is kept when the caller commits), and hands the result on.
+fn keep_refusal(
+    tx: &Tx<'_>,
     ev: &BookingEvent,
     source: &str,
     now: DateTime<Utc>,
+    result: Result<Outcome, IngestError>,
 ) -> Result<Outcome, IngestError> {
-    let result = tx.atomically(|tx| ingest(tx, planner, ev, source, now));
     if let Err(IngestError::Conflict(c)) = &result {
         let value = serde_json::to_value(ev).map_err(|e| IngestError::Rejected(e.to_string()))?;
         let reason = c.to_string();
@@ -146,7 +175,7 @@ pub fn ingest_alone(
 }
 
 /// Applies one validated booking event inside `tx`. On `Err` the caller
-/// must roll back what it wrote (use [`ingest_alone`] for that).
+/// must roll back what it wrote (or use [`ingest_each`], which does).
 pub fn ingest(
     tx: &Tx<'_>,
     planner: &Planner<'_>,
@@ -154,13 +183,44 @@ pub fn ingest(
     source: &str,
     now: DateTime<Utc>,
 ) -> Result<Outcome, IngestError> {
+    Ok(apply_all(tx, planner, &[ev], source, now)?.remove(0))
+}
+
+/// Applies events in order inside `tx`, their reservations written
+/// together; on `Err` the caller must roll back what it wrote.
+fn apply_all(
+    tx: &Tx<'_>,
+    planner: &Planner<'_>,
+    events: &[&BookingEvent],
+    source: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Outcome>, IngestError> {
+    let mut batch = Batch::default();
+    for ev in events {
+        let outcome = stage(tx, planner, ev, source, now, &mut batch)?;
+        batch.outcomes.push(outcome);
+    }
+    batch.settle(tx, now)?;
+    Ok(batch.outcomes)
+}
+
+/// Writes one event's log row and commitment, plans and closes; what it
+/// reserves waits in `batch` (its outcome's `planned`, `held` and
+/// `already_present` are filled when the batch settles).
+fn stage(
+    tx: &Tx<'_>,
+    planner: &Planner<'_>,
+    ev: &BookingEvent,
+    source: &str,
+    now: DateTime<Utc>,
+    batch: &mut Batch,
+) -> Result<Outcome, IngestError> {
     let value = serde_json::to_value(ev).map_err(|e| IngestError::Rejected(e.to_string()))?;
     if let Some(seen) = tx.logged_event(&ev.event_id)? {
         return repeated(tx, ev, &value, seen);
     }
     let current = tx.commitment(&ev.reference)?;
     let before = current.as_ref().map(|c| c.commitment.version);
-    // `Err(current version)` for a stale event, recorded only.
     let applied = match apply(current.as_ref().map(|c| &c.commitment), ev, now) {
         Effect::Conflict { version, fields } => {
             return Err(IngestError::Conflict(Box::new(EventConflict {
@@ -175,24 +235,30 @@ pub fn ingest(
         Effect::Stale { current_version } => Err(current_version),
         Effect::Applied { after, kind, .. } => Ok((after, kind)),
     };
-    let Some(log_id) = tx.record_commitment_event(
-        &ev.event_id,
-        &ev.reference,
-        ev.kind.as_str(),
+    let (effect, after_version) = match &applied {
+        Err(_) => (EventEffect::Stale, before),
+        Ok((after, Change::NoChange)) => (EventEffect::NoChange, Some(after.version)),
+        Ok((after, _)) => (EventEffect::Applied, Some(after.version)),
+    };
+    let logged = NewEvent {
+        event_id: &ev.event_id,
+        reference: &ev.reference,
+        kind: ev.kind.as_str(),
         source,
-        &value.to_string(),
-        now,
-    )?
-    else {
+        payload: &value.to_string(),
+        effect,
+        version_before: before,
+        version_after: after_version,
+    };
+    if tx.record_commitment_event(&logged, now)?.is_none() {
         // Unreachable inside one write transaction (checked above); kept
         // as the log's own guarantee.
         return Ok(Outcome::Duplicate {
             event_id: ev.event_id.clone(),
         });
-    };
+    }
     let (after, kind) = match applied {
         Err(current_version) => {
-            tx.set_event_effect(log_id, EventEffect::Stale, before, before)?;
             return Ok(Outcome::Stored {
                 reference: ev.reference.clone(),
                 effect: EventEffect::Stale,
@@ -214,12 +280,6 @@ pub fn ingest(
         None => None,
     };
     let commitment_id = tx.save_commitment(&after, contact_id, now)?;
-    let effect = if kind == Change::NoChange {
-        EventEffect::NoChange
-    } else {
-        EventEffect::Applied
-    };
-    tx.set_event_effect(log_id, effect, before, Some(after.version))?;
     // Chaos and tests: a store failure in the middle of one event, after
     // it already wrote (the savepoint must leave nothing of it).
     #[cfg(feature = "failpoints")]
@@ -227,87 +287,155 @@ pub fn ingest(
         return Err(StoreError::from(crate::failpoint::sqlite_error(a)).into());
     }
 
-    let r = realize(tx, planner, &after, kind, ev, (commitment_id, contact_id), now)?;
+    let event = Staged {
+        ev,
+        ids: (commitment_id, contact_id),
+        fresh: current.is_none(),
+    };
+    let r = realize(tx, planner, &after, kind, &event, batch, now)?;
     Ok(Outcome::Stored {
         reference: after.reference.clone(),
         effect,
         version: after.version,
-        planned: r.planned,
-        already_present: r.already_present,
+        planned: vec![],
+        already_present: 0,
         closed: r.closed,
-        held: r.held,
+        held: vec![],
         notes: r.notes,
     })
 }
 
-/// What planning did for one applied event.
+/// One event being applied: its commitment and contact ids, and whether
+/// this event created the commitment (then nothing of it is planned yet).
+struct Staged<'e> {
+    ev: &'e BookingEvent,
+    ids: (i64, Option<i64>),
+    fresh: bool,
+}
+
+/// What planning did for one applied event before its reservations.
 struct Realized {
-    planned: Vec<String>,
-    already_present: usize,
     closed: usize,
-    held: Vec<String>,
     notes: Vec<String>,
 }
 
-/// Plans for the commitment as it is now, closes what stopped being
-/// pertinent and reserves the rest; held messages go straight to `review`.
+/// An intention a staged event reserves.
+struct Wanted {
+    /// Which outcome of the batch it belongs to.
+    event: usize,
+    intention: NewIntention,
+    commitment_id: i64,
+    contact_id: Option<i64>,
+    /// Held for a person (`review`) instead of being sent, and why.
+    held: Option<String>,
+}
+
+/// The outcomes of the events staged so far and the reservations they
+/// wait for.
+#[derive(Default)]
+struct Batch {
+    outcomes: Vec<Outcome>,
+    wanted: Vec<Wanted>,
+    /// Commitments with reservations not written yet.
+    pending: HashSet<i64>,
+}
+
+impl Batch {
+    /// Reserves everything wanted in set-based writes and completes the
+    /// outcomes; held messages go straight to `review`.
+    fn settle(&mut self, tx: &Tx<'_>, now: DateTime<Utc>) -> Result<(), IngestError> {
+        let wants: Vec<Want<'_>> = self
+            .wanted
+            .iter()
+            .map(|w| Want {
+                intention: &w.intention,
+                commitment_id: w.commitment_id,
+                contact_id: w.contact_id,
+            })
+            .collect();
+        let reserved = crate::planning::reserve_all(tx, &wants, now)?;
+        let mut review = Vec::new();
+        for (w, got) in self.wanted.iter().zip(reserved) {
+            let Some(Outcome::Stored {
+                planned,
+                held,
+                already_present,
+                ..
+            }) = self.outcomes.get_mut(w.event)
+            else {
+                continue;
+            };
+            match (got, &w.held) {
+                (Reserved::Existing(_), _) => *already_present += 1,
+                (Reserved::New(_), None) => planned.push(w.intention.key.to_string()),
+                (Reserved::New(id), Some(reason)) => {
+                    let said = Said::new(HistorySignal::NeedsReview, Cause::Planner)
+                        .note(reason.clone())
+                        .version(w.intention.commitment_version);
+                    let (_, record) = history::on_signal(id, IntentionState::Planned, Signal::NeedsReview, said, now);
+                    review.extend(record);
+                    held.push(w.intention.key.to_string());
+                }
+            }
+        }
+        tx.apply_records(&review)?;
+        self.wanted.clear();
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+/// Plans for the commitment as it is now and closes what stopped being
+/// pertinent; the rest waits in `batch` to be reserved.
 fn realize(
     tx: &Tx<'_>,
     planner: &Planner<'_>,
     after: &Commitment,
     kind: Change,
-    ev: &BookingEvent,
-    (commitment_id, contact_id): (i64, Option<i64>),
+    event: &Staged<'_>,
+    batch: &mut Batch,
     now: DateTime<Utc>,
 ) -> Result<Realized, IngestError> {
-    let mut plan = planner.plan(after, kind, ev, now)?;
+    let (commitment_id, contact_id) = event.ids;
+    let mut plan = planner.plan(after, kind, event.ev, now)?;
     let keep: Vec<&str> = plan
         .intentions
         .iter()
         .chain(plan.held.iter().map(|(n, _)| n))
         .map(|i| i.key.as_str())
         .collect();
-    let mut r = Realized {
-        planned: Vec::new(),
-        already_present: 0,
-        closed: 0,
-        held: Vec::new(),
-        notes: Vec::new(),
+    // A closure reads what is planned: this commitment's reservations
+    // still waiting in the batch are written first.
+    if batch.pending.contains(&commitment_id) {
+        batch.settle(tx, now)?;
+    }
+    let closed = match event.fresh {
+        true => 0,
+        false => crate::planning::close_planned(tx, commitment_id, &plan.closures, &keep, after.version, now)?.len(),
     };
-    r.closed += crate::planning::close_planned(tx, commitment_id, &plan.closures, &keep, after.version, now)?.len();
-    if plan.replaces_only && r.closed == 0 {
+    if plan.replaces_only && closed == 0 {
         plan.intentions.clear();
         plan.held.clear();
         plan.notes
             .push("nothing was waiting for the old number: no message moved".into());
     }
-    // Planned and held intentions in one set-based reservation.
-    let all: Vec<&NewIntention> = plan.intentions.iter().chain(plan.held.iter().map(|(n, _)| n)).collect();
-    let reserved = crate::planning::reserve_all(tx, &all, commitment_id, contact_id, now)?;
-    let (planned, held) = reserved.split_at(plan.intentions.len());
-    for (n, got) in plan.intentions.iter().zip(planned) {
-        match got {
-            Reserved::New(_) => r.planned.push(n.key.to_string()),
-            Reserved::Existing(_) => r.already_present += 1,
-        }
+    let slot = batch.outcomes.len();
+    let planned = plan.intentions.into_iter().map(|n| (n, None));
+    let held = plan.held.into_iter().map(|(n, reason)| (n, Some(reason)));
+    for (intention, held) in planned.chain(held) {
+        batch.wanted.push(Wanted {
+            event: slot,
+            intention,
+            commitment_id,
+            contact_id,
+            held,
+        });
+        batch.pending.insert(commitment_id);
     }
-    let mut review = Vec::new();
-    for ((n, reason), got) in plan.held.iter().zip(held) {
-        match got {
-            Reserved::New(id) => {
-                let said = Said::new(HistorySignal::NeedsReview, Cause::Planner)
-                    .note(reason.clone())
-                    .version(n.commitment_version);
-                let (_, record) = history::on_signal(*id, IntentionState::Planned, Signal::NeedsReview, said, now);
-                review.extend(record);
-                r.held.push(n.key.to_string());
-            }
-            Reserved::Existing(_) => r.already_present += 1,
-        }
-    }
-    tx.apply_records(&review)?;
-    r.notes = plan.notes;
-    Ok(r)
+    Ok(Realized {
+        closed,
+        notes: plan.notes,
+    })
 }
 
 /// An event id already in the log: a duplicate when its content is the
@@ -335,3 +463,7 @@ fn repeated(tx: &Tx<'_>, ev: &BookingEvent, value: &Value, seen: LoggedEvent) ->
         fields,
     })))
 }
+
+#[cfg(test)]
+#[path = "ingest_tests.rs"]
+mod tests;

@@ -14,49 +14,59 @@ use crate::domain::state::{IntentionState, Signal};
 use crate::planner::Closure;
 use crate::store::{LedgerTx, Reservation, Reserved, StoreError};
 
+/// An intention a plan calls for, with the commitment and contact it
+/// belongs to (one set-based reservation may carry many commitments').
+#[derive(Debug, Clone, Copy)]
+pub struct Want<'a> {
+    pub intention: &'a NewIntention,
+    pub commitment_id: i64,
+    pub contact_id: Option<i64>,
+}
+
 /// Reserves every intention (one set-based write): the new rows, or the
 /// existing ones for the same key and content. A key stored with other
 /// content is a [`StoreError::Conflict`] naming both fingerprints, and
 /// nothing is overwritten; the caller's savepoint undoes the rest.
 pub fn reserve_all<L: LedgerTx + ?Sized>(
     tx: &L,
-    intentions: &[&NewIntention],
-    commitment_id: i64,
-    contact_id: Option<i64>,
+    wants: &[Want<'_>],
     at: DateTime<Utc>,
 ) -> Result<Vec<Reserved>, StoreError> {
-    let fingerprints: Vec<String> = intentions.iter().map(|n| n.fingerprint()).collect();
-    let rows: Vec<Reservation<'_>> = intentions
+    let fingerprints: Vec<String> = wants.iter().map(|w| w.intention.fingerprint()).collect();
+    let rows: Vec<Reservation<'_>> = wants
         .iter()
         .zip(&fingerprints)
-        .map(|(n, fingerprint)| Reservation {
-            intention: n,
-            fingerprint,
-            commitment_id,
-            contact_id,
-            said: Said {
-                signal: HistorySignal::Reserved,
-                cause: if n.created_by == "planner" {
-                    Cause::Planner
-                } else {
-                    Cause::Operator
+        .map(|(w, fingerprint)| {
+            let n = w.intention;
+            Reservation {
+                intention: n,
+                fingerprint,
+                commitment_id: w.commitment_id,
+                contact_id: w.contact_id,
+                said: Said {
+                    signal: HistorySignal::Reserved,
+                    cause: if n.created_by == "planner" {
+                        Cause::Planner
+                    } else {
+                        Cause::Operator
+                    },
+                    evidence: None,
+                    note: n.reason.clone(),
+                    commitment_version: Some(n.commitment_version),
                 },
-                evidence: None,
-                note: n.reason.clone(),
-                commitment_version: Some(n.commitment_version),
-            },
-            at,
+                at,
+            }
         })
         .collect();
     let stored = tx.reserve_many(&rows)?;
     let mut out = Vec::with_capacity(stored.len());
     let mut duplicates = 0;
-    for ((n, presented), row) in intentions.iter().zip(fingerprints).zip(stored) {
+    for ((w, presented), row) in wants.iter().zip(fingerprints).zip(stored) {
         if row.inserted {
             out.push(Reserved::New(row.id));
         } else if row.fingerprint != presented {
             return Err(StoreError::Conflict {
-                key: n.key.to_string(),
+                key: w.intention.key.to_string(),
                 stored: row.fingerprint,
                 presented,
             });
@@ -79,7 +89,12 @@ pub fn reserve<L: LedgerTx + ?Sized>(
     contact_id: Option<i64>,
     at: DateTime<Utc>,
 ) -> Result<Reserved, StoreError> {
-    Ok(reserve_all(tx, &[n], commitment_id, contact_id, at)?[0])
+    let want = Want {
+        intention: n,
+        commitment_id,
+        contact_id,
+    };
+    Ok(reserve_all(tx, &[want], at)?[0])
 }
 
 /// Closes the still-planned intentions of a commitment that `rules` name

@@ -1,6 +1,7 @@
-//! Reserve + plan: booking events through `unavez::ingest::ingest`, the
-//! path `unavez import` takes (one savepoint per event, many events per
-//! transaction), into planned intentions.
+//! Reserve + plan: booking events through `unavez::ingest::ingest_each`,
+//! the path `unavez import` takes (many events per transaction, applied
+//! together in one savepoint with set-based reservations, one savepoint
+//! per event only when one of them fails), into planned intentions.
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,7 +9,8 @@ use std::time::Instant;
 use chrono::{Duration, Utc};
 use unavez::config::Config;
 use unavez::domain::event::{BookingEvent, EventContact, EventType};
-use unavez::ingest::{IngestError, Outcome, ingest};
+use unavez::import::IMPORT_BATCH;
+use unavez::ingest::{IngestError, Outcome, ingest_each};
 use unavez::planner::Planner;
 use unavez::store::Store;
 use unavez::templates::Templates;
@@ -66,9 +68,12 @@ pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Con
     for chunk in evs.chunks(batch.max(1) as usize) {
         intentions += store.write(|tx| {
             let mut n = 0u64;
-            for ev in chunk {
-                if let Outcome::Stored { planned, .. } = tx.atomically(|tx| ingest(tx, &planner, ev, "bench", now))? {
-                    n += planned.len() as u64;
+            for part in chunk.chunks(IMPORT_BATCH) {
+                let events: Vec<&BookingEvent> = part.iter().collect();
+                for outcome in ingest_each(tx, &planner, &events, "bench", now) {
+                    if let Outcome::Stored { planned, .. } = outcome? {
+                        n += planned.len() as u64;
+                    }
                 }
             }
             Ok::<_, IngestError>(n)

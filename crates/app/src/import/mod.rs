@@ -27,7 +27,7 @@ pub use ics::CalendarCounts;
 use crate::config::ImportConfig;
 use crate::domain::event::{BookingEvent, FieldError};
 use crate::domain::text::inert;
-use crate::ingest::{Outcome, ingest_alone};
+use crate::ingest::{Outcome, ingest_each};
 use crate::planner::Planner;
 use crate::store::{EventEffect, Store, StoreError};
 
@@ -376,6 +376,10 @@ pub fn default_rejects_path(file: &Path) -> PathBuf {
     file.with_file_name(name)
 }
 
+/// Events applied together (one savepoint, set-based reservations) while
+/// none of them fails; also how often the progress bar moves.
+pub const IMPORT_BATCH: usize = 256;
+
 /// Parses and applies a file in one transaction.
 pub fn import_file(
     store: &mut Store,
@@ -434,30 +438,35 @@ pub fn import_file_progress(
     progress(0, rows.len());
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
         let mut late = Vec::new();
-        for (i, row) in rows.iter().enumerate() {
+        let mut done = 0;
+        for chunk in rows.chunks(IMPORT_BATCH) {
             // Each event whole or not at all, so a row refused by the
             // ledger's state (e.g. a reschedule of an unknown ref, a
             // conflicting version, a store error on that row) leaves no
             // trace when skipped; a conflict is kept as a refused event.
-            match ingest_alone(tx, planner, &row.event, &opts.source, now) {
-                Ok(o) => report.add(&o),
-                Err(e) => {
-                    late.push(RowError {
-                        file: file.clone(),
-                        line: row.line,
-                        field: e.field().into(),
-                        reason: e.reason(),
-                        raw: row.raw.clone(),
-                    });
-                    if !opts.skip_invalid {
-                        return Err(ImportError::Rejected {
-                            rows: late,
-                            encoding: Some(encoding),
+            let events: Vec<_> = chunk.iter().map(|row| &row.event).collect();
+            for (row, result) in chunk.iter().zip(ingest_each(tx, planner, &events, &opts.source, now)) {
+                match result {
+                    Ok(o) => report.add(&o),
+                    Err(e) => {
+                        late.push(RowError {
+                            file: file.clone(),
+                            line: row.line,
+                            field: e.field().into(),
+                            reason: e.reason(),
+                            raw: row.raw.clone(),
                         });
+                        if !opts.skip_invalid {
+                            return Err(ImportError::Rejected {
+                                rows: late,
+                                encoding: Some(encoding),
+                            });
+                        }
                     }
                 }
             }
-            progress(i + 1, rows.len());
+            done += chunk.len();
+            progress(done, rows.len());
         }
         Ok(late)
     });

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 use rusqlite::params_from_iter;
-use rusqlite::types::Value;
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 
 use super::{Result, StoreError, Tx, from_ms, ms};
 use crate::api::{PlannedRow, Reservation, ReserveRow};
@@ -20,11 +20,28 @@ use crate::templates::Category;
 
 /// Intentions per multi-row insert (26 parameters each, well under
 /// SQLite's limit of 32,766).
-const RESERVE_CHUNK: usize = 64;
+const RESERVE_CHUNK: usize = 128;
 /// History rows per multi-row insert (10 parameters each).
 const HISTORY_CHUNK: usize = 128;
 
 pub use crate::domain::history::Cause;
+
+/// Bound values that borrow the row's strings instead of copying them.
+fn text(t: &str) -> ToSqlOutput<'_> {
+    ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes()))
+}
+
+fn opt_text(t: &Option<String>) -> ToSqlOutput<'_> {
+    t.as_deref().map_or(ToSqlOutput::Owned(Value::Null), text)
+}
+
+fn int(i: i64) -> ToSqlOutput<'static> {
+    ToSqlOutput::Owned(Value::Integer(i))
+}
+
+fn opt_int(i: Option<i64>) -> ToSqlOutput<'static> {
+    ToSqlOutput::Owned(Value::from(i))
+}
 
 /// The outcome of reserving one intention: the new row, or the existing
 /// one with the same key and content.
@@ -237,7 +254,7 @@ impl Tx<'_> {
         // `starts_at` is the commitment's (migration 0002), set here so the
         // trigger that would otherwise copy it has nothing to do.
         let one = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned', ?, \
-                   (SELECT id FROM intentions WHERE key = ?), ?, ?, ?, ?, ?, (SELECT starts_at FROM commitments WHERE id = ?))";
+                   ?, ?, ?, ?, ?, ?, (SELECT starts_at FROM commitments WHERE id = ?))";
         let sql = format!(
             "INSERT INTO intentions(key, commitment_id, commitment_version, purpose, contact_id, recipient,
                  category, channel, template, language, parameters, body, fingerprint, correlation_id,
@@ -246,41 +263,54 @@ impl Tx<'_> {
              VALUES {} ON CONFLICT(key) DO NOTHING RETURNING id, key",
             vec![one; chunk.len()].join(", ")
         );
-        let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 25);
+        // The values each row computes, owned here so that every other
+        // column binds a borrowed string (no copy of bodies and parameters).
+        let mut computed: Vec<(String, String, String, Option<i64>)> = Vec::with_capacity(chunk.len());
         for r in chunk {
             let n = r.intention;
             let params_json = serde_json::to_string(&n.parameters).map_err(|e| StoreError::Corrupt {
                 table: "intentions",
                 detail: e.to_string(),
             })?;
+            // Only a resend names a related intention: looked up here
+            // instead of a subquery on every row.
+            let related = match &n.related_key {
+                Some(k) => self.intention_id(k.as_str())?,
+                None => None,
+            };
+            computed.push((params_json, n.purpose.slug(), n.day.to_string(), related));
+        }
+        let mut values: Vec<ToSqlOutput<'_>> = Vec::with_capacity(chunk.len() * 26);
+        for (r, (params_json, purpose, day, related)) in chunk.iter().zip(&computed) {
+            let n = r.intention;
             let at = ms(r.at);
             values.extend([
-                Value::Text(n.key.to_string()),
-                Value::Integer(r.commitment_id),
-                Value::Integer(n.commitment_version),
-                Value::Text(n.purpose.slug()),
-                Value::from(r.contact_id),
-                Value::Text(n.recipient.clone()),
-                Value::Text(n.category.as_str().to_string()),
-                Value::Text(n.channel.clone()),
-                Value::Text(n.template.clone()),
-                Value::Text(n.language.clone()),
-                Value::Text(params_json),
-                Value::Text(n.body.clone()),
-                Value::Text(r.fingerprint.to_string()),
-                Value::Text(n.correlation_id.clone()),
-                Value::Integer(i64::from(n.asks_confirmation)),
-                Value::Integer(ms(n.due_at)),
-                Value::from(n.expires_at.map(ms)),
-                Value::Text(n.day.to_string()),
-                Value::Integer(at),
-                Value::from(n.related_key.as_ref().map(|k| k.to_string())),
-                Value::Text(n.created_by.clone()),
-                Value::from(n.authorized_by.clone()),
-                Value::from(n.reason.clone()),
-                Value::Integer(at),
-                Value::Integer(at),
-                Value::Integer(r.commitment_id),
+                text(n.key.as_str()),
+                int(r.commitment_id),
+                int(n.commitment_version),
+                text(purpose),
+                opt_int(r.contact_id),
+                text(&n.recipient),
+                text(n.category.as_str()),
+                text(&n.channel),
+                text(&n.template),
+                text(&n.language),
+                text(params_json),
+                text(&n.body),
+                text(r.fingerprint),
+                text(&n.correlation_id),
+                int(i64::from(n.asks_confirmation)),
+                int(ms(n.due_at)),
+                opt_int(n.expires_at.map(ms)),
+                text(day),
+                int(at),
+                opt_int(*related),
+                text(&n.created_by),
+                opt_text(&n.authorized_by),
+                opt_text(&n.reason),
+                int(at),
+                int(at),
+                int(r.commitment_id),
             ]);
         }
         let mut stmt = self.conn()?.prepare_cached(&sql)?;
@@ -432,19 +462,19 @@ impl Tx<'_> {
                      evidence, note, commitment_version) VALUES {}",
                 vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
             );
-            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 10);
+            let mut values: Vec<ToSqlOutput<'_>> = Vec::with_capacity(chunk.len() * 10);
             for r in chunk {
                 values.extend([
-                    Value::Integer(r.intention_id),
-                    Value::Integer(ms(r.at)),
-                    Value::from(r.from.map(|s| s.as_str().to_string())),
-                    Value::Text(r.to.as_str().to_string()),
-                    Value::Integer(i64::from(r.applied)),
-                    Value::Text(r.said.signal.as_str().to_string()),
-                    Value::Text(r.said.cause.as_str().to_string()),
-                    Value::from(r.said.evidence.clone()),
-                    Value::from(r.said.note.clone()),
-                    Value::from(r.said.commitment_version),
+                    int(r.intention_id),
+                    int(ms(r.at)),
+                    r.from.map_or(ToSqlOutput::Owned(Value::Null), |s| text(s.as_str())),
+                    text(r.to.as_str()),
+                    int(i64::from(r.applied)),
+                    text(r.said.signal.as_str()),
+                    text(r.said.cause.as_str()),
+                    opt_text(&r.said.evidence),
+                    opt_text(&r.said.note),
+                    opt_int(r.said.commitment_version),
                 ]);
             }
             self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;

@@ -110,6 +110,19 @@ pub(super) fn contact_row_from(r: &Row<'_>, at: usize) -> rusqlite::Result<Conta
     })
 }
 
+/// A booking event to append to the log, with its effect.
+#[derive(Debug, Clone)]
+pub struct NewEvent<'a> {
+    pub event_id: &'a str,
+    pub reference: &'a str,
+    pub kind: &'a str,
+    pub source: &'a str,
+    pub payload: &'a str,
+    pub effect: EventEffect,
+    pub version_before: Option<i64>,
+    pub version_after: Option<i64>,
+}
+
 /// A booking event already in the log, as it was received.
 #[derive(Debug, Clone)]
 pub struct LoggedEvent {
@@ -136,45 +149,35 @@ impl Tx<'_> {
             .optional()?)
     }
 
-    /// Appends a booking event to the log. `None` when its `event_id` was
-    /// already recorded: the caller must then change nothing.
-    pub fn record_commitment_event(
-        &self,
-        event_id: &str,
-        reference: &str,
-        kind: &str,
-        source: &str,
-        payload: &str,
-        at: DateTime<Utc>,
-    ) -> Result<Option<i64>> {
-        let id = self
-            .conn()?
-            .query_row(
-                "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, source, payload, received_at)
-                 VALUES (?1, ?2, ?3, 'applied', ?4, ?5, ?6)
-                 ON CONFLICT(event_id) DO NOTHING RETURNING id",
-                params![event_id, reference, kind, source, payload, ms(at)],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if id.is_none() {
-            self.bump_counter(Counter::DuplicateEvents, 1)?;
-        }
-        Ok(id)
-    }
-
-    pub fn set_event_effect(
-        &self,
-        id: i64,
-        effect: EventEffect,
-        before: Option<i64>,
-        after: Option<i64>,
-    ) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE commitment_events SET effect = ?2, version_before = ?3, version_after = ?4 WHERE id = ?1",
-            params![id, effect.as_str(), before, after],
+    /// Appends a booking event to the log, with what it did (decided
+    /// before anything is written, so the row is written once). `None`
+    /// when its `event_id` was already recorded: the caller must then
+    /// change nothing.
+    pub fn record_commitment_event(&self, e: &NewEvent<'_>, at: DateTime<Utc>) -> Result<Option<i64>> {
+        // No `RETURNING`: it would make this a statement with a journal of
+        // its own (and flush the search index's pending rows each time).
+        let inserted = self.conn()?.execute(
+            "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, version_before, version_after,
+                 source, payload, received_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+             ON CONFLICT(event_id) DO NOTHING",
+            params![
+                e.event_id,
+                e.reference,
+                e.kind,
+                e.effect.as_str(),
+                e.version_before,
+                e.version_after,
+                e.source,
+                e.payload,
+                ms(at)
+            ],
         )?;
-        Ok(())
+        if inserted == 0 {
+            self.bump_counter(Counter::DuplicateEvents, 1)?;
+            return Ok(None);
+        }
+        Ok(Some(self.conn()?.last_insert_rowid()))
     }
 
     pub fn commitment(&self, reference: &str) -> Result<Option<CommitmentRow>> {

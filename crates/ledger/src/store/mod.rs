@@ -38,7 +38,7 @@ pub use dispatch::PresendFacts;
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
-pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent};
+pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent, NewEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
 pub use open::{OpenOptions, Store, Tx, open_connection};
@@ -127,6 +127,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_notifications.sql")),
     (6, include_str!("migrations/0006_front_desk_queue.sql")),
     (7, include_str!("migrations/0007_dispatchers_alerts.sql")),
+    (8, include_str!("migrations/0008_reserve_speed.sql")),
 ];
 
 /// The connection as store code sees it. `execute` and `query_row` go

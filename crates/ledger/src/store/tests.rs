@@ -275,13 +275,26 @@ fn repeated_event_ids_are_recorded_once() {
     let (_dir, mut store) = temp_store();
     let (first, second) = store
         .write(|tx| {
-            let a = tx.record_commitment_event("evt-1", "cita-1", "appointment.scheduled", "t", "{}", now())?;
-            let b = tx.record_commitment_event("evt-1", "cita-1", "appointment.scheduled", "t", "{}", now())?;
+            let e = NewEvent {
+                event_id: "evt-1",
+                reference: "cita-1",
+                kind: "appointment.scheduled",
+                source: "t",
+                payload: "{}",
+                effect: EventEffect::Applied,
+                version_before: None,
+                version_after: Some(1),
+            };
+            let a = tx.record_commitment_event(&e, now())?;
+            let b = tx.record_commitment_event(&e, now())?;
             Ok::<_, StoreError>((a, b))
         })
         .unwrap();
     assert!(first.is_some() && second.is_none());
     assert_eq!(store.read(|tx| tx.counter("duplicate_events")).unwrap(), 1);
+    let log = store.read(|tx| tx.commitment_events("cita-1")).unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!((log[0].2.as_str(), log[0].3, log[0].4), ("applied", None, Some(1)));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! `Authorization: Bearer <token>`.
 //!
 //! Each event is applied inside its own savepoint through
-//! [`crate::ingest::ingest_alone`], so it is applied whole or not at all,
+//! [`crate::ingest::ingest_each`], so it is applied whole or not at all,
 //! and a repeated `event_id` with the same content changes nothing. The
 //! answer lists every event: `stored`, `duplicate`, or `rejected` with the
 //! reason (naming the field). A conflict (the stored version with other
@@ -27,7 +27,7 @@ use super::auth::{check_bearer, read_body};
 use super::{ApiError, AppState};
 use crate::domain::counter::{Counter, Rejection, Source};
 use crate::domain::event::BookingEvent;
-use crate::ingest::{IngestError, Outcome, ingest_alone};
+use crate::ingest::{IngestError, Outcome, ingest_each};
 use crate::store::StoreError;
 
 /// One line of the answer.
@@ -88,7 +88,7 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
                             continue;
                         }
                     };
-                    match ingest_alone(tx, &planner, &ev, "http", now) {
+                    match ingest_each(tx, &planner, &[&ev], "http", now).remove(0) {
                         Ok(Outcome::Duplicate { .. }) => results.push(EventResult {
                             index,
                             event_id,
