@@ -18,6 +18,7 @@
 //! for, and [`crate::rows::Cols`] reads integers from `int2/4/8` and
 //! booleans alike, so `EXISTS (…)` reads the same on both.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::error::Error as StdError;
 
@@ -25,47 +26,53 @@ use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use crate::rows::Cols;
 
-/// A statement parameter.
+/// A statement parameter. Text is borrowed where the caller has it (an
+/// import binds every body and parameter list without copying them).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum Value<'a> {
     Null,
     Int(i64),
-    Text(String),
+    Text(Cow<'a, str>),
     Real(f64),
 }
 
-impl From<i64> for Value {
-    fn from(v: i64) -> Value {
+impl From<i64> for Value<'_> {
+    fn from(v: i64) -> Self {
         Value::Int(v)
     }
 }
-impl From<u32> for Value {
-    fn from(v: u32) -> Value {
+impl From<u32> for Value<'_> {
+    fn from(v: u32) -> Self {
         Value::Int(i64::from(v))
     }
 }
-impl From<bool> for Value {
-    fn from(v: bool) -> Value {
+impl From<bool> for Value<'_> {
+    fn from(v: bool) -> Self {
         Value::Int(i64::from(v))
     }
 }
-impl From<f64> for Value {
-    fn from(v: f64) -> Value {
+impl From<f64> for Value<'_> {
+    fn from(v: f64) -> Self {
         Value::Real(v)
     }
 }
-impl From<&str> for Value {
-    fn from(v: &str) -> Value {
-        Value::Text(v.to_string())
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(v: &'a str) -> Self {
+        Value::Text(Cow::Borrowed(v))
     }
 }
-impl From<String> for Value {
-    fn from(v: String) -> Value {
-        Value::Text(v)
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(v: &'a String) -> Self {
+        Value::Text(Cow::Borrowed(v))
     }
 }
-impl<T: Into<Value>> From<Option<T>> for Value {
-    fn from(v: Option<T>) -> Value {
+impl From<String> for Value<'_> {
+    fn from(v: String) -> Self {
+        Value::Text(Cow::Owned(v))
+    }
+}
+impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
+    fn from(v: Option<T>) -> Self {
         v.map_or(Value::Null, Into::into)
     }
 }
@@ -76,7 +83,7 @@ macro_rules! vals {
     ($($v:expr),* $(,)?) => { [$($crate::sql::Value::from($v)),*] };
 }
 
-impl rusqlite::ToSql for Value {
+impl rusqlite::ToSql for Value<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         use rusqlite::types::{ToSqlOutput, ValueRef};
         Ok(match self {
@@ -97,7 +104,7 @@ fn text_like(ty: &Type) -> bool {
 
 type BoxError = Box<dyn StdError + Sync + Send>;
 
-impl ToSql for Value {
+impl ToSql for Value<'_> {
     fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, BoxError> {
         match self {
             Value::Null => Ok(IsNull::Yes),
@@ -116,7 +123,7 @@ impl ToSql for Value {
                 _ => Err(format!("a real cannot be sent as {ty}").into()),
             },
             Value::Text(s) => match *ty {
-                _ if text_like(ty) => s.as_str().to_sql(&Type::TEXT, out),
+                _ if text_like(ty) => s.as_ref().to_sql(&Type::TEXT, out),
                 Type::INT8 => s.parse::<i64>()?.to_sql(ty, out),
                 _ => Err(format!("text cannot be sent as {ty}").into()),
             },
@@ -240,7 +247,7 @@ impl From<SqlError> for crate::store::StoreError {
 
 /// The caller's values a PostgreSQL statement uses, in its numbering (a
 /// number past the values given is sent as NULL, as SQLite binds it).
-fn used<'v>(params: &'v [Value], numbers: &[usize]) -> Vec<&'v (dyn ToSql + Sync)> {
+fn used<'v>(params: &'v [Value<'_>], numbers: &[usize]) -> Vec<&'v (dyn ToSql + Sync)> {
     numbers
         .iter()
         .map(|n| params.get(n - 1).unwrap_or(&Value::Null) as &(dyn ToSql + Sync))
@@ -250,7 +257,7 @@ fn used<'v>(params: &'v [Value], numbers: &[usize]) -> Vec<&'v (dyn ToSql + Sync
 impl Db<'_> {
     /// Runs a statement; the number of rows it changed. Values after the
     /// highest `?N` the statement uses are ignored on both engines.
-    pub fn exec(&self, sql: &str, params: &[Value]) -> Result<usize, SqlError> {
+    pub fn exec(&self, sql: &str, params: &[Value<'_>]) -> Result<usize, SqlError> {
         match self {
             Db::Sqlite(c) => {
                 let mut stmt = c.prepare_cached(sql)?;
@@ -268,7 +275,7 @@ impl Db<'_> {
     pub fn rows<T>(
         &self,
         sql: &str,
-        params: &[Value],
+        params: &[Value<'_>],
         mut f: impl FnMut(&dyn Cols) -> Result<T, String>,
     ) -> Result<Vec<T>, SqlError> {
         match self {
@@ -294,7 +301,7 @@ impl Db<'_> {
     pub fn row<T>(
         &self,
         sql: &str,
-        params: &[Value],
+        params: &[Value<'_>],
         f: impl FnMut(&dyn Cols) -> Result<T, String>,
     ) -> Result<Option<T>, SqlError> {
         Ok(self.rows(sql, params, f)?.into_iter().next())
