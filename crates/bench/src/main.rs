@@ -300,11 +300,10 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(b) = raw_single {
             f = f.baseline_in("raw 1 row/commit", b, "rows/s");
         }
-        run.figures
-            .push(f.note(format!(
-                "{} accepted in {:.2} s; concurrency {conc}, batch {batch}; {}",
-                t.accepted, t.seconds, t.other
-            )));
+        run.figures.push(f.note(format!(
+            "{} accepted in {:.2} s; concurrency {conc}, batch {batch}; {}",
+            t.accepted, t.seconds, t.other
+        )));
         let ln = run.scale(10_000);
         let rate = 2000.0;
         let ldb = dir.join("dispatch-latency.db");

@@ -97,10 +97,17 @@ pub fn run(plan: &Plan<'_>, say: &dyn Fn(&str)) -> anyhow::Result<Outcome> {
         for w in RIVER_SWEEP {
             say(&format!("sweep: river work of {} jobs at {w} workers", plan.sweep_jobs));
             let r = river_once(bin, plan.dir, plan.sweep_jobs, w).map(|r| r.work_per_s);
-            say(&format!("  {}", r.as_ref().map_or_else(Clone::clone, |v| format!("{} jobs/s", num(*v)))));
+            say(&format!(
+                "  {}",
+                r.as_ref().map_or_else(Clone::clone, |v| format!("{} jobs/s", num(*v)))
+            ));
             out.river_sweep.push((w, r));
         }
-        out.river_best = best(out.river_sweep.iter().filter_map(|(w, r)| r.as_ref().ok().map(|v| (*w, *v))));
+        out.river_best = best(
+            out.river_sweep
+                .iter()
+                .filter_map(|(w, r)| r.as_ref().ok().map(|v| (*w, *v))),
+        );
     }
     for rep in 0..REPEATS {
         if let Some(c) = out.unavez_best {
@@ -122,7 +129,11 @@ pub fn run(plan: &Plan<'_>, say: &dyn Fn(&str)) -> anyhow::Result<Outcome> {
                 plan.full_jobs
             ));
             let r = river_once(bin, plan.dir, plan.full_jobs, w);
-            say(&format!("  {}", r.as_ref().map_or_else(Clone::clone, |r| format!("{} jobs/s", num(r.work_per_s)))));
+            say(&format!(
+                "  {}",
+                r.as_ref()
+                    .map_or_else(Clone::clone, |r| format!("{} jobs/s", num(r.work_per_s)))
+            ));
             out.river_runs.push(r);
         }
     }
@@ -136,7 +147,11 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 })
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
 }
 
 fn list(v: &[f64]) -> String {
@@ -148,7 +163,11 @@ fn list(v: &[f64]) -> String {
 pub fn figures(o: &Outcome, raw_single: Option<f64>) -> Vec<Figure> {
     let mut figs = Vec::new();
     let u: Vec<f64> = o.unavez_runs.iter().map(Throughput::per_s).collect();
-    let r: Vec<f64> = o.river_runs.iter().filter_map(|r| r.as_ref().ok().map(|r| r.work_per_s)).collect();
+    let r: Vec<f64> = o
+        .river_runs
+        .iter()
+        .filter_map(|r| r.as_ref().ok().map(|r| r.work_per_s))
+        .collect();
     if let (Some(m), Some((conc, batch))) = (median(u.clone()), o.unavez_best) {
         let sweep = o
             .unavez_sweep
@@ -166,7 +185,11 @@ pub fn figures(o: &Outcome, raw_single: Option<f64>) -> Vec<Figure> {
         if let Some(b) = raw_single {
             f = f.baseline_in("raw 1 row/commit", b, "rows/s");
         }
-        let swept = if sweep.is_empty() { "fixed".to_string() } else { format!("sweep concurrency/batch {sweep}") };
+        let swept = if sweep.is_empty() {
+            "fixed".to_string()
+        } else {
+            format!("sweep concurrency/batch {sweep}")
+        };
         figs.push(f.note(format!(
             "median of {} repeats ({} msg/s) at concurrency {conc}, batch {batch} ({swept}); {runs}",
             u.len(),
@@ -183,7 +206,12 @@ pub fn figures(o: &Outcome, raw_single: Option<f64>) -> Vec<Figure> {
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let line = o.river_runs.iter().find_map(|r| r.as_ref().ok()).map(|r| r.line.clone()).unwrap_or_default();
+        let line = o
+            .river_runs
+            .iter()
+            .find_map(|r| r.as_ref().ok())
+            .map(|r| r.line.clone())
+            .unwrap_or_default();
         figs.push(Figure::new("peer: river work (fetch + run + complete)", m, "jobs/s").note(format!(
             "median of {} repeats ({} jobs/s) at {} workers, fetch cooldown {RIVER_COOLDOWN_MS} ms (sweep of workers {sweep}); e.g. {line}",
             r.len(),
@@ -191,7 +219,11 @@ pub fn figures(o: &Outcome, raw_single: Option<f64>) -> Vec<Figure> {
             o.river_best.unwrap_or_default()
         )));
     } else if o.river_best.is_none() && !o.river_sweep.is_empty() {
-        let why = o.river_sweep.iter().find_map(|(_, r)| r.clone().err()).unwrap_or_default();
+        let why = o
+            .river_sweep
+            .iter()
+            .find_map(|(_, r)| r.clone().err())
+            .unwrap_or_default();
         figs.push(Figure::missing("peer: river work", "jobs/s", None, why));
     }
     if !o.river_sweep.is_empty() {

@@ -136,11 +136,21 @@ pub trait LedgerTx {
     /// Writes claims (see [`NewClaim`]): the moves, their history rows and
     /// the attempts; returns the attempt ids in the order given. An
     /// intention no longer in its record's `from` state is an error.
-    fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>>;
-    /// [`LedgerTx::apply_records`] for the dispatcher's result batches,
-    /// the same rows and guarantees in a few set-based statements; one
-    /// intention moves at most once per call.
-    fn apply_result_records(&self, records: &[Record]) -> Result<()>;
+    /// The default is [`LedgerTx::apply_records`] then
+    /// [`LedgerTx::start_attempts`]; a backend overrides it to write the
+    /// move and the lease in one set-based statement.
+    fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>> {
+        let records: Vec<Record> = claims.iter().map(|c| c.record.clone()).collect();
+        self.apply_records(&records)?;
+        let attempts: Vec<NewAttempt> = claims.iter().map(|c| c.attempt.clone()).collect();
+        self.start_attempts(&attempts)
+    }
+    /// [`LedgerTx::apply_records`] for the dispatcher's result batches:
+    /// the same rows and guarantees; a backend may override it with a few
+    /// set-based statements.
+    fn apply_result_records(&self, records: &[Record]) -> Result<()> {
+        self.apply_records(records)
+    }
     /// Closes attempts, or annotates ones already closed.
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()>;
     /// Stores the channel's references on intentions (a newer value wins).

@@ -221,7 +221,11 @@ fn refusal(
                 .note(note)
                 .version(version);
             let r = Some(history::note(id, IntentionState::Planned, s, now));
-            (r, Some((id, Some(until))), ClaimDecision::Deferred { id, key, until, why })
+            (
+                r,
+                Some((id, Some(until))),
+                ClaimDecision::Deferred { id, key, until, why },
+            )
         }
         Verdict::Validity(Validity::Valid) => unreachable!("a valid candidate is claimed, not refused"),
     }

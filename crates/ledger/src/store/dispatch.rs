@@ -15,8 +15,8 @@ use super::intents::{INTENTION_COLS, intention_row};
 use super::ledger::contact_row_from;
 use super::{Result, StoreError, Tx, from_ms, ms};
 use crate::api::{ClaimFacts, ClaimScope, NewAttempt, NewClaim};
-use crate::domain::history::Record;
 use crate::domain::commitment::CommitmentKind;
+use crate::domain::history::Record;
 use crate::domain::state::IntentionState;
 use crate::domain::validity::CommitmentFacts;
 
@@ -246,7 +246,10 @@ impl Tx<'_> {
         };
         for r in records {
             let Some(from) = r.from else { continue };
-            match stmt.query_row([r.intention_id], |row| row.get::<_, String>(0)).optional() {
+            match stmt
+                .query_row([r.intention_id], |row| row.get::<_, String>(0))
+                .optional()
+            {
                 Ok(Some(s)) if s == r.to.as_str() => {}
                 Ok(_) => {
                     return StoreError::Moved {
@@ -363,10 +366,12 @@ impl Tx<'_> {
         }
         rows.iter()
             .map(|a| {
-                ids.get(&(a.intention_id, a.n)).copied().ok_or_else(|| StoreError::Corrupt {
-                    table: "attempts",
-                    detail: format!("attempt {} of #{} was not written", a.n, a.intention_id),
-                })
+                ids.get(&(a.intention_id, a.n))
+                    .copied()
+                    .ok_or_else(|| StoreError::Corrupt {
+                        table: "attempts",
+                        detail: format!("attempt {} of #{} was not written", a.n, a.intention_id),
+                    })
             })
             .collect()
     }

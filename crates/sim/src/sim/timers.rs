@@ -36,7 +36,14 @@ impl Timers {
     }
 
     /// Runs `step` of `command_id` for `core` after `after_ms`.
-    pub(super) fn schedule(&self, core: Weak<Core>, shutdown: &watch::Receiver<bool>, command_id: String, step: Step, after_ms: u64) {
+    pub(super) fn schedule(
+        &self,
+        core: Weak<Core>,
+        shutdown: &watch::Receiver<bool>,
+        command_id: String,
+        step: Step,
+        after_ms: u64,
+    ) {
         if let Some(rx) = super::core::lock(&self.rx).take() {
             tokio::spawn(drive(core, rx, shutdown.clone()));
         }
