@@ -181,14 +181,13 @@ fn apply<L: LedgerTx + ?Sized>(
     Ok(decisions)
 }
 
+/// A deferred intention and when it is due again.
+type Deferral = (i64, Option<DateTime<Utc>>);
+
 /// The history row (none when the state machine refuses the signal), the
 /// deferral and the decision of a candidate that is not claimed (guarded,
 /// cancelled or deferred).
-fn refusal(
-    f: &ClaimFacts,
-    v: Verdict,
-    now: DateTime<Utc>,
-) -> (Option<Record>, Option<(i64, Option<DateTime<Utc>>)>, ClaimDecision) {
+fn refusal(f: &ClaimFacts, v: Verdict, now: DateTime<Utc>) -> (Option<Record>, Option<Deferral>, ClaimDecision) {
     let (id, version) = (f.intention.id, f.commitment.version);
     let key = f.intention.key.clone();
     let said = |s: HistorySignal| Said::new(s, Cause::Dispatcher);

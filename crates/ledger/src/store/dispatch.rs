@@ -76,6 +76,17 @@ pub(super) fn values_rows(cols: usize, rows: usize) -> String {
     vec![row.as_str(); rows].join(",")
 }
 
+/// A state move's `(id, from_state, to_state, reason, at)`.
+fn move_values(r: &Record) -> [Value; 5] {
+    [
+        r.intention_id.into(),
+        Value::from(r.from.map(|s| s.as_str().to_string())),
+        Value::Text(r.to.as_str().to_string()),
+        Value::from(r.reason.clone()),
+        ms(r.at).into(),
+    ]
+}
+
 fn lease_of(a: &NewAttempt) -> (Value, Value) {
     match &a.lease {
         Some((o, u)) => (Value::Text(o.clone()), ms(*u).into()),
@@ -214,16 +225,8 @@ impl Tx<'_> {
             for c in chunk {
                 let (r, a) = (&c.record, &c.attempt);
                 let (owner, until) = lease_of(a);
-                values.extend([
-                    r.intention_id.into(),
-                    Value::from(r.from.map(|s| s.as_str().to_string())),
-                    Value::Text(r.to.as_str().to_string()),
-                    Value::from(r.reason.clone()),
-                    ms(r.at).into(),
-                    owner,
-                    until,
-                    a.n.into(),
-                ]);
+                values.extend(move_values(r));
+                values.extend([owner, until, a.n.into()]);
             }
             let changed = self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
             if changed != chunk.len() {
@@ -291,13 +294,7 @@ impl Tx<'_> {
             );
             let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 5);
             for r in chunk {
-                values.extend([
-                    r.intention_id.into(),
-                    Value::from(r.from.map(|s| s.as_str().to_string())),
-                    Value::Text(r.to.as_str().to_string()),
-                    Value::from(r.reason.clone()),
-                    ms(r.at).into(),
-                ]);
+                values.extend(move_values(r));
             }
             let changed = self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
             if changed != chunk.len() {
