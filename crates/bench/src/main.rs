@@ -14,7 +14,8 @@
 //! | `raw` | the disk's limit: durable inserts of intention-sized rows |
 //! | `reserve` | ingest: reserve + plan, intentions per second |
 //! | `dispatch` | the dispatcher in-process and over HTTP, latency at a steady load, reprocess |
-//! | `peer` | the river peer queue beside it |
+//! | `peer` | the river peer queue, one run |
+//! | `versus` | unavez dispatch against river: each side's sweep, three interleaved repeats, the median ratio |
 //! | `webhook` | status webhooks applied per second |
 //! | `console`, `screens` | a generated million-row ledger and the console's screens on it |
 //! | `ledger_shape` | the raw baseline and the fast ledger generator (bench-only SQL) |
@@ -31,6 +32,7 @@ mod raw;
 mod report;
 mod reserve;
 mod screens;
+mod versus;
 mod webhook;
 
 use std::path::PathBuf;
@@ -64,12 +66,17 @@ struct Args {
     /// The `unavez` binary for `unavez sim` (default: beside this binary).
     #[arg(long)]
     unavez_bin: Option<PathBuf>,
-    /// Dispatcher concurrency (sends in flight) for the dispatch sections.
+    /// Dispatcher concurrency (sends in flight) for the HTTP and latency
+    /// sections, and for the in-process dispatch with `--no-sweep`.
     #[arg(long, default_value_t = 128)]
     dispatch_concurrency: u32,
-    /// Dispatcher batch size (intentions claimed per transaction).
+    /// Dispatcher batch size (intentions claimed per transaction), as above.
     #[arg(long, default_value_t = 128)]
     dispatch_batch: u32,
+    /// Dispatch in-process at --dispatch-concurrency/--dispatch-batch
+    /// instead of at the best configuration of a sweep.
+    #[arg(long)]
+    no_sweep: bool,
     /// Print the table as Markdown only (no progress lines).
     #[arg(long)]
     quiet: bool,
@@ -247,30 +254,30 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
 
-    // Dispatch: the same configuration for every run; concurrency and batch
-    // are the documented tuning for throughput (defaults are 16 and 64).
-    let (conc, batch) = (args.dispatch_concurrency, args.dispatch_batch);
-    let mut unavez_dispatch = None;
-    if run.wants("dispatch") {
-        let n = run.scale(50_000);
-        let cfg = dispatch::config(conc, batch, 20);
-        let db = dir.join("dispatch-inproc.db");
-        run.say(&format!(
-            "dispatch (in-process simulator): importing {n} due intentions"
-        ));
-        dispatch::prepare(&db, "cita", n, &cfg)?;
-        run.say("dispatch (in-process simulator): running until idle");
-        let t = dispatch::in_process(&db, &cfg)?;
-        let mut f = Figure::new("dispatch, in-process simulator", t.per_s(), "msg/s").target(Target::AtLeast(5000.0));
-        if let Some(b) = raw_single {
-            f = f.baseline_in("raw 1 row/commit", b, "rows/s");
-        }
-        run.figures.push(f.note(format!(
-            "{} accepted in {:.2} s; concurrency {conc}, batch {batch}; {}",
-            t.accepted, t.seconds, t.other
-        )));
-        unavez_dispatch = Some(t.per_s());
+    // Dispatch against the peer: each side at its best configuration from
+    // a sweep, then three interleaved full-size repeats (see `versus`).
+    if run.wants("dispatch") || run.wants("peer") {
+        let river = run.wants("peer").then(|| {
+            args.river_bin.clone().unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/river/target/release/unavez-river-peer")
+            })
+        });
+        let plan = versus::Plan {
+            dir: &dir,
+            unavez: run.wants("dispatch"),
+            river,
+            sweep_jobs: run.scale(20_000),
+            full_jobs: run.scale(50_000),
+            fixed: args
+                .no_sweep
+                .then_some((args.dispatch_concurrency, args.dispatch_batch)),
+        };
+        let outcome = versus::run(&plan, &|m| run.say(m))?;
+        run.figures.extend(versus::figures(&outcome, raw_single));
     }
+    // The HTTP and latency sections keep one fixed configuration, so that
+    // their figures compare across runs.
+    let (conc, batch) = (args.dispatch_concurrency, args.dispatch_batch);
     if run.wants("http") {
         let n = run.scale(50_000);
         let cfg = dispatch::config(conc, batch, 20);
@@ -293,11 +300,10 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(b) = raw_single {
             f = f.baseline_in("raw 1 row/commit", b, "rows/s");
         }
-        run.figures
-            .push(f.note(format!("{} accepted in {:.2} s; {}", t.accepted, t.seconds, t.other)));
-        if unavez_dispatch.is_none() {
-            unavez_dispatch = Some(t.per_s());
-        }
+        run.figures.push(f.note(format!(
+            "{} accepted in {:.2} s; concurrency {conc}, batch {batch}; {}",
+            t.accepted, t.seconds, t.other
+        )));
         let ln = run.scale(10_000);
         let rate = 2000.0;
         let ldb = dir.join("dispatch-latency.db");
@@ -333,49 +339,6 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
             w.events, w.requests, w.seconds, w.read_at_end
         )));
     }
-    if run.wants("peer") {
-        let bin = args.river_bin.clone().unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/river/target/release/unavez-river-peer")
-        });
-        let jobs = run.scale(50_000);
-        run.say(&format!(
-            "peer: {jobs} no-op jobs through riverqueue ({})",
-            bin.display()
-        ));
-        match peer::run(&bin, jobs, conc, &dir) {
-            Ok(r) => {
-                run.figures.push(
-                    Figure::new("peer: river work (fetch + run + complete)", r.work_per_s, "jobs/s").note(format!(
-                        "{} (insert {:.0}/s, insert+work {:.0}/s)",
-                        r.line, r.insert_per_s, r.total_per_s
-                    )),
-                );
-                match unavez_dispatch {
-                    Some(u) => run.figures.push(
-                        Figure::new("unavez dispatch / river work", u / r.work_per_s, "x")
-                            .baseline("river", 1.0)
-                            .target(Target::AtLeast(1.0))
-                            .note(format!(
-                                "{} unavez msg/s (claim + validity + durable attempt + HTTP send + result + history) vs {} river no-op jobs/s",
-                                report::num(u),
-                                report::num(r.work_per_s)
-                            )),
-                    ),
-                    None => run.figures.push(Figure::missing(
-                        "unavez dispatch / river work",
-                        "x",
-                        Some(Target::AtLeast(1.0)),
-                        "run the dispatch section too",
-                    )),
-                }
-                let _ = r.jobs;
-            }
-            Err(e) => run
-                .figures
-                .push(Figure::missing("peer: river work", "jobs/s", None, format!("{e:#}"))),
-        }
-    }
-
     println!("{}", report::render(&run.figures));
     if remove_after {
         let _ = std::fs::remove_dir_all(&dir);

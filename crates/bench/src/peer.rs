@@ -7,17 +7,17 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 
 pub struct River {
-    pub jobs: u64,
     pub work_per_s: f64,
-    pub insert_per_s: f64,
-    pub total_per_s: f64,
     pub line: String,
 }
 
-pub fn run(bin: &Path, jobs: u64, workers: u32, dir: &Path) -> anyhow::Result<River> {
+/// One run of the peer: `jobs` no-op jobs inserted, then worked by
+/// `workers` workers fetching at most every `cooldown_ms`.
+pub fn run(bin: &Path, jobs: u64, workers: u32, cooldown_ms: u64, dir: &Path) -> anyhow::Result<River> {
     let out = Command::new(bin)
         .env("RIVER_JOBS", jobs.to_string())
         .env("RIVER_WORKERS", workers.to_string())
+        .env("RIVER_COOLDOWN_MS", cooldown_ms.to_string())
         .env("RIVER_DIR", dir)
         .output()
         .with_context(|| format!("running {} (build it with benches/run.sh)", bin.display()))?;
@@ -42,10 +42,7 @@ pub fn run(bin: &Path, jobs: u64, workers: u32, dir: &Path) -> anyhow::Result<Ri
             .with_context(|| format!("bad {name} in {line:?}"))
     };
     Ok(River {
-        jobs: field("jobs")? as u64,
         work_per_s: field("work_per_s")?,
-        insert_per_s: field("insert_per_s")?,
-        total_per_s: field("total_per_s")?,
         line: line.to_string(),
     })
 }

@@ -58,6 +58,16 @@ pub struct NewAttempt {
     pub at: DateTime<Utc>,
 }
 
+/// A claim to write: the intention moves as `record` says (from
+/// `planned`, only if it still is, to `dispatching`) under `attempt`'s
+/// lease and number, `record` is its history row, and `attempt` is
+/// written before the channel is contacted.
+#[derive(Debug, Clone)]
+pub struct NewClaim {
+    pub record: Record,
+    pub attempt: NewAttempt,
+}
+
 /// An intention to reserve: the new row unless its key exists.
 #[derive(Debug, Clone)]
 pub struct Reservation<'a> {
@@ -123,6 +133,24 @@ pub trait LedgerTx {
     /// Writes attempts (with the lease of a claim); returns their ids in
     /// the order given.
     fn start_attempts(&self, rows: &[NewAttempt]) -> Result<Vec<i64>>;
+    /// Writes claims (see [`NewClaim`]): the moves, their history rows and
+    /// the attempts; returns the attempt ids in the order given. An
+    /// intention no longer in its record's `from` state is an error.
+    /// The default is [`LedgerTx::apply_records`] then
+    /// [`LedgerTx::start_attempts`]; a backend overrides it to write the
+    /// move and the lease in one set-based statement.
+    fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>> {
+        let records: Vec<Record> = claims.iter().map(|c| c.record.clone()).collect();
+        self.apply_records(&records)?;
+        let attempts: Vec<NewAttempt> = claims.iter().map(|c| c.attempt.clone()).collect();
+        self.start_attempts(&attempts)
+    }
+    /// [`LedgerTx::apply_records`] for the dispatcher's result batches:
+    /// the same rows and guarantees; a backend may override it with a few
+    /// set-based statements.
+    fn apply_result_records(&self, records: &[Record]) -> Result<()> {
+        self.apply_records(records)
+    }
     /// Closes attempts, or annotates ones already closed.
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()>;
     /// Stores the channel's references on intentions (a newer value wins).
@@ -164,6 +192,12 @@ impl LedgerTx for Tx<'_> {
     fn start_attempts(&self, rows: &[NewAttempt]) -> Result<Vec<i64>> {
         Tx::start_attempts(self, rows)
     }
+    fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>> {
+        Tx::start_claims(self, claims)
+    }
+    fn apply_result_records(&self, records: &[Record]) -> Result<()> {
+        Tx::apply_records_set(self, records)
+    }
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()> {
         Tx::write_attempts(self, rows)
     }
@@ -174,6 +208,11 @@ impl LedgerTx for Tx<'_> {
         Tx::set_next_attempt(self, rows, at)
     }
     fn apply_pending_statuses(&self, intention_ids: &[i64], at: DateTime<Utc>) -> Result<usize> {
+        // Nearly always nothing waits: one probe instead of a lookup per
+        // intention (whose statement SQLite re-prepares on every binding).
+        if intention_ids.is_empty() || !self.any_pending_status()? {
+            return Ok(0);
+        }
         let mut n = 0;
         for id in intention_ids {
             n += self.apply_pending_statuses_for(*id, at)?;

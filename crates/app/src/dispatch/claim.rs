@@ -14,6 +14,7 @@ use crate::domain::history::{self, Cause, HistorySignal, Record, Said};
 use crate::domain::state::{IntentionState, Signal};
 use crate::domain::validity::{self, ContactFacts, IntentionFacts, Rules, Validity};
 use crate::store::{ClaimFacts, ClaimScope, ContactRow, IntentionRow, LedgerTx, NewAttempt, StoreError};
+use unavez_ledger::api::NewClaim;
 
 /// An intention this worker now holds, with its attempt already on disk.
 #[derive(Debug, Clone)]
@@ -137,8 +138,9 @@ pub fn claim_batch<L: LedgerTx + ?Sized>(
     apply(tx, facts, verdicts, who, now)
 }
 
-/// Writes what the verdicts decided: every history row (and state change)
-/// in one call, the deferrals, then the claims' attempts.
+/// Writes what the verdicts decided: the history rows (and state changes)
+/// of the refusals in one call, the deferrals, then every claim — its
+/// move, history row and attempt — in one set-based call.
 fn apply<L: LedgerTx + ?Sized>(
     tx: &L,
     facts: Vec<ClaimFacts>,
@@ -148,98 +150,136 @@ fn apply<L: LedgerTx + ?Sized>(
 ) -> Result<Vec<ClaimDecision>, StoreError> {
     let mut records: Vec<Record> = Vec::new();
     let mut deferrals = Vec::new();
-    let mut attempts = Vec::new();
     let mut decisions = Vec::with_capacity(facts.len());
     let mut claims = Vec::new();
+    let mut held = Vec::new();
     for (f, v) in facts.into_iter().zip(verdicts) {
-        let (id, version) = (f.intention.id, f.commitment.version);
-        let key = f.intention.key.clone();
-        let said = |s: HistorySignal| Said::new(s, Cause::Dispatcher);
-        let move_to = |signal, said| history::on_signal(id, IntentionState::Planned, signal, said, now).1;
         match v {
-            Verdict::Guard => {
-                let note = "planned again but an earlier attempt was acknowledged by the channel: not resending";
-                records.extend(move_to(
-                    Signal::NeedsReview,
-                    said(HistorySignal::NeedsReview).note(note),
-                ));
-                decisions.push(ClaimDecision::Guarded { id, key });
-            }
-            Verdict::Validity(Validity::Cancel { reason, explanation }) => {
-                let s = said(HistorySignal::Cancel)
-                    .evidence("validity_at_claim")
-                    .note(explanation.clone())
-                    .version(version);
-                records.extend(move_to(Signal::Cancel(reason), s));
-                let reason = reason.as_str().to_string();
-                decisions.push(ClaimDecision::Cancelled {
-                    id,
-                    key,
-                    reason,
-                    explanation,
-                });
-            }
-            Verdict::Validity(Validity::Defer { until, why }) => {
-                deferrals.push((id, Some(until)));
-                let note = format!("{why} (until {})", until.to_rfc3339());
-                let s = said(HistorySignal::Deferred)
-                    .evidence("validity_at_claim")
-                    .note(note)
-                    .version(version);
-                records.push(history::note(id, IntentionState::Planned, s, now));
-                decisions.push(ClaimDecision::Deferred { id, key, until, why });
-            }
             Verdict::Validity(Validity::Valid) => {
-                let record = move_to(
-                    Signal::Claim,
-                    said(HistorySignal::Claim).note(who.owner).version(version),
-                )
-                .filter(|r| r.applied)
-                // Only a planned intention is selected, inside this same
-                // transaction; anything else is a bug worth surfacing.
-                .ok_or_else(|| StoreError::Corrupt {
-                    table: "intentions",
-                    detail: format!("#{id} could not be claimed from {}", f.intention.state),
-                })?;
-                records.push(record);
-                let n = f.intention.attempt_count + 1;
-                let until = now + who.lease;
-                attempts.push(NewAttempt {
-                    intention_id: id,
-                    n,
-                    worker: who.owner.to_string(),
-                    channel: who.channel.to_string(),
-                    version_checked: version,
-                    lease: Some((who.owner.to_string(), until)),
-                    at: now,
+                claims.push(claim_of(&f, who, now)?);
+                held.push((decisions.len(), f));
+                // Replaced below, once the attempt has its id.
+                decisions.push(ClaimDecision::Guarded {
+                    id: 0,
+                    key: String::new(),
                 });
-                claims.push((decisions.len(), f, n, until));
-                decisions.push(ClaimDecision::Guarded { id, key }); // replaced below
+            }
+            refused => {
+                let (record, deferral, decision) = refusal(&f, refused, now);
+                records.extend(record);
+                deferrals.extend(deferral);
+                decisions.push(decision);
             }
         }
     }
     tx.apply_records(&records)?;
     tx.set_next_attempt(&deferrals, now)?;
-    let attempt_ids = tx.start_attempts(&attempts)?;
-    for ((slot, f, n, until), attempt_id) in claims.into_iter().zip(attempt_ids) {
-        let mut intention = f.intention;
-        // The row as the writes above left it, without reading it again.
-        intention.state = IntentionState::Dispatching;
-        intention.state_reason = Some(who.owner.to_string());
-        intention.state_changed_at = now;
-        intention.lease_owner = Some(who.owner.to_string());
-        intention.lease_until = Some(until);
-        intention.attempt_count = n;
-        intention.next_attempt_at = None;
-        decisions[slot] = ClaimDecision::Claimed(Box::new(Claimed {
-            intention,
-            attempt_id,
-            attempt_n: n,
-            version_checked: f.commitment.version,
-            contact: f.contact,
-        }));
+    let attempt_ids = tx.start_claims(&claims)?;
+    for ((slot, f), (claim, attempt_id)) in held.into_iter().zip(claims.into_iter().zip(attempt_ids)) {
+        decisions[slot] = ClaimDecision::Claimed(Box::new(claimed(f, &claim, attempt_id, who, now)));
     }
     Ok(decisions)
+}
+
+/// A deferred intention and when it is due again.
+type Deferral = (i64, Option<DateTime<Utc>>);
+
+/// The history row (none when the state machine refuses the signal), the
+/// deferral and the decision of a candidate that is not claimed (guarded,
+/// cancelled or deferred).
+fn refusal(f: &ClaimFacts, v: Verdict, now: DateTime<Utc>) -> (Option<Record>, Option<Deferral>, ClaimDecision) {
+    let (id, version) = (f.intention.id, f.commitment.version);
+    let key = f.intention.key.clone();
+    let said = |s: HistorySignal| Said::new(s, Cause::Dispatcher);
+    let move_to = |signal, said| history::on_signal(id, IntentionState::Planned, signal, said, now).1;
+    match v {
+        Verdict::Guard => {
+            let note = "planned again but an earlier attempt was acknowledged by the channel: not resending";
+            let r = move_to(Signal::NeedsReview, said(HistorySignal::NeedsReview).note(note));
+            (r, None, ClaimDecision::Guarded { id, key })
+        }
+        Verdict::Validity(Validity::Cancel { reason, explanation }) => {
+            let s = said(HistorySignal::Cancel)
+                .evidence("validity_at_claim")
+                .note(explanation.clone())
+                .version(version);
+            let r = move_to(Signal::Cancel(reason), s);
+            let reason = reason.as_str().to_string();
+            let d = ClaimDecision::Cancelled {
+                id,
+                key,
+                reason,
+                explanation,
+            };
+            (r, None, d)
+        }
+        Verdict::Validity(Validity::Defer { until, why }) => {
+            let note = format!("{why} (until {})", until.to_rfc3339());
+            let s = said(HistorySignal::Deferred)
+                .evidence("validity_at_claim")
+                .note(note)
+                .version(version);
+            let r = Some(history::note(id, IntentionState::Planned, s, now));
+            (
+                r,
+                Some((id, Some(until))),
+                ClaimDecision::Deferred { id, key, until, why },
+            )
+        }
+        Verdict::Validity(Validity::Valid) => unreachable!("a valid candidate is claimed, not refused"),
+    }
+}
+
+/// The claim of a valid candidate: planned → dispatching under this
+/// claimant's lease, with its attempt.
+fn claim_of(f: &ClaimFacts, who: Claimant<'_>, now: DateTime<Utc>) -> Result<NewClaim, StoreError> {
+    let (id, version) = (f.intention.id, f.commitment.version);
+    let said = Said::new(HistorySignal::Claim, Cause::Dispatcher)
+        .note(who.owner)
+        .version(version);
+    let record = history::on_signal(id, IntentionState::Planned, Signal::Claim, said, now)
+        .1
+        .filter(|r| r.applied)
+        // Only a planned intention is selected, inside this same
+        // transaction; anything else is a bug worth surfacing.
+        .ok_or_else(|| StoreError::Corrupt {
+            table: "intentions",
+            detail: format!("#{id} could not be claimed from {}", f.intention.state),
+        })?;
+    let n = f.intention.attempt_count + 1;
+    Ok(NewClaim {
+        record,
+        attempt: NewAttempt {
+            intention_id: id,
+            n,
+            worker: who.owner.to_string(),
+            channel: who.channel.to_string(),
+            version_checked: version,
+            lease: Some((who.owner.to_string(), now + who.lease)),
+            at: now,
+        },
+    })
+}
+
+/// The claimed intention as the claim's writes left its row, without
+/// reading it again.
+fn claimed(f: ClaimFacts, claim: &NewClaim, attempt_id: i64, who: Claimant<'_>, now: DateTime<Utc>) -> Claimed {
+    let mut intention = f.intention;
+    let n = claim.attempt.n;
+    intention.state = IntentionState::Dispatching;
+    intention.state_reason = Some(who.owner.to_string());
+    intention.state_changed_at = now;
+    intention.lease_owner = Some(who.owner.to_string());
+    intention.lease_until = claim.attempt.lease.as_ref().map(|l| l.1);
+    intention.attempt_count = n;
+    intention.next_attempt_at = None;
+    Claimed {
+        intention,
+        attempt_id,
+        attempt_n: n,
+        version_checked: f.commitment.version,
+        contact: f.contact,
+    }
 }
 
 /// Validity of `i` against the commitment and contact as stored now,

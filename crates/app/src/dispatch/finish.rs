@@ -73,7 +73,7 @@ fn write_plans<L: LedgerTx + ?Sized>(tx: &L, plans: &[FinishPlan], now: DateTime
         .collect();
     tx.set_channel_refs(&refs)?;
     let records: Vec<_> = plans.iter().filter_map(|p| p.record.clone()).collect();
-    tx.apply_records(&records)?;
+    tx.apply_result_records(&records)?;
     let retries: Vec<_> = plans
         .iter()
         .filter_map(|p| p.next_attempt_at.map(|t| (p.intention_id, Some(t))))

@@ -22,8 +22,10 @@ use crate::domain::key::Purpose;
 use crate::domain::state::IntentionState;
 use crate::store::{PresendFacts, Store};
 
-/// Most attempts one query covers.
-const BATCH: usize = 64;
+/// Most attempts one query covers: as many as a large dispatcher has in
+/// flight, since the query's text no longer depends on the count (each
+/// attempt still gets a read made after it asked).
+const BATCH: usize = 512;
 
 /// Who holds an attempt that is about to be sent: what the pre-send check
 /// compares (the fencing token of a send).

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, params, params_from_iter};
 
-use super::dispatch::marks;
+use super::dispatch::{IN_IDS, id_list, runs, values_rows};
 use super::{Result, StoreError, Tx, ms};
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
 use crate::domain::state::{IntentionState, UnknownState};
@@ -53,6 +53,17 @@ impl Tx<'_> {
             .is_some())
     }
 
+    /// Whether any status webhook waits for its intention (one probe of
+    /// the pending index, no parameter): finishing a batch looks for each
+    /// intention's pending statuses only when there are some.
+    pub fn any_pending_status(&self) -> Result<bool> {
+        Ok(self.conn()?.query_row(
+            "SELECT EXISTS (SELECT 1 FROM channel_events WHERE status = 'pending')",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
     pub fn finish_facts(&self, attempt_ids: &[i64]) -> Result<Vec<FinishFacts>> {
         if attempt_ids.is_empty() {
             return Ok(Vec::new());
@@ -61,11 +72,10 @@ impl Tx<'_> {
             "SELECT a.id, a.intention_id, a.n, a.commitment_version_checked, a.ended_at IS NOT NULL, i.state,
                     i.attempt_count, i.commitment_version, c.version
              FROM attempts a JOIN intentions i ON i.id = a.intention_id JOIN commitments c ON c.id = i.commitment_id
-             WHERE a.id IN ({})",
-            marks(attempt_ids.len())
+             WHERE a.id IN ({IN_IDS}(?1))"
         ))?;
         let mut by_id: HashMap<i64, FinishFacts> = stmt
-            .query_map(params_from_iter(attempt_ids), |r| {
+            .query_map([id_list(attempt_ids)], |r| {
                 Ok(FinishFacts {
                     attempt_id: r.get(0)?,
                     intention_id: r.get(1)?,
@@ -86,10 +96,23 @@ impl Tx<'_> {
             .collect()
     }
 
+    /// Closes attempts (one `UPDATE … FROM (VALUES …)` per run of rows),
+    /// or annotates ones already closed (rare: one by one).
     pub fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()> {
-        for w in rows {
-            match w {
-                AttemptWrite::End {
+        let ends: Vec<&AttemptWrite> = rows.iter().filter(|w| matches!(w, AttemptWrite::End { .. })).collect();
+        for run in runs(ends.len()) {
+            let sql = format!(
+                "WITH v(id, ended_at, outcome, http_status, command_id, message_id, error_code, error_detail)
+                     AS (VALUES {})
+                 UPDATE attempts SET ended_at = v.ended_at, outcome = v.outcome, http_status = v.http_status,
+                     command_id = v.command_id, message_id = v.message_id, error_code = v.error_code,
+                     error_detail = v.error_detail
+                 FROM v WHERE attempts.id = v.id",
+                values_rows(8, run.len())
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(run.len() * 8);
+            for w in &ends[run] {
+                if let AttemptWrite::End {
                     attempt_id,
                     outcome,
                     http_status,
@@ -98,48 +121,80 @@ impl Tx<'_> {
                     error_code,
                     error_detail,
                     at,
-                } => {
-                    self.conn()?.execute(
-                        "UPDATE attempts SET ended_at = ?2, outcome = ?3, http_status = ?4, command_id = ?5,
-                             message_id = ?6, error_code = ?7, error_detail = ?8 WHERE id = ?1",
-                        params![
-                            attempt_id,
-                            ms(*at),
-                            outcome.as_str(),
-                            http_status,
-                            command_id,
-                            message_id,
-                            error_code,
-                            error_detail
-                        ],
-                    )?;
+                } = w
+                {
+                    values.extend([
+                        Value::Integer(*attempt_id),
+                        Value::Integer(ms(*at)),
+                        Value::Text(outcome.as_str().to_string()),
+                        Value::from(http_status.map(i64::from)),
+                        Value::from(command_id.clone()),
+                        Value::from(message_id.clone()),
+                        Value::from(error_code.clone()),
+                        Value::from(error_detail.clone()),
+                    ]);
                 }
-                AttemptWrite::LateAnswer {
-                    attempt_id,
-                    http_status,
-                    command_id,
-                    message_id,
-                    note,
-                } => {
-                    self.conn()?.execute(
-                        "UPDATE attempts SET command_id = coalesce(command_id, ?2),
-                             message_id = coalesce(message_id, ?3), http_status = coalesce(http_status, ?4),
-                             error_detail = coalesce(error_detail || '; ', '') || ?5 WHERE id = ?1",
-                        params![attempt_id, command_id, message_id, http_status, note],
-                    )?;
-                }
+            }
+            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+        }
+        for w in rows {
+            if let AttemptWrite::LateAnswer {
+                attempt_id,
+                http_status,
+                command_id,
+                message_id,
+                note,
+            } = w
+            {
+                self.conn()?.execute(
+                    "UPDATE attempts SET command_id = coalesce(command_id, ?2),
+                         message_id = coalesce(message_id, ?3), http_status = coalesce(http_status, ?4),
+                         error_detail = coalesce(error_detail || '; ', '') || ?5 WHERE id = ?1",
+                    params![attempt_id, command_id, message_id, http_status, note],
+                )?;
             }
         }
         Ok(())
     }
 
+    /// Stores the channel's references (a given value replaces the stored
+    /// one), one statement per run of rows.
     pub fn set_channel_refs(&self, rows: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
-        for (id, command_id, message_id) in rows {
-            self.conn()?.execute(
-                "UPDATE intentions SET provider_command_id = coalesce(?2, provider_command_id),
-                     provider_message_id = coalesce(?3, provider_message_id) WHERE id = ?1",
-                params![id, command_id, message_id],
-            )?;
+        // One row per intention, a later value over an earlier one, as if
+        // written one after the other.
+        let mut merged: Vec<(i64, Option<String>, Option<String>)> = Vec::with_capacity(rows.len());
+        let mut at: HashMap<i64, usize> = HashMap::with_capacity(rows.len());
+        for (id, c, m) in rows {
+            match at.get(id) {
+                Some(&i) => {
+                    let row = &mut merged[i];
+                    row.1 = c.clone().or(row.1.take());
+                    row.2 = m.clone().or(row.2.take());
+                }
+                None => {
+                    at.insert(*id, merged.len());
+                    merged.push((*id, c.clone(), m.clone()));
+                }
+            }
+        }
+        let rows = merged.as_slice();
+        for run in runs(rows.len()) {
+            let sql = format!(
+                "WITH v(id, command_id, message_id) AS (VALUES {})
+                 UPDATE intentions SET provider_command_id = coalesce(v.command_id, provider_command_id),
+                     provider_message_id = coalesce(v.message_id, provider_message_id)
+                 FROM v WHERE intentions.id = v.id",
+                values_rows(3, run.len())
+            );
+            let mut values: Vec<Value> = Vec::with_capacity(run.len() * 3);
+            for (id, command_id, message_id) in &rows[run] {
+                values.extend([
+                    Value::Integer(*id),
+                    Value::from(command_id.clone()),
+                    Value::from(message_id.clone()),
+                ]);
+            }
+            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
         }
         Ok(())
     }

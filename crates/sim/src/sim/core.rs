@@ -6,7 +6,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -15,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::engine::{Command, Engine};
 use super::faults::{Dice, FaultSpec};
+use super::timers::Timers;
 use super::{PauseMode, SimError, SimStats, SimTiming};
 use crate::channel::motor_event::{MotorEvent, estado};
 
@@ -39,8 +39,8 @@ enum JournalRecord {
     Generation { instance_id: String, generation: i64 },
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Step {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Step {
     GoOut,
     Resolve,
     Deliver,
@@ -61,6 +61,7 @@ pub struct Core {
     journal: Mutex<Option<File>>,
     events: Option<mpsc::UnboundedSender<MotorEvent>>,
     shutdown: watch::Receiver<bool>,
+    timers: Timers,
 }
 
 /// Locks a mutex even if a panicking thread poisoned it: the simulator's
@@ -113,6 +114,7 @@ impl Core {
             journal: Mutex::new(journal),
             events,
             shutdown,
+            timers: Timers::new(),
         })
     }
 
@@ -233,17 +235,11 @@ impl Core {
     }
 
     fn schedule(self: &Arc<Self>, command_id: String, step: Step, after_ms: u64) {
-        let core = Arc::clone(self);
-        let mut shutdown = self.shutdown.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(after_ms)) => core.step(&command_id, step),
-                _ = shutdown.wait_for(|s| *s) => {}
-            }
-        });
+        self.timers
+            .schedule(Arc::downgrade(self), &self.shutdown, command_id, step, after_ms);
     }
 
-    fn step(self: &Arc<Self>, id: &str, step: Step) {
+    pub(super) fn step(self: &Arc<Self>, id: &str, step: Step) {
         let now = Utc::now();
         let mut engine = lock(&self.engine);
         match step {

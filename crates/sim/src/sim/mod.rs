@@ -21,6 +21,7 @@ pub mod faults;
 mod http;
 pub mod inproc;
 mod messages;
+mod timers;
 mod webhook;
 
 use std::collections::BTreeMap;
