@@ -53,7 +53,7 @@ fn a_target_that_is_not_a_postgres_url_is_named() {
 }
 
 #[test]
-fn one_setting_picks_postgresql_init_migrates_it_and_the_rest_says_not_yet() {
+fn one_setting_picks_postgresql_where_import_and_the_listings_run() {
     let schema = PgSchema::new();
     let url = std::path::Path::new(&schema.url);
     let o = run(url, &["init"]);
@@ -70,7 +70,20 @@ fn one_setting_picks_postgresql_init_migrates_it_and_the_rest_says_not_yet() {
         .get(0);
     assert!(tables >= 17, "{tables} tables");
 
-    let o = run(url, &["intents", "list"]);
+    // Import and the listings run on it.
+    let imported = run(url, &["import", fixture("agenda.jsonl").to_str().unwrap()]);
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    assert_eq!(report_number(&stdout(&imported), "stored"), 10, "{}", stdout(&imported));
+    let planned = json(url, &["intents", "list"]);
+    assert!(planned.as_array().is_some_and(|a| !a.is_empty()), "{planned}");
+    let first = planned[0]["key"].as_str().unwrap().to_string();
+    let shown = json(url, &["intents", "show", &first]);
+    assert_eq!(shown["intention"]["key"], first.as_str(), "{shown}");
+    let commitments = json(url, &["commitments", "list"]);
+    assert_eq!(commitments.as_array().map(Vec::len), Some(4), "{commitments}");
+
+    // Sending does not yet: said plainly, nothing attempted.
+    let o = run(url, &["dispatch"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("does not run this command yet"), "{}", stderr(&o));
 }

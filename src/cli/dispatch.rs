@@ -122,6 +122,7 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 }
 
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
+    ctx.sqlite_only()?;
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
     // Open once up front so a bad path or schema, a damaged or read-only
@@ -183,6 +184,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
+    ctx.sqlite_only()?;
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
     let ledger = Ledger::from_store(ctx.open_existing()?);
@@ -250,6 +252,7 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     } else {
         channel_from_config(&ctx.config)?
     };
+    ctx.sqlite_only()?;
     let db = Db::from_store(ctx.open_existing()?);
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;

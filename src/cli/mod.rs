@@ -143,12 +143,14 @@ impl Ctx {
     }
 
     fn open(&self, create: bool) -> anyhow::Result<Store> {
-        self.sqlite_only()?;
         let opts = OpenOptions {
             create,
             group: self.gid,
         };
-        let store = Store::open_with(&self.db, &opts).map_err(|e| self.ledger_error(e))?;
+        let store = Store::open_location(&self.location, &opts).map_err(|e| self.ledger_error(e))?;
+        if store.is_pg() {
+            return Ok(store);
+        }
         if let Some(mode) = crate::store::files::readable_by_others(&self.db) {
             tracing::warn!(
                 "ledger {} is readable by every account on this host (mode {mode:o}): it holds names and phones; \
@@ -165,9 +167,9 @@ impl Ctx {
         match &self.location {
             Location::Sqlite(_) => Ok(()),
             Location::Postgres(url) => anyhow::bail!(
-                "the PostgreSQL ledger ({url}) does not run this command yet: `unavez init` and \
-                 `unavez ledger copy` work on it; use a SQLite file for the rest (docs/design.md, \
-                 \"A shared ledger on PostgreSQL\")"
+                "the PostgreSQL ledger ({url}) does not run this command yet: `init`, `import`, \
+                 `commitments`, `intents list|show` and `ledger copy` work on it; use a SQLite file for \
+                 the rest (docs/design.md, \"A shared ledger on PostgreSQL\")"
             ),
         }
     }
@@ -181,7 +183,7 @@ impl Ctx {
                 crate::i18n::strings(self.config.language).missing_ledger,
                 &[("path", &path.display().to_string())],
             )),
-            e => anyhow::Error::new(e).context(format!("opening ledger {}", self.db.display())),
+            e => anyhow::Error::new(e).context(format!("opening ledger {}", self.location)),
         }
     }
 
@@ -235,11 +237,6 @@ where
     let ctx = Ctx::load(&cli)?;
     match cli.command {
         Command::Init => {
-            if let Location::Postgres(url) = &ctx.location {
-                unavez_ledger::pg::PgLedger::open(url)?;
-                println!("ledger ready at {url}");
-                return Ok(ExitCode::SUCCESS);
-            }
             let store = ctx.open_store()?;
             println!("ledger ready at {}", store.path().display());
             Ok(ExitCode::SUCCESS)

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::store::{OpenOptions, Store, StoreError};
+use unavez_ledger::location::Location;
 
 /// Idle connections kept for reuse.
 const IDLE: usize = 4;
@@ -30,6 +31,8 @@ pub struct Ledger {
 }
 
 struct Inner {
+    location: Location,
+    /// The file, or the URL without its password (for messages).
     path: PathBuf,
     idle: Mutex<Vec<Store>>,
 }
@@ -54,14 +57,34 @@ impl Ledger {
         Ok(Ledger::from_store(Store::attach_or_open(path)?))
     }
 
-    /// A handle around a store opened elsewhere (its checks already done).
+    /// Opens (and migrates) the ledger wherever it is: a SQLite file or
+    /// the shared PostgreSQL ledger.
+    pub fn open_location(location: &Location, opts: &OpenOptions) -> Result<Ledger, StoreError> {
+        let first = Store::open_location(location, opts)?;
+        Ok(Ledger::from_store_at(first, location.clone()))
+    }
+
+    /// A handle around a SQLite store opened elsewhere (its checks already
+    /// done).
     pub fn from_store(store: Store) -> Ledger {
+        let location = Location::Sqlite(store.path().to_path_buf());
+        Ledger::from_store_at(store, location)
+    }
+
+    /// A handle around a store opened elsewhere at `location`.
+    pub fn from_store_at(store: Store, location: Location) -> Ledger {
         Ledger {
             inner: Arc::new(Inner {
+                location,
                 path: store.path().to_path_buf(),
                 idle: Mutex::new(vec![store]),
             }),
         }
+    }
+
+    /// Where the ledger is.
+    pub fn location(&self) -> &Location {
+        &self.inner.location
     }
 
     /// The ledger file.
@@ -107,7 +130,7 @@ impl Ledger {
             Some(s) => Ok(s),
             // Later connections attach without the migration's write
             // lock, so one opens even while another process holds it.
-            None => Store::attach(&self.inner.path),
+            None => Store::attach_location(&self.inner.location),
         }
     }
 
@@ -169,6 +192,23 @@ mod tests {
             .with(|_| ledger.with(|s| s.path().to_path_buf()).unwrap())
             .unwrap();
         assert_eq!(nested, db);
+    }
+
+    #[test]
+    fn the_handle_opens_the_shared_ledger_and_attaches_more_connections() {
+        let schema = unavez_testkit::PgSchema::new();
+        let location = Location::parse(Path::new(&schema.url)).unwrap();
+        let ledger = Ledger::open_location(&location, &OpenOptions::CREATE).unwrap();
+        assert!(ledger.path().to_string_lossy().starts_with("postgres://"));
+        let both_pg = ledger
+            .with(|a| {
+                a.write(|tx| tx.set_counter("probe", 3))?;
+                // A second connection at once: attached, not migrated.
+                ledger.with(|b| Ok::<_, StoreError>((a.is_pg(), b.is_pg(), b.read(|tx| tx.counter("probe"))?)))?
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(both_pg, (true, true, 3));
     }
 
     #[test]

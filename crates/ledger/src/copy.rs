@@ -183,14 +183,14 @@ fn copy_table(src: &rusqlite::Connection, db: &Db<'_>, table: &str, progress: Pr
     }
 }
 
-fn value_at(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Value> {
+fn value_at(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Value<'static>> {
     use rusqlite::types::ValueRef;
     Ok(match r.get_ref(i)? {
         ValueRef::Null => Value::Null,
         ValueRef::Integer(v) => Value::Int(v),
         ValueRef::Real(v) => Value::Real(v),
-        ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Blob(b) => Value::Text(String::from_utf8_lossy(b).into_owned()),
+        ValueRef::Text(t) => Value::from(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => Value::from(String::from_utf8_lossy(b).into_owned()),
     })
 }
 

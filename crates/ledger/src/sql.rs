@@ -18,6 +18,7 @@
 //! for, and [`crate::rows::Cols`] reads integers from `int2/4/8` and
 //! booleans alike, so `EXISTS (…)` reads the same on both.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::error::Error as StdError;
 
@@ -25,47 +26,53 @@ use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use crate::rows::Cols;
 
-/// A statement parameter.
+/// A statement parameter. Text is borrowed where the caller has it (an
+/// import binds every body and parameter list without copying them).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum Value<'a> {
     Null,
     Int(i64),
-    Text(String),
+    Text(Cow<'a, str>),
     Real(f64),
 }
 
-impl From<i64> for Value {
-    fn from(v: i64) -> Value {
+impl From<i64> for Value<'_> {
+    fn from(v: i64) -> Self {
         Value::Int(v)
     }
 }
-impl From<u32> for Value {
-    fn from(v: u32) -> Value {
+impl From<u32> for Value<'_> {
+    fn from(v: u32) -> Self {
         Value::Int(i64::from(v))
     }
 }
-impl From<bool> for Value {
-    fn from(v: bool) -> Value {
+impl From<bool> for Value<'_> {
+    fn from(v: bool) -> Self {
         Value::Int(i64::from(v))
     }
 }
-impl From<f64> for Value {
-    fn from(v: f64) -> Value {
+impl From<f64> for Value<'_> {
+    fn from(v: f64) -> Self {
         Value::Real(v)
     }
 }
-impl From<&str> for Value {
-    fn from(v: &str) -> Value {
-        Value::Text(v.to_string())
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(v: &'a str) -> Self {
+        Value::Text(Cow::Borrowed(v))
     }
 }
-impl From<String> for Value {
-    fn from(v: String) -> Value {
-        Value::Text(v)
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(v: &'a String) -> Self {
+        Value::Text(Cow::Borrowed(v))
     }
 }
-impl<T: Into<Value>> From<Option<T>> for Value {
-    fn from(v: Option<T>) -> Value {
+impl From<String> for Value<'_> {
+    fn from(v: String) -> Self {
+        Value::Text(Cow::Owned(v))
+    }
+}
+impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
+    fn from(v: Option<T>) -> Self {
         v.map_or(Value::Null, Into::into)
     }
 }
@@ -76,7 +83,7 @@ macro_rules! vals {
     ($($v:expr),* $(,)?) => { [$($crate::sql::Value::from($v)),*] };
 }
 
-impl rusqlite::ToSql for Value {
+impl rusqlite::ToSql for Value<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         use rusqlite::types::{ToSqlOutput, ValueRef};
         Ok(match self {
@@ -97,7 +104,7 @@ fn text_like(ty: &Type) -> bool {
 
 type BoxError = Box<dyn StdError + Sync + Send>;
 
-impl ToSql for Value {
+impl ToSql for Value<'_> {
     fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, BoxError> {
         match self {
             Value::Null => Ok(IsNull::Yes),
@@ -116,7 +123,7 @@ impl ToSql for Value {
                 _ => Err(format!("a real cannot be sent as {ty}").into()),
             },
             Value::Text(s) => match *ty {
-                _ if text_like(ty) => s.as_str().to_sql(&Type::TEXT, out),
+                _ if text_like(ty) => s.as_ref().to_sql(&Type::TEXT, out),
                 Type::INT8 => s.parse::<i64>()?.to_sql(ty, out),
                 _ => Err(format!("text cannot be sent as {ty}").into()),
             },
@@ -132,7 +139,17 @@ impl ToSql for Value {
 
 /// `?N` and bare `?` placeholders as PostgreSQL's `$N` (outside quotes).
 pub fn to_pg_placeholders(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len() + 8);
+    pg_statement(sql).0
+}
+
+/// The statement for PostgreSQL, numbered `$1…` over the parameters it
+/// uses, and which of the caller's values (1-based) those are. PostgreSQL
+/// must know every parameter's type, and cannot for one the text never
+/// mentions: statements built from one list of values (Atención's views
+/// use a prefix of eleven) send only what they use.
+fn pg_statement(sql: &str) -> (String, Vec<usize>) {
+    let mut pieces: Vec<Result<String, usize>> = Vec::new();
+    let mut text = String::with_capacity(sql.len() + 8);
     let mut chars = sql.chars().peekable();
     let mut quoted = false;
     let mut next = 0;
@@ -140,7 +157,7 @@ pub fn to_pg_placeholders(sql: &str) -> String {
         match c {
             '\'' => {
                 quoted = !quoted;
-                out.push(c);
+                text.push(c);
             }
             '?' if !quoted => {
                 let mut digits = String::new();
@@ -148,17 +165,30 @@ pub fn to_pg_placeholders(sql: &str) -> String {
                     digits.push(*d);
                     chars.next();
                 }
-                if digits.is_empty() {
-                    next += 1;
-                    digits = next.to_string();
-                }
-                out.push('$');
-                out.push_str(&digits);
+                next += 1;
+                let n = digits.parse().unwrap_or(next);
+                pieces.push(Ok(std::mem::take(&mut text)));
+                pieces.push(Err(n));
             }
-            _ => out.push(c),
+            _ => text.push(c),
         }
     }
-    out
+    pieces.push(Ok(text));
+    let mut used: Vec<usize> = pieces.iter().filter_map(|p| p.as_ref().err().copied()).collect();
+    used.sort_unstable();
+    used.dedup();
+    let mut out = String::with_capacity(sql.len() + 8);
+    for p in pieces {
+        match p {
+            Ok(t) => out.push_str(&t),
+            Err(n) => {
+                let at = used.binary_search(&n).unwrap_or(0) + 1;
+                out.push('$');
+                out.push_str(&at.to_string());
+            }
+        }
+    }
+    (out, used)
 }
 
 /// Where a statement runs: a SQLite connection (inside the caller's
@@ -215,14 +245,28 @@ impl From<SqlError> for crate::store::StoreError {
     }
 }
 
+/// The caller's values a PostgreSQL statement uses, in its numbering (a
+/// number past the values given is sent as NULL, as SQLite binds it).
+fn used<'v>(params: &'v [Value<'_>], numbers: &[usize]) -> Vec<&'v (dyn ToSql + Sync)> {
+    numbers
+        .iter()
+        .map(|n| params.get(n - 1).unwrap_or(&Value::Null) as &(dyn ToSql + Sync))
+        .collect()
+}
+
 impl Db<'_> {
-    /// Runs a statement; the number of rows it changed.
-    pub fn exec(&self, sql: &str, params: &[Value]) -> Result<usize, SqlError> {
+    /// Runs a statement; the number of rows it changed. Values after the
+    /// highest `?N` the statement uses are ignored on both engines.
+    pub fn exec(&self, sql: &str, params: &[Value<'_>]) -> Result<usize, SqlError> {
         match self {
-            Db::Sqlite(c) => Ok(c.prepare_cached(sql)?.execute(rusqlite::params_from_iter(params))?),
+            Db::Sqlite(c) => {
+                let mut stmt = c.prepare_cached(sql)?;
+                let n = stmt.parameter_count().min(params.len());
+                Ok(stmt.execute(rusqlite::params_from_iter(&params[..n]))?)
+            }
             Db::Pg(tx) => {
-                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-                Ok(tx.run(&to_pg_placeholders(sql), &refs)? as usize)
+                let (sql, numbers) = pg_statement(sql);
+                Ok(tx.run(&sql, &used(params, &numbers))? as usize)
             }
         }
     }
@@ -231,13 +275,14 @@ impl Db<'_> {
     pub fn rows<T>(
         &self,
         sql: &str,
-        params: &[Value],
+        params: &[Value<'_>],
         mut f: impl FnMut(&dyn Cols) -> Result<T, String>,
     ) -> Result<Vec<T>, SqlError> {
         match self {
             Db::Sqlite(c) => {
                 let mut stmt = c.prepare_cached(sql)?;
-                let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                let n = stmt.parameter_count().min(params.len());
+                let mut rows = stmt.query(rusqlite::params_from_iter(&params[..n]))?;
                 let mut out = Vec::new();
                 while let Some(r) = rows.next()? {
                     out.push(f(r).map_err(SqlError::Row)?);
@@ -245,8 +290,8 @@ impl Db<'_> {
                 Ok(out)
             }
             Db::Pg(tx) => {
-                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-                let rows = tx.fetch(&to_pg_placeholders(sql), &refs)?;
+                let (sql, numbers) = pg_statement(sql);
+                let rows = tx.fetch(&sql, &used(params, &numbers))?;
                 rows.iter().map(|r| f(r).map_err(SqlError::Row)).collect()
             }
         }
@@ -256,7 +301,7 @@ impl Db<'_> {
     pub fn row<T>(
         &self,
         sql: &str,
-        params: &[Value],
+        params: &[Value<'_>],
         f: impl FnMut(&dyn Cols) -> Result<T, String>,
     ) -> Result<Option<T>, SqlError> {
         Ok(self.rows(sql, params, f)?.into_iter().next())
@@ -275,10 +320,15 @@ mod tests {
     fn placeholders_are_numbered_for_postgres_outside_quotes() {
         assert_eq!(to_pg_placeholders("SELECT ?1, ?2, ?1"), "SELECT $1, $2, $1");
         assert_eq!(to_pg_placeholders("VALUES (?, ?), (?, ?)"), "VALUES ($1, $2), ($3, $4)");
-        assert_eq!(to_pg_placeholders("SELECT 'a?b', ?10"), "SELECT 'a?b', $10");
+        assert_eq!(to_pg_placeholders("SELECT 'a?b', ?10"), "SELECT 'a?b', $1");
         assert_eq!(
             to_pg_placeholders("WHERE x = 'it''s' AND y = ?3"),
-            "WHERE x = 'it''s' AND y = $3"
+            "WHERE x = 'it''s' AND y = $1"
+        );
+        // Only the values a statement mentions are sent, renumbered.
+        assert_eq!(
+            pg_statement("SELECT ?7, ?1, ?7"),
+            ("SELECT $2, $1, $2".to_string(), vec![1, 7])
         );
     }
 

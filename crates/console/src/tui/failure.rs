@@ -117,7 +117,7 @@ impl From<&StoreError> for Failure {
             // The shared ledger: an unreachable server is the ledger's
             // trouble, as a missing file is on SQLite.
             StoreError::Pg(unavez_app::pg::PgError::Connect { .. }) => FailureKind::Ledger,
-            StoreError::Pg(_) | StoreError::Task(_) => FailureKind::Other,
+            StoreError::Pg(_) | StoreError::NotOnPostgres(_) | StoreError::Task(_) => FailureKind::Other,
         };
         Failure::new(kind, e.to_string())
     }

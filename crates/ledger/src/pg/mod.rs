@@ -118,6 +118,21 @@ impl PgLedger {
         Ok(ledger)
     }
 
+    /// A connection and the schema version stored in the ledger (no
+    /// migration: for a process's extra connections).
+    pub fn connect_checked(url: &PgUrl) -> Result<(Client, u32)> {
+        let mut client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
+            url: url.to_string(),
+            source,
+        })?;
+        let found: Option<i32> = client
+            .query_opt("SELECT version FROM unavez_schema", &[])
+            .ok()
+            .flatten()
+            .map(|r| r.get(0));
+        Ok((client, found.unwrap_or(0) as u32))
+    }
+
     /// The schema version this binary knows.
     pub fn known_version() -> u32 {
         MIGRATIONS.last().map(|m| m.0).unwrap_or(0)

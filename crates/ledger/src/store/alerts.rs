@@ -6,7 +6,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::attention::{REFUSED_FROM, RowKind, covered_sql};
-use super::{Result, Tx, from_ms, ms};
+use super::{Result, Tx, ms};
 use crate::domain::alert::{BlockedTemplate, Measures};
 
 impl Tx<'_> {
@@ -20,7 +20,7 @@ impl Tx<'_> {
         let sql = format!(
             "SELECT
                  (SELECT min(state_changed_at) FROM intentions WHERE state = 'uncertain'),
-                 (SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = 'review')
+                 CAST((SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = 'review') AS BIGINT)
                    - (SELECT count(*) FROM attention_handled h JOIN intentions i ON i.id = h.subject_id
                       WHERE h.kind = 'intention' AND i.state = 'review' AND h.situation_at = i.state_changed_at),
                  (SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1
@@ -29,14 +29,12 @@ impl Tx<'_> {
             covered = covered_sql(RowKind::RefusedEvent, "r.id", "r.last_seen_at"),
         );
         let claimable_since = ms(now - due_grace);
-        let (oldest, review, due_unsent, refused_events) = self.conn().query_row(&sql, [claimable_since], |r| {
-            Ok((
-                r.get::<_, Option<i64>>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-            ))
-        })?;
+        let (oldest, review, due_unsent, refused_events) = self
+            .db()
+            .row(&sql, &crate::vals![claimable_since], |r| {
+                Ok((r.opt_time(0)?, r.int(1)?, r.int(2)?, r.int(3)?))
+            })?
+            .unwrap_or_default();
         let blocked_templates = self
             .blocked_templates()?
             .into_iter()
@@ -48,7 +46,7 @@ impl Tx<'_> {
             })
             .collect();
         Ok(Measures {
-            oldest_uncertain_since: oldest.map(from_ms),
+            oldest_uncertain_since: oldest,
             review: review.max(0),
             due_unsent,
             refused_events,

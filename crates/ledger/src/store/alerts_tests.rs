@@ -21,8 +21,11 @@ fn generated() -> (tempfile::TempDir, Store) {
         tz: chrono_tz::America::Lima,
         total: 1500,
     };
-    ledger_shape::write(&mut store.conn, |c| ledger_shape::generate_contacts(c, 50, now())).unwrap();
-    ledger_shape::write(&mut store.conn, |c| {
+    ledger_shape::write(store.sqlite_conn_mut(), |c| {
+        ledger_shape::generate_contacts(c, 50, now())
+    })
+    .unwrap();
+    ledger_shape::write(store.sqlite_conn_mut(), |c| {
         ledger_shape::generate_intentions(c, &shape, 0, 1500)
     })
     .unwrap();
@@ -30,7 +33,7 @@ fn generated() -> (tempfile::TempDir, Store) {
 }
 
 fn count(store: &Store, sql: &str) -> i64 {
-    store.conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    store.sqlite_conn().query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
 #[test]
@@ -42,7 +45,7 @@ fn measures_equal_the_figures_counted_row_by_row() {
     // some reviews and outgrown on others; deferred and retrying planned
     // rows; refused events, one settled by a newer version, one handled.
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(&format!(
             "UPDATE intentions SET state = 'uncertain', state_changed_at = {n} - (id % 7) * {hour}
                  WHERE id % 17 = 0;

@@ -33,7 +33,7 @@ impl Tx<'_> {
         version_checked: i64,
         now: DateTime<Utc>,
     ) -> Result<i64> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
             params![intention_id, n, worker, channel, ms(now), version_checked],
@@ -43,7 +43,7 @@ impl Tx<'_> {
 
     pub(super) fn has_acknowledged_attempt(&self, id: i64) -> Result<bool> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT 1 FROM attempts WHERE intention_id = ?1 AND outcome IN ('accepted', 'ambiguous') LIMIT 1",
                 [id],
@@ -57,7 +57,7 @@ impl Tx<'_> {
     /// the pending index, no parameter): finishing a batch looks for each
     /// intention's pending statuses only when there are some.
     pub fn any_pending_status(&self) -> Result<bool> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "SELECT EXISTS (SELECT 1 FROM channel_events WHERE status = 'pending')",
             [],
             |r| r.get(0),
@@ -68,7 +68,7 @@ impl Tx<'_> {
         if attempt_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut stmt = self.conn().prepare_cached(&format!(
+        let mut stmt = self.conn()?.prepare_cached(&format!(
             "SELECT a.id, a.intention_id, a.n, a.commitment_version_checked, a.ended_at IS NOT NULL, i.state,
                     i.attempt_count, i.commitment_version, c.version
              FROM attempts a JOIN intentions i ON i.id = a.intention_id JOIN commitments c ON c.id = i.commitment_id
@@ -135,7 +135,7 @@ impl Tx<'_> {
                     ]);
                 }
             }
-            self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
         }
         for w in rows {
             if let AttemptWrite::LateAnswer {
@@ -146,7 +146,7 @@ impl Tx<'_> {
                 note,
             } = w
             {
-                self.conn().execute(
+                self.conn()?.execute(
                     "UPDATE attempts SET command_id = coalesce(command_id, ?2),
                          message_id = coalesce(message_id, ?3), http_status = coalesce(http_status, ?4),
                          error_detail = coalesce(error_detail || '; ', '') || ?5 WHERE id = ?1",
@@ -194,21 +194,21 @@ impl Tx<'_> {
                     Value::from(message_id.clone()),
                 ]);
             }
-            self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
         }
         Ok(())
     }
 
     pub fn sequence_facts(&self, intention_id: i64, notice_purposes: &[&str]) -> Result<SequenceFacts> {
         let (key, state, intention_version, commitment_id, kind, current): (String, String, i64, i64, String, i64) =
-            self.conn().query_row(
+            self.conn()?.query_row(
                 "SELECT i.key, i.state, i.commitment_version, i.commitment_id, c.kind, c.version
                  FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE i.id = ?1",
                 [intention_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
             )?;
         let producer = self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT n, commitment_version_checked FROM attempts
                  WHERE intention_id = ?1 AND outcome NOT IN ('retry', 'not_sent') ORDER BY n LIMIT 1",
@@ -217,7 +217,7 @@ impl Tx<'_> {
             )
             .optional()?;
         let notice = self
-            .conn()
+            .conn()?
             .prepare(&format!(
                 "SELECT key, state FROM intentions WHERE commitment_id = ?1 AND commitment_version = ?2
                    AND purpose IN ({}) ORDER BY id LIMIT 1",

@@ -11,11 +11,13 @@
 //! search goes through the trigram index `commitment_search` (0006).
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Row, ToSql, params, params_from_iter};
+
 use serde::Serialize;
 
-use super::{Page, Result, Tx, from_ms, ms};
+use super::{Page, Result, Tx, ms};
 use crate::domain::attention::{AttentionRule, Clause};
+use crate::rows::Cols;
+use crate::vals;
 
 /// What an attention row is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -197,7 +199,7 @@ fn rule_sql(rule: &AttentionRule, pick: impl Fn(&Clause) -> bool) -> String {
         .map(clause_sql)
         .collect();
     if parts.is_empty() {
-        return "0".into();
+        return "1 = 0".into();
     }
     format!("({})", parts.join(" OR "))
 }
@@ -250,7 +252,7 @@ pub(super) const REFUSED_FROM: &str = "FROM refused_events r JOIN commitments c 
 pub(super) const EVENTS_FROM: &str = "FROM channel_events e
     LEFT JOIN intentions ei ON ei.key = e.intention_key
     LEFT JOIN commitments c ON c.id = ei.commitment_id
-    WHERE e.status IN ('parked', 'refused') AND ?11 IS NOT NULL AND e.received_at >= ?11";
+    WHERE e.status IN ('parked', 'refused') AND CAST(?11 AS BIGINT) IS NOT NULL AND e.received_at >= ?11";
 
 /// Display columns for a page of keys `p(kind, iid, sid, cid, starts, ev)`.
 pub(super) fn page_sql(keys: &str, order: &str) -> String {
@@ -276,32 +278,31 @@ pub(super) fn page_sql(keys: &str, order: &str) -> String {
     )
 }
 
-pub(super) fn attention_row(r: &Row<'_>) -> rusqlite::Result<AttentionRow> {
-    let kind: String = r.get(0)?;
-    let handled = match r.get::<_, Option<i64>>(15)? {
+pub(super) fn attention_row(r: &dyn Cols) -> std::result::Result<AttentionRow, String> {
+    let handled = match r.opt_time(15)? {
         Some(at) => Some(HandledMark {
-            at: from_ms(at),
-            operator: r.get(16)?,
-            action_id: r.get(17)?,
+            at,
+            operator: r.text(16)?,
+            action_id: r.int(17)?,
         }),
         None => None,
     };
     Ok(AttentionRow {
-        kind: RowKind::parse(&kind),
-        intention_id: r.get(1)?,
-        key: r.get(2)?,
-        subject_id: r.get(3)?,
-        commitment_id: r.get(4)?,
-        commitment_ref: r.get(5)?,
-        name: r.get(6)?,
-        starts_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
-        phone: r.get(8)?,
-        purpose: r.get(9)?,
-        state: r.get(10)?,
-        state_reason: r.get(11)?,
-        since: from_ms(r.get(12)?),
-        evidence_count: r.get(13)?,
-        last_event: r.get(14)?,
+        kind: RowKind::parse(&r.text(0)?),
+        intention_id: r.opt_int(1)?,
+        key: r.opt_text(2)?,
+        subject_id: r.int(3)?,
+        commitment_id: r.opt_int(4)?,
+        commitment_ref: r.text(5)?,
+        name: r.opt_text(6)?,
+        starts_at: r.opt_time(7)?,
+        phone: r.opt_text(8)?,
+        purpose: r.text(9)?,
+        state: r.text(10)?,
+        state_reason: r.opt_text(11)?,
+        since: r.time(12)?,
+        evidence_count: r.int(13)?,
+        last_event: r.opt_text(14)?,
         handled,
     })
 }
@@ -314,6 +315,13 @@ pub(super) fn intention_keys(from_where: &str) -> String {
             {ev} AS ev {from_where}",
         ev = evidence_sql("i.id")
     )
+}
+
+/// A join whose order is fixed: SQLite's `CROSS JOIN … ON` makes the
+/// planner keep the written order; PostgreSQL has no `CROSS JOIN … ON`
+/// and plans the join from its statistics.
+pub(super) fn fixed_join(pg: bool) -> &'static str {
+    if pg { "JOIN" } else { "CROSS JOIN" }
 }
 
 /// Channel events first (a technician's own cases, few), then the nearest
@@ -347,18 +355,30 @@ impl Search {
     }
 
     /// Commitments the search matches, as `SELECT cid`: `?5` the phrase
-    /// or pattern.
-    pub(super) fn commitments_sql(&self) -> &'static str {
-        if self.phrase.is_some() {
-            "SELECT rowid AS cid FROM commitment_search WHERE commitment_search MATCH ?5"
-        } else {
-            "SELECT c.id AS cid FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
-             WHERE c.ref LIKE ?5 OR coalesce(c.contact_name, k.name) LIKE ?5 OR substr(k.phone, -4) LIKE ?5"
+    /// or pattern ([`Search::arg`]). The index is each engine's own: FTS5
+    /// trigrams on SQLite, pg_trgm over `unavez_fold(doc)` on PostgreSQL.
+    pub(super) fn commitments_sql(&self, pg: bool) -> &'static str {
+        match (self.phrase.is_some(), pg) {
+            (true, false) => "SELECT rowid AS cid FROM commitment_search WHERE commitment_search MATCH ?5",
+            (true, true) => {
+                "SELECT commitment_id AS cid FROM commitment_search WHERE unavez_fold(doc) LIKE unavez_fold(?5)"
+            }
+            // SQLite's LIKE ignores ASCII case, PostgreSQL's does not: both
+            // compare lower-cased text.
+            (false, _) => {
+                "SELECT c.id AS cid FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
+                 WHERE lower(c.ref) LIKE lower(?5) OR lower(coalesce(c.contact_name, k.name)) LIKE lower(?5)
+                    OR substr(k.phone, length(k.phone) - 3) LIKE ?5"
+            }
         }
     }
 
-    pub(super) fn arg(&self) -> &str {
-        self.phrase.as_deref().unwrap_or(&self.like)
+    /// `?5`: the FTS5 phrase on SQLite, the pattern on PostgreSQL.
+    pub(super) fn arg(&self, pg: bool) -> &str {
+        match (&self.phrase, pg) {
+            (Some(phrase), false) => phrase,
+            _ => &self.like,
+        }
     }
 }
 
@@ -368,11 +388,13 @@ impl Tx<'_> {
     /// refused booking events) that no mark covers, or the cases handled
     /// since a moment; optionally only a searched patient's.
     pub fn attention(&self, q: &AttentionQuery) -> Result<Page<AttentionRow>> {
+        let db = self.db();
+        let pg = db.is_pg();
         let search = Search::parse(q.filter.as_deref());
         let (keys, total) = match (q.view, &search) {
-            (AttentionView::HandledSince(_), s) => handled_sql(s.as_ref()),
-            (AttentionView::Open, Some(s)) => searched_open_sql(&q.rule, s),
-            (AttentionView::Open, None) => open_sql(&q.rule),
+            (AttentionView::HandledSince(_), s) => handled_sql(s.as_ref(), pg),
+            (AttentionView::Open, Some(s)) => searched_open_sql(&q.rule, s, pg),
+            (AttentionView::Open, None) => open_sql(&q.rule, pg),
         };
         let order = match q.view {
             AttentionView::Open => ORDER,
@@ -383,38 +405,26 @@ impl Tx<'_> {
             AttentionView::HandledSince(t) => Some(ms(t)),
             AttentionView::Open => None,
         };
-        let now = ms(q.now);
-        let failed_since = ms(q.rule.failed_since(q.now));
         let window = q.rule.reschedule_window;
-        let (lo, hi) = (ms(q.now - window), ms(q.now + window));
-        let arg = search.as_ref().map(|s| s.arg().to_string());
-        let key_like = search.as_ref().and_then(|s| s.key_like.clone());
-        let like = search.as_ref().map(|s| s.like.clone());
         let limit = if q.limit == 0 { 50 } else { q.limit };
-        let events_since = q.channel_events.then(|| ms(q.now - q.rule.channel_event_window));
-        let values: [&dyn ToSql; 11] = [
-            &now,
-            &failed_since,
-            &lo,
-            &hi,
-            &arg,
-            &limit,
-            &q.offset,
-            &key_like,
-            &since,
-            &like,
-            &events_since,
+        // Each statement numbers its parameters from this one list and uses
+        // a prefix of it (the trailing values it does not number are left
+        // out by `Db`).
+        let values = vals![
+            ms(q.now),
+            ms(q.rule.failed_since(q.now)),
+            ms(q.now - window),
+            ms(q.now + window),
+            search.as_ref().map(|s| s.arg(pg).to_string()),
+            limit,
+            q.offset,
+            search.as_ref().and_then(|s| s.key_like.clone()),
+            since,
+            search.as_ref().map(|s| s.like.clone()),
+            q.channel_events.then(|| ms(q.now - q.rule.channel_event_window)),
         ];
-        // Each statement numbers its parameters from the same list and uses
-        // a prefix of it (SQLite counts up to the highest number used).
-        let mut stmt = self.conn().prepare_cached(&page)?;
-        let n = stmt.parameter_count();
-        let rows = stmt
-            .query_map(params_from_iter(&values[..n]), attention_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut stmt = self.conn().prepare_cached(&total)?;
-        let n = stmt.parameter_count();
-        let total: i64 = stmt.query_row(params_from_iter(&values[..n]), |r| r.get(0))?;
+        let rows = db.rows(&page, &values, attention_row)?;
+        let total = db.row(&total, &values, |r| r.int(0))?.unwrap_or(0);
         Ok(Page {
             rows,
             total,
@@ -426,13 +436,13 @@ impl Tx<'_> {
     /// mark), on the situation `situation` (see [`CaseInfo::since`]). The
     /// action itself is in `operator_actions`.
     pub fn mark_handled(&self, mark: &NewMark<'_>, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.db().exec(
             "INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(kind, subject_id) DO UPDATE SET handled_at = excluded.handled_at,
                  situation_at = excluded.situation_at, operator = excluded.operator,
                  action_id = excluded.action_id",
-            params![
+            &vals![
                 mark.kind.as_str(),
                 mark.subject_id,
                 ms(at),
@@ -449,7 +459,6 @@ impl Tx<'_> {
     /// event's last sighting, the channel event's arrival: a copy of it is
     /// a count, not news); `None` when there is no such case.
     pub fn case_info(&self, kind: RowKind, subject_id: i64) -> Result<Option<CaseInfo>> {
-        use rusqlite::OptionalExtension;
         let sql = match kind {
             RowKind::Intention => {
                 "SELECT c.id, c.ref, i.state_changed_at FROM intentions i JOIN commitments c ON c.id = i.commitment_id
@@ -468,35 +477,28 @@ impl Tx<'_> {
                  WHERE e.id = ?1"
             }
         };
-        Ok(self
-            .conn()
-            .query_row(sql, [subject_id], |r| {
-                Ok(CaseInfo {
-                    commitment_id: r.get(0)?,
-                    commitment_ref: r.get(1)?,
-                    since: r.get::<_, Option<i64>>(2)?.map(from_ms),
-                })
+        Ok(self.db().row(sql, &vals![subject_id], |r| {
+            Ok(CaseInfo {
+                commitment_id: r.opt_int(0)?,
+                commitment_ref: r.text(1)?,
+                since: r.opt_time(2)?,
             })
-            .optional()?)
+        })?)
     }
 
     /// The mark on a case, if any (covering or outgrown).
     pub fn handled_mark(&self, kind: RowKind, subject_id: i64) -> Result<Option<HandledMark>> {
-        use rusqlite::OptionalExtension;
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT handled_at, operator, action_id FROM attention_handled WHERE kind = ?1 AND subject_id = ?2",
-                params![kind.as_str(), subject_id],
-                |r| {
-                    Ok(HandledMark {
-                        at: from_ms(r.get(0)?),
-                        operator: r.get(1)?,
-                        action_id: r.get(2)?,
-                    })
-                },
-            )
-            .optional()?)
+        Ok(self.db().row(
+            "SELECT handled_at, operator, action_id FROM attention_handled WHERE kind = ?1 AND subject_id = ?2",
+            &vals![kind.as_str(), subject_id],
+            |r| {
+                Ok(HandledMark {
+                    at: r.time(0)?,
+                    operator: r.text(1)?,
+                    action_id: r.int(2)?,
+                })
+            },
+        )?)
     }
 }
 

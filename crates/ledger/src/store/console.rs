@@ -10,14 +10,16 @@
 //!   day, `intentions_day_state` for closures, `contacts_opt_out`.
 
 use chrono::{DateTime, Utc};
-use rusqlite::params;
 use serde::Serialize;
 
 use super::attention::{AttentionRow, Search, attention_row, intention_keys, page_sql};
-use super::{Result, Tx, from_ms, ms};
+use super::{Result, Tx, ms};
 use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
 use crate::domain::counter::Counter;
 use crate::domain::lifecycle::OperatingDay;
+use crate::rows::Cols;
+use crate::sql::Value;
+use crate::vals;
 
 /// A page of rows and the total behind it.
 #[derive(Debug, Clone, Serialize)]
@@ -94,6 +96,23 @@ pub struct CounterQuery {
     pub reason: Option<String>,
 }
 
+fn upcoming_row(r: &dyn Cols) -> std::result::Result<UpcomingRow, String> {
+    Ok(UpcomingRow {
+        commitment_id: r.int(0)?,
+        commitment_ref: r.text(1)?,
+        kind: CommitmentKind::parse(&r.text(2)?).unwrap_or(CommitmentKind::Appointment),
+        status: CommitmentStatus::parse(&r.text(3)?).ok_or("unknown commitment status")?,
+        version: r.int(4)?,
+        starts_at: r.opt_time(5)?,
+        phone: r.opt_text(6)?,
+        confirmed_at: r.opt_time(7)?,
+        manual_contact_at: r.opt_time(8)?,
+        reschedule_requested_at: r.opt_time(9)?,
+        name: r.opt_text(10)?,
+        notifications: Vec::new(),
+    })
+}
+
 impl Tx<'_> {
     /// Appointments (and orders) starting in `[from, to)`, ordered by time,
     /// each with the status of its notifications.
@@ -105,102 +124,97 @@ impl Tx<'_> {
         limit: u32,
         offset: u32,
     ) -> Result<Page<UpcomingRow>> {
+        let db = self.db();
         let search = Search::parse(filter);
-        let arg = search.as_ref().map(|s| s.arg().to_string());
+        let arg = search.as_ref().map(|s| s.arg(db.is_pg()).to_string());
         // A search drives from its matches (few) to their commitments; the
-        // `CROSS JOIN` keeps SQLite from walking the whole time range and
-        // probing the matches instead.
+        // join order (`CROSS JOIN` on SQLite) keeps the engine from walking
+        // the whole time range and probing the matches instead.
         let from_sql = match &search {
-            Some(s) => format!("({}) m CROSS JOIN commitments c ON c.id = m.cid", s.commitments_sql()),
+            Some(s) => format!(
+                "({}) m {} commitments c ON c.id = m.cid",
+                s.commitments_sql(db.is_pg()),
+                super::attention::fixed_join(db.is_pg())
+            ),
             None => "commitments c".to_string(),
         };
         let limit = if limit == 0 { 50 } else { limit };
         // `?5` is the search (see `Search::commitments_sql`), referenced
         // even without one so both statements take the same five values.
-        let mut stmt = self.conn().prepare_cached(&format!(
-            "SELECT c.id, c.ref, c.kind, c.status, c.version, c.starts_at, k.phone, c.confirmed_at,
-                    c.manual_contact_at, c.reschedule_requested_at, coalesce(c.contact_name, k.name)
-             FROM {from_sql} LEFT JOIN contacts k ON k.id = c.contact_id
-             WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1)
-             ORDER BY c.starts_at, c.id LIMIT ?3 OFFSET ?4"
-        ))?;
-        let mut rows: Vec<UpcomingRow> = stmt
-            .query_map(params![ms(from), ms(to), limit, offset, arg], |r| {
-                Ok(UpcomingRow {
-                    commitment_id: r.get(0)?,
-                    commitment_ref: r.get(1)?,
-                    kind: CommitmentKind::parse(&r.get::<_, String>(2)?).unwrap_or(CommitmentKind::Appointment),
-                    status: super::ledger::status_col(r, 3)?,
-                    version: r.get(4)?,
-                    starts_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
-                    phone: r.get(6)?,
-                    confirmed_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
-                    manual_contact_at: r.get::<_, Option<i64>>(8)?.map(from_ms),
-                    reschedule_requested_at: r.get::<_, Option<i64>>(9)?.map(from_ms),
-                    name: r.get(10)?,
-                    notifications: Vec::new(),
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        let mut cells = self.conn().prepare_cached(
-            "SELECT id, purpose, commitment_version, state, state_reason, related_id IS NOT NULL
-             FROM intentions WHERE commitment_id = ?1 ORDER BY id",
+        let args = vals![ms(from), ms(to), limit, offset, arg];
+        let mut rows = db.rows(
+            &format!(
+                "SELECT c.id, c.ref, c.kind, c.status, c.version, c.starts_at, k.phone, c.confirmed_at,
+                        c.manual_contact_at, c.reschedule_requested_at, coalesce(c.contact_name, k.name)
+                 FROM {from_sql} LEFT JOIN contacts k ON k.id = c.contact_id
+                 WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (CAST(?5 AS TEXT) IS NULL OR 1 = 1)
+                 ORDER BY c.starts_at, c.id LIMIT ?3 OFFSET ?4"
+            ),
+            &args,
+            upcoming_row,
         )?;
         for row in &mut rows {
-            row.notifications = cells
-                .query_map([row.commitment_id], |r| {
+            row.notifications = db.rows(
+                "SELECT id, purpose, commitment_version, state, state_reason, related_id IS NOT NULL
+                 FROM intentions WHERE commitment_id = ?1 ORDER BY id",
+                &vals![row.commitment_id],
+                |r| {
                     Ok(NotificationCell {
-                        intention_id: r.get(0)?,
-                        purpose: r.get(1)?,
-                        version: r.get(2)?,
-                        state: r.get(3)?,
-                        state_reason: r.get(4)?,
-                        is_resend: r.get(5)?,
+                        intention_id: r.int(0)?,
+                        purpose: r.text(1)?,
+                        version: r.int(2)?,
+                        state: r.text(3)?,
+                        state_reason: r.opt_text(4)?,
+                        is_resend: r.flag(5)?,
                     })
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+                },
+            )?;
         }
-        let total: i64 = self.conn().query_row(
-            &format!(
-                "SELECT count(*) FROM {from_sql}
-                 WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (?5 IS NULL OR 1)"
-            ),
-            params![ms(from), ms(to), limit, offset, arg],
-            |r| r.get(0),
-        )?;
+        let total = db
+            .row(
+                &format!(
+                    "SELECT count(*) FROM {from_sql}
+                     WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (CAST(?5 AS TEXT) IS NULL OR 1 = 1)"
+                ),
+                &args,
+                |r| r.int(0),
+            )?
+            .unwrap_or(0);
         Ok(Page { rows, total, offset })
     }
 
     /// The Tablero's counters for one operating day (`YYYY-MM-DD`).
     pub fn board(&self, operating_day: OperatingDay) -> Result<Board> {
-        let day = operating_day.to_string();
-        let by_state: Vec<(String, i64)> = self
-            .conn()
-            .prepare_cached("SELECT state, n FROM intention_counts WHERE day = ?1 AND n > 0 ORDER BY state")?
-            .query_map([&day], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let closures: Vec<(String, i64)> = self
-            .conn()
-            .prepare_cached(
-                "SELECT coalesce(state_reason, '-'), count(*) FROM intentions WHERE day = ?1 AND state = 'cancelled'
-                 GROUP BY 1 ORDER BY 2 DESC, 1",
-            )?
-            .query_map([&day], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let opt_outs: i64 = self.conn().query_row(
-            "SELECT count(*) FROM contacts WHERE opt_out_marketing_at IS NOT NULL OR opt_out_transactional_at IS NOT NULL",
-            [],
-            |r| r.get(0),
+        let db = self.db();
+        let day = vals![operating_day.to_string()];
+        let pair = |r: &dyn Cols| Ok((r.text(0)?, r.int(1)?));
+        let by_state = db.rows(
+            "SELECT state, n FROM intention_counts WHERE day = ?1 AND n > 0 ORDER BY state",
+            &day,
+            pair,
         )?;
-        let mut latencies: Vec<i64> = self
-            .conn()
-            .prepare_cached(
-                "SELECT a.ended_at - i.due_at FROM intentions i JOIN attempts a ON a.intention_id = i.id
-                 WHERE i.day = ?1 AND i.state IN ('accepted','sent','delivered','read')
-                   AND a.outcome = 'accepted' AND a.ended_at IS NOT NULL LIMIT 500",
+        let mut closures = db.rows(
+            "SELECT coalesce(state_reason, '-'), count(*) FROM intentions WHERE day = ?1 AND state = 'cancelled'
+             GROUP BY 1",
+            &day,
+            pair,
+        )?;
+        // Most first, then by reason in byte order (on either engine).
+        closures.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let opt_outs = db
+            .row(
+                "SELECT count(*) FROM contacts WHERE opt_out_marketing_at IS NOT NULL OR opt_out_transactional_at IS NOT NULL",
+                &[],
+                |r| r.int(0),
             )?
-            .query_map([&day], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+            .unwrap_or(0);
+        let mut latencies = db.rows(
+            "SELECT a.ended_at - i.due_at FROM intentions i JOIN attempts a ON a.intention_id = i.id
+             WHERE i.day = ?1 AND i.state IN ('accepted','sent','delivered','read')
+               AND a.outcome = 'accepted' AND a.ended_at IS NOT NULL LIMIT 500",
+            &day,
+            |r| r.int(0),
+        )?;
         latencies.sort_unstable();
         Ok(Board {
             day: operating_day,
@@ -224,29 +238,27 @@ impl Tx<'_> {
     /// their outcome, for the Tablero's chart: the day's rows come from
     /// `intentions_day_state`, one state at a time.
     pub fn board_hours(&self, day: OperatingDay, day_start: DateTime<Utc>) -> Result<Vec<HourCount>> {
-        let day = day.to_string();
-        Ok(self
-            .conn()
-            .prepare_cached(
-                "SELECT (state_changed_at - ?2) / 3600000 AS h, state, count(*) FROM intentions
-                 WHERE day = ?1 AND state IN ('accepted', 'sent', 'delivered', 'read', 'failed')
-                   AND state_changed_at >= ?2
-                 GROUP BY h, state ORDER BY h, state",
-            )?
-            .query_map(params![&day, ms(day_start)], |r| {
+        let mut rows = self.db().rows(
+            "SELECT (state_changed_at - ?2) / 3600000 AS h, state, count(*) FROM intentions
+             WHERE day = ?1 AND state IN ('accepted', 'sent', 'delivered', 'read', 'failed')
+               AND state_changed_at >= ?2
+             GROUP BY h, state",
+            &vals![day.to_string(), ms(day_start)],
+            |r| {
                 Ok(HourCount {
-                    hour: r.get(0)?,
-                    state: r.get(1)?,
-                    n: r.get(2)?,
+                    hour: r.int(0)?,
+                    state: r.text(1)?,
+                    n: r.int(2)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?)
+            },
+        )?;
+        rows.sort_by(|a, b| (a.hour, &a.state).cmp(&(b.hour, &b.state)));
+        Ok(rows)
     }
 
     /// The intentions behind a Tablero counter, in the attention shape,
     /// oldest first.
     pub fn counter_rows(&self, q: &CounterQuery, limit: u32, offset: u32) -> Result<Page<AttentionRow>> {
-        use rusqlite::types::Value;
         let states = if q.states.is_empty() {
             vec!["cancelled".to_string()]
         } else {
@@ -259,19 +271,17 @@ impl Tx<'_> {
         let reason_cond = if q.reason.is_some() {
             "i.state_reason = ?2"
         } else {
-            "?2 IS NULL"
+            "CAST(?2 AS TEXT) IS NULL"
         };
         let cond = format!("i.day = ?1 AND i.state IN ({placeholders}) AND {reason_cond}");
-        let mut args: Vec<Value> = vec![
-            q.day.to_string().into(),
-            q.reason.clone().map(Into::into).unwrap_or(Value::Null),
-        ];
+        let mut args: Vec<Value> = vec![q.day.to_string().into(), q.reason.clone().into()];
         args.extend(states.iter().cloned().map(Into::into));
-        let total: i64 = self.conn().query_row(
-            &format!("SELECT count(*) FROM intentions i WHERE {cond}"),
-            rusqlite::params_from_iter(args.iter()),
-            |r| r.get(0),
-        )?;
+        let total = self
+            .db()
+            .row(&format!("SELECT count(*) FROM intentions i WHERE {cond}"), &args, |r| {
+                r.int(0)
+            })?
+            .unwrap_or(0);
         // The page's ids first, in creation order straight from the index
         // (no per-row work before LIMIT), then the display columns for
         // those rows only.
@@ -284,67 +294,57 @@ impl Tx<'_> {
         let sql = page_sql(&keys, "ORDER BY p.iid");
         args.push(i64::from(if limit == 0 { 50 } else { limit }).into());
         args.push(i64::from(offset).into());
-        let rows = self
-            .conn()
-            .prepare_cached(&sql)?
-            .query_map(rusqlite::params_from_iter(args.iter()), attention_row)?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows = self.db().rows(&sql, &args, attention_row)?;
         Ok(Page { rows, total, offset })
     }
 
     /// How many resends of an intention exist (to number the next one).
     pub fn resend_count(&self, intention_id: i64) -> Result<i64> {
-        Ok(self.conn().query_row(
-            "SELECT count(*) FROM intentions WHERE related_id = ?1",
-            [intention_id],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .db()
+            .row(
+                "SELECT count(*) FROM intentions WHERE related_id = ?1",
+                &vals![intention_id],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0))
     }
 
     /// A resend of `intention_id` that has not left yet (planned or in
     /// flight), if any: a second authorization would be a duplicate.
     pub fn pending_resend(&self, intention_id: i64) -> Result<Option<(i64, String)>> {
-        use rusqlite::OptionalExtension;
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT id, key FROM intentions WHERE related_id = ?1 AND state IN ('planned', 'dispatching', 'uncertain')
-                 ORDER BY id LIMIT 1",
-                [intention_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?)
-    }
-}
-
-impl Tx<'_> {
-    /// Planned intentions already due: the dispatcher's queue.
-    pub fn due_queue(&self, now: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
-            "SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1",
-            [ms(now)],
-            |r| r.get(0),
+        Ok(self.db().row(
+            "SELECT id, key FROM intentions WHERE related_id = ?1 AND state IN ('planned', 'dispatching', 'uncertain')
+             ORDER BY id LIMIT 1",
+            &vals![intention_id],
+            |r| Ok((r.int(0)?, r.text(1)?)),
         )?)
     }
-}
 
-impl Tx<'_> {
+    /// Planned intentions already due: the dispatcher's queue.
+    pub fn due_queue(&self, now: DateTime<Utc>) -> Result<i64> {
+        Ok(self
+            .db()
+            .row(
+                "SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1",
+                &vals![ms(now)],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0))
+    }
+
     /// The most recent failed, retried, uncertain or conflicting attempt
     /// that ended at or after `since`, as `code: detail`; only the last few
     /// hundred attempts are looked at, so this stays cheap on any ledger.
     pub fn last_attempt_error(&self, since: DateTime<Utc>) -> Result<Option<String>> {
-        use rusqlite::OptionalExtension;
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT outcome || coalesce(' ' || error_code, '') || coalesce(': ' || error_detail, '')
-                 FROM (SELECT * FROM attempts ORDER BY id DESC LIMIT 500)
-                 WHERE outcome IN ('failed', 'retry', 'uncertain', 'conflict') AND ended_at >= ?1
-                 ORDER BY id DESC LIMIT 1",
-                [ms(since)],
-                |r| r.get(0),
-            )
-            .optional()?)
+        Ok(self.db().row(
+            "SELECT outcome || coalesce(' ' || error_code, '') || coalesce(': ' || error_detail, '')
+             FROM (SELECT * FROM attempts ORDER BY id DESC LIMIT 500) AS recent
+             WHERE outcome IN ('failed', 'retry', 'uncertain', 'conflict') AND ended_at >= ?1
+             ORDER BY id DESC LIMIT 1",
+            &vals![ms(since)],
+            |r| r.text(0),
+        )?)
     }
 }
 

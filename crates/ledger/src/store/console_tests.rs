@@ -28,13 +28,16 @@ fn generated() -> (tempfile::TempDir, Store) {
         tz: chrono_tz::America::Lima,
         total: 3000,
     };
-    ledger_shape::write(&mut store.conn, |c| ledger_shape::generate_contacts(c, 100, now())).unwrap();
-    ledger_shape::write(&mut store.conn, |c| {
+    ledger_shape::write(store.sqlite_conn_mut(), |c| {
+        ledger_shape::generate_contacts(c, 100, now())
+    })
+    .unwrap();
+    ledger_shape::write(store.sqlite_conn_mut(), |c| {
         ledger_shape::generate_intentions(c, &shape, 0, 3000)
     })
     .unwrap();
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(
             "UPDATE intentions SET state = 'uncertain', state_reason = 'timeout' WHERE id % 13 = 0 AND state = 'read'",
         )
@@ -44,7 +47,7 @@ fn generated() -> (tempfile::TempDir, Store) {
 
 /// Every derived value equals what it is derived from.
 fn assert_derived_exact(store: &Store) {
-    let c = &store.conn;
+    let c = store.sqlite_conn();
     let mismatched_counts: i64 = c
         .query_row(
             "SELECT (SELECT count(*) FROM (
@@ -73,7 +76,7 @@ fn assert_derived_exact(store: &Store) {
 fn churn(store: &Store) {
     let now_ms = ms(now());
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(&format!(
             "UPDATE intentions SET state = 'uncertain', state_reason = 'timeout' WHERE id % 7 = 0 AND state = 'read';
              UPDATE intentions SET state = 'review' WHERE id % 11 = 0 AND state = 'uncertain';
@@ -110,7 +113,7 @@ fn assert_attention_matches_full_ranking(store: &mut Store) {
         let at = now() + Duration::hours(shift_h);
         let base = AttentionQuery::new(at);
         let full: Vec<(String, Option<i64>, i64, i64)> = store
-            .conn
+            .sqlite_conn()
             .prepare(FULL_RANKING)
             .unwrap()
             .query_map(
@@ -174,7 +177,7 @@ fn migration_0002_backfills_an_existing_database() {
     churn(&store);
     // Back to what a version-1 database looks like, data kept.
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(
             "DROP TRIGGER intention_counts_insert; DROP TRIGGER intention_counts_update;
              DROP TRIGGER intention_counts_delete; DROP TRIGGER intentions_starts_at_insert;
@@ -201,7 +204,7 @@ fn migration_0002_backfills_an_existing_database() {
     assert_derived_exact(&store);
     let by_state = store.read(|tx| tx.count_by_state()).unwrap();
     let direct: i64 = store
-        .conn
+        .sqlite_conn()
         .query_row("SELECT count(*) FROM intentions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(by_state.iter().map(|(_, n)| n).sum::<i64>(), direct);
@@ -219,7 +222,7 @@ fn open_cases_equal_the_domain_rule_applied_row_by_row() {
     // Marks of every kind: covering (after the state change) and outgrown
     // (before it).
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(&format!(
             "INSERT INTO operator_actions(id, at, operator, role, action, reason, result)
                  VALUES (1, {n}, 'recepcion', 'front_desk', 'resolve', 'x', 'done');
@@ -232,7 +235,7 @@ fn open_cases_equal_the_domain_rule_applied_row_by_row() {
         .unwrap();
     let rule = AttentionRule::default();
     let mut stmt = store
-        .conn
+        .sqlite_conn()
         .prepare(
             "SELECT i.id, i.state, i.due_at, i.lease_until, i.state_changed_at, h.situation_at
              FROM intentions i LEFT JOIN attention_handled h ON h.kind = 'intention' AND h.subject_id = i.id",
@@ -283,7 +286,7 @@ fn the_patient_search_finds_by_name_reference_key_and_phone_digits() {
     let (_dir, mut store) = generated();
     churn(&store);
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(
             "UPDATE contacts SET name = 'Mónica Quispe' WHERE id = 7;
              UPDATE commitments SET contact_name = 'Ana María Pérez' WHERE id = 10;
@@ -291,7 +294,7 @@ fn the_patient_search_finds_by_name_reference_key_and_phone_digits() {
         )
         .unwrap();
     let stale: i64 = store
-        .conn
+        .sqlite_conn()
         .query_row(
             "SELECT count(*) FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
              WHERE c.id NOT IN (SELECT rowid FROM commitment_search WHERE commitment_search MATCH
@@ -325,7 +328,7 @@ fn the_patient_search_finds_by_name_reference_key_and_phone_digits() {
     };
     let by_contact = |store: &Store, contact: i64| -> Vec<String> {
         let mut s = store
-            .conn
+            .sqlite_conn()
             .prepare("SELECT ref FROM commitments WHERE contact_id = ?1 AND contact_name IS NULL ORDER BY ref")
             .unwrap();
         s.query_map([contact], |r| r.get(0))
@@ -338,7 +341,7 @@ fn the_patient_search_finds_by_name_reference_key_and_phone_digits() {
     assert!(!monica.is_empty());
     assert!(by_contact(&store, 7).iter().all(|r| monica.contains(r)), "{monica:?}");
     let cid10: String = store
-        .conn
+        .sqlite_conn()
         .query_row("SELECT ref FROM commitments WHERE id = 10", [], |r| r.get(0))
         .unwrap();
     assert!(find(&mut store, "maría pérez").contains(&cid10));
@@ -346,7 +349,7 @@ fn the_patient_search_finds_by_name_reference_key_and_phone_digits() {
     assert!(by_contact(&store, 8).iter().all(|r| phone.contains(r)), "{phone:?}");
     // A key typed in full finds its commitment and nothing else.
     let key: String = store
-        .conn
+        .sqlite_conn()
         .query_row(
             "SELECT key FROM intentions WHERE state = 'uncertain' ORDER BY id LIMIT 1",
             [],

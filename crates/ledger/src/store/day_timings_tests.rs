@@ -16,7 +16,7 @@ fn t(h: u32, m: u32) -> DateTime<Utc> {
 /// Inserts intention `id` of `day`, due at `due`, now in `state`, with its
 /// history: `(minutes after due, to_state, applied)`.
 fn intention(store: &Store, id: i64, day: &str, due: DateTime<Utc>, state: &str, history: &[(i64, &str, bool)]) {
-    let c = &store.conn;
+    let c = store.sqlite_conn();
     c.execute(
         "INSERT OR IGNORE INTO commitments(id, ref, kind, status, version, created_at, updated_at)
          VALUES (1, 'cita-1', 'appointment', 'scheduled', 1, 0, 0)",
@@ -127,9 +127,9 @@ fn the_read_is_served_by_the_day_and_history_indexes() {
     let store = Store::open(&dir.path().join("l.db")).unwrap();
     // Statistics like a large ledger's, so the planner chooses as it would
     // there (an empty table makes every plan look free).
-    store.conn.execute_batch("ANALYZE").unwrap();
+    store.sqlite_conn().execute_batch("ANALYZE").unwrap();
     let plan: Vec<String> = store
-        .conn
+        .sqlite_conn()
         .prepare(&format!("EXPLAIN QUERY PLAN {}", super::timings_sql(1, 1)))
         .unwrap()
         .query_map(params!["2026-12-01", 0, "accepted", "failed"], |r| {

@@ -107,7 +107,7 @@ impl Tx<'_> {
     pub fn due_ids(&self, scope: &ClaimScope, limit: u32, now: DateTime<Utc>) -> Result<Vec<i64>> {
         Ok(match scope {
             ClaimScope::Due => self
-                .conn()
+                .conn()?
                 .prepare_cached(&format!(
                     "SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2"
                 ))?
@@ -115,7 +115,7 @@ impl Tx<'_> {
                 .collect::<rusqlite::Result<_>>()?,
             ClaimScope::Ids(wanted) => {
                 let mut stmt = self
-                    .conn()
+                    .conn()?
                     .prepare_cached(&format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}"))?;
                 let mut out = Vec::new();
                 for id in wanted {
@@ -152,7 +152,7 @@ impl Tx<'_> {
              WHERE i.id IN ({IN_IDS}(?2))"
         );
         let start = day_start.map(ms);
-        let mut stmt = self.conn().prepare_cached(&sql)?;
+        let mut stmt = self.conn()?.prepare_cached(&sql)?;
         let mut by_id: HashMap<i64, ClaimFacts> = stmt
             .query_map(params![start, id_list(ids)], |r| {
                 let intention = intention_row(r)?;
@@ -200,7 +200,7 @@ impl Tx<'_> {
                 let (owner, until) = lease_of(a);
                 values.extend([a.intention_id.into(), a.n.into(), ms(a.at).into(), owner, until]);
             }
-            self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
         }
         self.insert_attempts(rows)
     }
@@ -228,7 +228,7 @@ impl Tx<'_> {
                 values.extend(move_values(r));
                 values.extend([owner, until, a.n.into()]);
             }
-            let changed = self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            let changed = self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
             if changed != chunk.len() {
                 return Err(self.first_moved(chunk.iter().map(|c| &c.record)));
             }
@@ -243,16 +243,14 @@ impl Tx<'_> {
     /// (the transaction is rolled back): the first intention that is not
     /// in its record's target state, i.e. was no longer in `from`.
     fn first_moved<'r>(&self, records: impl Iterator<Item = &'r Record>) -> StoreError {
-        let mut stmt = match self.conn().prepare_cached("SELECT state FROM intentions WHERE id = ?1") {
-            Ok(s) => s,
-            Err(e) => return e.into(),
-        };
         for r in records {
             let Some(from) = r.from else { continue };
-            match stmt
-                .query_row([r.intention_id], |row| row.get::<_, String>(0))
-                .optional()
-            {
+            let now = self.db().row(
+                "SELECT state FROM intentions WHERE id = ?1",
+                &crate::vals![r.intention_id],
+                |row| row.text(0),
+            );
+            match now {
                 Ok(Some(s)) if s == r.to.as_str() => {}
                 Ok(_) => {
                     return StoreError::Moved {
@@ -296,7 +294,7 @@ impl Tx<'_> {
             for r in chunk {
                 values.extend(move_values(r));
             }
-            let changed = self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            let changed = self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
             if changed != chunk.len() {
                 return Err(self.first_moved(chunk.iter().copied()));
             }
@@ -328,7 +326,7 @@ impl Tx<'_> {
                     Value::from(r.said.commitment_version),
                 ]);
             }
-            self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
         }
         Ok(())
     }
@@ -355,7 +353,7 @@ impl Tx<'_> {
                     a.version_checked.into(),
                 ]);
             }
-            let mut stmt = self.conn().prepare_cached(&sql)?;
+            let mut stmt = self.conn()?.prepare_cached(&sql)?;
             let mut q = stmt.query(params_from_iter(values))?;
             while let Some(r) = q.next()? {
                 ids.insert((r.get(1)?, r.get(2)?), r.get(0)?);
@@ -375,7 +373,7 @@ impl Tx<'_> {
 
     pub fn set_next_attempt(&self, rows: &[(i64, Option<DateTime<Utc>>)], at: DateTime<Utc>) -> Result<()> {
         let mut stmt = self
-            .conn()
+            .conn()?
             .prepare_cached("UPDATE intentions SET next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1")?;
         for (id, next) in rows {
             stmt.execute(params![id, next.map(ms), ms(at)])?;
@@ -390,7 +388,7 @@ impl Tx<'_> {
         if attempt_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut stmt = self.conn().prepare_cached(&format!(
+        let mut stmt = self.conn()?.prepare_cached(&format!(
             "SELECT a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
                     i.lease_until, i.purpose, c.version, c.status = 'cancelled'
              FROM attempts a JOIN intentions i ON i.id = a.intention_id JOIN commitments c ON c.id = i.commitment_id

@@ -2,29 +2,23 @@
 //! writes its own, everyone reads them. Rows only: whether a row stands for
 //! a live dispatcher is `domain::heartbeat::Heartbeat::liveness`.
 
-use chrono::{DateTime, Duration, Utc};
-use rusqlite::{Row, params};
-
-use super::{Result, Tx, from_ms, ms};
+use super::{Result, Tx, ms};
 use crate::domain::heartbeat::{DispatcherState, Heartbeat};
+use crate::rows::Cols;
+use chrono::{DateTime, Duration, Utc};
 
-fn heartbeat_row(r: &Row<'_>) -> rusqlite::Result<Heartbeat> {
-    let state: String = r.get(4)?;
-    let state = state
-        .parse::<DispatcherState>()
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, Box::new(e)))?;
-    let pid: i64 = r.get(2)?;
+fn heartbeat_row(r: &dyn Cols) -> std::result::Result<Heartbeat, String> {
     Ok(Heartbeat {
-        id: r.get(0)?,
-        host: r.get(1)?,
-        pid: u32::try_from(pid).unwrap_or(0),
-        owner: r.get(3)?,
-        state,
-        last_error: r.get(5)?,
-        last_error_at: r.get::<_, Option<i64>>(6)?.map(from_ms),
-        started_at: from_ms(r.get(7)?),
-        beat_at: from_ms(r.get(8)?),
-        interval: Duration::milliseconds(r.get(9)?),
+        id: r.text(0)?,
+        host: r.text(1)?,
+        pid: u32::try_from(r.int(2)?).unwrap_or(0),
+        owner: r.opt_text(3)?,
+        state: r.text(4)?.parse::<DispatcherState>().map_err(|e| e.to_string())?,
+        last_error: r.opt_text(5)?,
+        last_error_at: r.opt_time(6)?,
+        started_at: r.time(7)?,
+        beat_at: r.time(8)?,
+        interval: Duration::milliseconds(r.int(9)?),
     })
 }
 
@@ -33,20 +27,20 @@ impl Tx<'_> {
     /// `started_at` and the run's identity never change after the first
     /// beat.
     pub fn beat(&self, hb: &Heartbeat) -> Result<()> {
-        self.conn().execute(
+        self.db().exec(
             "INSERT INTO dispatchers(id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at,
                  interval_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
              ON CONFLICT(id) DO UPDATE SET state = excluded.state, last_error = excluded.last_error,
                  last_error_at = excluded.last_error_at, beat_at = excluded.beat_at,
                  interval_ms = excluded.interval_ms",
-            params![
-                hb.id,
-                hb.host,
+            &crate::vals![
+                hb.id.as_str(),
+                hb.host.as_str(),
                 i64::from(hb.pid),
-                hb.owner,
+                hb.owner.clone(),
                 hb.state.as_str(),
-                hb.last_error,
+                hb.last_error.clone(),
                 hb.last_error_at.map(ms),
                 ms(hb.started_at),
                 ms(hb.beat_at),
@@ -59,23 +53,20 @@ impl Tx<'_> {
     /// The dispatcher rows that beat at or after `since`, the most recent
     /// beat first: older ones are long dead whatever their state says.
     pub fn heartbeats(&self, since: DateTime<Utc>) -> Result<Vec<Heartbeat>> {
-        let rows = self
-            .conn()
-            .prepare_cached(
-                "SELECT id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at, interval_ms
-                 FROM dispatchers WHERE beat_at >= ?1 ORDER BY beat_at DESC, id LIMIT 100",
-            )?
-            .query_map([ms(since)], heartbeat_row)?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        Ok(self.db().rows(
+            "SELECT id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at, interval_ms
+             FROM dispatchers WHERE beat_at >= ?1 ORDER BY beat_at DESC, id LIMIT 100",
+            &crate::vals![ms(since)],
+            heartbeat_row,
+        )?)
     }
 
     /// Deletes the rows of runs that last beat before `before`; returns how
     /// many went.
     pub fn prune_heartbeats(&self, before: DateTime<Utc>) -> Result<usize> {
         Ok(self
-            .conn()
-            .execute("DELETE FROM dispatchers WHERE beat_at < ?1", [ms(before)])?)
+            .db()
+            .exec("DELETE FROM dispatchers WHERE beat_at < ?1", &crate::vals![ms(before)])?)
     }
 }
 

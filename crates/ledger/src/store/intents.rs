@@ -2,21 +2,20 @@
 //! the history that records every one of them.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 
 use std::collections::HashMap;
 
-use rusqlite::params_from_iter;
-use rusqlite::types::{ToSqlOutput, Value, ValueRef};
-
-use super::{Result, StoreError, Tx, from_ms, ms};
+use super::{Result, StoreError, Tx, ms};
 use crate::api::{PlannedRow, Reservation, ReserveRow};
 use crate::domain::history::Record;
 use crate::domain::key::Purpose;
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::{IntentionState, Signal, Transition, transition};
+pub(super) use crate::rows::INTENTION_COLS;
+use crate::sql::Value;
 use crate::templates::Category;
+use crate::vals;
 
 /// Intentions per multi-row insert (26 parameters each, well under
 /// SQLite's limit of 32,766).
@@ -25,23 +24,6 @@ const RESERVE_CHUNK: usize = 128;
 const HISTORY_CHUNK: usize = 128;
 
 pub use crate::domain::history::Cause;
-
-/// Bound values that borrow the row's strings instead of copying them.
-fn text(t: &str) -> ToSqlOutput<'_> {
-    ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes()))
-}
-
-fn opt_text(t: &Option<String>) -> ToSqlOutput<'_> {
-    t.as_deref().map_or(ToSqlOutput::Owned(Value::Null), text)
-}
-
-fn int(i: i64) -> ToSqlOutput<'static> {
-    ToSqlOutput::Owned(Value::Integer(i))
-}
-
-fn opt_int(i: Option<i64>) -> ToSqlOutput<'static> {
-    ToSqlOutput::Owned(Value::from(i))
-}
 
 /// The outcome of reserving one intention: the new row, or the existing
 /// one with the same key and content.
@@ -122,57 +104,11 @@ impl IntentionRow {
     }
 }
 
-pub(super) const INTENTION_COLS: &str = "i.id, i.key, i.commitment_id, c.ref, i.commitment_version, i.purpose,
-    i.recipient, i.category, i.channel, i.template, i.language, i.parameters, i.body, i.fingerprint,
-    i.correlation_id, i.asks_confirmation, i.due_at, i.expires_at, i.day, i.state, i.state_reason,
-    i.state_changed_at, i.related_id, i.created_by, i.authorized_by, i.reason, i.lease_owner, i.lease_until,
-    i.attempt_count, i.next_attempt_at, i.provider_command_id, i.provider_message_id, i.created_at";
-
-pub(super) fn intention_row(r: &Row<'_>) -> rusqlite::Result<IntentionRow> {
-    let params_json: String = r.get(11)?;
-    let state: String = r.get(19)?;
-    let corrupt =
-        |i: usize, what: String| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, what.into());
-    Ok(IntentionRow {
-        id: r.get(0)?,
-        key: r.get(1)?,
-        commitment_id: r.get(2)?,
-        commitment_ref: r.get(3)?,
-        commitment_version: r.get(4)?,
-        purpose: r.get(5)?,
-        recipient: r.get(6)?,
-        category: r.get(7)?,
-        channel: r.get(8)?,
-        template: r.get(9)?,
-        language: r.get(10)?,
-        parameters: serde_json::from_str(&params_json).map_err(|e| corrupt(11, e.to_string()))?,
-        body: r.get(12)?,
-        fingerprint: r.get(13)?,
-        correlation_id: r.get(14)?,
-        asks_confirmation: r.get(15)?,
-        due_at: from_ms(r.get(16)?),
-        expires_at: r.get::<_, Option<i64>>(17)?.map(from_ms),
-        day: {
-            let d: String = r.get(18)?;
-            OperatingDay::parse(&d).map_err(|e| corrupt(18, e))?
-        },
-        state: state
-            .parse()
-            .map_err(|e: crate::domain::state::UnknownState| corrupt(19, e.to_string()))?,
-        state_reason: r.get(20)?,
-        state_changed_at: from_ms(r.get(21)?),
-        related_id: r.get(22)?,
-        created_by: r.get(23)?,
-        authorized_by: r.get(24)?,
-        reason: r.get(25)?,
-        lease_owner: r.get(26)?,
-        lease_until: r.get::<_, Option<i64>>(27)?.map(from_ms),
-        attempt_count: r.get(28)?,
-        next_attempt_at: r.get::<_, Option<i64>>(29)?.map(from_ms),
-        provider_command_id: r.get(30)?,
-        provider_message_id: r.get(31)?,
-        created_at: from_ms(r.get(32)?),
-    })
+/// An intention from [`INTENTION_COLS`], for rusqlite callers not yet
+/// written with `sql::Db` (the claim's facts).
+pub(super) fn intention_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<IntentionRow> {
+    crate::rows::intention_row(r)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into()))
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -231,12 +167,16 @@ impl Tx<'_> {
             }
         }
         // Keys that already existed: the stored row, for the caller to compare.
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT id, fingerprint FROM intentions WHERE key = ?1")?;
         for (slot, r) in out.iter_mut().zip(rows) {
             if slot.is_none() {
-                let (id, fingerprint) = stmt.query_row([r.intention.key.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                let (id, fingerprint) = self
+                    .db()
+                    .row(
+                        "SELECT id, fingerprint FROM intentions WHERE key = ?1",
+                        &vals![r.intention.key.as_str()],
+                        |r| Ok((r.int(0)?, r.text(1)?)),
+                    )?
+                    .ok_or_else(|| StoreError::NoIntention(r.intention.key.to_string()))?;
                 *slot = Some(ReserveRow {
                     id,
                     inserted: false,
@@ -280,61 +220,63 @@ impl Tx<'_> {
             };
             computed.push((params_json, n.purpose.slug(), n.day.to_string(), related));
         }
-        let mut values: Vec<ToSqlOutput<'_>> = Vec::with_capacity(chunk.len() * 26);
+        let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 26);
         for (r, (params_json, purpose, day, related)) in chunk.iter().zip(&computed) {
             let n = r.intention;
             let at = ms(r.at);
-            values.extend([
-                text(n.key.as_str()),
-                int(r.commitment_id),
-                int(n.commitment_version),
-                text(purpose),
-                opt_int(r.contact_id),
-                text(&n.recipient),
-                text(n.category.as_str()),
-                text(&n.channel),
-                text(&n.template),
-                text(&n.language),
-                text(params_json),
-                text(&n.body),
-                text(r.fingerprint),
-                text(&n.correlation_id),
-                int(i64::from(n.asks_confirmation)),
-                int(ms(n.due_at)),
-                opt_int(n.expires_at.map(ms)),
-                text(day),
-                int(at),
-                opt_int(*related),
-                text(&n.created_by),
-                opt_text(&n.authorized_by),
-                opt_text(&n.reason),
-                int(at),
-                int(at),
-                int(r.commitment_id),
+            values.extend(vals![
+                n.key.as_str(),
+                r.commitment_id,
+                n.commitment_version,
+                purpose,
+                r.contact_id,
+                &n.recipient,
+                n.category.as_str(),
+                &n.channel,
+                &n.template,
+                &n.language,
+                params_json,
+                &n.body,
+                r.fingerprint,
+                &n.correlation_id,
+                n.asks_confirmation,
+                ms(n.due_at),
+                n.expires_at.map(ms),
+                day,
+                at,
+                *related,
+                &n.created_by,
+                n.authorized_by.as_ref(),
+                n.reason.as_ref(),
+                at,
+                at,
+                r.commitment_id,
             ]);
         }
-        let mut stmt = self.conn().prepare_cached(&sql)?;
-        let rows = stmt
-            .query_map(params_from_iter(values), |r| Ok((r.get(1)?, r.get(0)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        let rows = self.db().rows(&sql, &values, |r| Ok((r.text(1)?, r.int(0)?)))?;
+        Ok(rows.into_iter().collect())
     }
 
     pub fn intention_id(&self, key: &str) -> Result<Option<i64>> {
         Ok(self
-            .conn()
-            .query_row("SELECT id FROM intentions WHERE key = ?1", [key], |r| r.get(0))
-            .optional()?)
+            .db()
+            .row("SELECT id FROM intentions WHERE key = ?1", &vals![key], |r| r.int(0))?)
     }
 
     pub fn intention(&self, id: i64) -> Result<IntentionRow> {
-        self.conn()
-            .query_row(
+        self.db()
+            .row(
                 &format!("SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE i.id = ?1"),
-                [id],
-                intention_row,
-            )
-            .optional()?
+                &vals![id],
+                |r| crate::rows::intention_row(r),
+            )?
+            .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))
+    }
+
+    /// The state an intention is in now.
+    fn state_of(&self, id: i64) -> Result<IntentionState> {
+        self.db()
+            .row("SELECT state FROM intentions WHERE id = ?1", &vals![id], |r| r.state(0))?
             .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))
     }
 
@@ -342,17 +284,7 @@ impl Tx<'_> {
     /// and record-only signals are written to history; refused ones are
     /// not written and the caller decides how to explain them.
     pub fn signal(&self, id: i64, signal: Signal, entry: &Entry<'_>, at: DateTime<Utc>) -> Result<SignalResult> {
-        let from: String = self
-            .conn()
-            .query_row("SELECT state FROM intentions WHERE id = ?1", [id], |r| r.get(0))
-            .optional()?
-            .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))?;
-        let from: IntentionState =
-            from.parse()
-                .map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
-                    table: "intentions",
-                    detail: e.to_string(),
-                })?;
+        let from = self.state_of(id)?;
         let t = transition(from, signal);
         match t {
             Transition::Move(to) => {
@@ -388,10 +320,7 @@ impl Tx<'_> {
     /// Appends a history row without a state change (notes, duplicate
     /// webhooks, version sequences observed in flight).
     pub fn note(&self, id: i64, entry: &Entry<'_>, at: DateTime<Utc>) -> Result<()> {
-        let state: String = self
-            .conn()
-            .query_row("SELECT state FROM intentions WHERE id = ?1", [id], |r| r.get(0))?;
-        let st = state.parse().unwrap_or(IntentionState::Planned);
+        let st = self.state_of(id)?;
         self.append_history(id, Some(st), st, false, entry, at)
     }
 
@@ -404,10 +333,10 @@ impl Tx<'_> {
         e: &Entry<'_>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
+        self.db().exec(
             "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause, evidence, note, commitment_version)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
+            &vals![
                 id,
                 ms(at),
                 from.map(|s| s.as_str()),
@@ -424,22 +353,20 @@ impl Tx<'_> {
     }
 
     pub fn planned_of_commitment(&self, commitment_id: i64) -> Result<Vec<PlannedRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        Ok(self.db().rows(
             "SELECT id, key, commitment_version, purpose, asks_confirmation FROM intentions
              WHERE commitment_id = ?1 AND state = 'planned' ORDER BY id",
-        )?;
-        let rows = stmt
-            .query_map([commitment_id], |r| {
+            &vals![commitment_id],
+            |r| {
                 Ok(PlannedRow {
-                    id: r.get(0)?,
-                    key: r.get(1)?,
-                    commitment_version: r.get(2)?,
-                    purpose: r.get(3)?,
-                    asks_confirmation: r.get(4)?,
+                    id: r.int(0)?,
+                    key: r.text(1)?,
+                    commitment_version: r.int(2)?,
+                    purpose: r.text(3)?,
+                    asks_confirmation: r.flag(4)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+            },
+        )?)
     }
 
     /// Appends history rows, moving the intentions of applied ones (see
@@ -462,22 +389,22 @@ impl Tx<'_> {
                      evidence, note, commitment_version) VALUES {}",
                 vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
             );
-            let mut values: Vec<ToSqlOutput<'_>> = Vec::with_capacity(chunk.len() * 10);
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 10);
             for r in chunk {
-                values.extend([
-                    int(r.intention_id),
-                    int(ms(r.at)),
-                    r.from.map_or(ToSqlOutput::Owned(Value::Null), |s| text(s.as_str())),
-                    text(r.to.as_str()),
-                    int(i64::from(r.applied)),
-                    text(r.said.signal.as_str()),
-                    text(r.said.cause.as_str()),
-                    opt_text(&r.said.evidence),
-                    opt_text(&r.said.note),
-                    opt_int(r.said.commitment_version),
+                values.extend(vals![
+                    r.intention_id,
+                    ms(r.at),
+                    r.from.map(|s| s.as_str()),
+                    r.to.as_str(),
+                    r.applied,
+                    r.said.signal.as_str(),
+                    r.said.cause.as_str(),
+                    r.said.evidence.as_ref(),
+                    r.said.note.as_ref(),
+                    r.said.commitment_version,
                 ]);
             }
-            self.conn().prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.db().exec(&sql, &values)?;
         }
         Ok(())
     }
@@ -492,12 +419,12 @@ impl Tx<'_> {
         reason: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<usize> {
-        Ok(self.conn().execute(
+        Ok(self.db().exec(
             "UPDATE intentions SET state = ?2, state_reason = ?3, state_changed_at = ?4, updated_at = ?4,
                  lease_owner = CASE WHEN ?2 = 'dispatching' THEN lease_owner ELSE NULL END,
                  lease_until = CASE WHEN ?2 = 'dispatching' THEN lease_until ELSE NULL END
-             WHERE id = ?1 AND (?5 IS NULL OR state = ?5)",
-            params![id, to.as_str(), reason, ms(at), from.map(|s| s.as_str())],
+             WHERE id = ?1 AND (CAST(?5 AS TEXT) IS NULL OR state = ?5)",
+            &vals![id, to.as_str(), reason, ms(at), from.map(|s| s.as_str())],
         )?)
     }
 }

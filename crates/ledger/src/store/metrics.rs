@@ -3,11 +3,10 @@
 //! no row, such as rejected webhooks and blocked duplicates), so the
 //! numbers survive restarts and agree with what the console shows.
 
-use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
-
-use super::{Result, Tx, from_ms};
+use super::{Result, Tx};
 use crate::domain::state::IntentionState;
+use crate::sql::Db;
+use chrono::{DateTime, Utc};
 
 /// Upper bounds (milliseconds) of the latency-to-acceptance histogram.
 pub const LATENCY_BUCKETS_MS: [i64; 11] = [
@@ -48,89 +47,37 @@ pub struct MetricsSnapshot {
 impl Tx<'_> {
     /// Reads every figure `/metrics` exposes.
     pub fn metrics_snapshot(&self) -> Result<MetricsSnapshot> {
-        let c = self.conn();
-        let counters = c
-            .prepare_cached("SELECT name, value FROM counters ORDER BY name")?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let oldest_uncertain_since = c
-            .query_row(
-                "SELECT min(state_changed_at) FROM intentions WHERE state = 'uncertain'",
-                [],
-                |r| r.get::<_, Option<i64>>(0),
-            )
-            .optional()?
-            .flatten()
-            .map(from_ms);
-
-        let bucket_cols: Vec<String> = LATENCY_BUCKETS_MS
-            .iter()
-            .map(|b| format!("coalesce(sum(lat <= {b}), 0)"))
-            .collect();
-        let latency_sql = format!(
-            "WITH acc AS (
-                 SELECT max(0, min(h.at) - max(i.due_at, i.created_at)) AS lat
-                 FROM intentions i JOIN intention_history h ON h.intention_id = i.id
-                 WHERE h.applied = 1 AND h.to_state IN ('accepted', 'sent', 'delivered', 'read')
-                 GROUP BY i.id)
-             SELECT count(*), coalesce(sum(lat), 0), {} FROM acc",
-            bucket_cols.join(", ")
-        );
-        let latency_to_acceptance = c.query_row(&latency_sql, [], |r| {
-            let mut cumulative = Vec::with_capacity(LATENCY_BUCKETS_MS.len());
-            for i in 0..LATENCY_BUCKETS_MS.len() {
-                cumulative.push(r.get(2 + i)?);
-            }
-            Ok(Histogram {
-                count: r.get(0)?,
-                sum_ms: r.get(1)?,
-                cumulative,
-            })
+        let db = self.db();
+        let counters = db.rows("SELECT name, value FROM counters ORDER BY name", &[], |r| {
+            Ok((r.text(0)?, r.int(1)?))
         })?;
-
-        let errors = c
-            .prepare_cached(
-                "SELECT template, code, count(*) FROM (
-                     SELECT i.template AS template, a.error_code AS code
-                     FROM attempts a JOIN intentions i ON i.id = a.intention_id WHERE a.error_code IS NOT NULL
-                   UNION ALL
-                     SELECT coalesce(i.template, '?'),
-                            coalesce(CAST(json_extract(e.payload, '$.errors[0].code') AS TEXT), 'unknown')
-                     FROM channel_events e LEFT JOIN intentions i ON i.id = e.intention_id
-                     WHERE e.source = 'cloud' AND e.kind = 'status' AND json_valid(e.payload)
-                       AND json_extract(e.payload, '$.status') = 'failed'
-                   UNION ALL
-                     SELECT coalesce(i.template, '?'), coalesce(json_extract(e.payload, '$.detail'), 'fallido')
-                     FROM channel_events e LEFT JOIN intentions i ON i.id = e.intention_id
-                     WHERE e.source = 'motor' AND json_valid(e.payload)
-                       AND json_extract(e.payload, '$.estado') = 'fallido')
-                 GROUP BY template, code ORDER BY template, code",
+        let oldest_uncertain_since = db
+            .row(
+                "SELECT min(state_changed_at) FROM intentions WHERE state = 'uncertain'",
+                &[],
+                |r| r.opt_time(0),
             )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-
-        let count = |sql: &str| -> Result<i64> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
-        let channel_events = c
-            .prepare_cached(
-                "SELECT source, kind, status, count(*) FROM channel_events GROUP BY source, kind, status
-                 ORDER BY source, kind, status",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let closures = c
-            .prepare_cached(
-                "SELECT coalesce(state_reason, 'unknown'), count(*) FROM intentions WHERE state = 'cancelled'
-                 GROUP BY 1 ORDER BY 1",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-
+            .flatten();
+        let count = |sql: &str| -> Result<i64> { Ok(db.row(sql, &[], |r| r.int(0))?.unwrap_or(0)) };
+        let mut channel_events = db.rows(
+            "SELECT source, kind, status, count(*) FROM channel_events GROUP BY source, kind, status",
+            &[],
+            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.int(3)?)),
+        )?;
+        channel_events.sort();
+        let mut closures = db.rows(
+            "SELECT coalesce(state_reason, 'unknown'), count(*) FROM intentions WHERE state = 'cancelled'
+             GROUP BY 1",
+            &[],
+            |r| Ok((r.text(0)?, r.int(1)?)),
+        )?;
+        closures.sort();
         Ok(MetricsSnapshot {
             counters,
             by_state: self.count_by_state()?,
             oldest_uncertain_since,
-            latency_to_acceptance,
-            errors,
+            latency_to_acceptance: latency_to_acceptance(&db)?,
+            errors: errors(&db)?,
             delivered: count("SELECT count(*) FROM intentions WHERE state IN ('delivered', 'read')")?,
             read: count("SELECT count(*) FROM intentions WHERE state = 'read'")?,
             opt_outs_marketing: count("SELECT count(*) FROM contacts WHERE opt_out_marketing_at IS NOT NULL")?,
@@ -139,4 +86,76 @@ impl Tx<'_> {
             closures,
         })
     }
+}
+
+/// Due (or created, for an intention reserved late) to the first applied
+/// move into an accepted state, as a cumulative histogram.
+fn latency_to_acceptance(db: &Db<'_>) -> Result<Histogram> {
+    let bucket_cols: Vec<String> = LATENCY_BUCKETS_MS
+        .iter()
+        .map(|b| format!("CAST(coalesce(sum(CASE WHEN lat <= {b} THEN 1 ELSE 0 END), 0) AS BIGINT)"))
+        .collect();
+    // Scalar max()/min() exist on SQLite only: CASE says the same on both.
+    let sql = format!(
+        "WITH acc AS (
+             SELECT min(h.at) - CASE WHEN i.due_at > i.created_at THEN i.due_at ELSE i.created_at END AS wait
+             FROM intentions i JOIN intention_history h ON h.intention_id = i.id
+             WHERE h.applied = 1 AND h.to_state IN ('accepted', 'sent', 'delivered', 'read')
+             GROUP BY i.id),
+         clamped AS (SELECT CASE WHEN wait > 0 THEN wait ELSE 0 END AS lat FROM acc)
+         SELECT count(*), CAST(coalesce(sum(lat), 0) AS BIGINT), {} FROM clamped",
+        bucket_cols.join(", ")
+    );
+    let histogram = db.row(&sql, &[], |r| {
+        let mut cumulative = Vec::with_capacity(LATENCY_BUCKETS_MS.len());
+        for i in 0..LATENCY_BUCKETS_MS.len() {
+            cumulative.push(r.int(2 + i)?);
+        }
+        Ok(Histogram {
+            count: r.int(0)?,
+            sum_ms: r.int(1)?,
+            cumulative,
+        })
+    })?;
+    Ok(histogram.unwrap_or_default())
+}
+
+/// `(template, error code, count)` over failed attempts and failed status
+/// events. The events' JSON is read with each engine's own functions (on
+/// PostgreSQL through `unavez_json`, which reads a malformed body as NULL
+/// as SQLite's `json_valid` guard does).
+fn errors(db: &Db<'_>) -> Result<Vec<(String, String, i64)>> {
+    let (cloud_code, cloud_failed, motor_detail, motor_failed) = if db.is_pg() {
+        (
+            "unavez_json(e.payload) #>> '{errors,0,code}'",
+            "unavez_json(e.payload) ->> 'status' = 'failed'",
+            "unavez_json(e.payload) ->> 'detail'",
+            "unavez_json(e.payload) ->> 'estado' = 'fallido'",
+        )
+    } else {
+        (
+            "CAST(json_extract(e.payload, '$.errors[0].code') AS TEXT)",
+            "json_valid(e.payload) AND json_extract(e.payload, '$.status') = 'failed'",
+            "json_extract(e.payload, '$.detail')",
+            "json_valid(e.payload) AND json_extract(e.payload, '$.estado') = 'fallido'",
+        )
+    };
+    let sql = format!(
+        "SELECT template, code, count(*) FROM (
+             SELECT i.template AS template, a.error_code AS code
+             FROM attempts a JOIN intentions i ON i.id = a.intention_id WHERE a.error_code IS NOT NULL
+           UNION ALL
+             SELECT coalesce(i.template, '?'), coalesce({cloud_code}, 'unknown')
+             FROM channel_events e LEFT JOIN intentions i ON i.id = e.intention_id
+             WHERE e.source = 'cloud' AND e.kind = 'status' AND {cloud_failed}
+           UNION ALL
+             SELECT coalesce(i.template, '?'), coalesce({motor_detail}, 'fallido')
+             FROM channel_events e LEFT JOIN intentions i ON i.id = e.intention_id
+             WHERE e.source = 'motor' AND {motor_failed}) AS failures
+         GROUP BY template, code"
+    );
+    let mut rows = db.rows(&sql, &[], |r| Ok((r.text(0)?, r.text(1)?, r.int(2)?)))?;
+    // Byte order on both engines (a database's collation may differ).
+    rows.sort();
+    Ok(rows)
 }

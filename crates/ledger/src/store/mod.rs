@@ -22,6 +22,7 @@ mod intents;
 mod ledger;
 mod metrics;
 mod notifications;
+mod open;
 mod operator;
 mod queries;
 mod refused;
@@ -40,6 +41,7 @@ pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent, NewEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
+pub use open::{OpenOptions, Store, Tx, open_connection};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
 pub use refused::{NewRefusal, RefusedEventRow};
@@ -49,13 +51,11 @@ pub use webhooks::{
     SOURCE_MOTOR, StatusOutcome,
 };
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use crate::domain::counter::Counter;
 use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::Connection;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -98,6 +98,9 @@ pub enum StoreError {
     Corrupt { table: &'static str, detail: String },
     #[error("database error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// An operation not yet written for both backends, run on PostgreSQL.
+    #[error("{0} does not run on the PostgreSQL ledger yet")]
+    NotOnPostgres(&'static str),
     #[error("{0}")]
     Pg(#[from] crate::pg::PgError),
     /// The blocking task running a ledger call ended without an answer
@@ -126,316 +129,6 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_dispatchers_alerts.sql")),
     (8, include_str!("migrations/0008_reserve_speed.sql")),
 ];
-
-/// One connection to the ledger. Not `Sync`: each thread or task that
-/// writes opens its own (cheap) or goes through a channel to one owner.
-pub struct Store {
-    conn: Connection,
-    path: PathBuf,
-    /// The busy timeout set on `conn`, restored after a probe that must
-    /// not wait.
-    busy: std::cell::Cell<Duration>,
-}
-
-/// A write transaction (`BEGIN IMMEDIATE`). Operations are methods in the
-/// submodules; dropping without [`Store::write`] returning `Ok` rolls back.
-pub struct Tx<'c> {
-    tx: rusqlite::Transaction<'c>,
-}
-
-/// How [`Store::open_with`] treats the file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OpenOptions {
-    /// Create the ledger when the file does not exist (`false`: a missing
-    /// file is [`StoreError::Missing`], so a mistyped path never leaves an
-    /// empty database behind).
-    pub create: bool,
-    /// The group that shares the ledger: a new file gets mode 0660 and this
-    /// group; without one, 0600.
-    pub group: Option<u32>,
-}
-
-impl OpenOptions {
-    pub const CREATE: OpenOptions = OpenOptions {
-        create: true,
-        group: None,
-    };
-    pub const EXISTING: OpenOptions = OpenOptions {
-        create: false,
-        group: None,
-    };
-}
-
-impl Store {
-    /// Opens (creating if needed, mode 0600) and migrates the ledger.
-    pub fn open(path: &Path) -> Result<Store> {
-        Self::open_with(path, &OpenOptions::CREATE)
-    }
-
-    /// Opens and migrates the ledger; creates it only if `opts.create`,
-    /// with private permissions (see [`OpenOptions`]).
-    pub fn open_with(path: &Path, opts: &OpenOptions) -> Result<Store> {
-        if !path.exists() {
-            if !opts.create {
-                return Err(StoreError::Missing {
-                    path: path.to_path_buf(),
-                });
-            }
-            // Another process may create it between the check and here
-            // (four imports started at once): theirs is as good as ours.
-            match files::create_private(path, opts.group) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(source) => {
-                    return Err(StoreError::Create {
-                        path: path.to_path_buf(),
-                        source,
-                    });
-                }
-            }
-        }
-        let mut store = Store {
-            conn: open_connection(path)?,
-            path: path.to_path_buf(),
-            busy: std::cell::Cell::new(BUSY_TIMEOUT),
-        };
-        store.migrate()?;
-        // SQLite gives the -wal and -shm files the database's mode; the
-        // group is the creator's, so set it here for the ones we own.
-        if let Some(gid) = opts.group {
-            files::share_companions(path, gid);
-        }
-        Ok(store)
-    }
-
-    /// Opens an existing ledger that is already at this binary's schema
-    /// version, without taking the write lock (no migration): for extra
-    /// connections of a running service, which must open even while
-    /// another process holds the lock.
-    pub fn attach(path: &Path) -> Result<Store> {
-        if !path.exists() {
-            return Err(StoreError::Missing {
-                path: path.to_path_buf(),
-            });
-        }
-        let store = Store {
-            conn: open_connection(path)?,
-            path: path.to_path_buf(),
-            busy: std::cell::Cell::new(BUSY_TIMEOUT),
-        };
-        let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
-        let current: u32 = store.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if current != known {
-            return Err(StoreError::SchemaChanged {
-                path: path.to_path_buf(),
-                found: current,
-                known,
-            });
-        }
-        Ok(store)
-    }
-
-    /// Refuses a ledger a long-running process must not start on: one that
-    /// fails `PRAGMA quick_check` or that this process cannot write.
-    pub fn check_serviceable(&self) -> Result<()> {
-        if let Some(why) = self.read_only_reason() {
-            return Err(StoreError::ReadOnly {
-                path: self.path.clone(),
-                why,
-            });
-        }
-        let detail = self.quick_check()?;
-        if detail != "ok" {
-            return Err(StoreError::Damaged {
-                path: self.path.clone(),
-                detail,
-            });
-        }
-        Ok(())
-    }
-
-    /// Why this connection cannot write, if it cannot: SQLite opens a
-    /// write-protected file read-only without an error.
-    pub fn read_only_reason(&self) -> Option<String> {
-        if self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
-            return Some("SQLite opened it read-only".into());
-        }
-        files::unwritable_reason(&self.path)
-    }
-
-    /// `PRAGMA quick_check` (the cheap form of the integrity check): `ok`
-    /// or the problems found.
-    pub fn quick_check(&self) -> Result<String> {
-        let rows: Vec<String> = self
-            .conn
-            .prepare("PRAGMA quick_check")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows.join("; "))
-    }
-
-    /// Sets how long this connection waits for another writer's lock
-    /// (30 s by default): short for health probes that must answer fast.
-    pub fn set_busy_timeout(&self, wait: Duration) -> Result<()> {
-        self.conn.busy_timeout(wait)?;
-        self.busy.set(wait);
-        Ok(())
-    }
-
-    /// [`Store::attach`] when the ledger is at this binary's schema (no
-    /// write lock needed, so another process's long write never delays
-    /// the start), else [`Store::open_with`] an existing file, which
-    /// migrates it.
-    pub fn attach_or_open(path: &Path) -> Result<Store> {
-        match Store::attach(path) {
-            Err(StoreError::SchemaChanged { .. }) => Store::open_with(path, &OpenOptions::EXISTING),
-            other => other,
-        }
-    }
-
-    /// Whether another connection holds the write lock right now: a
-    /// `BEGIN IMMEDIATE` that does not wait, rolled back at once (no write,
-    /// no fsync). `false` when this connection cannot write at all.
-    pub fn write_locked(&self) -> Result<bool> {
-        self.conn.busy_timeout(Duration::ZERO)?;
-        let probe = self.conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK");
-        self.conn.busy_timeout(self.busy.get())?;
-        match probe {
-            Ok(()) => Ok(false),
-            Err(e) => {
-                let e = StoreError::from(e);
-                if e.is_busy() {
-                    return Ok(true);
-                }
-                // A half-begun transaction must not outlive the probe.
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Ok(false)
-            }
-        }
-    }
-
-    fn migrate(&mut self) -> Result<()> {
-        let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: u32 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if current > known {
-            return Err(StoreError::TooNew {
-                path: self.path.clone(),
-                found: current,
-                known,
-            });
-        }
-        for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-            tx.execute_batch(sql).map_err(|source| StoreError::Migration {
-                version: *version,
-                source,
-            })?;
-            tx.pragma_update(None, "user_version", version)
-                .map_err(|source| StoreError::Migration {
-                    version: *version,
-                    source,
-                })?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, committing on `Ok`.
-    pub fn write<T, E>(&mut self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
-    where
-        E: From<StoreError>,
-    {
-        // Chaos failpoints (feature `failpoints`, see `crate::failpoint`): a
-        // transaction that cannot begin, or a commit that fails.
-        #[cfg(feature = "failpoints")]
-        if let Some(a) = crate::failpoint::hit("store_begin") {
-            return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
-        }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| E::from(StoreError::from(e)))?;
-        let wrapped = Tx { tx };
-        let out = f(&wrapped)?;
-        #[cfg(feature = "failpoints")]
-        if let Some(a) = crate::failpoint::hit("store_commit") {
-            drop(wrapped);
-            return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
-        }
-        wrapped.tx.commit().map_err(|e| E::from(StoreError::from(e)))?;
-        Ok(out)
-    }
-
-    /// Runs read-only queries in one deferred transaction (a consistent
-    /// snapshot under WAL, never blocking writers).
-    pub fn read<T, E>(&mut self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
-    where
-        E: From<StoreError>,
-    {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .map_err(|e| E::from(StoreError::from(e)))?;
-        let wrapped = Tx { tx };
-        f(&wrapped)
-    }
-
-    /// `PRAGMA integrity_check`: `ok` or the problems found.
-    pub fn integrity_check(&self) -> Result<String> {
-        let rows: Vec<String> = self
-            .conn
-            .prepare("PRAGMA integrity_check")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows.join("; "))
-    }
-}
-
-/// Opens a connection with the production pragmas (WAL, `synchronous=FULL`,
-/// foreign keys, busy timeout) and no migration: [`Store::open`] builds on
-/// it, and tools that must measure or inspect the file as the product sees
-/// it (the bench, the chaos checker) use it directly.
-pub fn open_connection(path: &Path) -> Result<Connection> {
-    let open_error = |source| StoreError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(open_error)?;
-    configure(&conn).map_err(open_error)?;
-    Ok(conn)
-}
-
-/// How long a connection waits for another writer's lock by default.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
-    // Savepoint (per-event) journals in memory, not in temp files: they
-    // only serve rollbacks inside a transaction, never durability.
-    conn.pragma_update(None, "temp_store", "MEMORY")?;
-    conn.pragma_update(None, "cache_size", -16384)?;
-    conn.set_prepared_statement_cache_capacity(256);
-    // Query plans that do not depend on bound values. The bundled SQLite
-    // marks a `col = ?` term it only estimates for re-preparation when a
-    // new value is bound, and rusqlite's statement cache clears the
-    // bindings of every statement it hands back, so each reuse of such a
-    // statement was parsed and planned again (the import's commitment and
-    // planned-intention lookups: ~19 % of its CPU). Every statement here
-    // is written for its index, not for the values it will see.
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    Ok(())
-}
 
 /// The connection as store code sees it. `execute` and `query_row` go
 /// through the prepared-statement cache: parsing SQL was ~40 % of the
@@ -473,21 +166,12 @@ impl<'a> Conn<'a> {
 }
 
 impl Tx<'_> {
-    fn conn(&self) -> Conn<'_> {
-        Conn(&self.tx)
-    }
-
-    /// Statements written once for both backends ([`crate::sql`]).
-    pub(crate) fn db(&self) -> crate::sql::Db<'_> {
-        crate::sql::Db::Sqlite(&self.tx)
-    }
-
     /// Adds `by` to a counter (duplicates blocked, rejections…).
     pub fn bump_counter(&self, counter: Counter, by: i64) -> Result<()> {
-        self.conn().execute(
+        self.db().exec(
             "INSERT INTO counters(name, value) VALUES (?1, ?2)
-             ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-            rusqlite::params![counter.name(), by],
+             ON CONFLICT(name) DO UPDATE SET value = counters.value + excluded.value",
+            &crate::vals![counter.name(), by],
         )?;
         Ok(())
     }
@@ -500,20 +184,16 @@ impl Tx<'_> {
         E: From<StoreError>,
     {
         // Cached statements: a batch import opens one savepoint per event.
-        self.conn()
-            .execute("SAVEPOINT unavez_sp", [])
-            .map_err(|e| E::from(e.into()))?;
+        let run = |sql: &str| self.db().exec(sql, &[]).map_err(|e| E::from(e.into()));
+        run("SAVEPOINT unavez_sp")?;
         match f(self) {
             Ok(v) => {
-                self.conn()
-                    .execute("RELEASE unavez_sp", [])
-                    .map_err(|e| E::from(e.into()))?;
+                run("RELEASE unavez_sp")?;
                 Ok(v)
             }
             Err(e) => {
-                self.conn()
-                    .execute_batch("ROLLBACK TO unavez_sp; RELEASE unavez_sp")
-                    .map_err(|e| E::from(e.into()))?;
+                run("ROLLBACK TO unavez_sp")?;
+                run("RELEASE unavez_sp")?;
                 Err(e)
             }
         }
@@ -522,20 +202,20 @@ impl Tx<'_> {
     /// Sets a named value (a health probe's heartbeat): a real write of one
     /// row, so it fails when the ledger cannot be written.
     pub fn set_counter(&self, name: &str, value: i64) -> Result<()> {
-        self.conn().execute(
+        self.db().exec(
             "INSERT INTO counters(name, value) VALUES (?1, ?2)
              ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            rusqlite::params![name, value],
+            &crate::vals![name, value],
         )?;
         Ok(())
     }
 
     pub fn counter(&self, name: &str) -> Result<i64> {
-        use rusqlite::OptionalExtension;
         Ok(self
-            .conn()
-            .query_row("SELECT value FROM counters WHERE name = ?1", [name], |r| r.get(0))
-            .optional()?
+            .db()
+            .row("SELECT value FROM counters WHERE name = ?1", &crate::vals![name], |r| {
+                r.int(0)
+            })?
             .unwrap_or(0))
     }
 }

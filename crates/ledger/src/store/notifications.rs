@@ -4,11 +4,11 @@
 //! they mean is decided by the server (`unavez-server`'s cloud handler).
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 
-use super::{Result, Tx, from_ms, ms};
+use super::{Result, Tx, ms};
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::state::IntentionState;
+use crate::vals;
 
 /// A template's status as Meta reported it; `None` fields keep what was known.
 #[derive(Debug, Clone, Default)]
@@ -53,14 +53,17 @@ pub struct ChangedNumber {
 impl Tx<'_> {
     /// Records the last status, category or quality of a template.
     pub fn set_template_status(&self, t: &TemplateStatus<'_>, event_row: i64, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        // The stored row's columns are qualified: PostgreSQL calls a bare
+        // name in `DO UPDATE` ambiguous with `excluded`'s.
+        self.db().exec(
             "INSERT INTO template_status(name, language, status, reason, category, quality, channel_event_id, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-             ON CONFLICT(name, language) DO UPDATE SET status = coalesce(excluded.status, status),
-                 reason = CASE WHEN excluded.status IS NOT NULL THEN excluded.reason ELSE reason END,
-                 category = coalesce(excluded.category, category), quality = coalesce(excluded.quality, quality),
+             ON CONFLICT(name, language) DO UPDATE SET status = coalesce(excluded.status, template_status.status),
+                 reason = CASE WHEN excluded.status IS NOT NULL THEN excluded.reason ELSE template_status.reason END,
+                 category = coalesce(excluded.category, template_status.category),
+                 quality = coalesce(excluded.quality, template_status.quality),
                  channel_event_id = excluded.channel_event_id, updated_at = excluded.updated_at",
-            params![t.name, t.language, t.status, t.reason, t.category, t.quality, event_row, ms(at)],
+            &vals![t.name, t.language, t.status, t.reason, t.category, t.quality, event_row, ms(at)],
         )?;
         Ok(())
     }
@@ -68,26 +71,23 @@ impl Tx<'_> {
     /// `(name, language, status)` of templates Meta has rejected, paused or
     /// disabled, with how many intentions of that name wait in `review`.
     pub fn blocked_templates(&self) -> Result<Vec<(String, String, String, i64)>> {
-        let rows = self
-            .conn()
-            .prepare_cached(
-                "SELECT t.name, t.language, t.status,
-                        (SELECT count(*) FROM intentions i WHERE i.template = t.name AND i.state = 'review')
-                 FROM template_status t WHERE t.status IN ('REJECTED', 'PAUSED', 'DISABLED') ORDER BY t.name, t.language",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        Ok(self.db().rows(
+            "SELECT t.name, t.language, t.status,
+                    (SELECT count(*) FROM intentions i WHERE i.template = t.name AND i.state = 'review')
+             FROM template_status t WHERE t.status IN ('REJECTED', 'PAUSED', 'DISABLED') ORDER BY t.name, t.language",
+            &[],
+            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.int(3)?)),
+        )?)
     }
 
     /// The planned intentions of a template (all languages), by id: what a
     /// blocked template holds (`unavez_core::domain::webhook::hold_template`).
     pub fn planned_of_template(&self, name: &str) -> Result<Vec<i64>> {
-        Ok(self
-            .conn()
-            .prepare_cached("SELECT id FROM intentions WHERE template = ?1 AND state = ?2 ORDER BY id")?
-            .query_map(params![name, IntentionState::Planned.to_string()], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?)
+        Ok(self.db().rows(
+            "SELECT id FROM intentions WHERE template = ?1 AND state = ?2 ORDER BY id",
+            &vals![name, IntentionState::Planned.to_string()],
+            |r| r.int(0),
+        )?)
     }
 
     /// A marketing stop or resume the user asked WhatsApp for. Marketing
@@ -108,33 +108,31 @@ impl Tx<'_> {
         let Some(id) = id else {
             return Ok(false);
         };
-        self.conn().execute(
-            "UPDATE contacts SET opt_out_marketing_at = CASE WHEN ?2 THEN coalesce(opt_out_marketing_at, ?3) ELSE NULL END,
+        self.db().exec(
+            "UPDATE contacts SET opt_out_marketing_at = CASE WHEN CAST(?2 AS BIGINT) <> 0
+                     THEN coalesce(opt_out_marketing_at, CAST(?3 AS BIGINT)) ELSE NULL END,
                  updated_at = ?4 WHERE id = ?1",
-            params![id, stop, ms(message_at), ms(at)],
+            &vals![id, stop, ms(message_at), ms(at)],
         )?;
         Ok(true)
     }
 
     /// Remembers Meta's user id of a phone (from `contacts[]`).
     pub fn remember_user_id(&self, phone: &str, user_id: &str, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
-            "UPDATE contacts SET wa_user_id = ?2, updated_at = ?3 WHERE phone = ?1 AND wa_user_id IS NOT ?2",
-            params![phone, user_id, ms(at)],
+        self.db().exec(
+            "UPDATE contacts SET wa_user_id = ?2, updated_at = ?3 WHERE phone = ?1 AND wa_user_id IS DISTINCT FROM ?2",
+            &vals![phone, user_id, ms(at)],
         )?;
         Ok(())
     }
 
     /// The phone of the contact Meta knows by `user_id`.
     pub fn phone_by_user_id(&self, user_id: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT phone FROM contacts WHERE wa_user_id = ?1 ORDER BY updated_at DESC LIMIT 1",
-                [user_id],
-                |r| r.get(0),
-            )
-            .optional()?)
+        Ok(self.db().row(
+            "SELECT phone FROM contacts WHERE wa_user_id = ?1 ORDER BY updated_at DESC LIMIT 1",
+            &vals![user_id],
+            |r| r.text(0),
+        )?)
     }
 
     /// The user moved from `old` to `new`: the new number becomes a contact
@@ -146,37 +144,36 @@ impl Tx<'_> {
             return Ok(None);
         };
         let new_id = self.upsert_contact(new, old_c.name.as_deref(), old_c.language.as_deref(), at)?;
-        self.conn().execute(
+        self.db().exec(
             "UPDATE contacts SET
                  opt_out_marketing_at = coalesce(opt_out_marketing_at, (SELECT opt_out_marketing_at FROM contacts WHERE id = ?2)),
                  opt_out_transactional_at = coalesce(opt_out_transactional_at, (SELECT opt_out_transactional_at FROM contacts WHERE id = ?2)),
                  wa_user_id = coalesce(wa_user_id, (SELECT wa_user_id FROM contacts WHERE id = ?2)),
                  updated_at = ?3
              WHERE id = ?1",
-            params![new_id, old_c.id, ms(at)],
+            &vals![new_id, old_c.id, ms(at)],
         )?;
-        let upcoming = self
-            .conn()
-            .prepare_cached(
-                "SELECT c.id, c.ref, c.kind, c.starts_at, c.service, c.location FROM commitments c
-                 WHERE c.contact_id = ?1
-                   AND ((c.kind = 'appointment' AND c.status = 'scheduled' AND c.starts_at >= ?2)
-                     OR (c.kind = 'order' AND EXISTS (SELECT 1 FROM intentions i
-                                                      WHERE i.commitment_id = c.id AND i.state = 'planned')))
-                 ORDER BY c.starts_at IS NULL, c.starts_at, c.id",
-            )?
-            .query_map(params![old_c.id, ms(at)], |r| {
-                let kind: String = r.get(2)?;
+        // `starts_at IS NULL` sorts false before true on PostgreSQL as 0
+        // before 1 on SQLite: orders without a time come last on both.
+        let upcoming = self.db().rows(
+            "SELECT c.id, c.ref, c.kind, c.starts_at, c.service, c.location FROM commitments c
+             WHERE c.contact_id = ?1
+               AND ((c.kind = 'appointment' AND c.status = 'scheduled' AND c.starts_at >= ?2)
+                 OR (c.kind = 'order' AND EXISTS (SELECT 1 FROM intentions i
+                                                  WHERE i.commitment_id = c.id AND i.state = 'planned')))
+             ORDER BY c.starts_at IS NULL, c.starts_at, c.id",
+            &vals![old_c.id, ms(at)],
+            |r| {
                 Ok(MovingCommitment {
-                    id: r.get(0)?,
-                    reference: r.get(1)?,
-                    kind: CommitmentKind::parse(&kind).unwrap_or(CommitmentKind::Appointment),
-                    starts_at: r.get::<_, Option<i64>>(3)?.map(from_ms),
-                    service: r.get(4)?,
-                    location: r.get(5)?,
+                    id: r.int(0)?,
+                    reference: r.text(1)?,
+                    kind: CommitmentKind::parse(&r.text(2)?).unwrap_or(CommitmentKind::Appointment),
+                    starts_at: r.opt_time(3)?,
+                    service: r.opt_text(4)?,
+                    location: r.opt_text(5)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
+            },
+        )?;
         Ok(Some(ChangedNumber {
             old_contact: old_c.id,
             new_contact: new_id,
@@ -188,9 +185,9 @@ impl Tx<'_> {
     /// Parks (`parked`) or refuses (`refused`) a stored channel event with
     /// a reason code; it is applied to nothing.
     pub fn set_channel_event_reason(&self, row: i64, status: &str, reason: &str) -> Result<()> {
-        self.conn().execute(
+        self.db().exec(
             "UPDATE channel_events SET status = ?2, reason = ?3 WHERE id = ?1",
-            params![row, status, reason],
+            &vals![row, status, reason],
         )?;
         Ok(())
     }
@@ -198,16 +195,11 @@ impl Tx<'_> {
     /// Channel events parked or refused, newest first, for the console's
     /// attention list.
     pub fn parked_channel_events(&self, limit: u32) -> Result<Vec<ParkedEventRow>> {
-        let rows = self
-            .conn()
-            .prepare_cached(
-                "SELECT source, event_id, kind, status, coalesce(reason, ''), copies FROM channel_events
-                 WHERE status IN ('parked', 'refused') ORDER BY id DESC LIMIT ?1",
-            )?
-            .query_map([limit], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        Ok(self.db().rows(
+            "SELECT source, event_id, kind, status, coalesce(reason, ''), copies FROM channel_events
+             WHERE status IN ('parked', 'refused') ORDER BY id DESC LIMIT ?1",
+            &vals![limit],
+            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.text(3)?, r.text(4)?, r.int(5)?)),
+        )?)
     }
 }

@@ -2,10 +2,10 @@
 //! result; and the acknowledgements a resend of a delivered message needs.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::{Result, StoreError, Tx, from_ms, ms};
+use super::{Result, StoreError, Tx, ms};
+use crate::vals;
 
 /// One operator action to record. `reason` must be non-empty (the schema
 /// refuses blank reasons too).
@@ -38,38 +38,37 @@ pub struct OperatorActionRow {
 
 impl Tx<'_> {
     pub fn record_operator_action(&self, a: &OperatorAction<'_>, at: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
+        let id = self.db().row(
             "INSERT INTO operator_actions(at, operator, role, action, intention_id, commitment_id, scope, reason, result, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
-            params![ms(at), a.operator, a.role, a.action, a.intention_id, a.commitment_id, a.scope, a.reason, a.result, a.detail],
-            |r| r.get(0),
-        )?)
+            &vals![ms(at), a.operator, a.role, a.action, a.intention_id, a.commitment_id, a.scope, a.reason, a.result, a.detail],
+            |r| r.int(0),
+        )?;
+        returned(id, "operator_actions")
     }
 
     /// Most recent first.
     pub fn operator_actions(&self, limit: u32) -> Result<Vec<OperatorActionRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        Ok(self.db().rows(
             "SELECT id, at, operator, role, action, intention_id, commitment_id, scope, reason, result, detail
              FROM operator_actions ORDER BY id DESC LIMIT ?1",
-        )?;
-        let rows = stmt
-            .query_map([limit], |r| {
+            &vals![limit],
+            |r| {
                 Ok(OperatorActionRow {
-                    id: r.get(0)?,
-                    at: from_ms(r.get(1)?),
-                    operator: r.get(2)?,
-                    role: r.get(3)?,
-                    action: r.get(4)?,
-                    intention_id: r.get(5)?,
-                    commitment_id: r.get(6)?,
-                    scope: r.get(7)?,
-                    reason: r.get(8)?,
-                    result: r.get(9)?,
-                    detail: r.get(10)?,
+                    id: r.int(0)?,
+                    at: r.time(1)?,
+                    operator: r.text(2)?,
+                    role: r.text(3)?,
+                    action: r.text(4)?,
+                    intention_id: r.opt_int(5)?,
+                    commitment_id: r.opt_int(6)?,
+                    scope: r.opt_text(7)?,
+                    reason: r.text(8)?,
+                    result: r.text(9)?,
+                    detail: r.opt_text(10)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+            },
+        )?)
     }
 }
 
@@ -99,10 +98,10 @@ pub struct AcknowledgementRow {
 
 impl Tx<'_> {
     pub fn record_resend_acknowledgement(&self, a: &NewAcknowledgement<'_>, at: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
+        let id = self.db().row(
             "INSERT INTO resend_acknowledgements(action_id, intention_id, original_id, operator, evidence, at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-            params![
+            &vals![
                 a.action_id,
                 a.intention_id,
                 a.original_id,
@@ -110,23 +109,20 @@ impl Tx<'_> {
                 a.evidence.to_string(),
                 ms(at)
             ],
-            |r| r.get(0),
-        )?)
+            |r| r.int(0),
+        )?;
+        returned(id, "resend_acknowledgements")
     }
 
     /// The acknowledgement that authorized resend `intention_id`, if it
     /// needed one.
     pub fn resend_acknowledgement(&self, intention_id: i64) -> Result<Option<AcknowledgementRow>> {
-        let row: Option<(i64, i64, String, i64, String)> = self
-            .conn()
-            .prepare_cached(
-                "SELECT action_id, original_id, operator, at, evidence FROM resend_acknowledgements
-                 WHERE intention_id = ?1",
-            )?
-            .query_row([intention_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .optional()?;
+        let row = self.db().row(
+            "SELECT action_id, original_id, operator, at, evidence FROM resend_acknowledgements
+             WHERE intention_id = ?1",
+            &vals![intention_id],
+            |r| Ok((r.int(0)?, r.int(1)?, r.text(2)?, r.time(3)?, r.text(4)?)),
+        )?;
         row.map(|(action_id, original_id, operator, at, evidence)| {
             let evidence = serde_json::from_str(&evidence).map_err(|e| StoreError::Corrupt {
                 table: "resend_acknowledgements",
@@ -136,10 +132,19 @@ impl Tx<'_> {
                 action_id,
                 original_id,
                 operator,
-                at: from_ms(at),
+                at,
                 evidence,
             })
         })
         .transpose()
     }
+}
+
+/// The id an `INSERT … RETURNING id` gave back (it always gives one: no
+/// `ON CONFLICT` skips these rows).
+fn returned(id: Option<i64>, table: &'static str) -> Result<i64> {
+    id.ok_or_else(|| StoreError::Corrupt {
+        table,
+        detail: "the insert returned no id".into(),
+    })
 }

@@ -2,15 +2,17 @@
 //! one intention in full. Every listing is paginated and served by an index.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Row, params_from_iter, types::Value};
 use serde::Serialize;
 
-use super::intents::{HistoryRow, INTENTION_COLS, IntentionRow, intention_row};
+use super::intents::{HistoryRow, IntentionRow};
 use super::operator::AcknowledgementRow;
-use super::{Result, StoreError, Tx, from_ms};
+use super::{Result, StoreError, Tx};
 use crate::domain::attempt::AttemptOutcome;
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
+use crate::rows::{Cols, INTENTION_COLS, intention_row};
+use crate::sql::Value;
+use crate::vals;
 
 #[derive(Debug, Clone, Default)]
 pub struct IntentFilter {
@@ -77,26 +79,25 @@ pub struct RelatedRow {
     pub relation: String,
 }
 
-pub(super) fn attempt_row(r: &Row<'_>) -> rusqlite::Result<AttemptRow> {
+/// An attempt from [`ATTEMPT_COLS`].
+pub(super) fn attempt_row(r: &dyn Cols) -> std::result::Result<AttemptRow, String> {
     Ok(AttemptRow {
-        id: r.get(0)?,
-        n: r.get(1)?,
-        worker: r.get(2)?,
-        channel: r.get(3)?,
-        started_at: from_ms(r.get(4)?),
-        ended_at: r.get::<_, Option<i64>>(5)?.map(from_ms),
-        outcome: {
-            let o: String = r.get(6)?;
-            o.parse().map_err(|e: crate::domain::attempt::UnknownOutcome| {
-                rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, e.to_string().into())
-            })?
-        },
-        http_status: r.get(7)?,
-        command_id: r.get(8)?,
-        message_id: r.get(9)?,
-        error_code: r.get(10)?,
-        error_detail: r.get(11)?,
-        commitment_version_checked: r.get(12)?,
+        id: r.int(0)?,
+        n: r.int(1)?,
+        worker: r.text(2)?,
+        channel: r.text(3)?,
+        started_at: r.time(4)?,
+        ended_at: r.opt_time(5)?,
+        outcome: r
+            .text(6)?
+            .parse()
+            .map_err(|e: crate::domain::attempt::UnknownOutcome| e.to_string())?,
+        http_status: r.opt_int(7)?,
+        command_id: r.opt_text(8)?,
+        message_id: r.opt_text(9)?,
+        error_code: r.opt_text(10)?,
+        error_detail: r.opt_text(11)?,
+        commitment_version_checked: r.int(12)?,
     })
 }
 
@@ -104,34 +105,28 @@ pub(super) const ATTEMPT_COLS: &str = "id, n, worker, channel, started_at, ended
     message_id, error_code, error_detail, commitment_version_checked";
 
 impl Tx<'_> {
-    /// Intentions by state and/or operating day, ordered by due time.
     pub fn list_intentions(&self, f: &IntentFilter) -> Result<Vec<IntentionRow>> {
         let mut sql =
             format!("SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id WHERE 1=1");
         let mut args: Vec<Value> = Vec::new();
         if !f.states.is_empty() {
             sql.push_str(&format!(" AND i.state IN ({})", vec!["?"; f.states.len()].join(",")));
-            args.extend(f.states.iter().map(|s| Value::Text(s.as_str().into())));
+            args.extend(f.states.iter().map(|s| Value::from(s.as_str())));
         }
         if let Some(day) = &f.day {
             sql.push_str(" AND i.day = ?");
-            args.push(Value::Text(day.to_string()));
+            args.push(day.to_string().into());
         }
         if let Some(r) = &f.commitment_ref {
             sql.push_str(" AND c.ref = ?");
-            args.push(Value::Text(r.clone()));
+            args.push(r.clone().into());
         }
         sql.push_str(" ORDER BY i.due_at, i.id LIMIT ? OFFSET ?");
-        args.push(Value::Integer(if f.limit == 0 { 1000 } else { f.limit.into() }));
-        args.push(Value::Integer(f.offset.into()));
-        let mut stmt = self.conn().prepare_cached(&sql)?;
-        let rows = stmt
-            .query_map(params_from_iter(args), intention_row)?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        args.push(Value::Int(if f.limit == 0 { 1000 } else { f.limit.into() }));
+        args.push(Value::Int(f.offset.into()));
+        Ok(self.db().rows(&sql, &args, |r| intention_row(r))?)
     }
 
-    /// Looks an intention up by numeric id or by key.
     pub fn find_intention(&self, id_or_key: &str) -> Result<IntentionRow> {
         let id = match id_or_key.trim_start_matches('#').parse::<i64>() {
             Ok(id) => Some(id),
@@ -144,35 +139,33 @@ impl Tx<'_> {
     }
 
     pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        Ok(self.db().rows(
             "SELECT id, at, from_state, to_state, applied, signal, cause, evidence, note, commitment_version
              FROM intention_history WHERE intention_id = ?1 ORDER BY id",
-        )?;
-        let rows = stmt
-            .query_map([id], |r| {
+            &vals![id],
+            |r| {
                 Ok(HistoryRow {
-                    id: r.get(0)?,
-                    at: from_ms(r.get(1)?),
-                    from_state: r.get(2)?,
-                    to_state: r.get(3)?,
-                    applied: r.get(4)?,
-                    signal: r.get(5)?,
-                    cause: r.get(6)?,
-                    evidence: r.get(7)?,
-                    note: r.get(8)?,
-                    commitment_version: r.get(9)?,
+                    id: r.int(0)?,
+                    at: r.time(1)?,
+                    from_state: r.opt_text(2)?,
+                    to_state: r.text(3)?,
+                    applied: r.flag(4)?,
+                    signal: r.text(5)?,
+                    cause: r.text(6)?,
+                    evidence: r.opt_text(7)?,
+                    note: r.opt_text(8)?,
+                    commitment_version: r.opt_int(9)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+            },
+        )?)
     }
 
     pub fn attempts(&self, id: i64) -> Result<Vec<AttemptRow>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
-            "SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 ORDER BY n"
-        ))?;
-        let rows = stmt.query_map([id], attempt_row)?.collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        Ok(self.db().rows(
+            &format!("SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 ORDER BY n"),
+            &vals![id],
+            attempt_row,
+        )?)
     }
 
     pub fn related(&self, row: &IntentionRow) -> Result<Vec<RelatedRow>> {
@@ -186,39 +179,28 @@ impl Tx<'_> {
                 relation: "resend_of".into(),
             });
         }
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT id, key, state FROM intentions WHERE related_id = ?1 ORDER BY id")?;
-        let children: Vec<RelatedRow> = stmt
-            .query_map([row.id], |r| {
+        let related = |relation: &'static str| {
+            move |r: &dyn Cols| {
                 Ok(RelatedRow {
-                    id: r.get(0)?,
-                    key: r.get(1)?,
-                    state: r.get(2)?,
-                    relation: "resent_as".into(),
+                    id: r.int(0)?,
+                    key: r.text(1)?,
+                    state: r.text(2)?,
+                    relation: relation.into(),
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        out.extend(children);
+            }
+        };
+        out.extend(self.db().rows(
+            "SELECT id, key, state FROM intentions WHERE related_id = ?1 ORDER BY id",
+            &vals![row.id],
+            related("resent_as"),
+        )?);
         // Other versions' notices of the same commitment explain updates.
-        let mut stmt = self.conn().prepare_cached(
+        out.extend(self.db().rows(
             "SELECT id, key, state FROM intentions WHERE commitment_id = ?1 AND id != ?2
                AND commitment_version != ?3 AND related_id IS NULL ORDER BY id LIMIT 20",
-        )?;
-        let versions: Vec<RelatedRow> = stmt
-            .query_map(
-                rusqlite::params![row.commitment_id, row.id, row.commitment_version],
-                |r| {
-                    Ok(RelatedRow {
-                        id: r.get(0)?,
-                        key: r.get(1)?,
-                        state: r.get(2)?,
-                        relation: "other_version".into(),
-                    })
-                },
-            )?
-            .collect::<rusqlite::Result<_>>()?;
-        out.extend(versions);
+            &vals![row.commitment_id, row.id, row.commitment_version],
+            related("other_version"),
+        )?);
         Ok(out)
     }
 
@@ -235,15 +217,10 @@ impl Tx<'_> {
         })
     }
 
-    /// `root_id` and every resend descending from it, in creation order,
-    /// each with the first time it was accepted, delivered and read. A
-    /// signal recorded without moving the state (a late "delivered" on a
-    /// message already read, or on one cancelled meanwhile) is evidence too:
-    /// the customer has the message either way.
     pub fn resend_family(&self, root_id: i64) -> Result<Vec<FamilyMember>> {
-        let mut stmt = self.conn().prepare_cached(
+        Ok(self.db().rows(
             "WITH RECURSIVE fam(id) AS (
-                 SELECT ?1
+                 SELECT CAST(?1 AS BIGINT)
                  UNION SELECT i.id FROM intentions i JOIN fam ON i.related_id = fam.id
              )
              SELECT i.id, i.key, i.state, i.created_by, i.authorized_by, i.created_at,
@@ -254,40 +231,39 @@ impl Tx<'_> {
                  (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
                      AND (h.to_state = 'read' OR h.signal = 'read'))
              FROM fam JOIN intentions i ON i.id = fam.id ORDER BY i.id",
-        )?;
-        let rows = stmt
-            .query_map([root_id], |r| {
-                let state: String = r.get(2)?;
+            &vals![root_id],
+            |r| {
                 Ok(FamilyMember {
-                    id: r.get(0)?,
-                    key: r.get(1)?,
-                    state: state.parse().map_err(|e: crate::domain::state::UnknownState| {
-                        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, e.to_string().into())
-                    })?,
-                    created_by: r.get(3)?,
-                    authorized_by: r.get(4)?,
-                    created_at: from_ms(r.get(5)?),
-                    accepted_at: r.get::<_, Option<i64>>(6)?.map(from_ms),
-                    delivered_at: r.get::<_, Option<i64>>(7)?.map(from_ms),
-                    read_at: r.get::<_, Option<i64>>(8)?.map(from_ms),
+                    id: r.int(0)?,
+                    key: r.text(1)?,
+                    state: r.state(2)?,
+                    created_by: r.text(3)?,
+                    authorized_by: r.opt_text(4)?,
+                    created_at: r.time(5)?,
+                    accepted_at: r.opt_time(6)?,
+                    delivered_at: r.opt_time(7)?,
+                    read_at: r.opt_time(8)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+            },
+        )?)
     }
 
     /// Intention counts by state (whole ledger).
     pub fn count_by_state(&self) -> Result<Vec<(IntentionState, i64)>> {
-        let mut out = Vec::new();
         // `intention_counts` (migration 0002) is kept exact by triggers: a
         // few hundred rows instead of counting a million.
-        let mut stmt = self
-            .conn()
-            .prepare_cached("SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = ?1")?;
-        for s in IntentionState::ALL {
-            let n: i64 = stmt.query_row([s.as_str()], |r| r.get(0))?;
-            out.push((s, n));
-        }
-        Ok(out)
+        let by_state: std::collections::HashMap<String, i64> = self
+            .db()
+            .rows(
+                "SELECT state, CAST(sum(n) AS BIGINT) FROM intention_counts GROUP BY state",
+                &[],
+                |r| Ok((r.text(0)?, r.int(1)?)),
+            )?
+            .into_iter()
+            .collect();
+        Ok(IntentionState::ALL
+            .into_iter()
+            .map(|s| (s, by_state.get(s.as_str()).copied().unwrap_or(0)))
+            .collect())
     }
 }

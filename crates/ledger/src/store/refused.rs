@@ -3,12 +3,13 @@
 //! a person until the booking system settles them with a newer version.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Row, params};
 use serde::Serialize;
 
-use super::{Result, StoreError, Tx, from_ms, ms};
+use super::{Result, StoreError, Tx, ms};
 use crate::domain::counter::Counter;
 use crate::domain::event::ConflictKind;
+use crate::rows::Cols;
+use crate::vals;
 
 /// A refusal to record.
 #[derive(Debug, Clone)]
@@ -53,28 +54,26 @@ pub struct RefusedEventRow {
     pub open: bool,
 }
 
-fn refused_row(r: &Row<'_>) -> rusqlite::Result<RefusedEventRow> {
-    let corrupt =
-        |detail: String| rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, detail.into());
-    let conflict: String = r.get(5)?;
-    let fields: String = r.get(6)?;
-    let payload: String = r.get(9)?;
+fn refused_row(r: &dyn Cols) -> std::result::Result<RefusedEventRow, String> {
+    let conflict = r.text(5)?;
+    let fields = r.text(6)?;
+    let payload = r.text(9)?;
     Ok(RefusedEventRow {
-        id: r.get(0)?,
-        event_id: r.get(1)?,
-        commitment_ref: r.get(2)?,
-        event_type: r.get(3)?,
-        version: r.get(4)?,
-        conflict: ConflictKind::parse(&conflict).ok_or_else(|| corrupt(format!("unknown conflict {conflict:?}")))?,
-        fields: serde_json::from_str(&fields).map_err(|e| corrupt(e.to_string()))?,
-        reason: r.get(7)?,
-        source: r.get(8)?,
+        id: r.int(0)?,
+        event_id: r.text(1)?,
+        commitment_ref: r.text(2)?,
+        event_type: r.text(3)?,
+        version: r.int(4)?,
+        conflict: ConflictKind::parse(&conflict).ok_or_else(|| format!("column 5: unknown conflict {conflict:?}"))?,
+        fields: serde_json::from_str(&fields).map_err(|e| format!("column 6: {e}"))?,
+        reason: r.text(7)?,
+        source: r.text(8)?,
         // The payload was serialized by us; an unreadable one is kept as text.
         payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::String(payload)),
-        first_seen_at: from_ms(r.get(10)?),
-        last_seen_at: from_ms(r.get(11)?),
-        times: r.get(12)?,
-        open: r.get(13)?,
+        first_seen_at: r.time(10)?,
+        last_seen_at: r.time(11)?,
+        times: r.int(12)?,
+        open: r.flag(13)?,
     })
 }
 
@@ -86,44 +85,55 @@ impl Tx<'_> {
             table: "refused_events",
             detail: e.to_string(),
         })?;
-        let id = self.conn().query_row(
-            "INSERT INTO refused_events(event_id, commitment_ref, type, version, conflict, fields, reason, source,
+        // `refused_events.times`: PostgreSQL calls the bare name ambiguous
+        // with `excluded.times`.
+        let id = self
+            .db()
+            .row(
+                "INSERT INTO refused_events(event_id, commitment_ref, type, version, conflict, fields, reason, source,
                  payload, fingerprint, first_seen_at, last_seen_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11)
-             ON CONFLICT(event_id, fingerprint) DO UPDATE SET times = times + 1,
+             ON CONFLICT(event_id, fingerprint) DO UPDATE SET times = refused_events.times + 1,
                  last_seen_at = excluded.last_seen_at, version = excluded.version, fields = excluded.fields,
                  reason = excluded.reason, source = excluded.source
              RETURNING id",
-            params![
-                n.event_id,
-                n.commitment_ref,
-                n.event_type,
-                n.version,
-                n.conflict.as_str(),
-                fields,
-                n.reason,
-                n.source,
-                n.payload,
-                n.fingerprint,
-                ms(at)
-            ],
-            |r| r.get(0),
-        )?;
+                &vals![
+                    n.event_id,
+                    n.commitment_ref,
+                    n.event_type,
+                    n.version,
+                    n.conflict.as_str(),
+                    fields,
+                    n.reason,
+                    n.source,
+                    n.payload,
+                    n.fingerprint,
+                    ms(at)
+                ],
+                |r| r.int(0),
+            )?
+            .ok_or_else(|| StoreError::Corrupt {
+                table: "refused_events",
+                detail: "the upsert returned no id".into(),
+            })?;
         self.bump_counter(Counter::RefusedEvents, 1)?;
         Ok(id)
     }
 
     /// The refused events filed under `reference`, oldest first.
     pub fn refused_events(&self, reference: &str) -> Result<Vec<RefusedEventRow>> {
-        let mut stmt = self.conn().prepare_cached(
+        // Open unless a newer version of the commitment settled it (no
+        // commitment: open). `NOT EXISTS` rather than `coalesce(comparison,
+        // 1)`, which PostgreSQL refuses (a boolean and an integer); `flag`
+        // reads its BOOL and SQLite's 0/1 alike. `ref` is unique, so at most
+        // one commitment is compared, as before.
+        Ok(self.db().rows(
             "SELECT r.id, r.event_id, r.commitment_ref, r.type, r.version, r.conflict, r.fields, r.reason, r.source,
                     r.payload, r.first_seen_at, r.last_seen_at, r.times,
-                    coalesce((SELECT c.version <= r.version FROM commitments c WHERE c.ref = r.commitment_ref), 1)
+                    NOT EXISTS (SELECT 1 FROM commitments c WHERE c.ref = r.commitment_ref AND c.version > r.version)
              FROM refused_events r WHERE r.commitment_ref = ?1 ORDER BY r.id",
-        )?;
-        let rows = stmt
-            .query_map([reference], refused_row)?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+            &vals![reference],
+            refused_row,
+        )?)
     }
 }

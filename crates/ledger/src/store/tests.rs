@@ -92,7 +92,7 @@ impl Tx<'_> {
 
     /// Test-only: records a started attempt, as the dispatcher will.
     fn test_insert_attempt(&self, intention_id: i64) -> Result<()> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
              VALUES (?1, 1, 'test', 'whatsapp', ?2, 1)",
             params![intention_id, ms(now())],
@@ -101,7 +101,7 @@ impl Tx<'_> {
     }
 
     fn test_raw_update(&self, id: i64, column: &str, value: &str) -> Result<usize> {
-        Ok(self.conn().execute(
+        Ok(self.conn()?.execute(
             &format!("UPDATE intentions SET {column} = ?2 WHERE id = ?1"),
             params![id, value],
         )?)
@@ -109,7 +109,7 @@ impl Tx<'_> {
 
     fn test_count(&self, table: &str) -> Result<i64> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?)
     }
 }
@@ -118,12 +118,12 @@ impl Tx<'_> {
 fn wal_mode_and_foreign_keys_are_on() {
     let (_dir, store) = temp_store();
     let mode: String = store
-        .conn
+        .sqlite_conn()
         .pragma_query_value(None, "journal_mode", |r| r.get(0))
         .unwrap();
     assert_eq!(mode.to_lowercase(), "wal");
     let fk: i64 = store
-        .conn
+        .sqlite_conn()
         .pragma_query_value(None, "foreign_keys", |r| r.get(0))
         .unwrap();
     assert_eq!(fk, 1);
@@ -143,7 +143,7 @@ fn migrations_are_idempotent_on_reopen() {
     for _ in 0..3 {
         let mut again = Store::open(&path).unwrap();
         let v: u32 = again
-            .conn
+            .sqlite_conn()
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, MIGRATIONS.last().unwrap().0);
@@ -156,7 +156,7 @@ fn a_newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ledger.db");
     let store = Store::open(&path).unwrap();
-    store.conn.pragma_update(None, "user_version", 999).unwrap();
+    store.sqlite_conn().pragma_update(None, "user_version", 999).unwrap();
     drop(store);
     let e = Store::open(&path).err().unwrap();
     assert!(matches!(e, StoreError::TooNew { found: 999, .. }), "{e}");
@@ -251,7 +251,7 @@ fn history_is_append_only() {
         .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact))
         .unwrap();
     let e = store
-        .write(|tx| Ok::<_, StoreError>(tx.conn().execute("DELETE FROM intention_history", [])?))
+        .write(|tx| Ok::<_, StoreError>(tx.conn()?.execute("DELETE FROM intention_history", [])?))
         .unwrap_err();
     assert!(e.to_string().contains("append-only"), "{e}");
 }
@@ -354,7 +354,7 @@ fn a_refused_event_is_kept_once_per_content_and_counted_each_time() {
     assert_eq!(rows[0].payload["location"], "Sede B");
     assert_eq!(rows[0].last_seen_at, now() + Duration::minutes(5));
     assert_eq!(store.read(|tx| tx.counter("refused_events")).unwrap(), 3);
-    let deleted = store.write(|tx| Ok::<_, StoreError>(tx.conn().execute("DELETE FROM refused_events", [])?));
+    let deleted = store.write(|tx| Ok::<_, StoreError>(tx.conn()?.execute("DELETE FROM refused_events", [])?));
     assert!(deleted.is_err(), "refused events are evidence: append-only");
 }
 
@@ -427,7 +427,7 @@ fn a_held_write_lock_is_seen_without_waiting_and_attaching_does_not_wait_for_it(
     let path = store.path().to_path_buf();
     let mut other = Store::open(&path).unwrap();
     assert!(!other.write_locked().unwrap());
-    store.conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    store.sqlite_conn().execute_batch("BEGIN IMMEDIATE").unwrap();
     let start = std::time::Instant::now();
     assert!(other.write_locked().unwrap());
     let mut attached = Store::attach_or_open(&path).unwrap();
@@ -443,7 +443,7 @@ fn a_held_write_lock_is_seen_without_waiting_and_attaching_does_not_wait_for_it(
     assert!(other.write_locked().unwrap());
     let e = other.write(|tx| tx.set_counter("x", 1)).unwrap_err();
     assert!(e.is_busy(), "{e}");
-    store.conn.execute_batch("ROLLBACK").unwrap();
+    store.sqlite_conn().execute_batch("ROLLBACK").unwrap();
     assert!(!other.write_locked().unwrap());
     other.write(|tx| tx.set_counter("x", 1)).unwrap();
 }
@@ -628,7 +628,7 @@ fn migration_0007_keeps_the_marks_and_admits_channel_events() {
     let (dir, store) = temp_store();
     let n = ms(now());
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(&format!(
             "INSERT INTO operator_actions(id, at, operator, role, action, reason, result)
                  VALUES (1, {n}, 'recepcion', 'front_desk', 'resolve', 'x', 'done');
@@ -641,12 +641,12 @@ fn migration_0007_keeps_the_marks_and_admits_channel_events() {
     drop(store);
     let store = Store::open(&dir.path().join("ledger.db")).unwrap();
     let marks: i64 = store
-        .conn
+        .sqlite_conn()
         .query_row("SELECT count(*) FROM attention_handled", [], |r| r.get(0))
         .unwrap();
     assert_eq!(marks, 2);
     store
-        .conn
+        .sqlite_conn()
         .execute_batch(&format!(
             "INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
                  VALUES ('channel_event', 1, {n}, {n}, 'tecnico', 1);
@@ -654,7 +654,7 @@ fn migration_0007_keeps_the_marks_and_admits_channel_events() {
                  VALUES ('d', 'h', 1, 'running', {n}, {n}, 5000);"
         ))
         .unwrap();
-    let bad = store.conn.execute_batch(&format!(
+    let bad = store.sqlite_conn().execute_batch(&format!(
         "INSERT INTO attention_handled(kind, subject_id, handled_at, operator, action_id)
              VALUES ('other', 1, {n}, 'x', 1)"
     ));

@@ -6,14 +6,15 @@
 //! [`crate::api::LedgerTx`].
 
 use chrono::{DateTime, Duration, Utc};
-use rusqlite::{OptionalExtension, params};
 
-use super::intents::{INTENTION_COLS, IntentionRow, intention_row};
-use super::queries::{ATTEMPT_COLS, AttemptRow, attempt_row};
+use super::intents::IntentionRow;
+use super::queries::{ATTEMPT_COLS, AttemptRow};
 use super::{ContactRow, Result, StoreError, Tx, from_ms, ms};
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::recovery::{self, LeaseFacts};
 use crate::domain::state::IntentionState;
+use crate::rows::{Cols, INTENTION_COLS, intention_row};
+use crate::vals;
 
 /// An uncertain intention taken for one reconciliation pass.
 #[derive(Debug, Clone)]
@@ -32,32 +33,29 @@ impl Tx<'_> {
     /// before `now`, with their owner and open attempts, by id. What
     /// becomes of them is decided in `unavez_core::domain::recovery`.
     pub fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<LeaseFacts>> {
-        let rows: Vec<(i64, Option<String>, String, Option<i64>)> = self
-            .conn()
-            .prepare_cached(
-                "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
-                 LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
-                 WHERE i.state = 'dispatching' AND i.lease_until < ?1 ORDER BY i.id, a.id",
-            )?
-            .query_map([ms(now)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows = self.db().rows(
+            "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
+             LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
+             WHERE i.state = 'dispatching' AND i.lease_until < ?1 ORDER BY i.id, a.id",
+            &vals![ms(now)],
+            lease_row,
+        )?;
         group_lease_facts(rows)
     }
 
     /// The same facts for the intentions of these attempts (a shutdown
     /// with attempts in flight), in the order of their first attempt given.
     pub fn lease_facts_of_attempts(&self, attempt_ids: &[i64]) -> Result<Vec<LeaseFacts>> {
-        let mut stmt = self.conn().prepare_cached(
-            "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
-             LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
-             WHERE i.id = (SELECT intention_id FROM attempts WHERE id = ?1) ORDER BY a.id",
-        )?;
         let mut rows = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for attempt in attempt_ids {
-            let found: Vec<(i64, Option<String>, String, Option<i64>)> = stmt
-                .query_map([attempt], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                .collect::<rusqlite::Result<_>>()?;
+            let found = self.db().rows(
+                "SELECT i.id, i.lease_owner, i.state, a.id FROM intentions i
+                 LEFT JOIN attempts a ON a.intention_id = i.id AND a.ended_at IS NULL
+                 WHERE i.id = (SELECT intention_id FROM attempts WHERE id = ?1) ORDER BY a.id",
+                &vals![*attempt],
+                lease_row,
+            )?;
             match found.first() {
                 None => return Err(StoreError::NoAttempt(*attempt)),
                 Some(f) if seen.insert(f.0) => rows.extend(found),
@@ -98,21 +96,20 @@ impl Tx<'_> {
         limit: u32,
     ) -> Result<Vec<UncertainItem>> {
         let ids: Vec<i64> = match only {
-            None => self
-                .conn()
-                .prepare_cached(
-                    "SELECT id FROM intentions WHERE state = 'uncertain'
-                       AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) ORDER BY state_changed_at, id LIMIT ?2",
-                )?
-                .query_map(params![ms(now), limit], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?,
+            None => self.db().rows(
+                "SELECT id FROM intentions WHERE state = 'uncertain'
+                   AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) ORDER BY state_changed_at, id LIMIT ?2",
+                &vals![ms(now), limit],
+                |r| r.int(0),
+            )?,
             Some(ids) => {
-                let mut stmt = self
-                    .conn()
-                    .prepare_cached("SELECT id FROM intentions WHERE id = ?1 AND state = 'uncertain'")?;
                 let mut out = Vec::new();
                 for id in ids {
-                    if let Some(id) = stmt.query_row([id], |r| r.get(0)).optional()? {
+                    if let Some(id) = self.db().row(
+                        "SELECT id FROM intentions WHERE id = ?1 AND state = 'uncertain'",
+                        &vals![*id],
+                        |r| r.int(0),
+                    )? {
                         out.push(id);
                     }
                 }
@@ -121,30 +118,34 @@ impl Tx<'_> {
         };
         let mut items = Vec::with_capacity(ids.len());
         for id in ids {
-            self.conn().execute(
+            self.db().exec(
                 "UPDATE intentions SET next_attempt_at = ?2 WHERE id = ?1",
-                params![id, ms(now + hold)],
+                &vals![id, ms(now + hold)],
             )?;
             let intention = self.intention(id)?;
             let contact = self.contact_by_phone(&intention.recipient)?;
-            let last_attempt = self
-                .conn()
-                .query_row(
-                    // A repeat the pre-send check stopped never reached the
-                    // channel: the attempt before it says what is known.
-                    &format!(
-                        "SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 AND outcome != 'not_sent'
-                         ORDER BY n DESC LIMIT 1"
-                    ),
-                    [id],
-                    attempt_row,
-                )
-                .optional()?;
-            let tries: u32 = self.conn().query_row(
-                "SELECT count(*) FROM intention_history WHERE intention_id = ?1 AND signal = 'reconcile'",
-                [id],
-                |r| r.get(0),
+            let last_attempt = self.db().row(
+                // A repeat the pre-send check stopped never reached the
+                // channel: the attempt before it says what is known.
+                &format!(
+                    "SELECT {ATTEMPT_COLS} FROM attempts WHERE intention_id = ?1 AND outcome != 'not_sent'
+                     ORDER BY n DESC LIMIT 1"
+                ),
+                &vals![id],
+                super::queries::attempt_row,
             )?;
+            let tries = self
+                .db()
+                .row(
+                    "SELECT count(*) FROM intention_history WHERE intention_id = ?1 AND signal = 'reconcile'",
+                    &vals![id],
+                    |r| r.int(0),
+                )?
+                .unwrap_or(0);
+            let tries = u32::try_from(tries).map_err(|e| StoreError::Corrupt {
+                table: "intention_history",
+                detail: e.to_string(),
+            })?;
             items.push(UncertainItem {
                 since: intention.state_changed_at,
                 intention,
@@ -158,9 +159,9 @@ impl Tx<'_> {
 
     /// Schedules the next reconciliation try of an uncertain intention.
     pub fn hold_uncertain(&self, id: i64, until: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.db().exec(
             "UPDATE intentions SET next_attempt_at = ?2 WHERE id = ?1 AND state = 'uncertain'",
-            params![id, ms(until)],
+            &vals![id, ms(until)],
         )?;
         Ok(())
     }
@@ -169,35 +170,43 @@ impl Tx<'_> {
     /// reconciler (`None`: nothing scheduled). Lets `--until-idle` decide
     /// whether to wait or stop.
     pub fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
-        let v: Option<i64> = self.conn().query_row(
+        // Scalar max() is SQLite's only (GREATEST PostgreSQL's): a CASE both
+        // read (`due_at` is never NULL). PostgreSQL wants the subquery named.
+        let v = self.db().row(
             "SELECT min(t) FROM (
-                 SELECT max(due_at, coalesce(next_attempt_at, 0)) AS t FROM intentions WHERE state = 'planned'
-                 UNION ALL SELECT coalesce(next_attempt_at, 0) FROM intentions WHERE state = 'uncertain')",
-            [],
-            |r| r.get(0),
+                 SELECT CASE WHEN due_at >= coalesce(next_attempt_at, 0) THEN due_at
+                             ELSE coalesce(next_attempt_at, 0) END AS t
+                 FROM intentions WHERE state = 'planned'
+                 UNION ALL SELECT coalesce(next_attempt_at, 0) FROM intentions WHERE state = 'uncertain') AS due",
+            &[],
+            |r| r.opt_int(0),
         )?;
-        Ok(v.map(from_ms))
+        Ok(v.flatten().map(from_ms))
     }
 
     /// Planned intentions due at `now` (pending queue size).
     pub fn count_due(&self, now: DateTime<Utc>) -> Result<i64> {
-        Ok(self.conn().query_row(
-            "SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1
-               AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)",
-            [ms(now)],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .db()
+            .row(
+                "SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1
+                   AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)",
+                &vals![ms(now)],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0))
     }
 
     /// Intentions of one operating day in these states, for reprocessing.
     pub fn day_intentions(&self, day: OperatingDay, states: &[IntentionState]) -> Result<Vec<IntentionRow>> {
-        let mut stmt = self.conn().prepare_cached(&format!(
-            "SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id
-             WHERE i.day = ?1 ORDER BY i.due_at, i.id"
-        ))?;
-        let rows: Vec<IntentionRow> = stmt
-            .query_map([day.to_string()], intention_row)?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows = self.db().rows(
+            &format!(
+                "SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id
+                 WHERE i.day = ?1 ORDER BY i.due_at, i.id"
+            ),
+            &vals![day.to_string()],
+            |r| intention_row(r),
+        )?;
         Ok(rows
             .into_iter()
             .filter(|r| states.is_empty() || states.contains(&r.state))
@@ -210,9 +219,16 @@ impl Tx<'_> {
     }
 }
 
+/// `(intention, lease owner, state, open attempt)`.
+type LeaseRow = (i64, Option<String>, String, Option<i64>);
+
+fn lease_row(r: &dyn Cols) -> std::result::Result<LeaseRow, String> {
+    Ok((r.int(0)?, r.opt_text(1)?, r.text(2)?, r.opt_int(3)?))
+}
+
 /// One row per (intention, open attempt) → one [`LeaseFacts`] per intention,
 /// in the order the rows came.
-fn group_lease_facts(rows: Vec<(i64, Option<String>, String, Option<i64>)>) -> Result<Vec<LeaseFacts>> {
+fn group_lease_facts(rows: Vec<LeaseRow>) -> Result<Vec<LeaseFacts>> {
     let mut out: Vec<LeaseFacts> = Vec::new();
     for (id, owner, state, attempt) in rows {
         if out.last().is_none_or(|f| f.intention_id != id) {

@@ -8,17 +8,18 @@
 //! so two identical deliveries arriving at the same instant apply once.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::intents::Entry;
-use super::{Cause, Result, Tx, ms};
+use super::{Cause, Result, StoreError, Tx, ms};
 use crate::domain::counter::{Counter, Parking, Rejection, Source};
 use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Transition};
 use crate::domain::status::MotorEvent;
 use crate::domain::status::{CloudStatus, Report, motor_report};
 use crate::domain::webhook;
+use crate::rows::Cols;
+use crate::vals;
 
 /// `channel_events.source` of WhatsApp Cloud API notifications.
 pub const SOURCE_CLOUD: &str = "cloud";
@@ -96,16 +97,13 @@ impl Tx<'_> {
     /// stored; a duplicate adds one to the stored event's `copies` and bumps
     /// `duplicate_events` and `duplicate_events_<source>`.
     pub fn record_channel_event(&self, ev: &NewChannelEvent<'_>, at: DateTime<Utc>) -> Result<Recorded> {
-        let id: Option<i64> = self
-            .conn()
-            .query_row(
-                "INSERT INTO channel_events(source, event_id, kind, message_id, intention_key, status, payload, received_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'received', ?6, ?7)
-                 ON CONFLICT(source, event_id) DO NOTHING RETURNING id",
-                params![ev.source, ev.event_id, ev.kind, ev.message_id, ev.intention_key, ev.payload, ms(at)],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let id = self.db().row(
+            "INSERT INTO channel_events(source, event_id, kind, message_id, intention_key, status, payload, received_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'received', ?6, ?7)
+             ON CONFLICT(source, event_id) DO NOTHING RETURNING id",
+            &vals![ev.source, ev.event_id, ev.kind, ev.message_id, ev.intention_key, ev.payload, ms(at)],
+            |r| r.int(0),
+        )?;
         if let Some(id) = id {
             return Ok(Recorded::New(id));
         }
@@ -113,12 +111,18 @@ impl Tx<'_> {
         if let Some(source) = Source::parse(ev.source) {
             self.bump_counter(Counter::DuplicateEventsFrom(source), 1)?;
         }
-        let (row, intention_id) = self.conn().query_row(
-            "UPDATE channel_events SET copies = copies + 1 WHERE source = ?1 AND event_id = ?2
-             RETURNING id, intention_id",
-            params![ev.source, ev.event_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let (row, intention_id) = self
+            .db()
+            .row(
+                "UPDATE channel_events SET copies = copies + 1 WHERE source = ?1 AND event_id = ?2
+                 RETURNING id, intention_id",
+                &vals![ev.source, ev.event_id],
+                |r| Ok((r.int(0)?, r.opt_int(1)?)),
+            )?
+            .ok_or_else(|| StoreError::Corrupt {
+                table: "channel_events",
+                detail: format!("{}:{} conflicted on insert but is not stored", ev.source, ev.event_id),
+            })?;
         Ok(Recorded::Duplicate { row, intention_id })
     }
 
@@ -131,11 +135,11 @@ impl Tx<'_> {
         intention_id: Option<i64>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
-            "UPDATE channel_events SET status = ?2, intention_id = coalesce(?3, intention_id),
-                 applied_at = CASE WHEN ?2 = 'applied' THEN ?4 ELSE applied_at END
+        self.db().exec(
+            "UPDATE channel_events SET status = ?2, intention_id = coalesce(CAST(?3 AS BIGINT), intention_id),
+                 applied_at = CASE WHEN ?2 = 'applied' THEN CAST(?4 AS BIGINT) ELSE applied_at END
              WHERE id = ?1",
-            params![row, status, intention_id, ms(at)],
+            &vals![row, status, intention_id, ms(at)],
         )?;
         Ok(())
     }
@@ -149,12 +153,12 @@ impl Tx<'_> {
         message_id: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.conn().execute(
-            "UPDATE intentions SET provider_command_id = coalesce(provider_command_id, ?2),
-                 provider_message_id = coalesce(provider_message_id, ?3), updated_at = ?4
-             WHERE id = ?1 AND ((?2 IS NOT NULL AND provider_command_id IS NULL)
-                             OR (?3 IS NOT NULL AND provider_message_id IS NULL))",
-            params![id, command_id, message_id, ms(at)],
+        self.db().exec(
+            "UPDATE intentions SET provider_command_id = coalesce(provider_command_id, CAST(?2 AS TEXT)),
+                 provider_message_id = coalesce(provider_message_id, CAST(?3 AS TEXT)), updated_at = ?4
+             WHERE id = ?1 AND ((CAST(?2 AS TEXT) IS NOT NULL AND provider_command_id IS NULL)
+                             OR (CAST(?3 AS TEXT) IS NOT NULL AND provider_message_id IS NULL))",
+            &vals![id, command_id, message_id, ms(at)],
         )?;
         Ok(())
     }
@@ -169,25 +173,19 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<Option<i64>> {
         if let Some(mid) = message_id {
-            let by_intention: Option<i64> = self
-                .conn()
-                .query_row(
-                    "SELECT id FROM intentions WHERE provider_message_id = ?1 ORDER BY id LIMIT 1",
-                    [mid],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let by_intention = self.db().row(
+                "SELECT id FROM intentions WHERE provider_message_id = ?1 ORDER BY id LIMIT 1",
+                &vals![mid],
+                |r| r.int(0),
+            )?;
             if by_intention.is_some() {
                 return Ok(by_intention);
             }
-            let by_attempt: Option<i64> = self
-                .conn()
-                .query_row(
-                    "SELECT intention_id FROM attempts WHERE message_id = ?1 ORDER BY id LIMIT 1",
-                    [mid],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let by_attempt = self.db().row(
+                "SELECT intention_id FROM attempts WHERE message_id = ?1 ORDER BY id LIMIT 1",
+                &vals![mid],
+                |r| r.int(0),
+            )?;
             if let Some(id) = by_attempt {
                 self.set_provider_refs(id, None, Some(mid), at)?;
                 return Ok(Some(id));
@@ -197,11 +195,14 @@ impl Tx<'_> {
             && let Some(id) = self.intention_id(k)?
         {
             if let Some(mid) = message_id {
-                let known: Option<String> =
-                    self.conn()
-                        .query_row("SELECT provider_message_id FROM intentions WHERE id = ?1", [id], |r| {
-                            r.get(0)
-                        })?;
+                let known = self
+                    .db()
+                    .row(
+                        "SELECT provider_message_id FROM intentions WHERE id = ?1",
+                        &vals![id],
+                        |r| r.opt_text(0),
+                    )?
+                    .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))?;
                 match known {
                     // A second message id for one key means a second
                     // message reached WhatsApp: evidence a person must see.
@@ -286,15 +287,12 @@ impl Tx<'_> {
     /// The intention a provider message id names (on the intention or one
     /// of its attempts), without recording anything.
     fn intention_by_message_id(&self, mid: &str) -> Result<Option<i64>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT id FROM intentions WHERE provider_message_id = ?1
-                 UNION ALL SELECT intention_id FROM attempts WHERE message_id = ?1 LIMIT 1",
-                [mid],
-                |r| r.get(0),
-            )
-            .optional()?)
+        Ok(self.db().row(
+            "SELECT id FROM intentions WHERE provider_message_id = ?1
+             UNION ALL SELECT intention_id FROM attempts WHERE message_id = ?1 LIMIT 1",
+            &vals![mid],
+            |r| r.int(0),
+        )?)
     }
 
     /// An event whose intention key and message id name two different
@@ -339,18 +337,16 @@ impl Tx<'_> {
     /// an attempt's message id, in the same transaction. Returns how many
     /// were applied.
     pub fn apply_pending_statuses_for(&self, intention_id: i64, at: DateTime<Utc>) -> Result<usize> {
-        let rows: Vec<PendingRow> = self
-            .conn()
-            .prepare_cached(
-                "SELECT e.id, e.source, e.message_id, e.intention_key, e.payload FROM channel_events e
-                 WHERE e.status = 'pending' AND (
-                     e.intention_key = (SELECT key FROM intentions WHERE id = ?1)
-                  OR e.message_id IN (SELECT provider_message_id FROM intentions WHERE id = ?1
-                                      UNION SELECT message_id FROM attempts WHERE intention_id = ?1))
-                 ORDER BY e.id",
-            )?
-            .query_map([intention_id], pending_row)?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows = self.db().rows(
+            "SELECT e.id, e.source, e.message_id, e.intention_key, e.payload FROM channel_events e
+             WHERE e.status = 'pending' AND (
+                 e.intention_key = (SELECT key FROM intentions WHERE id = ?1)
+              OR e.message_id IN (SELECT provider_message_id FROM intentions WHERE id = ?1
+                                  UNION SELECT message_id FROM attempts WHERE intention_id = ?1))
+             ORDER BY e.id",
+            &vals![intention_id],
+            pending_row,
+        )?;
         let mut n = 0;
         for p in rows {
             if let Some(mid) = &p.message_id {
@@ -371,14 +367,12 @@ impl Tx<'_> {
     /// id is recorded).
     pub fn sweep_pending_statuses(&self, limit: u32, at: DateTime<Utc>) -> Result<usize> {
         let cutoff = at - chrono::Duration::hours(SWEEP_WINDOW_HOURS);
-        let rows: Vec<PendingRow> = self
-            .conn()
-            .prepare_cached(
-                "SELECT id, source, message_id, intention_key, payload FROM channel_events
-                 WHERE status = 'pending' AND received_at >= ?2 ORDER BY id DESC LIMIT ?1",
-            )?
-            .query_map(params![limit, ms(cutoff)], pending_row)?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows = self.db().rows(
+            "SELECT id, source, message_id, intention_key, payload FROM channel_events
+             WHERE status = 'pending' AND received_at >= ?2 ORDER BY id DESC LIMIT ?1",
+            &vals![limit, ms(cutoff)],
+            pending_row,
+        )?;
         let mut intentions = std::collections::BTreeSet::new();
         for p in rows {
             if let Some(id) = self.correlate_status(p.message_id.as_deref(), p.intention_key.as_deref(), at)? {
@@ -394,11 +388,14 @@ impl Tx<'_> {
 
     /// How many status events wait for correlation.
     pub fn pending_status_count(&self) -> Result<i64> {
-        Ok(self.conn().query_row(
-            "SELECT count(*) FROM channel_events WHERE status = 'pending'",
-            [],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .db()
+            .row(
+                "SELECT count(*) FROM channel_events WHERE status = 'pending'",
+                &[],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0))
     }
 
     fn apply_pending(&self, p: &PendingRow, intention_id: i64, at: DateTime<Utc>) -> Result<()> {
@@ -414,35 +411,33 @@ impl Tx<'_> {
 
     /// One stored event: `(kind, status, reason, copies)`.
     pub fn channel_event(&self, source: &str, event_id: &str) -> Result<Option<StoredEventRow>> {
-        Ok(self
-            .conn()
-            .query_row(
-                "SELECT kind, status, reason, copies FROM channel_events WHERE source = ?1 AND event_id = ?2",
-                params![source, event_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .optional()?)
+        Ok(self.db().row(
+            "SELECT kind, status, reason, copies FROM channel_events WHERE source = ?1 AND event_id = ?2",
+            &vals![source, event_id],
+            |r| Ok((r.text(0)?, r.text(1)?, r.opt_text(2)?, r.int(3)?)),
+        )?)
     }
 
     /// Copies received beyond the first, over every stored event of `source`.
     pub fn extra_copies(&self, source: &str) -> Result<i64> {
-        Ok(self.conn().query_row(
-            "SELECT coalesce(sum(copies - 1), 0) FROM channel_events WHERE source = ?1",
-            [source],
-            |r| r.get(0),
-        )?)
+        // PostgreSQL's sum of BIGINT is NUMERIC: cast back to the integer both read.
+        Ok(self
+            .db()
+            .row(
+                "SELECT CAST(coalesce(sum(copies - 1), 0) AS BIGINT) FROM channel_events WHERE source = ?1",
+                &vals![source],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0))
     }
 
     /// Channel events in received order, for tests and the console.
     pub fn channel_events(&self, limit: u32) -> Result<Vec<ChannelEventRow>> {
-        let rows = self
-            .conn()
-            .prepare_cached(
-                "SELECT source, event_id, kind, status, intention_id FROM channel_events ORDER BY id LIMIT ?1",
-            )?
-            .query_map([limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        Ok(self.db().rows(
+            "SELECT source, event_id, kind, status, intention_id FROM channel_events ORDER BY id LIMIT ?1",
+            &vals![limit],
+            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.text(3)?, r.opt_int(4)?)),
+        )?)
     }
 }
 
@@ -454,13 +449,13 @@ struct PendingRow {
     payload: String,
 }
 
-fn pending_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PendingRow> {
+fn pending_row(r: &dyn Cols) -> std::result::Result<PendingRow, String> {
     Ok(PendingRow {
-        id: r.get(0)?,
-        source: r.get(1)?,
-        message_id: r.get(2)?,
-        intention_key: r.get(3)?,
-        payload: r.get(4)?,
+        id: r.int(0)?,
+        source: r.text(1)?,
+        message_id: r.opt_text(2)?,
+        intention_key: r.opt_text(3)?,
+        payload: r.text(4)?,
     })
 }
 

@@ -347,11 +347,17 @@ CREATE TRIGGER commitments_starts_at_copy AFTER UPDATE OF starts_at ON commitmen
 -- extension is installed once per database, in `public` (which every
 -- ledger schema's search_path includes), not in the ledger's own schema.
 CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
+CREATE EXTENSION IF NOT EXISTS unaccent WITH SCHEMA public;
 CREATE TABLE commitment_search (
     commitment_id BIGINT PRIMARY KEY REFERENCES commitments(id) ON DELETE CASCADE,
     doc           TEXT NOT NULL
 );
-CREATE INDEX commitment_search_doc ON commitment_search USING gin (lower(doc) public.gin_trgm_ops);
+-- Case and accents folded, as SQLite's trigram tokenizer does with
+-- remove_diacritics: "perez" finds "Pérez". Immutable (with the
+-- dictionary named) so it can be indexed.
+CREATE FUNCTION unavez_fold(t TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
+$$ SELECT lower(public.unaccent('public.unaccent'::regdictionary, t)) $$;
+CREATE INDEX commitment_search_doc ON commitment_search USING gin (unavez_fold(doc) public.gin_trgm_ops);
 
 CREATE FUNCTION commitment_search_doc(c_ref TEXT, c_name TEXT, k_id BIGINT) RETURNS TEXT
 LANGUAGE sql STABLE AS $$
@@ -403,3 +409,12 @@ CREATE TRIGGER attention_handled_notify AFTER INSERT OR UPDATE OR DELETE ON atte
     FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
 CREATE TRIGGER dispatchers_notify AFTER INSERT OR UPDATE OR DELETE ON dispatchers
     FOR EACH STATEMENT EXECUTE FUNCTION unavez_notify();
+
+-- A body stored as received, read as JSON where it is JSON: NULL for a
+-- malformed one (SQLite's queries guard with json_valid the same way).
+CREATE FUNCTION unavez_json(body TEXT) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN body::jsonb;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$;

@@ -8,7 +8,7 @@
 
 use super::{
     AttentionRule, Clause, EVENTS_FROM, REFUSED_FROM, RESCHED, RowKind, Search, clause_sql, covered_sql, covers_sql,
-    evidence_sql, rule_sql, walked, walked_states,
+    evidence_sql, fixed_join, rule_sql, walked, walked_states,
 };
 
 /// Open cases without a search: rows that need a person are walked through
@@ -21,30 +21,35 @@ use super::{
 /// that. Stuck dispatches, reschedule requests, refused booking events and
 /// channel events are few and always candidates. Only then is evidence
 /// counted, for the candidates alone. Returns the keys and the total's SQL.
-pub(super) fn open_sql(rule: &AttentionRule) -> (String, String) {
+pub(super) fn open_sql(rule: &AttentionRule, pg: bool) -> (String, String) {
     let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
     let walk = format!("{} AND {} AND {open_i}", walked_states(rule), rule_sql(rule, walked));
     let stuck = format!("{} AND {open_i}", rule_sql(rule, |c| !walked(c)));
     let (resched, refused, events) = open_others();
+    // `INDEXED BY` is SQLite's; PostgreSQL picks the partial index from the
+    // same literal `state IN (…)` term by itself.
+    let indexed = if pg { "" } else { "INDEXED BY intentions_attention" };
     let keys = format!(
         "WITH att AS NOT MATERIALIZED (
              SELECT i.id AS iid, i.commitment_id AS cid, i.starts_at AS s
-             FROM intentions i INDEXED BY intentions_attention WHERE {walk}),
+             FROM intentions i {indexed} WHERE {walk}),
          up AS MATERIALIZED (SELECT * FROM att WHERE s >= ?1 AND s <= coalesce(
-             (SELECT s FROM att WHERE s >= ?1 ORDER BY s LIMIT 1 OFFSET ?6 + ?7 - 1), 9223372036854775807)),
+             (SELECT s FROM att WHERE s >= ?1 ORDER BY s LIMIT 1 OFFSET {reach} - 1), 9223372036854775807)),
          past AS MATERIALIZED (SELECT * FROM att WHERE s < ?1 AND s >= coalesce(
-             (SELECT s FROM att WHERE s < ?1 ORDER BY s DESC LIMIT 1 OFFSET ?6 + ?7 - 1), -9223372036854775808)),
+             (SELECT s FROM att WHERE s < ?1 ORDER BY s DESC LIMIT 1 OFFSET {reach} - 1),
+             -9223372036854775807 - 1)),
          cand AS (
              SELECT iid, cid, s FROM up
              UNION ALL SELECT iid, cid, s FROM past
              UNION ALL SELECT iid, cid, s FROM att
-                 WHERE s IS NULL AND (SELECT count(*) FROM up) + (SELECT count(*) FROM past) < ?6 + ?7
+                 WHERE s IS NULL AND (SELECT count(*) FROM up) + (SELECT count(*) FROM past) < {reach}
              UNION ALL SELECT i.id, i.commitment_id, i.starts_at FROM intentions i WHERE {stuck})
          SELECT 'intention' AS kind, iid, iid AS sid, cid, s AS starts, {ev} AS ev FROM cand
          UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0 FROM commitments c WHERE {resched}
          UNION ALL SELECT 'refused', r.id, r.id, c.id, c.starts_at, 0 {REFUSED_FROM} AND {refused}
          UNION ALL SELECT 'channel_event', e.id, e.id, c.id, c.starts_at, 0 {EVENTS_FROM} AND {events}",
-        ev = evidence_sql("cand.iid")
+        ev = evidence_sql("cand.iid"),
+        reach = REACH,
     );
     // The total never walks the attention set row by row: each clause is
     // counted from what serves it (`intention_counts` for whole states,
@@ -65,10 +70,15 @@ pub(super) fn open_sql(rule: &AttentionRule) -> (String, String) {
     (keys, total)
 }
 
+/// Offset + limit (typed for PostgreSQL, which cannot infer `?6 + ?7`).
+const REACH: &str = "(CAST(?6 AS BIGINT) + CAST(?7 AS BIGINT))";
+
 /// How many intentions one clause names, from what serves it.
 fn clause_count_sql(c: Clause) -> String {
     match c {
-        Clause::Always(s) => format!("(SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = '{s}')"),
+        Clause::Always(s) => {
+            format!("(SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM intention_counts WHERE state = '{s}')")
+        }
         Clause::DueWithinWindow(_) | Clause::LeaseExpired(_) => {
             format!("(SELECT count(*) FROM intentions i WHERE {})", clause_sql(c))
         }
@@ -92,35 +102,37 @@ fn open_others() -> (String, String, String) {
 /// (`intentions_commitment`), then the rule; no walk is needed. `CROSS
 /// JOIN` fixes that order: left to itself SQLite walks every intention the
 /// rule names (thousands at a million) and probes the matches.
-pub(super) fn searched_open_sql(rule: &AttentionRule, s: &Search) -> (String, String) {
+pub(super) fn searched_open_sql(rule: &AttentionRule, s: &Search, pg: bool) -> (String, String) {
     let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
     let (resched, refused, events) = open_others();
-    let m = s.commitments_sql();
+    let m = s.commitments_sql(pg);
+    let join = fixed_join(pg);
     let cases = format!(
         "WITH m AS MATERIALIZED ({m})
          SELECT 'intention' AS kind, i.id AS iid, i.id AS sid, c.id AS cid, c.starts_at AS starts,
              {ev} AS ev
-         FROM m CROSS JOIN commitments c ON c.id = m.cid CROSS JOIN intentions i ON i.commitment_id = c.id
-         WHERE {rule} AND {open_i} AND (?8 IS NULL OR i.key LIKE ?8)
+         FROM m {join} commitments c ON c.id = m.cid {join} intentions i ON i.commitment_id = c.id
+         WHERE {rule} AND {open_i} AND (CAST(?8 AS TEXT) IS NULL OR lower(i.key) LIKE lower(?8))
          UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0
-             FROM m JOIN commitments c ON c.id = m.cid WHERE {resched} AND ?8 IS NULL
+             FROM m JOIN commitments c ON c.id = m.cid WHERE {resched} AND CAST(?8 AS TEXT) IS NULL
          UNION ALL SELECT 'refused', r.id, r.id, c.id, c.starts_at, 0 {REFUSED_FROM} AND {refused}
-             AND (c.id IN (SELECT cid FROM m) OR r.event_id LIKE ?10 OR r.event_id LIKE ?8)
+             AND (c.id IN (SELECT cid FROM m) OR lower(r.event_id) LIKE lower(?10)
+                  OR lower(r.event_id) LIKE lower(?8))
          UNION ALL SELECT 'channel_event', e.id, e.id, c.id, c.starts_at, 0 {EVENTS_FROM} AND {events}
-             AND (c.id IN (SELECT cid FROM m) OR e.event_id LIKE ?10 OR e.intention_key LIKE ?10
-                  OR e.intention_key LIKE ?8)",
+             AND (c.id IN (SELECT cid FROM m) OR lower(e.event_id) LIKE lower(?10)
+                  OR lower(e.intention_key) LIKE lower(?10) OR lower(e.intention_key) LIKE lower(?8))",
         ev = evidence_sql("i.id"),
         rule = rule_sql(rule, |_| true)
     );
-    let total = format!("SELECT count(*) FROM ({cases})");
+    let total = format!("SELECT count(*) FROM ({cases}) AS cases");
     (cases, total)
 }
 
 /// Cases handled since `?9` whose mark still covers them (nothing new
 /// since), newest mark first; optionally only a searched patient's.
-pub(super) fn handled_sql(s: Option<&Search>) -> (String, String) {
+pub(super) fn handled_sql(s: Option<&Search>, pg: bool) -> (String, String) {
     let matched = match s {
-        Some(s) => format!("AND p.cid IN ({})", s.commitments_sql()),
+        Some(s) => format!("AND p.cid IN ({})", s.commitments_sql(pg)),
         None => String::new(),
     };
     let keys = format!(
@@ -128,7 +140,8 @@ pub(super) fn handled_sql(s: Option<&Search>) -> (String, String) {
             SELECT 'intention' AS kind, i.id AS iid, i.id AS sid, i.commitment_id AS cid, i.starts_at AS starts,
                 {ev} AS ev, h.handled_at AS hat
             FROM attention_handled h JOIN intentions i ON i.id = h.subject_id
-            WHERE h.kind = 'intention' AND h.handled_at >= ?9 AND {cov_i} AND (?8 IS NULL OR i.key LIKE ?8)
+            WHERE h.kind = 'intention' AND h.handled_at >= ?9 AND {cov_i}
+                AND (CAST(?8 AS TEXT) IS NULL OR lower(i.key) LIKE lower(?8))
             UNION ALL SELECT 'reschedule', NULL, c.id, c.id, c.starts_at, 0, h.handled_at
             FROM attention_handled h JOIN commitments c ON c.id = h.subject_id
             WHERE h.kind = 'reschedule' AND h.handled_at >= ?9 AND {cov_c}
@@ -140,14 +153,15 @@ pub(super) fn handled_sql(s: Option<&Search>) -> (String, String) {
             FROM attention_handled h JOIN channel_events e ON e.id = h.subject_id
                 LEFT JOIN intentions ei ON ei.key = e.intention_key
                 LEFT JOIN commitments c ON c.id = ei.commitment_id
-            WHERE h.kind = 'channel_event' AND ?11 IS NOT NULL AND h.handled_at >= ?9 AND {cov_e}) p
-         WHERE 1 {matched}",
+            WHERE h.kind = 'channel_event' AND CAST(?11 AS BIGINT) IS NOT NULL AND h.handled_at >= ?9
+                AND {cov_e}) p
+         WHERE 1 = 1 {matched}",
         ev = evidence_sql("i.id"),
         cov_i = covers_sql("i.state_changed_at"),
         cov_c = covers_sql("c.reschedule_requested_at"),
         cov_r = covers_sql("r.last_seen_at"),
         cov_e = covers_sql("e.received_at"),
     );
-    let total = format!("SELECT count(*) FROM ({keys})");
+    let total = format!("SELECT count(*) FROM ({keys}) AS handled");
     (keys, total)
 }
