@@ -18,20 +18,14 @@
 //! - **Migrations under an advisory lock**: hosts starting together apply
 //!   them once.
 //!
-//! What is here: [`PgLedger`] (connect, migrate, write transactions, the
-//! database clock) and, as inherent methods of [`PgTx`] with the contract
-//! of the SQLite methods of the same names, every [`crate::api::LedgerTx`]
-//! operation except `apply_pending_statuses` (which waits for the webhook
-//! rules to leave the SQLite store): due ids, claim/finish/sequence facts,
-//! reserve N, history records, attempts, channel references, next tries,
-//! counters. Not implemented yet: the trait itself on `PgTx`, the console,
-//! webhook and operator queries, and choosing the backend in commands.
+//! What is here: [`PgLedger`] (connect, migrate under an advisory lock,
+//! the database clock), URLs ([`url`]) and live-console notifications
+//! ([`listen`]). The ledger's operations themselves are the store's
+//! (`store/`), written once for both engines through [`crate::sql`]; a
+//! `Store` opened on a `postgres://` location runs them here.
 
-mod dispatch;
-mod facts;
 pub mod listen;
 pub mod url;
-mod writes;
 
 use postgres::{Client, NoTls};
 
@@ -49,12 +43,6 @@ pub enum PgError {
     TooNew { url: String, found: u32, known: u32 },
     #[error("{0}")]
     Url(String),
-    #[error("no intention #{0}")]
-    NoIntention(i64),
-    #[error("no attempt #{0}")]
-    NoAttempt(i64),
-    #[error("corrupt row in {table}: {detail}")]
-    Corrupt { table: &'static str, detail: String },
     #[error("intention #{id} is no longer {expected}: a change decided on a stale read was not applied")]
     Moved { id: i64, expected: &'static str },
     #[error("PostgreSQL error: {}", detail(.0))]
@@ -95,12 +83,6 @@ const MIGRATION_LOCK: i64 = 0x756e_6176_657a;
 pub struct PgLedger {
     client: Client,
     url: PgUrl,
-}
-
-/// A write transaction on PostgreSQL (READ COMMITTED). Dropping it without
-/// [`PgLedger::write`] returning `Ok` rolls back.
-pub struct PgTx<'c> {
-    tx: std::cell::RefCell<postgres::Transaction<'c>>,
 }
 
 impl PgLedger {
@@ -174,20 +156,6 @@ impl PgLedger {
         Ok(v as u32)
     }
 
-    /// Runs `f` in one transaction, committing on `Ok`.
-    pub fn write<T, E>(&mut self, f: impl FnOnce(&PgTx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
-    where
-        E: From<PgError>,
-    {
-        let tx = self.client.transaction().map_err(|e| E::from(e.into()))?;
-        let tx = PgTx {
-            tx: std::cell::RefCell::new(tx),
-        };
-        let out = f(&tx)?;
-        tx.tx.into_inner().commit().map_err(|e| E::from(e.into()))?;
-        Ok(out)
-    }
-
     /// The database's clock, in the ledger's unit (milliseconds).
     pub fn now_ms(&mut self) -> Result<i64> {
         Ok(self.client.query_one("SELECT unavez_now_ms()", &[])?.get(0))
@@ -201,17 +169,5 @@ impl PgLedger {
     /// The raw client, for tests and the schema comparison.
     pub fn client(&mut self) -> &mut Client {
         &mut self.client
-    }
-}
-
-impl PgTx<'_> {
-    /// Statements written once for both backends ([`crate::sql`]).
-    pub fn db(&self) -> crate::sql::Db<'_> {
-        crate::sql::Db::Pg(&self.tx)
-    }
-
-    /// The database's clock inside this transaction.
-    pub fn now_ms(&self) -> Result<i64> {
-        Ok(self.tx.borrow_mut().query_one("SELECT unavez_now_ms()", &[])?.get(0))
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::{Conn, MIGRATIONS, Result, StoreError, files};
+use super::{MIGRATIONS, Result, StoreError, files};
 use crate::location::Location;
 use crate::pg::{PgLedger, PgUrl};
 
@@ -420,12 +420,12 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// The SQLite connection of an operation not yet written for both
-    /// backends; on PostgreSQL, [`StoreError::NotOnPostgres`].
-    pub(super) fn conn(&self) -> Result<Conn<'_>> {
+    /// The SQLite connection, for what only SQLite has (the last
+    /// insert's rowid); on PostgreSQL, [`StoreError::NotOnPostgres`].
+    pub(super) fn sqlite(&self) -> Result<&rusqlite::Connection> {
         match &self.inner {
-            TxInner::Sqlite(tx) => Ok(Conn(tx)),
-            TxInner::Pg(_) => Err(StoreError::NotOnPostgres("this ledger operation")),
+            TxInner::Sqlite(tx) => Ok(tx),
+            TxInner::Pg(_) => Err(StoreError::NotOnPostgres("a SQLite-only operation")),
         }
     }
 
@@ -434,6 +434,20 @@ impl Tx<'_> {
         match &self.inner {
             TxInner::Sqlite(tx) => crate::sql::Db::Sqlite(tx),
             TxInner::Pg(tx) => crate::sql::Db::Pg(tx),
+        }
+    }
+
+    /// The ledger's clock: the database server's on PostgreSQL (several
+    /// hosts share it, their clocks disagree), this host's on SQLite (one
+    /// host).
+    pub fn now(&self) -> Result<chrono::DateTime<chrono::Utc>> {
+        match &self.inner {
+            TxInner::Sqlite(_) => Ok(chrono::Utc::now()),
+            TxInner::Pg(_) => Ok(super::from_ms(
+                self.db()
+                    .row("SELECT unavez_now_ms()", &[], |r| r.int(0))?
+                    .unwrap_or_default(),
+            )),
         }
     }
 
