@@ -24,13 +24,21 @@
 //! (`store/`), written once for both engines through [`crate::sql`]; a
 //! `Store` opened on a `postgres://` location runs them here.
 
+mod client;
 pub mod listen;
 pub mod url;
 
-use postgres::{Client, NoTls};
-
+pub use client::PgClient;
 pub use listen::PgListener;
 pub use url::PgUrl;
+
+/// Runs `f` on a short-lived thread of its own and waits for it: the
+/// synchronous client must not block a thread that drives async tasks
+/// (see [`PgClient`]), and opening a ledger is rare enough to afford it.
+fn off_async<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|s| s.spawn(f).join())
+        .unwrap_or_else(|_| Err(PgError::Url("opening the PostgreSQL ledger panicked".into())))
+}
 
 /// PostgreSQL errors, with what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -81,38 +89,37 @@ const MIGRATION_LOCK: i64 = 0x756e_6176_657a;
 
 /// One connection to a PostgreSQL ledger.
 pub struct PgLedger {
-    client: Client,
+    client: PgClient,
     url: PgUrl,
 }
 
 impl PgLedger {
-    /// Connects and brings the schema to this version.
+    /// Connects and brings the schema to this version (on a thread of its
+    /// own: see [`PgClient`]).
     pub fn open(url: &PgUrl) -> Result<PgLedger> {
-        let client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
-            url: url.to_string(),
-            source,
-        })?;
-        let mut ledger = PgLedger {
-            client,
-            url: url.clone(),
-        };
-        ledger.migrate()?;
-        Ok(ledger)
+        off_async(|| {
+            let client = PgClient::connect(url)?;
+            let mut ledger = PgLedger {
+                client,
+                url: url.clone(),
+            };
+            ledger.migrate()?;
+            Ok(ledger)
+        })
     }
 
     /// A connection and the schema version stored in the ledger (no
     /// migration: for a process's extra connections).
-    pub fn connect_checked(url: &PgUrl) -> Result<(Client, u32)> {
-        let mut client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
-            url: url.to_string(),
-            source,
-        })?;
-        let found: Option<i32> = client
-            .query_opt("SELECT version FROM unavez_schema", &[])
-            .ok()
-            .flatten()
-            .map(|r| r.get(0));
-        Ok((client, found.unwrap_or(0) as u32))
+    pub fn connect_checked(url: &PgUrl) -> Result<(PgClient, u32)> {
+        off_async(|| {
+            let mut client = PgClient::connect(url)?;
+            let found: Option<i32> = client
+                .query_opt("SELECT version FROM unavez_schema", &[])
+                .ok()
+                .flatten()
+                .map(|r| r.get(0));
+            Ok((client, found.unwrap_or(0) as u32))
+        })
     }
 
     /// The schema version this binary knows.
@@ -162,12 +169,12 @@ impl PgLedger {
     }
 
     /// The connection itself (reads outside a transaction, tests).
-    pub fn into_client(self) -> Client {
+    pub fn into_client(self) -> PgClient {
         self.client
     }
 
     /// The raw client, for tests and the schema comparison.
-    pub fn client(&mut self) -> &mut Client {
+    pub fn client(&mut self) -> &mut postgres::Client {
         &mut self.client
     }
 }

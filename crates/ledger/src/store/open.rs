@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::{MIGRATIONS, Result, StoreError, files};
 use crate::location::Location;
-use crate::pg::{PgLedger, PgUrl};
+use crate::pg::{PgClient, PgLedger, PgUrl};
 
 /// One connection to the ledger. Not `Sync`: each thread or task that
 /// writes opens its own (cheap) or goes through a channel to one owner.
@@ -34,7 +34,8 @@ enum Inner {
         busy: std::cell::Cell<Duration>,
     },
     Pg {
-        client: postgres::Client,
+        client: PgClient,
+        url: Box<PgUrl>,
         /// The URL (without its password), where callers show a path.
         shown: PathBuf,
     },
@@ -94,10 +95,11 @@ impl Store {
         Ok(Store::pg_at(PgLedger::open(url)?.into_client(), url))
     }
 
-    fn pg_at(client: postgres::Client, url: &PgUrl) -> Store {
+    fn pg_at(client: PgClient, url: &PgUrl) -> Store {
         Store {
             inner: Inner::Pg {
                 client,
+                url: Box::new(url.clone()),
                 shown: PathBuf::from(url.to_string()),
             },
         }
@@ -349,6 +351,14 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Where this ledger is (to open more connections to it).
+    pub fn location(&self) -> Location {
+        match &self.inner {
+            Inner::Sqlite { path, .. } => Location::Sqlite(path.clone()),
+            Inner::Pg { url, .. } => Location::Postgres(url.clone()),
+        }
     }
 
     /// The file, or the PostgreSQL URL (without its password) as a path,
