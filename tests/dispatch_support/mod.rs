@@ -248,9 +248,11 @@ impl Env {
         p
     }
 
+    /// A reader's connection: attached, not migrated, so it opens even
+    /// while a (frozen) dispatcher holds SQLite's write lock.
     pub fn store(&self) -> Store {
         let location = unavez_ledger::location::Location::parse(&self.db).unwrap();
-        Store::open_location(&location, &unavez::store::OpenOptions::EXISTING).unwrap()
+        Store::attach_location(&location).unwrap()
     }
 
     pub fn intentions(&self) -> Vec<IntentionRow> {
