@@ -82,8 +82,8 @@ fn one_setting_picks_postgresql_where_import_and_the_listings_run() {
     let commitments = json(url, &["commitments", "list"]);
     assert_eq!(commitments.as_array().map(Vec::len), Some(4), "{commitments}");
 
-    // Sending does not yet: said plainly, nothing attempted.
-    let o = run(url, &["dispatch"]);
+    // The headless service does not yet: said plainly, nothing started.
+    let o = run(url, &["serve", "--no-server"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("does not run this command yet"), "{}", stderr(&o));
 }

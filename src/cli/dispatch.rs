@@ -184,7 +184,6 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
-    ctx.sqlite_only()?;
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
     let ledger = Ledger::from_store(ctx.open_existing()?);

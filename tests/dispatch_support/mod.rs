@@ -142,6 +142,16 @@ impl Env {
     pub fn new(cfg: &Cfg) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("unavez.db");
+        Env::on(cfg, dir, db)
+    }
+
+    /// The same on a PostgreSQL ledger: `url` names a scratch schema
+    /// (`unavez_testkit::PgSchema`).
+    pub fn postgres(cfg: &Cfg, url: &str) -> Env {
+        Env::on(cfg, tempfile::tempdir().unwrap(), PathBuf::from(url))
+    }
+
+    fn on(cfg: &Cfg, dir: tempfile::TempDir, db: PathBuf) -> Env {
         let config = dir.path().join("unavez.toml");
         std::fs::write(&config, cfg.toml(&db)).unwrap();
         let env = Env { dir, db, config };
@@ -238,8 +248,11 @@ impl Env {
         p
     }
 
+    /// A reader's connection: attached, not migrated, so it opens even
+    /// while a (frozen) dispatcher holds SQLite's write lock.
     pub fn store(&self) -> Store {
-        Store::open(&self.db).unwrap()
+        let location = unavez_ledger::location::Location::parse(&self.db).unwrap();
+        Store::attach_location(&location).unwrap()
     }
 
     pub fn intentions(&self) -> Vec<IntentionRow> {

@@ -67,7 +67,7 @@ impl Ledger {
     /// A handle around a SQLite store opened elsewhere (its checks already
     /// done).
     pub fn from_store(store: Store) -> Ledger {
-        let location = Location::Sqlite(store.path().to_path_buf());
+        let location = store.location();
         Ledger::from_store_at(store, location)
     }
 

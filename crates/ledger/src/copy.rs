@@ -18,7 +18,8 @@
 
 use std::path::Path;
 
-use crate::pg::{PgError, PgLedger, PgUrl};
+use crate::location::Location;
+use crate::pg::PgUrl;
 use crate::sql::{Db, Value};
 use crate::store::{OpenOptions, Store, StoreError, open_connection};
 
@@ -47,10 +48,10 @@ const BATCH: usize = 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
-    #[error("source ledger: {0}")]
-    Source(#[from] StoreError),
-    #[error("target ledger: {0}")]
-    Target(#[from] PgError),
+    /// Opening either ledger, or a transaction on it (the message names
+    /// the file or the URL).
+    #[error("{0}")]
+    Store(#[from] StoreError),
     #[error("reading {table} from the source: {source}")]
     Read { table: String, source: rusqlite::Error },
     #[error("writing {table} to the target: {source}")]
@@ -85,7 +86,7 @@ pub fn copy_sqlite_to_pg(from: &Path, to: &PgUrl, progress: Progress<'_>) -> Res
     drop(Store::open_with(from, &OpenOptions::EXISTING)?);
     let mut src = open_connection(from)?;
     let snapshot = src.transaction().map_err(StoreError::Sql)?;
-    let mut target = PgLedger::open(to)?;
+    let mut target = Store::open_location(&Location::Postgres(Box::new(to.clone())), &OpenOptions::CREATE)?;
     let url = to.to_string();
     target.write(|tx| {
         let db = tx.db();

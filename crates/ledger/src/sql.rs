@@ -214,7 +214,7 @@ impl PgRun for RefCell<postgres::Transaction<'_>> {
     }
 }
 
-impl PgRun for RefCell<postgres::Client> {
+impl PgRun for RefCell<crate::pg::PgClient> {
     fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
         self.borrow_mut().execute(sql, params)
     }

@@ -1,6 +1,7 @@
 //! Claims for many hosts on PostgreSQL: concurrent claimers, each on its
 //! own connection (as dispatchers on several hosts would be), take every
-//! due intention exactly once, by the database's clock. Judged by the rows
+//! due intention exactly once, by the database's clock, through the same
+//! store operations the dispatcher uses on SQLite. Judged by the rows
 //! themselves: one attempt and one claim history row per intention.
 
 mod pg_common;
@@ -12,7 +13,9 @@ use pg_common::{ledger, url};
 use unavez_ledger::api::{ClaimScope, NewAttempt};
 use unavez_ledger::domain::history::{Cause, HistorySignal, Record, Said};
 use unavez_ledger::domain::state::IntentionState;
-use unavez_ledger::pg::{PgError, PgLedger};
+use unavez_ledger::location::Location;
+use unavez_ledger::pg::PgLedger;
+use unavez_ledger::store::{OpenOptions, Store, StoreError};
 use unavez_testkit::PgSchema;
 
 /// `n` planned intentions of one commitment; `due_in_ms` relative to the
@@ -37,7 +40,7 @@ fn seed(ledger: &mut PgLedger, n: i64, due_in_ms: i64) {
 
 /// One claim transaction as the dispatcher makes it: due ids by the
 /// database's clock, attempts with the lease, planned → dispatching.
-fn claim_once(ledger: &mut PgLedger, owner: &str, scope: &ClaimScope) -> Result<Vec<i64>, PgError> {
+fn claim_once(ledger: &mut Store, owner: &str, scope: &ClaimScope) -> Result<Vec<i64>, StoreError> {
     ledger.write(|tx| {
         let now = tx.now()?;
         let ids = tx.due_ids(scope, 7, now)?;
@@ -77,9 +80,9 @@ fn four_concurrent_claimers_take_every_due_intention_exactly_once() {
     seed(&mut ledger(&schema), 400, 0);
     let claimers: Vec<_> = (0..4)
         .map(|k| {
-            let url = url(&schema);
+            let location = Location::Postgres(Box::new(url(&schema)));
             std::thread::spawn(move || {
-                let mut ledger = PgLedger::open(&url).unwrap();
+                let mut ledger = Store::open_location(&location, &OpenOptions::EXISTING).unwrap();
                 let owner = format!("host-{k}");
                 let mut mine = Vec::new();
                 loop {
@@ -125,10 +128,11 @@ fn four_concurrent_claimers_take_every_due_intention_exactly_once() {
 #[test]
 fn due_is_read_on_the_database_clock_and_a_stale_move_is_refused() {
     let schema = PgSchema::new();
+    seed(&mut ledger(&schema), 3, 60_000);
+    let mut store = Store::open_location(&Location::Postgres(Box::new(url(&schema))), &OpenOptions::EXISTING).unwrap();
     let mut ledger = ledger(&schema);
     // Due one minute from now by the server's clock: nothing to claim yet.
-    seed(&mut ledger, 3, 60_000);
-    assert!(claim_once(&mut ledger, "host-a", &ClaimScope::Due).unwrap().is_empty());
+    assert!(claim_once(&mut store, "host-a", &ClaimScope::Due).unwrap().is_empty());
     ledger
         .client()
         .batch_execute("UPDATE intentions SET due_at = unavez_now_ms() - 1")
@@ -138,10 +142,10 @@ fn due_is_read_on_the_database_clock_and_a_stale_move_is_refused() {
         .client()
         .batch_execute("UPDATE intentions SET due_at = unavez_now_ms() + 60000 WHERE id = 3")
         .unwrap();
-    let got = claim_once(&mut ledger, "host-a", &ClaimScope::Ids(vec![3, 2])).unwrap();
+    let got = claim_once(&mut store, "host-a", &ClaimScope::Ids(vec![3, 2])).unwrap();
     assert_eq!(got, vec![2]);
     // Moving from a state the row no longer has is refused, not applied.
-    let err = ledger
+    let err = store
         .write(|tx| {
             tx.apply_records(&[Record {
                 intention_id: 2,
@@ -154,7 +158,7 @@ fn due_is_read_on_the_database_clock_and_a_stale_move_is_refused() {
             }])
         })
         .unwrap_err();
-    assert!(matches!(err, PgError::Moved { id: 2, .. }), "{err}");
+    assert!(matches!(err, StoreError::Moved { id: 2, .. }), "{err}");
 }
 
 #[test]

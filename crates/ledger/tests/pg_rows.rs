@@ -1,5 +1,5 @@
 //! The PostgreSQL ledger keeps the contract of the dispatcher's and the
-//! planner's rows: reserve N (a key given twice or already stored comes
+//! planner's rows, through the same store operations as SQLite: reserve N (a key given twice or already stored comes
 //! back as existing, with the stored fingerprint), the claim's facts, the
 //! attempt rows and their finish facts, channel references, next tries,
 //! the version-sequence facts and counters.
@@ -16,7 +16,9 @@ use unavez_ledger::domain::history::{Cause, HistorySignal, Said};
 use unavez_ledger::domain::intention::{NewIntention, correlation_id};
 use unavez_ledger::domain::key::{IntentionKey, Purpose};
 use unavez_ledger::domain::state::IntentionState;
+use unavez_ledger::location::Location;
 use unavez_ledger::pg::PgLedger;
+use unavez_ledger::store::{OpenOptions, Store, StoreError};
 use unavez_ledger::templates::Category;
 use unavez_testkit::PgSchema;
 
@@ -65,8 +67,13 @@ fn seed(ledger: &mut PgLedger) -> (i64, i64) {
 #[test]
 fn reserve_claim_facts_attempts_and_counters_keep_the_ledger_contract() {
     let schema = PgSchema::new();
-    let mut ledger = ledger(&schema);
-    let (cid, kid) = seed(&mut ledger);
+    let mut pg = ledger(&schema);
+    let (cid, kid) = seed(&mut pg);
+    let mut ledger = Store::open_location(
+        &Location::Postgres(Box::new(pg_common::url(&schema))),
+        &OpenOptions::EXISTING,
+    )
+    .unwrap();
     let booking = intention("CITA-7", Purpose::Booking, "hola");
     let reminder = intention("CITA-7", Purpose::Reminder { minutes: 1440 }, "mañana");
     let res = |n: &'static NewIntention, fp: &'static str| Reservation {
@@ -97,7 +104,7 @@ fn reserve_claim_facts_attempts_and_counters_keep_the_ledger_contract() {
 
     let (facts, planned) = ledger
         .write(|tx| {
-            Ok::<_, unavez_ledger::pg::PgError>((
+            Ok::<_, StoreError>((
                 tx.claim_facts(&[r, b, 999], Some(Utc::now() - Duration::days(1)))?,
                 tx.planned_of_commitment(cid)?,
             ))
@@ -142,12 +149,12 @@ fn reserve_claim_facts_attempts_and_counters_keep_the_ledger_contract() {
             tx.set_next_attempt(&[(r, Some(now + Duration::minutes(5)))], now)?;
             tx.bump_counter(Counter::DuplicateKeys, 2)?;
             tx.bump_counter(Counter::DuplicateKeys, 3)?;
-            Ok::<_, unavez_ledger::pg::PgError>(ids[0])
+            Ok::<_, StoreError>(ids[0])
         })
         .unwrap();
     let (finish, seq, row, facts) = ledger
         .write(|tx| {
-            Ok::<_, unavez_ledger::pg::PgError>((
+            Ok::<_, StoreError>((
                 tx.finish_facts(&[attempt])?,
                 tx.sequence_facts(b, &["update"])?,
                 tx.intention(b)?,
@@ -166,7 +173,7 @@ fn reserve_claim_facts_attempts_and_counters_keep_the_ledger_contract() {
     assert_eq!(row.lease_owner.as_deref(), Some("host-a"));
     assert!(facts[0].intention.next_attempt_at.is_some());
     assert_eq!(facts[0].sent_today, 1, "the booking notice reached the channel today");
-    let counter: i64 = ledger
+    let counter: i64 = pg
         .client()
         .query_one(
             "SELECT value FROM counters WHERE name = $1",

@@ -141,14 +141,11 @@ impl Db {
 
     /// A session of its own on the process's shared ledger handle.
     pub fn session(ledger: &Ledger) -> Result<Db> {
-        Ok(Db(
-            ledger.session()?,
-            presend::PreSend::new(ledger.path().to_path_buf()),
-        ))
+        Ok(Db(ledger.session()?, presend::PreSend::new(ledger.location().clone())))
     }
 
     pub fn from_store(store: Store) -> Db {
-        let check = presend::PreSend::new(store.path().to_path_buf());
+        let check = presend::PreSend::new(store.location());
         Db(Session::from_store(store), check)
     }
 

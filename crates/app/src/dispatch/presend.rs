@@ -11,8 +11,8 @@
 //! that asks while the previous query runs (the few messages leaving
 //! together).
 
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use unavez_ledger::location::Location;
 
 use chrono::Utc;
 use tokio::sync::{mpsc, oneshot};
@@ -94,14 +94,14 @@ type Ask = (i64, Holder, oneshot::Sender<Clearance>);
 /// runtime) and end when the last handle is dropped.
 #[derive(Clone)]
 pub struct PreSend {
-    path: PathBuf,
+    location: Location,
     tx: Arc<OnceLock<mpsc::UnboundedSender<Ask>>>,
 }
 
 impl PreSend {
-    pub fn new(path: PathBuf) -> PreSend {
+    pub fn new(location: Location) -> PreSend {
         PreSend {
-            path,
+            location,
             tx: Arc::new(OnceLock::new()),
         }
     }
@@ -110,7 +110,7 @@ impl PreSend {
     /// doubt (the ledger cannot be read) is a stop: a send can always be
     /// tried again, a message cannot be taken back.
     pub async fn check(&self, attempt_id: i64, holder: Holder) -> Clearance {
-        let tx = self.tx.get_or_init(|| spawn(self.path.clone()));
+        let tx = self.tx.get_or_init(|| spawn(self.location.clone()));
         let (reply, answer) = oneshot::channel();
         if tx.send((attempt_id, holder, reply)).is_err() {
             return Clearance::Stop("the pre-send check is not running".into());
@@ -121,7 +121,7 @@ impl PreSend {
     }
 }
 
-fn spawn(path: PathBuf) -> mpsc::UnboundedSender<Ask> {
+fn spawn(location: Location) -> mpsc::UnboundedSender<Ask> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Ask>();
     tokio::spawn(async move {
         let mut reader: Option<Db> = None;
@@ -133,7 +133,7 @@ fn spawn(path: PathBuf) -> mpsc::UnboundedSender<Ask> {
                     Err(_) => break,
                 }
             }
-            let facts = read(&mut reader, &path, asks.iter().map(|a| a.0).collect()).await;
+            let facts = read(&mut reader, &location, asks.iter().map(|a| a.0).collect()).await;
             let now = Utc::now();
             for (attempt_id, holder, reply) in asks {
                 let _ = reply.send(clearance(&facts, attempt_id, &holder, now));
@@ -143,10 +143,10 @@ fn spawn(path: PathBuf) -> mpsc::UnboundedSender<Ask> {
     tx
 }
 
-async fn read(reader: &mut Option<Db>, path: &std::path::Path, ids: Vec<i64>) -> Result<Vec<PresendFacts>, String> {
+async fn read(reader: &mut Option<Db>, location: &Location, ids: Vec<i64>) -> Result<Vec<PresendFacts>, String> {
     if reader.is_none() {
-        let p = path.to_path_buf();
-        let store = tokio::task::spawn_blocking(move || Store::open(&p))
+        let at = location.clone();
+        let store = tokio::task::spawn_blocking(move || Store::attach_location(&at))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;

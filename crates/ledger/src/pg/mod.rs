@@ -18,25 +18,27 @@
 //! - **Migrations under an advisory lock**: hosts starting together apply
 //!   them once.
 //!
-//! What is here: [`PgLedger`] (connect, migrate, write transactions, the
-//! database clock) and, as inherent methods of [`PgTx`] with the contract
-//! of the SQLite methods of the same names, every [`crate::api::LedgerTx`]
-//! operation except `apply_pending_statuses` (which waits for the webhook
-//! rules to leave the SQLite store): due ids, claim/finish/sequence facts,
-//! reserve N, history records, attempts, channel references, next tries,
-//! counters. Not implemented yet: the trait itself on `PgTx`, the console,
-//! webhook and operator queries, and choosing the backend in commands.
+//! What is here: [`PgLedger`] (connect, migrate under an advisory lock,
+//! the database clock), URLs ([`url`]) and live-console notifications
+//! ([`listen`]). The ledger's operations themselves are the store's
+//! (`store/`), written once for both engines through [`crate::sql`]; a
+//! `Store` opened on a `postgres://` location runs them here.
 
-mod dispatch;
-mod facts;
+mod client;
 pub mod listen;
 pub mod url;
-mod writes;
 
-use postgres::{Client, NoTls};
-
+pub use client::PgClient;
 pub use listen::PgListener;
 pub use url::PgUrl;
+
+/// Runs `f` on a short-lived thread of its own and waits for it: the
+/// synchronous client must not block a thread that drives async tasks
+/// (see [`PgClient`]), and opening a ledger is rare enough to afford it.
+fn off_async<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|s| s.spawn(f).join())
+        .unwrap_or_else(|_| Err(PgError::Url("opening the PostgreSQL ledger panicked".into())))
+}
 
 /// PostgreSQL errors, with what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -49,12 +51,6 @@ pub enum PgError {
     TooNew { url: String, found: u32, known: u32 },
     #[error("{0}")]
     Url(String),
-    #[error("no intention #{0}")]
-    NoIntention(i64),
-    #[error("no attempt #{0}")]
-    NoAttempt(i64),
-    #[error("corrupt row in {table}: {detail}")]
-    Corrupt { table: &'static str, detail: String },
     #[error("intention #{id} is no longer {expected}: a change decided on a stale read was not applied")]
     Moved { id: i64, expected: &'static str },
     #[error("PostgreSQL error: {}", detail(.0))]
@@ -93,44 +89,37 @@ const MIGRATION_LOCK: i64 = 0x756e_6176_657a;
 
 /// One connection to a PostgreSQL ledger.
 pub struct PgLedger {
-    client: Client,
+    client: PgClient,
     url: PgUrl,
 }
 
-/// A write transaction on PostgreSQL (READ COMMITTED). Dropping it without
-/// [`PgLedger::write`] returning `Ok` rolls back.
-pub struct PgTx<'c> {
-    tx: std::cell::RefCell<postgres::Transaction<'c>>,
-}
-
 impl PgLedger {
-    /// Connects and brings the schema to this version.
+    /// Connects and brings the schema to this version (on a thread of its
+    /// own: see [`PgClient`]).
     pub fn open(url: &PgUrl) -> Result<PgLedger> {
-        let client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
-            url: url.to_string(),
-            source,
-        })?;
-        let mut ledger = PgLedger {
-            client,
-            url: url.clone(),
-        };
-        ledger.migrate()?;
-        Ok(ledger)
+        off_async(|| {
+            let client = PgClient::connect(url)?;
+            let mut ledger = PgLedger {
+                client,
+                url: url.clone(),
+            };
+            ledger.migrate()?;
+            Ok(ledger)
+        })
     }
 
     /// A connection and the schema version stored in the ledger (no
     /// migration: for a process's extra connections).
-    pub fn connect_checked(url: &PgUrl) -> Result<(Client, u32)> {
-        let mut client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
-            url: url.to_string(),
-            source,
-        })?;
-        let found: Option<i32> = client
-            .query_opt("SELECT version FROM unavez_schema", &[])
-            .ok()
-            .flatten()
-            .map(|r| r.get(0));
-        Ok((client, found.unwrap_or(0) as u32))
+    pub fn connect_checked(url: &PgUrl) -> Result<(PgClient, u32)> {
+        off_async(|| {
+            let mut client = PgClient::connect(url)?;
+            let found: Option<i32> = client
+                .query_opt("SELECT version FROM unavez_schema", &[])
+                .ok()
+                .flatten()
+                .map(|r| r.get(0));
+            Ok((client, found.unwrap_or(0) as u32))
+        })
     }
 
     /// The schema version this binary knows.
@@ -174,44 +163,18 @@ impl PgLedger {
         Ok(v as u32)
     }
 
-    /// Runs `f` in one transaction, committing on `Ok`.
-    pub fn write<T, E>(&mut self, f: impl FnOnce(&PgTx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
-    where
-        E: From<PgError>,
-    {
-        let tx = self.client.transaction().map_err(|e| E::from(e.into()))?;
-        let tx = PgTx {
-            tx: std::cell::RefCell::new(tx),
-        };
-        let out = f(&tx)?;
-        tx.tx.into_inner().commit().map_err(|e| E::from(e.into()))?;
-        Ok(out)
-    }
-
     /// The database's clock, in the ledger's unit (milliseconds).
     pub fn now_ms(&mut self) -> Result<i64> {
         Ok(self.client.query_one("SELECT unavez_now_ms()", &[])?.get(0))
     }
 
     /// The connection itself (reads outside a transaction, tests).
-    pub fn into_client(self) -> Client {
+    pub fn into_client(self) -> PgClient {
         self.client
     }
 
     /// The raw client, for tests and the schema comparison.
-    pub fn client(&mut self) -> &mut Client {
+    pub fn client(&mut self) -> &mut postgres::Client {
         &mut self.client
-    }
-}
-
-impl PgTx<'_> {
-    /// Statements written once for both backends ([`crate::sql`]).
-    pub fn db(&self) -> crate::sql::Db<'_> {
-        crate::sql::Db::Pg(&self.tx)
-    }
-
-    /// The database's clock inside this transaction.
-    pub fn now_ms(&self) -> Result<i64> {
-        Ok(self.tx.borrow_mut().query_one("SELECT unavez_now_ms()", &[])?.get(0))
     }
 }

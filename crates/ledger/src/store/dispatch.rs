@@ -8,17 +8,16 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use chrono::{DateTime, Utc};
-use rusqlite::types::Value;
-use rusqlite::{OptionalExtension, params, params_from_iter};
 
-use super::intents::{INTENTION_COLS, intention_row};
-use super::ledger::contact_row_from;
-use super::{Result, StoreError, Tx, from_ms, ms};
+use super::{Result, StoreError, Tx, ms};
 use crate::api::{ClaimFacts, ClaimScope, NewAttempt, NewClaim};
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::history::Record;
 use crate::domain::state::IntentionState;
 use crate::domain::validity::CommitmentFacts;
+use crate::rows::{Cols, INTENTION_COLS, INTENTION_WIDTH, contact_row, intention_row};
+use crate::sql::{Db, Value};
+use crate::vals;
 
 /// What the pre-send check reads for one attempt, in one query for every
 /// attempt about to leave.
@@ -37,10 +36,10 @@ pub struct PresendFacts {
     pub commitment_cancelled: bool,
 }
 
-/// Ids as one JSON array, for `IN (SELECT value FROM json_each(?))`: the
-/// statement's text stays the same whatever the batch size, so it is
-/// prepared once and stays in the statement cache (a list of `?` marks
-/// would be a new statement, parsed again, for every size).
+/// Ids as one JSON array, for [`in_ids`]: the statement's text stays the
+/// same whatever the batch size, so it is prepared once and stays in the
+/// statement cache (a list of `?` marks would be a new statement, parsed
+/// again, for every size).
 pub(super) fn id_list(ids: &[i64]) -> String {
     let mut s = String::with_capacity(ids.len() * 8 + 2);
     s.push('[');
@@ -52,6 +51,16 @@ pub(super) fn id_list(ids: &[i64]) -> String {
     }
     s.push(']');
     s
+}
+
+/// The `IN` operand for an [`id_list`] bound at `?n`: each engine's own
+/// JSON table function.
+pub(super) fn in_ids(db: &Db<'_>, n: usize) -> String {
+    if db.is_pg() {
+        format!("SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(CAST(?{n} AS TEXT) AS json))")
+    } else {
+        format!("SELECT value FROM json_each(?{n})")
+    }
 }
 
 /// Splits `n` rows into runs of 128, 64, 32, … 1 rows, so that a
@@ -70,32 +79,37 @@ pub(super) fn runs(n: usize) -> impl Iterator<Item = Range<usize>> {
     })
 }
 
-/// `rows` groups of `cols` `?` marks: the `VALUES` of a multi-row statement.
-pub(super) fn values_rows(cols: usize, rows: usize) -> String {
-    let row = format!("({})", vec!["?"; cols].join(","));
+/// `rows` groups of `?` marks, one per column, cast to the column's type:
+/// the `VALUES` of a multi-row statement. PostgreSQL cannot tell the type
+/// of a bare parameter in `VALUES`; the casts say it on both engines.
+pub(super) fn values_rows(types: &[&str], rows: usize) -> String {
+    let cols: Vec<String> = types.iter().map(|t| format!("CAST(? AS {t})")).collect();
+    let row = format!("({})", cols.join(","));
     vec![row.as_str(); rows].join(",")
 }
 
+const I: &str = "BIGINT";
+const T: &str = "TEXT";
+
 /// A state move's `(id, from_state, to_state, reason, at)`.
-fn move_values(r: &Record) -> [Value; 5] {
-    [
-        r.intention_id.into(),
-        Value::from(r.from.map(|s| s.as_str().to_string())),
-        Value::Text(r.to.as_str().to_string()),
-        Value::from(r.reason.clone()),
-        ms(r.at).into(),
+const MOVE: [&str; 5] = [I, T, T, T, I];
+
+fn move_values(r: &Record) -> [Value<'_>; 5] {
+    vals![
+        r.intention_id,
+        r.from.map(|s| s.as_str()),
+        r.to.as_str(),
+        r.reason.as_ref(),
+        ms(r.at)
     ]
 }
 
-fn lease_of(a: &NewAttempt) -> (Value, Value) {
+fn lease_of(a: &NewAttempt) -> (Value<'_>, Value<'_>) {
     match &a.lease {
-        Some((o, u)) => (Value::Text(o.clone()), ms(*u).into()),
+        Some((o, u)) => (Value::from(o), ms(*u).into()),
         None => (Value::Null, Value::Null),
     }
 }
-
-/// The `IN` operand for [`id_list`] bound at `?N`.
-pub(super) const IN_IDS: &str = "SELECT value FROM json_each";
 
 const DUE: &str = "i.state = 'planned' AND i.due_at <= ?1 AND (i.next_attempt_at IS NULL OR i.next_attempt_at <= ?1)";
 
@@ -103,26 +117,52 @@ const DUE: &str = "i.state = 'planned' AND i.due_at <= ?1 AND (i.next_attempt_at
 /// and `not_sent`) started since `?1`.
 const COUNTED: &str = "a.started_at >= ?1 AND a.outcome NOT IN ('retry', 'not_sent')";
 
+fn claim_row(r: &dyn Cols) -> std::result::Result<ClaimFacts, String> {
+    let base = INTENTION_WIDTH;
+    Ok(ClaimFacts {
+        intention: intention_row(r)?,
+        commitment: CommitmentFacts {
+            kind: CommitmentKind::parse(&r.text(base)?).unwrap_or(CommitmentKind::Appointment),
+            cancelled: r.flag(base + 1)?,
+            version: r.int(base + 2)?,
+            starts_at: r.opt_time(base + 3)?,
+            confirmed_at: r.opt_time(base + 4)?,
+            manual_contact_at: r.opt_time(base + 5)?,
+        },
+        contact: match r.opt_int(base + 6)? {
+            Some(_) => Some(contact_row(r, base + 6)?),
+            None => None,
+        },
+        acknowledged: r.flag(base + 14)?,
+        sent_today: u32::try_from(r.int(base + 15)?).unwrap_or(u32::MAX),
+        counted_today: r.flag(base + 16)?,
+    })
+}
+
 impl Tx<'_> {
+    /// Due intentions, oldest due first. On PostgreSQL the rows are locked
+    /// for this transaction and rows another host is claiming are skipped
+    /// (`FOR UPDATE SKIP LOCKED`); a row committed meanwhile as
+    /// `dispatching` fails the `WHERE`, which PostgreSQL re-checks on the
+    /// newest version before locking. SQLite's `BEGIN IMMEDIATE` already
+    /// makes the claim the only writer.
     pub fn due_ids(&self, scope: &ClaimScope, limit: u32, now: DateTime<Utc>) -> Result<Vec<i64>> {
+        let db = self.db();
+        let lock = if db.is_pg() { " FOR UPDATE SKIP LOCKED" } else { "" };
         Ok(match scope {
-            ClaimScope::Due => self
-                .conn()?
-                .prepare_cached(&format!(
-                    "SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2"
-                ))?
-                .query_map(params![ms(now), limit], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?,
+            ClaimScope::Due => db.rows(
+                &format!("SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2{lock}"),
+                &vals![ms(now), limit],
+                |r| r.int(0),
+            )?,
             ClaimScope::Ids(wanted) => {
-                let mut stmt = self
-                    .conn()?
-                    .prepare_cached(&format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}"))?;
                 let mut out = Vec::new();
                 for id in wanted {
                     if out.len() >= limit as usize {
                         break;
                     }
-                    if let Some(id) = stmt.query_row(params![ms(now), id], |r| r.get(0)).optional()? {
+                    let sql = format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}{lock}");
+                    if let Some(id) = db.row(&sql, &vals![ms(now), *id], |r| r.int(0))? {
                         out.push(id);
                     }
                 }
@@ -135,6 +175,7 @@ impl Tx<'_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        let db = self.db();
         // The contact is the commitment's, else the one with the recipient's
         // phone (a resend to a number the commitment does not name).
         let sql = format!(
@@ -142,44 +183,22 @@ impl Tx<'_> {
                     c.manual_contact_at, k.id, k.phone, k.name, k.language, k.consent_marketing,
                     k.opt_out_marketing_at, k.opt_out_transactional_at, k.last_inbound_at,
                     EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND a.outcome IN ('accepted', 'ambiguous')),
-                    CASE WHEN ?1 IS NULL THEN 0 ELSE (SELECT count(*) FROM intentions o
+                    CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE (SELECT count(*) FROM intentions o
                         WHERE o.recipient = i.recipient AND o.id != i.id
                           AND EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = o.id AND {COUNTED})) END,
-                    CASE WHEN ?1 IS NULL THEN 0 ELSE
-                        EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND {COUNTED}) END
+                    CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE
+                        CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND {COUNTED})
+                             THEN 1 ELSE 0 END END
              FROM intentions i JOIN commitments c ON c.id = i.commitment_id
              LEFT JOIN contacts k ON k.id = coalesce(c.contact_id, (SELECT id FROM contacts WHERE phone = i.recipient))
-             WHERE i.id IN ({IN_IDS}(?2))"
+             WHERE i.id IN ({})",
+            in_ids(&db, 2)
         );
-        let start = day_start.map(ms);
-        let mut stmt = self.conn()?.prepare_cached(&sql)?;
-        let mut by_id: HashMap<i64, ClaimFacts> = stmt
-            .query_map(params![start, id_list(ids)], |r| {
-                let intention = intention_row(r)?;
-                let base = 33;
-                let kind: String = r.get(base)?;
-                let contact = match r.get::<_, Option<i64>>(base + 6)? {
-                    Some(_) => Some(contact_row_from(r, base + 6)?),
-                    None => None,
-                };
-                Ok(ClaimFacts {
-                    commitment: CommitmentFacts {
-                        kind: CommitmentKind::parse(&kind).unwrap_or(CommitmentKind::Appointment),
-                        cancelled: r.get(base + 1)?,
-                        version: r.get(base + 2)?,
-                        starts_at: r.get::<_, Option<i64>>(base + 3)?.map(from_ms),
-                        confirmed_at: r.get::<_, Option<i64>>(base + 4)?.map(from_ms),
-                        manual_contact_at: r.get::<_, Option<i64>>(base + 5)?.map(from_ms),
-                    },
-                    contact,
-                    acknowledged: r.get(base + 14)?,
-                    sent_today: r.get(base + 15)?,
-                    counted_today: r.get(base + 16)?,
-                    intention,
-                })
-            })?
-            .map(|f| f.map(|f| (f.intention.id, f)))
-            .collect::<rusqlite::Result<_>>()?;
+        let mut by_id: HashMap<i64, ClaimFacts> = db
+            .rows(&sql, &vals![day_start.map(ms), id_list(ids)], claim_row)?
+            .into_iter()
+            .map(|f| (f.intention.id, f))
+            .collect();
         Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 
@@ -193,14 +212,14 @@ impl Tx<'_> {
                      lease_owner = coalesce(v.owner, lease_owner), lease_until = coalesce(v.until, lease_until),
                      next_attempt_at = CASE WHEN v.owner IS NULL THEN next_attempt_at ELSE NULL END
                  FROM v WHERE intentions.id = v.id",
-                values_rows(5, run.len())
+                values_rows(&[I, I, I, T, I], run.len())
             );
             let mut values = Vec::with_capacity(run.len() * 5);
             for a in &rows[run] {
                 let (owner, until) = lease_of(a);
                 values.extend([a.intention_id.into(), a.n.into(), ms(a.at).into(), owner, until]);
             }
-            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.db().exec(&sql, &values)?;
         }
         self.insert_attempts(rows)
     }
@@ -219,16 +238,16 @@ impl Tx<'_> {
                      updated_at = v.at, lease_owner = v.owner, lease_until = v.until, attempt_count = v.n,
                      next_attempt_at = NULL
                  FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                values_rows(8, chunk.len())
+                values_rows(&[I, T, T, T, I, T, I, I], chunk.len())
             );
-            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 8);
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 8);
             for c in chunk {
                 let (r, a) = (&c.record, &c.attempt);
                 let (owner, until) = lease_of(a);
                 values.extend(move_values(r));
                 values.extend([owner, until, a.n.into()]);
             }
-            let changed = self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            let changed = self.db().exec(&sql, &values)?;
             if changed != chunk.len() {
                 return Err(self.first_moved(chunk.iter().map(|c| &c.record)));
             }
@@ -288,13 +307,13 @@ impl Tx<'_> {
                      lease_owner = CASE WHEN v.to_state = 'dispatching' THEN lease_owner ELSE NULL END,
                      lease_until = CASE WHEN v.to_state = 'dispatching' THEN lease_until ELSE NULL END
                  FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                values_rows(5, chunk.len())
+                values_rows(&MOVE, chunk.len())
             );
-            let mut values: Vec<Value> = Vec::with_capacity(chunk.len() * 5);
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 5);
             for r in chunk {
                 values.extend(move_values(r));
             }
-            let changed = self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            let changed = self.db().exec(&sql, &values)?;
             if changed != chunk.len() {
                 return Err(self.first_moved(chunk.iter().copied()));
             }
@@ -309,24 +328,24 @@ impl Tx<'_> {
             let sql = format!(
                 "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause,
                      evidence, note, commitment_version) VALUES {}",
-                values_rows(10, run.len())
+                values_rows(&[I, I, T, T, I, T, T, T, T, I], run.len())
             );
-            let mut values: Vec<Value> = Vec::with_capacity(run.len() * 10);
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 10);
             for r in &records[run] {
-                values.extend([
-                    r.intention_id.into(),
-                    ms(r.at).into(),
-                    Value::from(r.from.map(|s| s.as_str().to_string())),
-                    Value::Text(r.to.as_str().to_string()),
-                    i64::from(r.applied).into(),
-                    Value::Text(r.said.signal.as_str().to_string()),
-                    Value::Text(r.said.cause.as_str().to_string()),
-                    Value::from(r.said.evidence.clone()),
-                    Value::from(r.said.note.clone()),
-                    Value::from(r.said.commitment_version),
+                values.extend(vals![
+                    r.intention_id,
+                    ms(r.at),
+                    r.from.map(|s| s.as_str()),
+                    r.to.as_str(),
+                    r.applied,
+                    r.said.signal.as_str(),
+                    r.said.cause.as_str(),
+                    r.said.evidence.as_ref(),
+                    r.said.note.as_ref(),
+                    r.said.commitment_version,
                 ]);
             }
-            self.conn()?.prepare_cached(&sql)?.execute(params_from_iter(values))?;
+            self.db().exec(&sql, &values)?;
         }
         Ok(())
     }
@@ -340,23 +359,24 @@ impl Tx<'_> {
             let sql = format!(
                 "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
                  VALUES {} RETURNING id, intention_id, n",
-                values_rows(6, run.len())
+                values_rows(&[I, I, T, T, I, I], run.len())
             );
-            let mut values: Vec<Value> = Vec::with_capacity(run.len() * 6);
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 6);
             for a in &rows[run] {
-                values.extend([
-                    a.intention_id.into(),
-                    a.n.into(),
-                    Value::Text(a.worker.clone()),
-                    Value::Text(a.channel.clone()),
-                    ms(a.at).into(),
-                    a.version_checked.into(),
+                values.extend(vals![
+                    a.intention_id,
+                    a.n,
+                    &a.worker,
+                    &a.channel,
+                    ms(a.at),
+                    a.version_checked
                 ]);
             }
-            let mut stmt = self.conn()?.prepare_cached(&sql)?;
-            let mut q = stmt.query(params_from_iter(values))?;
-            while let Some(r) = q.next()? {
-                ids.insert((r.get(1)?, r.get(2)?), r.get(0)?);
+            for (id, intention, n) in self
+                .db()
+                .rows(&sql, &values, |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?)))?
+            {
+                ids.insert((intention, n), id);
             }
         }
         rows.iter()
@@ -372,11 +392,11 @@ impl Tx<'_> {
     }
 
     pub fn set_next_attempt(&self, rows: &[(i64, Option<DateTime<Utc>>)], at: DateTime<Utc>) -> Result<()> {
-        let mut stmt = self
-            .conn()?
-            .prepare_cached("UPDATE intentions SET next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1")?;
         for (id, next) in rows {
-            stmt.execute(params![id, next.map(ms), ms(at)])?;
+            self.db().exec(
+                "UPDATE intentions SET next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1",
+                &vals![*id, next.map(ms), ms(at)],
+            )?;
         }
         Ok(())
     }
@@ -388,31 +408,31 @@ impl Tx<'_> {
         if attempt_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut stmt = self.conn()?.prepare_cached(&format!(
-            "SELECT a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
-                    i.lease_until, i.purpose, c.version, c.status = 'cancelled'
-             FROM attempts a JOIN intentions i ON i.id = a.intention_id JOIN commitments c ON c.id = i.commitment_id
-             WHERE a.id IN ({IN_IDS}(?1))"
-        ))?;
-        let rows = stmt
-            .query_map([id_list(attempt_ids)], |r| {
-                let state: String = r.get(4)?;
+        let db = self.db();
+        Ok(db.rows(
+            &format!(
+                "SELECT a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
+                        i.lease_until, i.purpose, c.version, c.status = 'cancelled'
+                 FROM attempts a JOIN intentions i ON i.id = a.intention_id
+                 JOIN commitments c ON c.id = i.commitment_id
+                 WHERE a.id IN ({})",
+                in_ids(&db, 1)
+            ),
+            &vals![id_list(attempt_ids)],
+            |r| {
                 Ok(PresendFacts {
-                    attempt_id: r.get(0)?,
-                    n: r.get(1)?,
-                    attempt_open: r.get(2)?,
-                    version_checked: r.get(3)?,
-                    state: state.parse().map_err(|e: crate::domain::state::UnknownState| {
-                        rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, e.to_string().into())
-                    })?,
-                    lease_owner: r.get(5)?,
-                    lease_until: r.get::<_, Option<i64>>(6)?.map(from_ms),
-                    purpose: r.get(7)?,
-                    commitment_version: r.get(8)?,
-                    commitment_cancelled: r.get(9)?,
+                    attempt_id: r.int(0)?,
+                    n: r.int(1)?,
+                    attempt_open: r.flag(2)?,
+                    version_checked: r.int(3)?,
+                    state: r.state(4)?,
+                    lease_owner: r.opt_text(5)?,
+                    lease_until: r.opt_time(6)?,
+                    purpose: r.text(7)?,
+                    commitment_version: r.int(8)?,
+                    commitment_cancelled: r.flag(9)?,
                 })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+            },
+        )?)
     }
 }

@@ -104,13 +104,6 @@ impl IntentionRow {
     }
 }
 
-/// An intention from [`INTENTION_COLS`], for rusqlite callers not yet
-/// written with `sql::Db` (the claim's facts).
-pub(super) fn intention_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<IntentionRow> {
-    crate::rows::intention_row(r)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into()))
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryRow {
     pub id: i64,

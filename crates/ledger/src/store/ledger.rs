@@ -86,12 +86,6 @@ fn commitment_row(r: &dyn Cols) -> std::result::Result<CommitmentRow, String> {
     })
 }
 
-/// A contact read from column `at` on, for rusqlite callers not yet
-/// written with `sql::Db` (the claim's facts).
-pub(super) fn contact_row_from(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<ContactRow> {
-    contact_row(r, at).map_err(|e| rusqlite::Error::FromSqlConversionFailure(at, rusqlite::types::Type::Text, e.into()))
-}
-
 /// A booking event to append to the log, with its effect.
 #[derive(Debug, Clone)]
 pub struct NewEvent<'a> {
@@ -156,7 +150,7 @@ impl Tx<'_> {
             // rows each time); the rowid is the connection's last insert.
             match self.db().exec(INSERT, &args)? {
                 0 => None,
-                _ => Some(self.conn()?.last_insert_rowid()),
+                _ => Some(self.sqlite()?.last_insert_rowid()),
             }
         };
         if id.is_none() {

@@ -55,7 +55,6 @@ use std::path::PathBuf;
 
 use crate::domain::counter::Counter;
 use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::Connection;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -129,41 +128,6 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_dispatchers_alerts.sql")),
     (8, include_str!("migrations/0008_reserve_speed.sql")),
 ];
-
-/// The connection as store code sees it. `execute` and `query_row` go
-/// through the prepared-statement cache: parsing SQL was ~40 % of the
-/// import path's CPU before (see docs/bench-log.md), and every statement here
-/// is a fixed string. Everything else derefs to the connection.
-pub(crate) struct Conn<'a>(&'a Connection);
-
-impl std::ops::Deref for Conn<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
-        self.0
-    }
-}
-
-impl<'a> Conn<'a> {
-    pub(crate) fn execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.0.prepare_cached(sql)?.execute(params)
-    }
-
-    pub(crate) fn query_row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    {
-        self.0.prepare_cached(sql)?.query_row(params, f)
-    }
-
-    pub(crate) fn prepare_cached(&self, sql: &str) -> rusqlite::Result<rusqlite::CachedStatement<'a>> {
-        self.0.prepare_cached(sql)
-    }
-
-    pub(crate) fn prepare(&self, sql: &str) -> rusqlite::Result<rusqlite::Statement<'a>> {
-        self.0.prepare(sql)
-    }
-}
 
 impl Tx<'_> {
     /// Adds `by` to a counter (duplicates blocked, rejections…).

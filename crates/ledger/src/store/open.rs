@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::{Conn, MIGRATIONS, Result, StoreError, files};
+use super::{MIGRATIONS, Result, StoreError, files};
 use crate::location::Location;
-use crate::pg::{PgLedger, PgUrl};
+use crate::pg::{PgClient, PgLedger, PgUrl};
 
 /// One connection to the ledger. Not `Sync`: each thread or task that
 /// writes opens its own (cheap) or goes through a channel to one owner.
@@ -34,7 +34,8 @@ enum Inner {
         busy: std::cell::Cell<Duration>,
     },
     Pg {
-        client: postgres::Client,
+        client: PgClient,
+        url: Box<PgUrl>,
         /// The URL (without its password), where callers show a path.
         shown: PathBuf,
     },
@@ -94,10 +95,11 @@ impl Store {
         Ok(Store::pg_at(PgLedger::open(url)?.into_client(), url))
     }
 
-    fn pg_at(client: postgres::Client, url: &PgUrl) -> Store {
+    fn pg_at(client: PgClient, url: &PgUrl) -> Store {
         Store {
             inner: Inner::Pg {
                 client,
+                url: Box::new(url.clone()),
                 shown: PathBuf::from(url.to_string()),
             },
         }
@@ -351,6 +353,14 @@ impl Store {
         Ok(())
     }
 
+    /// Where this ledger is (to open more connections to it).
+    pub fn location(&self) -> Location {
+        match &self.inner {
+            Inner::Sqlite { path, .. } => Location::Sqlite(path.clone()),
+            Inner::Pg { url, .. } => Location::Postgres(url.clone()),
+        }
+    }
+
     /// The file, or the PostgreSQL URL (without its password) as a path,
     /// for messages.
     pub fn path(&self) -> &Path {
@@ -420,12 +430,12 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// The SQLite connection of an operation not yet written for both
-    /// backends; on PostgreSQL, [`StoreError::NotOnPostgres`].
-    pub(super) fn conn(&self) -> Result<Conn<'_>> {
+    /// The SQLite connection, for what only SQLite has (the last
+    /// insert's rowid); on PostgreSQL, [`StoreError::NotOnPostgres`].
+    pub(super) fn sqlite(&self) -> Result<&rusqlite::Connection> {
         match &self.inner {
-            TxInner::Sqlite(tx) => Ok(Conn(tx)),
-            TxInner::Pg(_) => Err(StoreError::NotOnPostgres("this ledger operation")),
+            TxInner::Sqlite(tx) => Ok(tx),
+            TxInner::Pg(_) => Err(StoreError::NotOnPostgres("a SQLite-only operation")),
         }
     }
 
@@ -434,6 +444,20 @@ impl Tx<'_> {
         match &self.inner {
             TxInner::Sqlite(tx) => crate::sql::Db::Sqlite(tx),
             TxInner::Pg(tx) => crate::sql::Db::Pg(tx),
+        }
+    }
+
+    /// The ledger's clock: the database server's on PostgreSQL (several
+    /// hosts share it, their clocks disagree), this host's on SQLite (one
+    /// host).
+    pub fn now(&self) -> Result<chrono::DateTime<chrono::Utc>> {
+        match &self.inner {
+            TxInner::Sqlite(_) => Ok(chrono::Utc::now()),
+            TxInner::Pg(_) => Ok(super::from_ms(
+                self.db()
+                    .row("SELECT unavez_now_ms()", &[], |r| r.int(0))?
+                    .unwrap_or_default(),
+            )),
         }
     }
 

@@ -92,7 +92,7 @@ impl Tx<'_> {
 
     /// Test-only: records a started attempt, as the dispatcher will.
     fn test_insert_attempt(&self, intention_id: i64) -> Result<()> {
-        self.conn()?.execute(
+        self.sqlite()?.execute(
             "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
              VALUES (?1, 1, 'test', 'whatsapp', ?2, 1)",
             params![intention_id, ms(now())],
@@ -101,7 +101,7 @@ impl Tx<'_> {
     }
 
     fn test_raw_update(&self, id: i64, column: &str, value: &str) -> Result<usize> {
-        Ok(self.conn()?.execute(
+        Ok(self.sqlite()?.execute(
             &format!("UPDATE intentions SET {column} = ?2 WHERE id = ?1"),
             params![id, value],
         )?)
@@ -109,7 +109,7 @@ impl Tx<'_> {
 
     fn test_count(&self, table: &str) -> Result<i64> {
         Ok(self
-            .conn()?
+            .sqlite()?
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?)
     }
 }
@@ -251,7 +251,7 @@ fn history_is_append_only() {
         .write(|tx| tx.test_reserve(&intention("cita-1", Purpose::Booking, 1, "x"), cid, contact))
         .unwrap();
     let e = store
-        .write(|tx| Ok::<_, StoreError>(tx.conn()?.execute("DELETE FROM intention_history", [])?))
+        .write(|tx| Ok::<_, StoreError>(tx.sqlite()?.execute("DELETE FROM intention_history", [])?))
         .unwrap_err();
     assert!(e.to_string().contains("append-only"), "{e}");
 }
@@ -354,7 +354,7 @@ fn a_refused_event_is_kept_once_per_content_and_counted_each_time() {
     assert_eq!(rows[0].payload["location"], "Sede B");
     assert_eq!(rows[0].last_seen_at, now() + Duration::minutes(5));
     assert_eq!(store.read(|tx| tx.counter("refused_events")).unwrap(), 3);
-    let deleted = store.write(|tx| Ok::<_, StoreError>(tx.conn()?.execute("DELETE FROM refused_events", [])?));
+    let deleted = store.write(|tx| Ok::<_, StoreError>(tx.sqlite()?.execute("DELETE FROM refused_events", [])?));
     assert!(deleted.is_err(), "refused events are evidence: append-only");
 }
 

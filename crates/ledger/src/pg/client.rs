@@ -1,0 +1,56 @@
+//! The synchronous PostgreSQL client, safe to own from async code.
+//!
+//! Why: `postgres::Client` drives its connection with a runtime of its own
+//! and blocks on it, so connecting or dropping it on a thread that is
+//! running async tasks panics ("cannot start a runtime from within a
+//! runtime"). The ledger's queries run on blocking threads
+//! (`spawn_blocking`, the console's worker), but a handle may be created or
+//! dropped anywhere (a dispatcher's session, a task ending). So connecting
+//! happens on a short-lived thread of its own, and a dropped client is
+//! closed on one, whatever thread lets go of it.
+
+use std::ops::{Deref, DerefMut};
+
+use postgres::NoTls;
+
+use super::{PgError, PgUrl};
+
+/// A connected client; closed on a thread of its own when dropped.
+pub struct PgClient(Option<postgres::Client>);
+
+impl PgClient {
+    /// Connects (call it off async threads: `PgLedger::open` and
+    /// `PgLedger::connect_checked` do).
+    pub fn connect(url: &PgUrl) -> Result<PgClient, PgError> {
+        let client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
+            url: url.to_string(),
+            source,
+        })?;
+        Ok(PgClient(Some(client)))
+    }
+}
+
+impl Deref for PgClient {
+    type Target = postgres::Client;
+    fn deref(&self) -> &postgres::Client {
+        self.0.as_ref().expect("a client is present until dropped")
+    }
+}
+
+impl DerefMut for PgClient {
+    fn deref_mut(&mut self) -> &mut postgres::Client {
+        self.0.as_mut().expect("a client is present until dropped")
+    }
+}
+
+impl Drop for PgClient {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            // Joining would block the dropping thread on the close; the
+            // close has nothing to report.
+            let _ = std::thread::Builder::new()
+                .name("unavez-pg-close".into())
+                .spawn(move || drop(client));
+        }
+    }
+}
