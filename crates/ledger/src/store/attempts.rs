@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::dispatch::{id_list, in_ids, runs, values_rows};
+use super::dispatch::{runs, values_rows};
 use super::{Result, StoreError, Tx, ms};
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
 use crate::sql::Value;
@@ -61,21 +61,11 @@ impl Tx<'_> {
     }
 
     pub fn finish_facts(&self, attempt_ids: &[i64]) -> Result<Vec<FinishFacts>> {
-        if attempt_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let db = self.db();
-        let mut by_id: HashMap<i64, FinishFacts> = db
-            .rows(
-                &format!(
-                    "SELECT a.id, a.intention_id, a.n, a.commitment_version_checked, a.ended_at IS NOT NULL,
-                            i.state, i.attempt_count, i.commitment_version, c.version
-                     FROM attempts a JOIN intentions i ON i.id = a.intention_id
-                     JOIN commitments c ON c.id = i.commitment_id
-                     WHERE a.id IN ({})",
-                    in_ids(&db, 1)
-                ),
-                &vals![id_list(attempt_ids)],
+        let mut by_id: HashMap<i64, FinishFacts> = self
+            .attempt_rows(
+                "a.id, a.intention_id, a.n, a.commitment_version_checked, a.ended_at IS NOT NULL,
+                 i.state, i.attempt_count, i.commitment_version, c.version",
+                attempt_ids,
                 |r| {
                     Ok(FinishFacts {
                         attempt_id: r.int(0)?,

@@ -323,7 +323,7 @@ impl Tx<'_> {
     }
 
     /// Appends history rows, a multi-row `INSERT` per run.
-    fn insert_history(&self, records: &[&Record]) -> Result<()> {
+    pub(super) fn insert_history(&self, records: &[&Record]) -> Result<()> {
         for run in runs(records.len()) {
             let sql = format!(
                 "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause,
@@ -401,24 +401,34 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// The facts the pre-send check compares, for every attempt in
-    /// `attempt_ids` (missing ids are simply absent). Read-only: run it on
-    /// a reader connection, so it never queues behind the writer.
-    pub fn presend_facts(&self, attempt_ids: &[i64]) -> Result<Vec<PresendFacts>> {
+    /// `cols` of attempts joined to their intention `i` and commitment `c`,
+    /// for the attempts in `attempt_ids` (one statement for any count).
+    pub(super) fn attempt_rows<T>(
+        &self,
+        cols: &str,
+        attempt_ids: &[i64],
+        f: impl FnMut(&dyn Cols) -> std::result::Result<T, String>,
+    ) -> Result<Vec<T>> {
         if attempt_ids.is_empty() {
             return Ok(Vec::new());
         }
         let db = self.db();
-        Ok(db.rows(
-            &format!(
-                "SELECT a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
-                        i.lease_until, i.purpose, c.version, c.status = 'cancelled'
-                 FROM attempts a JOIN intentions i ON i.id = a.intention_id
-                 JOIN commitments c ON c.id = i.commitment_id
-                 WHERE a.id IN ({})",
-                in_ids(&db, 1)
-            ),
-            &vals![id_list(attempt_ids)],
+        let sql = format!(
+            "SELECT {cols} FROM attempts a JOIN intentions i ON i.id = a.intention_id
+             JOIN commitments c ON c.id = i.commitment_id WHERE a.id IN ({})",
+            in_ids(&db, 1)
+        );
+        Ok(db.rows(&sql, &vals![id_list(attempt_ids)], f)?)
+    }
+
+    /// The facts the pre-send check compares, for every attempt in
+    /// `attempt_ids` (missing ids are simply absent). Read-only: run it on
+    /// a reader connection, so it never queues behind the writer.
+    pub fn presend_facts(&self, attempt_ids: &[i64]) -> Result<Vec<PresendFacts>> {
+        self.attempt_rows(
+            "a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
+             i.lease_until, i.purpose, c.version, c.status = 'cancelled'",
+            attempt_ids,
             |r| {
                 Ok(PresendFacts {
                     attempt_id: r.int(0)?,
@@ -433,6 +443,6 @@ impl Tx<'_> {
                     commitment_cancelled: r.flag(9)?,
                 })
             },
-        )?)
+        )
     }
 }

@@ -20,8 +20,6 @@ use crate::vals;
 /// Intentions per multi-row insert (26 parameters each, well under
 /// SQLite's limit of 32,766).
 const RESERVE_CHUNK: usize = 128;
-/// History rows per multi-row insert (10 parameters each).
-const HISTORY_CHUNK: usize = 128;
 
 pub use crate::domain::history::Cause;
 
@@ -376,30 +374,8 @@ impl Tx<'_> {
                 }
             }
         }
-        for chunk in records.chunks(HISTORY_CHUNK) {
-            let sql = format!(
-                "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause,
-                     evidence, note, commitment_version) VALUES {}",
-                vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
-            );
-            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 10);
-            for r in chunk {
-                values.extend(vals![
-                    r.intention_id,
-                    ms(r.at),
-                    r.from.map(|s| s.as_str()),
-                    r.to.as_str(),
-                    r.applied,
-                    r.said.signal.as_str(),
-                    r.said.cause.as_str(),
-                    r.said.evidence.as_ref(),
-                    r.said.note.as_ref(),
-                    r.said.commitment_version,
-                ]);
-            }
-            self.db().exec(&sql, &values)?;
-        }
-        Ok(())
+        let all: Vec<&Record> = records.iter().collect();
+        self.insert_history(&all)
     }
 
     /// Moves one intention to `to` (only from `from`, when given); leaving
