@@ -103,6 +103,9 @@ pub struct PlannedRow {
 /// the caller's transaction (`BEGIN IMMEDIATE` for writes).
 pub trait LedgerTx {
     // --- reading ---
+    /// The time to decide at: `caller` on an embedded ledger, the
+    /// database's clock on a shared one (see `Tx::clock`).
+    fn clock(&self, caller: DateTime<Utc>) -> Result<DateTime<Utc>>;
     /// One intention by id (an error when it does not exist).
     fn intention(&self, id: i64) -> Result<IntentionRow>;
     /// Ids of planned intentions due at `now` in `scope`, oldest due first,
@@ -165,6 +168,9 @@ pub trait LedgerTx {
 }
 
 impl LedgerTx for Tx<'_> {
+    fn clock(&self, caller: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        Tx::clock(self, caller)
+    }
     fn intention(&self, id: i64) -> Result<IntentionRow> {
         Tx::intention(self, id)
     }

@@ -132,6 +132,9 @@ pub fn claim_batch<L: LedgerTx + ?Sized>(
     limit: u32,
     now: DateTime<Utc>,
 ) -> Result<Vec<ClaimDecision>, StoreError> {
+    // Due times and the lease on the ledger's clock (a shared ledger's
+    // database decides, not this host).
+    let now = tx.clock(now)?;
     let ids = tx.due_ids(scope, limit, now)?;
     let facts = tx.claim_facts(&ids, day_start(who.rules, now))?;
     let verdicts = decide_batch(&facts, who.rules, now);

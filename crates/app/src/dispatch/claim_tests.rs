@@ -428,3 +428,45 @@ fn two_connections_never_claim_the_same_intention() {
     assert_eq!(n, 60);
     assert_eq!(all.len(), 60);
 }
+
+/// A shared ledger decides due times and leases on the database's clock,
+/// whatever the claiming host's clock says; the embedded one on the
+/// caller's (which the other tests here drive). The same booking notice,
+/// due now, asked for by a host whose clock is a day behind: SQLite finds
+/// nothing due, PostgreSQL claims it with a lease from its own now.
+#[test]
+fn a_shared_ledger_claims_on_the_database_clock_not_the_hosts() {
+    let now = Utc::now();
+    let behind = now - Duration::days(1);
+    let dir = tempfile::tempdir().unwrap();
+    let mut sqlite = setup(&dir);
+    schedule(
+        &mut sqlite,
+        "cita-reloj",
+        "appointment.scheduled",
+        1,
+        now + Duration::days(2),
+        now,
+    );
+    assert!(claimed(&claim(&mut sqlite, "host-a", behind)).is_empty());
+
+    let schema = unavez_testkit::PgSchema::new();
+    let location = unavez_ledger::location::Location::parse(std::path::Path::new(&schema.url)).unwrap();
+    let mut pg = Store::open_location(&location, &crate::store::OpenOptions::CREATE).unwrap();
+    schedule(
+        &mut pg,
+        "cita-reloj",
+        "appointment.scheduled",
+        1,
+        now + Duration::days(2),
+        now,
+    );
+    let decisions = claim(&mut pg, "host-a", behind);
+    assert_eq!(claimed(&decisions).len(), 1, "{decisions:?}");
+    let row = pg.read(|tx| tx.list_intentions(&Default::default())).unwrap();
+    let lease = row.iter().find_map(|i| i.lease_until).expect("a lease was written");
+    assert!(
+        lease > now,
+        "the lease counts from the database's now ({lease} vs host {behind})"
+    );
+}

@@ -31,6 +31,7 @@ pub fn finish_attempts<L: LedgerTx + ?Sized>(
     retry: &RetryPolicy,
     now: DateTime<Utc>,
 ) -> Result<Vec<Finished>, StoreError> {
+    let now = tx.clock(now)?;
     let ids: Vec<i64> = results.iter().map(|r| r.0).collect();
     let facts = tx.finish_facts(&ids)?;
     // Two answers for one intention in a batch are decided in order, each

@@ -133,8 +133,13 @@ fn spawn(location: Location) -> mpsc::UnboundedSender<Ask> {
                     Err(_) => break,
                 }
             }
-            let facts = read(&mut reader, &location, asks.iter().map(|a| a.0).collect()).await;
-            let now = Utc::now();
+            let read = read(&mut reader, &location, asks.iter().map(|a| a.0).collect()).await;
+            // Leases compare on the ledger's clock (the database's on a
+            // shared ledger), read with the facts.
+            let (facts, now) = match read {
+                Ok((facts, now)) => (Ok(facts), now),
+                Err(e) => (Err(e), Utc::now()),
+            };
             for (attempt_id, holder, reply) in asks {
                 let _ = reply.send(clearance(&facts, attempt_id, &holder, now));
             }
@@ -143,7 +148,11 @@ fn spawn(location: Location) -> mpsc::UnboundedSender<Ask> {
     tx
 }
 
-async fn read(reader: &mut Option<Db>, location: &Location, ids: Vec<i64>) -> Result<Vec<PresendFacts>, String> {
+async fn read(
+    reader: &mut Option<Db>,
+    location: &Location,
+    ids: Vec<i64>,
+) -> Result<(Vec<PresendFacts>, chrono::DateTime<Utc>), String> {
     if reader.is_none() {
         let at = location.clone();
         let store = tokio::task::spawn_blocking(move || Store::attach_location(&at))
@@ -155,9 +164,11 @@ async fn read(reader: &mut Option<Db>, location: &Location, ids: Vec<i64>) -> Re
     let Some(db) = reader.as_ref() else {
         return Err("no reader".into());
     };
-    db.call(move |store| Ok(store.read(|tx| tx.presend_facts(&ids))?))
-        .await
-        .map_err(|e| e.to_string())
+    db.call(move |store| {
+        Ok(store.read(|tx| Ok::<_, crate::store::StoreError>((tx.presend_facts(&ids)?, tx.clock(Utc::now())?)))?)
+    })
+    .await
+    .map_err(|e| e.to_string())
 }
 
 /// The verdict for one attempt from one batch's facts. Pure.

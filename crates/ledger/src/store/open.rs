@@ -447,6 +447,14 @@ impl Tx<'_> {
         }
     }
 
+    /// The time a claim or a result is decided at: the caller's on SQLite
+    /// (one host; tests drive it), the database server's on PostgreSQL,
+    /// whatever the caller's host thinks, so leases and due times written
+    /// by several hosts compare on one clock.
+    pub fn clock(&self, caller: chrono::DateTime<chrono::Utc>) -> Result<chrono::DateTime<chrono::Utc>> {
+        if self.is_pg() { self.now() } else { Ok(caller) }
+    }
+
     /// The ledger's clock: the database server's on PostgreSQL (several
     /// hosts share it, their clocks disagree), this host's on SQLite (one
     /// host).
