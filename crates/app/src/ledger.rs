@@ -60,22 +60,14 @@ impl Ledger {
     /// Opens (and migrates) the ledger wherever it is: a SQLite file or
     /// the shared PostgreSQL ledger.
     pub fn open_location(location: &Location, opts: &OpenOptions) -> Result<Ledger, StoreError> {
-        let first = Store::open_location(location, opts)?;
-        Ok(Ledger::from_store_at(first, location.clone()))
+        Ok(Ledger::from_store(Store::open_location(location, opts)?))
     }
 
-    /// A handle around a SQLite store opened elsewhere (its checks already
-    /// done).
+    /// A handle around a store opened elsewhere (its checks already done).
     pub fn from_store(store: Store) -> Ledger {
-        let location = store.location();
-        Ledger::from_store_at(store, location)
-    }
-
-    /// A handle around a store opened elsewhere at `location`.
-    pub fn from_store_at(store: Store, location: Location) -> Ledger {
         Ledger {
             inner: Arc::new(Inner {
-                location,
+                location: store.location(),
                 path: store.path().to_path_buf(),
                 idle: Mutex::new(vec![store]),
             }),

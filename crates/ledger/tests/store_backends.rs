@@ -4,28 +4,17 @@
 //! written once for both (`unavez_ledger::sql`); an operation not yet
 //! written so answers `NotOnPostgres` on PostgreSQL, never a wrong result.
 
+mod backends_fixture;
 mod pg_common;
 
 use chrono::{TimeZone, Utc};
 use unavez_ledger::domain::counter::Counter;
 use unavez_ledger::domain::state::IntentionState;
-use unavez_ledger::location::Location;
-use unavez_ledger::store::{OpenOptions, Store, StoreError};
-use unavez_testkit::PgSchema;
+use unavez_ledger::store::{Store, StoreError};
 
 /// Runs `body` on a fresh SQLite ledger and on a fresh PostgreSQL one.
 fn both(body: impl Fn(&mut Store)) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut sqlite = Store::open(&dir.path().join("ledger.db")).unwrap();
-    body(&mut sqlite);
-    let schema = PgSchema::new();
-    let mut pg = Store::open_location(
-        &Location::Postgres(Box::new(pg_common::url(&schema))),
-        &OpenOptions::CREATE,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert!(pg.is_pg());
-    body(&mut pg);
+    backends_fixture::both(|store, _| body(store));
 }
 
 #[test]

@@ -51,8 +51,6 @@ pub enum PgError {
     TooNew { url: String, found: u32, known: u32 },
     #[error("{0}")]
     Url(String),
-    #[error("intention #{id} is no longer {expected}: a change decided on a stale read was not applied")]
-    Moved { id: i64, expected: &'static str },
     #[error("PostgreSQL error: {}", detail(.0))]
     Sql(#[from] postgres::Error),
 }

@@ -50,14 +50,6 @@ impl PgUrl {
         postgres::Config::from_str(s).is_ok_and(|c| c.get_password().is_some())
     }
 
-    /// The same server and database with this `search_path` (tests run
-    /// each in a schema of their own).
-    pub fn with_search_path(&self, schema: &str) -> PgUrl {
-        let mut config = self.config.clone();
-        config.options(&format!("-c search_path={schema},public"));
-        PgUrl { config }
-    }
-
     pub fn config(&self) -> &postgres::Config {
         &self.config
     }

@@ -156,12 +156,12 @@ impl Tx<'_> {
                 |r| r.int(0),
             )?,
             ClaimScope::Ids(wanted) => {
+                let sql = format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}{lock}");
                 let mut out = Vec::new();
                 for id in wanted {
                     if out.len() >= limit as usize {
                         break;
                     }
-                    let sql = format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}{lock}");
                     if let Some(id) = db.row(&sql, &vals![ms(now), *id], |r| r.int(0))? {
                         out.push(id);
                     }
