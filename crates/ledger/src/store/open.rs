@@ -493,12 +493,32 @@ pub fn open_connection(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// WAL mode, waiting for it: switching a new file's journal needs a lock
+/// SQLite does not wait for through the busy handler, and several
+/// processes opening a ledger that one of them has just created (four
+/// imports started at once) would otherwise fail with "database is
+/// locked". The mode is stored in the file: once one connection set it,
+/// the others find it set.
+fn set_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// How long a connection waits for another writer's lock by default.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    set_wal(conn)?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // Savepoint (per-event) journals in memory, not in temp files: they
