@@ -3,7 +3,8 @@
 //! every due intention goes out exactly once; a second run sends nothing;
 //! and three `dispatch` processes started at once on one ledger (as
 //! dispatchers on three hosts would be) still send each message once,
-//! because each claim locks what it takes and skips what another holds.
+//! because each claim locks what it takes and skips what another holds;
+//! `serve` (dispatcher, reconciler, HTTP server) runs on it the same way.
 
 mod dispatch_support;
 
@@ -62,4 +63,31 @@ fn three_dispatch_processes_on_one_postgresql_ledger_send_each_message_once() {
         .map(|i| env.store().read(|tx| tx.attempts(i.id)).unwrap().len())
         .sum();
     assert_eq!(attempts, 60, "one attempt per intention, whoever claimed it");
+}
+
+#[test]
+fn serve_on_a_postgresql_ledger_sends_each_notice_once_and_stops_gracefully() {
+    let rt = runtime();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let sim = start_sim(&rt, log.path(), "", 10);
+    let schema = PgSchema::new();
+    let env = Env::postgres(&Cfg::motor(&sim.base_url()).with_lease(30), &schema.url);
+    let events: Vec<String> = (0..20).map(|n| scheduled(&format!("cita-serve{n}"), n)).collect();
+    env.import("agenda.jsonl", &events);
+    let mut serve = env.spawn(&["serve"]);
+    assert!(
+        wait_until(Duration::from_secs(20), || sent_keys(log.path()).len() >= 20),
+        "serve on PostgreSQL sent {} of 20",
+        sent_keys(log.path()).len()
+    );
+    let out = serve.terminate();
+    assert!(out.contains("stopped: claimed"), "{out}");
+    assert_no_duplicates(log.path());
+    assert_eq!(sent_keys(log.path()).len(), 20);
+    // A second serve on the same ledger finds nothing left to send.
+    let mut again = env.spawn(&["serve"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    again.terminate();
+    assert_no_duplicates(log.path());
+    assert_eq!(sent_keys(log.path()).len(), 20);
 }

@@ -122,7 +122,6 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 }
 
 pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
-    ctx.sqlite_only()?;
     let channel = channel_from_config(&ctx.config)?;
     check_lease(&ctx.config);
     // Open once up front so a bad path or schema, a damaged or read-only
@@ -132,7 +131,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let settings = Settings::from_config(&ctx.config);
     eprintln!(
         "unavez serve: dispatcher and reconciler on {} (channel {}, owner {}); Ctrl-C or SIGTERM stops gracefully",
-        ctx.db.display(),
+        ctx.location,
         channel.kind(),
         settings.owner
     );

@@ -168,7 +168,7 @@ impl Ctx {
             Location::Sqlite(_) => Ok(()),
             Location::Postgres(url) => anyhow::bail!(
                 "the PostgreSQL ledger ({url}) does not run this command yet: `init`, `import`, \
-                 `dispatch`, `commitments`, `intents list|show` and `ledger copy` work on it; use a SQLite \
+                 `serve`, `dispatch`, `commitments`, `intents list|show` and `ledger copy` work on it; use a SQLite \
                  file for the rest (docs/design.md, \"A shared ledger on PostgreSQL\")"
             ),
         }
