@@ -1,6 +1,6 @@
 //! What each booking event does to a commitment's intentions, through the
-//! library (`ingest` and `import_file`) on a real SQLite file with a fixed
-//! clock: reschedule, cancel, confirm, manual contact, stale versions,
+//! library (`ingest` and `import_file`) on both ledgers (a real SQLite file
+//! and a PostgreSQL schema, one body each, `on_both!`) with a fixed clock: reschedule, cancel, confirm, manual contact, stale versions,
 //! orders and the flood guard.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -11,13 +11,14 @@ use unavez::ingest::{Outcome, ingest};
 use unavez::planner::Planner;
 use unavez::store::{EventEffect, IntentFilter, Store, StoreError};
 use unavez::templates::Templates;
+use unavez_testkit::{Backend, TestLedger, on_both};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()
 }
 
 struct Lab {
-    _dir: tempfile::TempDir,
+    _ledger: TestLedger,
     store: Store,
     policy: Policy,
     templates: Templates,
@@ -25,11 +26,11 @@ struct Lab {
 }
 
 impl Lab {
-    fn new() -> Lab {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("l.db")).unwrap();
+    fn new(backend: Backend) -> Lab {
+        let ledger = backend.ledger();
+        let store = Store::open(ledger.db()).unwrap();
         Lab {
-            _dir: dir,
+            _ledger: ledger,
             store,
             policy: Policy::default(),
             templates: Templates::embedded(),
@@ -76,9 +77,8 @@ fn scheduled(reference: &str, at: &str) -> String {
     format!(r#"{{"type":"appointment.scheduled","ref":"{reference}","starts_at":"{at}",{ANA}}}"#)
 }
 
-#[test]
-fn scheduling_plans_a_booking_notice_and_two_reminders() {
-    let mut lab = Lab::new();
+fn scheduling_plans_a_booking_notice_and_two_reminders(backend: Backend) {
+    let mut lab = Lab::new(backend);
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     assert_eq!(
         lab.intents("cita-1"),
@@ -90,9 +90,8 @@ fn scheduling_plans_a_booking_notice_and_two_reminders() {
     );
 }
 
-#[test]
-fn reschedule_supersedes_the_old_version_and_plans_an_update_notice() {
-    let mut lab = Lab::new();
+fn reschedule_supersedes_the_old_version_and_plans_an_update_notice(backend: Backend) {
+    let mut lab = Lab::new(backend);
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     let o = lab.ev(r#"{"type":"appointment.rescheduled","ref":"cita-1","starts_at":"2026-12-05T11:00:00-05:00"}"#);
     assert!(
@@ -128,9 +127,8 @@ fn reschedule_supersedes_the_old_version_and_plans_an_update_notice() {
     );
 }
 
-#[test]
-fn cancellation_closes_everything_planned_and_notifies() {
-    let mut lab = Lab::new();
+fn cancellation_closes_everything_planned_and_notifies(backend: Backend) {
+    let mut lab = Lab::new(backend);
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     lab.ev(r#"{"type":"appointment.cancelled","ref":"cita-1"}"#);
     assert_eq!(
@@ -157,9 +155,8 @@ fn cancellation_closes_everything_planned_and_notifies() {
     assert_eq!(lab.intents("cita-1").len(), 4);
 }
 
-#[test]
-fn confirmation_cancels_only_the_reminder_that_asks_to_confirm() {
-    let mut lab = Lab::new();
+fn confirmation_cancels_only_the_reminder_that_asks_to_confirm(backend: Backend) {
+    let mut lab = Lab::new(backend);
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     lab.ev(r#"{"type":"appointment.confirmed","ref":"cita-1"}"#);
     assert_eq!(
@@ -172,9 +169,8 @@ fn confirmation_cancels_only_the_reminder_that_asks_to_confirm() {
     );
 }
 
-#[test]
-fn manual_contact_cancels_the_pending_reminders() {
-    let mut lab = Lab::new();
+fn manual_contact_cancels_the_pending_reminders(backend: Backend) {
+    let mut lab = Lab::new(backend);
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     lab.ev(
         r#"{"type":"appointment.manual_contact","ref":"cita-1","operator":"recepcion","note":"llamó por teléfono"}"#,
@@ -189,9 +185,8 @@ fn manual_contact_cancels_the_pending_reminders() {
     );
 }
 
-#[test]
-fn an_older_version_is_recorded_and_changes_nothing() {
-    let mut lab = Lab::new();
+fn an_older_version_is_recorded_and_changes_nothing(backend: Backend) {
+    let mut lab = Lab::new(backend);
     lab.ev(&format!(
         r#"{{"type":"appointment.scheduled","ref":"cita-1","version":3,"starts_at":"2026-12-03T09:30:00-05:00",{ANA}}}"#
     ));
@@ -227,9 +222,8 @@ fn an_older_version_is_recorded_and_changes_nothing() {
     assert_eq!(effects, ["applied", "stale"], "the stale event is kept in the log");
 }
 
-#[test]
-fn orders_notify_each_business_state_and_not_internal_updates() {
-    let mut lab = Lab::new();
+fn orders_notify_each_business_state_and_not_internal_updates(backend: Backend) {
+    let mut lab = Lab::new(backend);
     let contact = r#""contact":{"phone":"+51987654324","name":"Carla"}"#;
     lab.ev(&format!(r#"{{"type":"order.confirmed","ref":"pedido-88",{contact}}}"#));
     for t in [
@@ -258,7 +252,7 @@ fn orders_notify_each_business_state_and_not_internal_updates() {
         ]
     );
     // The seed's example key: shipped as state version 5.
-    let mut lab = Lab::new();
+    let mut lab = Lab::new(backend);
     lab.ev(&format!(r#"{{"type":"order.confirmed","ref":"pedido-88",{contact}}}"#));
     lab.ev(r#"{"type":"order.shipped","ref":"pedido-88","version":5}"#);
     let o = lab.ev(r#"{"type":"order.updated","ref":"pedido-88","version":5}"#);
@@ -273,9 +267,8 @@ fn orders_notify_each_business_state_and_not_internal_updates() {
     );
 }
 
-#[test]
-fn flood_guard_plans_nothing_for_the_past_or_for_old_events() {
-    let mut lab = Lab::new();
+fn flood_guard_plans_nothing_for_the_past_or_for_old_events(backend: Backend) {
+    let mut lab = Lab::new(backend);
     let o = lab.ev(&scheduled("cita-1", "2026-11-20T09:30:00-05:00"));
     assert!(
         matches!(&o, Outcome::Stored { planned, notes, .. } if planned.is_empty() && notes[0].contains("past")),
@@ -302,9 +295,8 @@ fn flood_guard_plans_nothing_for_the_past_or_for_old_events() {
     );
 }
 
-#[test]
-fn replanning_the_same_state_reserves_nothing_new() {
-    let mut lab = Lab::new();
+fn replanning_the_same_state_reserves_nothing_new(backend: Backend) {
+    let mut lab = Lab::new(backend);
     lab.ev(&scheduled("cita-1", "2026-12-03T09:30:00-05:00"));
     let before = lab.intents("cita-1");
     let o = lab.ev(&scheduled("cita-1", "2026-12-03T14:30:00Z"));
@@ -315,10 +307,10 @@ fn replanning_the_same_state_reserves_nothing_new() {
     assert_eq!(lab.intents("cita-1"), before);
 }
 
-#[test]
-fn ics_sequence_drives_versions_through_import_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("l.db")).unwrap();
+fn ics_sequence_drives_versions_through_import_file(backend: Backend) {
+    let ledger = backend.ledger();
+    let dir = &ledger.dir;
+    let mut store = Store::open(ledger.db()).unwrap();
     let (policy, templates) = (Policy::default(), Templates::embedded());
     let planner = Planner {
         policy: &policy,
@@ -380,9 +372,8 @@ fn ics_sequence_drives_versions_through_import_file() {
     );
 }
 
-#[test]
-fn a_cancellation_of_an_appointment_we_never_knew_notifies_no_one() {
-    let mut lab = Lab::new();
+fn a_cancellation_of_an_appointment_we_never_knew_notifies_no_one(backend: Backend) {
+    let mut lab = Lab::new(backend);
     let o = lab.ev(&format!(
         r#"{{"type":"appointment.cancelled","ref":"cita-9","starts_at":"2026-12-03T09:30:00-05:00",{ANA}}}"#
     ));
@@ -394,3 +385,17 @@ fn a_cancellation_of_an_appointment_we_never_knew_notifies_no_one() {
     let c = lab.store.read(|tx| tx.commitment("cita-9")).unwrap().unwrap();
     assert_eq!(c.commitment.status.as_str(), "cancelled");
 }
+
+on_both!(
+    scheduling_plans_a_booking_notice_and_two_reminders,
+    reschedule_supersedes_the_old_version_and_plans_an_update_notice,
+    cancellation_closes_everything_planned_and_notifies,
+    confirmation_cancels_only_the_reminder_that_asks_to_confirm,
+    manual_contact_cancels_the_pending_reminders,
+    an_older_version_is_recorded_and_changes_nothing,
+    orders_notify_each_business_state_and_not_internal_updates,
+    flood_guard_plans_nothing_for_the_past_or_for_old_events,
+    replanning_the_same_state_reserves_nothing_new,
+    ics_sequence_drives_versions_through_import_file,
+    a_cancellation_of_an_appointment_we_never_knew_notifies_no_one,
+);

@@ -38,9 +38,10 @@ struct Inner {
 }
 
 impl Ledger {
-    /// Opens the ledger, creating and migrating it if needed.
+    /// Opens the ledger a setting names (a file or a `postgres://` URL),
+    /// creating and migrating it if needed.
     pub fn open(path: &Path) -> Result<Ledger, StoreError> {
-        Ledger::open_with(path, &OpenOptions::CREATE)
+        Ok(Ledger::from_store(Store::open(path)?))
     }
 
     /// Opens (and migrates) the ledger with `opts`: the first connection

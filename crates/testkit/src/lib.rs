@@ -5,6 +5,7 @@
 //! | item | job |
 //! |---|---|
 //! | [`PgSchema`] | a PostgreSQL schema of its own for one test, dropped afterwards, addressed by a `postgres://` URL that any unavez command or ledger call accepts |
+//! | [`Backend`], [`TestLedger`], [`on_both!`] | the conformance suite: one test body, run once per backend (`NAME::sqlite`, `NAME::postgres`) |
 //!
 //! **Where the server is:** `UNAVEZ_TEST_PG` (`.ci/run` creates one
 //! database per run and drops it afterwards), or the local server's
@@ -14,7 +15,108 @@
 //! **Layering:** depends on nothing of unavez (URLs are plain strings), so
 //! every crate's tests can use it, the ledger's included.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Which ledger a conformance test runs on; [`on_both!`] runs each body on
+/// both, so the two backends pass one suite, not two copies of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A ledger file in the test's temporary directory.
+    Sqlite,
+    /// A scratch schema of its own ([`PgSchema`]).
+    Postgres,
+}
+
+impl Backend {
+    /// A fresh, empty ledger location for one test: `ledger.db` in a
+    /// temporary directory, or a schema of its own. Either goes wherever
+    /// unavez takes a ledger (`--db`, `database =`, `Location::parse`).
+    pub fn ledger(self) -> TestLedger {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        self.ledger_in(dir)
+    }
+
+    /// The same, keeping the test's own directory (config files, agendas)
+    /// beside it; the ledger file, for SQLite, is `DIR/ledger.db`.
+    pub fn ledger_in(self, dir: tempfile::TempDir) -> TestLedger {
+        match self {
+            Backend::Sqlite => TestLedger {
+                db: dir.path().join("ledger.db"),
+                dir,
+                schema: None,
+            },
+            Backend::Postgres => {
+                let schema = PgSchema::new();
+                TestLedger {
+                    db: PathBuf::from(&schema.url),
+                    dir,
+                    schema: Some(schema),
+                }
+            }
+        }
+    }
+}
+
+/// A test's ledger and its directory, both removed when this drops.
+pub struct TestLedger {
+    /// The ledger's location as unavez takes it: a file path or a URL.
+    pub db: PathBuf,
+    /// Scratch space for the test's other files.
+    pub dir: tempfile::TempDir,
+    schema: Option<PgSchema>,
+}
+
+impl TestLedger {
+    pub fn db(&self) -> &Path {
+        &self.db
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.schema.is_some()
+    }
+
+    /// A file in the test's directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// Defines, for each named body `fn NAME(backend: Backend)`, a module
+/// `NAME` with one test per backend (`NAME::sqlite`, `NAME::postgres`).
+/// `async:` before the names runs `async fn NAME(backend: Backend)` bodies
+/// on a two-thread tokio runtime, as the server's tests need.
+#[macro_export]
+macro_rules! on_both {
+    (async: $($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name($crate::Backend::Sqlite).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    super::$name($crate::Backend::Postgres).await
+                }
+            }
+        )+
+    };
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    super::$name($crate::Backend::Sqlite)
+                }
+                #[test]
+                fn postgres() {
+                    super::$name($crate::Backend::Postgres)
+                }
+            }
+        )+
+    };
+}
 
 /// The local server's maintenance database, when `UNAVEZ_TEST_PG` is unset.
 pub const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";

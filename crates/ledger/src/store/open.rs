@@ -76,9 +76,12 @@ impl OpenOptions {
 }
 
 impl Store {
-    /// Opens (creating if needed, mode 0600) and migrates the ledger.
-    pub fn open(path: &Path) -> Result<Store> {
-        Self::open_with(path, &OpenOptions::CREATE)
+    /// Opens and migrates the ledger a setting names: a file path
+    /// (created if needed, mode 0600) or a `postgres://` URL (see
+    /// [`Location::parse`]), so a caller holding a `--db` value need not
+    /// care which engine it is.
+    pub fn open(setting: &Path) -> Result<Store> {
+        Self::open_location(&Location::parse(setting)?, &OpenOptions::CREATE)
     }
 
     /// Opens and migrates the ledger wherever it is: a SQLite file (created
