@@ -1,5 +1,6 @@
 //! Atomic reservation under contention: threads with their own connections
-//! and separate OS processes presenting the same intentions at once.
+//! and separate OS processes presenting the same intentions at once, on
+//! both ledgers (`on_both!`).
 
 mod ledger_support;
 
@@ -13,6 +14,7 @@ use unavez::domain::intention::{NewIntention, correlation_id};
 use unavez::domain::key::{IntentionKey, Purpose};
 use unavez::store::{Reserved, Store, StoreError};
 use unavez::templates::Category;
+use unavez_testkit::{Backend, on_both};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 15, 0, 0).unwrap()
@@ -45,12 +47,11 @@ fn intention(n: i64) -> NewIntention {
     }
 }
 
-#[test]
-fn sixteen_threads_presenting_the_same_500_intentions_make_500_rows_with_the_same_ids() {
+fn sixteen_threads_presenting_the_same_500_intentions_make_500_rows_with_the_same_ids(backend: Backend) {
     const THREADS: usize = 16;
     const N: i64 = 500;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ledger.db");
+    let ledger = backend.ledger();
+    let path = ledger.db.clone();
     let (commitment_id, contact_id) = {
         let mut store = Store::open(&path).unwrap();
         store
@@ -143,16 +144,15 @@ fn sixteen_threads_presenting_the_same_500_intentions_make_500_rows_with_the_sam
     }
 }
 
-#[test]
-fn sixteen_threads_ingesting_the_same_events_store_each_once() {
+fn sixteen_threads_ingesting_the_same_events_store_each_once(backend: Backend) {
     use unavez::config::Policy;
     use unavez::domain::event::BookingEvent;
     use unavez::ingest::{Outcome, ingest};
     use unavez::planner::Planner;
     use unavez::templates::Templates;
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ledger.db");
+    let ledger = backend.ledger();
+    let path = ledger.db.clone();
     Store::open(&path).unwrap();
     let events: Vec<BookingEvent> = (0..60)
         .map(|i| {
@@ -204,10 +204,9 @@ fn sixteen_threads_ingesting_the_same_events_store_each_once() {
     assert_eq!(rows.len(), 180, "booking notice and two reminders per appointment");
 }
 
-#[test]
-fn four_processes_importing_the_same_file_at_once_equal_one_import() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("shared.db");
+fn four_processes_importing_the_same_file_at_once_equal_one_import(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     // A larger file than the fixture, so that the imports overlap.
     let mut text = std::fs::read_to_string(fixture("agenda.jsonl")).unwrap();
     for i in 0..150 {
@@ -255,7 +254,8 @@ fn four_processes_importing_the_same_file_at_once_equal_one_import() {
         "the other three saw every event as already present"
     );
 
-    let single = dir.path().join("single.db");
+    let alone = backend.ledger();
+    let single = alone.db.clone();
     assert!(run(&single, &["import", file.to_str().unwrap()]).status.success());
     let shared_rows = intention_summary(&db);
     assert_eq!(shared_rows.len(), intention_summary(&single).len());
@@ -271,3 +271,9 @@ fn four_processes_importing_the_same_file_at_once_equal_one_import() {
             .len()
     );
 }
+
+on_both!(
+    sixteen_threads_presenting_the_same_500_intentions_make_500_rows_with_the_same_ids,
+    sixteen_threads_ingesting_the_same_events_store_each_once,
+    four_processes_importing_the_same_file_at_once_equal_one_import,
+);

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use ledger_support::*;
 use serde_json::{Value, json};
+use unavez_testkit::{Backend, on_both};
 
 fn event(id: &str, reference: &str, version: Option<i64>, place: &str, phone: &str) -> String {
     let mut v = json!({"event_id": id, "type": "appointment.scheduled", "ref": reference,
@@ -47,10 +48,9 @@ fn intents(db: &Path, reference: &str) -> Vec<(String, String, String, String)> 
 const PHONE_A: &str = "+51987654321";
 const PHONE_B: &str = "+51911222333";
 
-#[test]
-fn a_changed_row_at_the_same_version_is_refused_by_line_and_skip_invalid_keeps_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn a_changed_row_at_the_same_version_is_refused_by_line_and_skip_invalid_keeps_it(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let f = write(
         dir.path(),
         "agenda.jsonl",
@@ -149,10 +149,9 @@ fn calendar(dir: &Path, name: &str, events: &[String]) -> String {
     p.to_str().unwrap().to_string()
 }
 
-#[test]
-fn two_vevents_with_one_uid_and_sequence_but_other_properties_are_a_conflict() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn two_vevents_with_one_uid_and_sequence_but_other_properties_are_a_conflict(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let f = calendar(
         dir.path(),
         "a.ics",
@@ -206,10 +205,9 @@ fn two_vevents_with_one_uid_and_sequence_but_other_properties_are_a_conflict() {
     );
 }
 
-#[test]
-fn a_versionless_agenda_row_with_a_new_phone_supersedes_every_message_to_the_old_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn a_versionless_agenda_row_with_a_new_phone_supersedes_every_message_to_the_old_one(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let head = "ref,starts_at,phone,name,service,location,status";
     let row = |phone: &str| format!("cita-1,2031-03-10T09:30:00-05:00,{phone},Ana Quispe,Odontología,Sede A,scheduled");
     let first = write(dir.path(), "a.csv", &[head.into(), row(PHONE_A)]);
@@ -250,10 +248,9 @@ fn a_versionless_agenda_row_with_a_new_phone_supersedes_every_message_to_the_old
     assert_eq!(report_number(&stdout(&o), "already present"), 1, "{}", stdout(&o));
 }
 
-#[test]
-fn oversize_fields_are_refused_by_file_line_and_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn oversize_fields_are_refused_by_file_line_and_field(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let mut long_name: Value = serde_json::from_str(&event("evt-1", "cita-1", None, "Sede A", PHONE_A)).unwrap();
     long_name["contact"]["name"] = "n".repeat(121).into();
     let mut long_service: Value = serde_json::from_str(&event("evt-2", "cita-2", None, "Sede A", PHONE_A)).unwrap();
@@ -296,10 +293,9 @@ fn oversize_fields_are_refused_by_file_line_and_field() {
     assert!(err.contains(&format!("{csv}:2: name: too long")), "{err}");
 }
 
-#[test]
-fn a_message_over_whatsapps_limit_is_held_for_review_with_its_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn a_message_over_whatsapps_limit_is_held_for_review_with_its_reason(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let templates = dir.path().join("plantillas.toml");
     let long = "Le recordamos las indicaciones. ".repeat(130);
     std::fs::write(
@@ -340,10 +336,9 @@ fn a_message_over_whatsapps_limit_is_held_for_review_with_its_reason() {
     );
 }
 
-#[test]
-fn a_store_error_on_one_row_is_that_rows_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn a_store_error_on_one_row_is_that_rows_error(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let f = write(
         dir.path(),
         "a.jsonl",
@@ -378,10 +373,9 @@ fn a_store_error_on_one_row_is_that_rows_error() {
     assert_eq!(report_number(&stdout(&o), "stored"), 1);
 }
 
-#[test]
-fn human_output_shows_control_characters_as_visible_escapes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn human_output_shows_control_characters_as_visible_escapes(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let mut ev: Value = serde_json::from_str(&event("evt-1", "cita-1", None, "Sede\rA", PHONE_A)).unwrap();
     ev["contact"]["name"] = "\u{1b}[31mRED\u{1b}[0m\u{7}".into();
     let f = write(dir.path(), "a.jsonl", &[ev.to_string()]);
@@ -402,3 +396,13 @@ fn human_output_shows_control_characters_as_visible_escapes() {
     assert_eq!(show["commitment"]["name"], "\u{1b}[31mRED\u{1b}[0m\u{7}");
     assert_eq!(show["commitment"]["location"], "Sede\rA");
 }
+
+on_both!(
+    a_changed_row_at_the_same_version_is_refused_by_line_and_skip_invalid_keeps_it,
+    two_vevents_with_one_uid_and_sequence_but_other_properties_are_a_conflict,
+    a_versionless_agenda_row_with_a_new_phone_supersedes_every_message_to_the_old_one,
+    oversize_fields_are_refused_by_file_line_and_field,
+    a_message_over_whatsapps_limit_is_held_for_review_with_its_reason,
+    a_store_error_on_one_row_is_that_rows_error,
+    human_output_shows_control_characters_as_visible_escapes,
+);

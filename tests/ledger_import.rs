@@ -5,11 +5,11 @@
 mod ledger_support;
 
 use ledger_support::*;
+use unavez_testkit::{Backend, on_both};
 
-#[test]
-fn importing_the_same_file_twice_changes_nothing_and_reports_duplicates() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn importing_the_same_file_twice_changes_nothing_and_reports_duplicates(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let file = fixture("agenda.jsonl");
     let first = run(&db, &["import", file.to_str().unwrap()]);
     assert!(first.status.success(), "{}", stderr(&first));
@@ -32,10 +32,9 @@ fn importing_the_same_file_twice_changes_nothing_and_reports_duplicates() {
     assert_eq!(report["intentions_planned"], 0);
 }
 
-#[test]
-fn bad_rows_are_named_by_file_line_and_field_and_nothing_is_stored() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn bad_rows_are_named_by_file_line_and_field_and_nothing_is_stored(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let file = fixture("bad.jsonl");
     let f = file.to_str().unwrap();
     let o = run(&db, &["import", f]);
@@ -59,10 +58,9 @@ fn bad_rows_are_named_by_file_line_and_field_and_nothing_is_stored() {
     assert_eq!(json(&db, &["intents", "list"]), serde_json::json!([]));
 }
 
-#[test]
-fn skip_invalid_stores_the_valid_rows_and_writes_the_rejected_ones_aside() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn skip_invalid_stores_the_valid_rows_and_writes_the_rejected_ones_aside(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let src = fixture("bad.jsonl");
     let file = dir.path().join("bad.jsonl");
     std::fs::copy(&src, &file).unwrap();
@@ -93,16 +91,16 @@ fn skip_invalid_stores_the_valid_rows_and_writes_the_rejected_ones_aside() {
     assert_eq!(refs, ["cita-3001", "cita-3006"]);
 
     // Default rejects path: NAME.rejected.EXT, importable as it is.
-    let db2 = dir.path().join("l2.db");
+    let other = backend.ledger();
+    let db2 = other.db.clone();
     let o = run(&db2, &["import", file.to_str().unwrap(), "--skip-invalid"]);
     assert!(!o.status.success());
     assert!(dir.path().join("bad.rejected.jsonl").exists(), "{}", stderr(&o));
 }
 
-#[test]
-fn csv_and_ics_agendas_import_and_reimport_as_no_ops() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn csv_and_ics_agendas_import_and_reimport_as_no_ops(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     for name in ["agenda.csv", "agenda.ics"] {
         let f = fixture(name);
         let o = run(&db, &["import", f.to_str().unwrap()]);
@@ -131,10 +129,9 @@ fn csv_and_ics_agendas_import_and_reimport_as_no_ops() {
     assert!(refs.iter().any(|r| r.starts_with("cita-5002-")), "{refs:?}");
 }
 
-#[test]
-fn listings_and_show_have_the_documented_json_shapes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn listings_and_show_have_the_documented_json_shapes(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let f = fixture("agenda.jsonl");
     assert!(run(&db, &["import", f.to_str().unwrap()]).status.success());
 
@@ -276,10 +273,9 @@ fn listings_and_show_have_the_documented_json_shapes() {
     assert!(!o.status.success() && stderr(&o).contains("--day"), "{}", stderr(&o));
 }
 
-#[test]
-fn the_shipped_sample_clinic_imports_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn the_shipped_sample_clinic_imports_cleanly(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
     // The samples are dated January 2027 so a newcomer's import plans
     // messages; after that they still import, as history.
@@ -315,11 +311,10 @@ fn the_shipped_sample_clinic_imports_cleanly() {
     );
 }
 
-#[test]
-fn a_listing_piped_into_a_reader_that_stops_early_exits_quietly() {
+fn a_listing_piped_into_a_reader_that_stops_early_exits_quietly(backend: Backend) {
     use std::io::Read;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let f = dir.path().join("many.jsonl");
     let text: String = (0..150)
         .map(|i| {
@@ -346,10 +341,9 @@ fn a_listing_piped_into_a_reader_that_stops_early_exits_quietly() {
     assert!(o.status.success(), "{:?} {}", o.status, stderr(&o));
 }
 
-#[test]
-fn an_event_the_ledger_cannot_apply_refuses_the_file_with_its_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn an_event_the_ledger_cannot_apply_refuses_the_file_with_its_line(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let file = dir.path().join("late.jsonl");
     std::fs::write(
         &file,
@@ -376,10 +370,9 @@ fn an_event_the_ledger_cannot_apply_refuses_the_file_with_its_line() {
     assert_eq!(json(&db, &["commitments", "list"]).as_array().unwrap().len(), 1);
 }
 
-#[test]
-fn human_listings_work_and_mask_phones() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn human_listings_work_and_mask_phones(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let f = fixture("agenda.jsonl");
     assert!(run(&db, &["init"]).status.success());
     assert!(run(&db, &["import", f.to_str().unwrap()]).status.success());
@@ -408,3 +401,15 @@ fn human_listings_work_and_mask_phones() {
     let show = stdout(&run(&db, &["intents", "show", "cita-2002:aviso-cambio:v2"]));
     assert!(show.contains("history:") && show.contains("reserved"), "{show}");
 }
+
+on_both!(
+    importing_the_same_file_twice_changes_nothing_and_reports_duplicates,
+    bad_rows_are_named_by_file_line_and_field_and_nothing_is_stored,
+    skip_invalid_stores_the_valid_rows_and_writes_the_rejected_ones_aside,
+    csv_and_ics_agendas_import_and_reimport_as_no_ops,
+    listings_and_show_have_the_documented_json_shapes,
+    the_shipped_sample_clinic_imports_cleanly,
+    a_listing_piped_into_a_reader_that_stops_early_exits_quietly,
+    an_event_the_ledger_cannot_apply_refuses_the_file_with_its_line,
+    human_listings_work_and_mask_phones,
+);

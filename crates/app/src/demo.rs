@@ -310,6 +310,8 @@ pub fn showcase_outcomes(store: &mut Store, now: DateTime<Utc>) -> Result<usize,
     ];
     let mut moved = 0;
     store.write(|tx| {
+        // Counted afresh if PostgreSQL runs the transaction again.
+        moved = 0;
         for (n, row) in notices.iter().enumerate() {
             let (signals, cause, what) = plan[n % plan.len()];
             let at = now - Duration::minutes(20) + Duration::seconds(n as i64);

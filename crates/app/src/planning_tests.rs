@@ -135,7 +135,7 @@ fn closures_cancel_only_what_their_rule_names() {
     let (cid, contact) = seed(&mut store, "cita-1");
     let reserve = |store: &mut Store, p: Purpose, v: i64| {
         store
-            .write(|tx| reserve(tx, &intention("cita-1", p, v, "x"), cid, Some(contact), now()))
+            .write(|tx| reserve(tx, &intention("cita-1", p.clone(), v, "x"), cid, Some(contact), now()))
             .unwrap()
             .id()
     };

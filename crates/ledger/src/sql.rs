@@ -205,12 +205,59 @@ pub trait PgRun {
     fn fetch(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>, postgres::Error>;
 }
 
-impl PgRun for RefCell<postgres::Transaction<'_>> {
+/// A write transaction on PostgreSQL that remembers whether the server
+/// chose it as a deadlock's victim or failed it for serialization: such a
+/// transaction did nothing wrong and succeeds when run again (see
+/// `Store::write`), while any other failure is the caller's to report.
+pub struct PgTx<'c> {
+    tx: RefCell<postgres::Transaction<'c>>,
+    transient: std::cell::Cell<bool>,
+}
+
+impl<'c> PgTx<'c> {
+    pub fn new(tx: postgres::Transaction<'c>) -> PgTx<'c> {
+        PgTx {
+            tx: RefCell::new(tx),
+            transient: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Whether a statement failed for a reason a second run cures.
+    pub fn hit_transient(&self) -> bool {
+        self.transient.get()
+    }
+
+    pub fn into_inner(self) -> postgres::Transaction<'c> {
+        self.tx.into_inner()
+    }
+
+    fn noted<T>(&self, r: Result<T, postgres::Error>) -> Result<T, postgres::Error> {
+        if let Err(e) = &r
+            && is_transient(e)
+        {
+            self.transient.set(true);
+        }
+        r
+    }
+}
+
+/// Deadlock victim (40P01) or serialization failure (40001): PostgreSQL
+/// rolled the work back and asks for it again.
+pub fn is_transient(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        *c == postgres::error::SqlState::T_R_DEADLOCK_DETECTED
+            || *c == postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+    })
+}
+
+impl PgRun for PgTx<'_> {
     fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
-        self.borrow_mut().execute(sql, params)
+        let r = self.tx.borrow_mut().execute(sql, params);
+        self.noted(r)
     }
     fn fetch(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>, postgres::Error> {
-        self.borrow_mut().query(sql, params)
+        let r = self.tx.borrow_mut().query(sql, params);
+        self.noted(r)
     }
 }
 

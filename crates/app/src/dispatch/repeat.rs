@@ -220,10 +220,10 @@ pub(super) async fn repeat(
             let settled = db
                 .call(move |store| {
                     let now = Utc::now();
-                    Ok(store.write(|tx| match step {
+                    Ok(store.write(|tx| match &step {
                         Withdrawal::Evidence(sig, note) => {
                             let note = format!("{note}; not repeated: {explanation}");
-                            recovery::evidence(tx, id, sig, (Some(&command_id), None), &note, now)?;
+                            recovery::evidence(tx, id, *sig, (Some(&command_id), None), &note, now)?;
                             Ok::<_, crate::store::StoreError>(Settled::Resolved)
                         }
                         Withdrawal::Review(note) => {

@@ -298,7 +298,7 @@ fn rejects_text(path: &Path, parsed_header: Option<&str>, encoding: TextEncoding
     text
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Clone, Serialize)]
 pub struct ImportReport {
     pub file: String,
     /// How the file was decoded.
@@ -436,7 +436,11 @@ pub fn import_file_progress(
         ..Default::default()
     };
     progress(0, rows.len());
+    // PostgreSQL may roll the transaction back for a deadlock and run this
+    // again (`Store::write`): the counts start over with it.
+    let before = report.clone();
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
+        report = before.clone();
         let mut late = Vec::new();
         let mut done = 0;
         for chunk in rows.chunks(IMPORT_BATCH) {

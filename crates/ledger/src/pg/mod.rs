@@ -80,7 +80,10 @@ pub type Result<T, E = PgError> = std::result::Result<T, E>;
 
 /// PostgreSQL's own migrations, one logical schema with SQLite's
 /// `store/migrations/` (compared by `tests/pg_schema.rs`).
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("migrations/0001_ledger.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("migrations/0001_ledger.sql")),
+    (2, include_str!("migrations/0002_counts_at_commit.sql")),
+];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).
 const MIGRATION_LOCK: i64 = 0x756e_6176_657a;

@@ -10,6 +10,7 @@
 //! shared ledger on PostgreSQL").
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -45,11 +46,14 @@ enum Inner {
 /// without [`Store::write`] returning `Ok` rolls back.
 pub struct Tx<'c> {
     inner: TxInner<'c>,
+    /// Counter increments, written at commit in name order (see
+    /// [`Tx::bump_counter`]).
+    pub(super) counters: RefCell<BTreeMap<String, i64>>,
 }
 
 enum TxInner<'c> {
     Sqlite(rusqlite::Transaction<'c>),
-    Pg(RefCell<postgres::Transaction<'c>>),
+    Pg(crate::sql::PgTx<'c>),
 }
 
 /// How [`Store::open_with`] treats the file.
@@ -375,25 +379,49 @@ impl Store {
 
     /// Runs `f` in one write transaction (`BEGIN IMMEDIATE` on SQLite,
     /// READ COMMITTED on PostgreSQL), committing on `Ok`.
-    pub fn write<T, E>(&mut self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
+    ///
+    /// On PostgreSQL, writers on several hosts lock rows in orders no one
+    /// host controls (two imports of one agenda, a claim and a result on
+    /// the same day's counters), so the server may pick this transaction
+    /// as a deadlock's victim. It rolled everything back, so `f` runs
+    /// again on a fresh transaction, up to [`TRANSIENT_RETRIES`] times,
+    /// after a short jittered pause; `f` must therefore keep its effects
+    /// inside the transaction (it gets no other state to mutate than what
+    /// it returns). SQLite has one writer and never asks for this.
+    pub fn write<T, E>(&mut self, mut f: impl FnMut(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
     where
         E: From<StoreError>,
     {
-        // Chaos failpoints (feature `failpoints`, see `crate::failpoint`): a
-        // transaction that cannot begin, or a commit that fails.
-        #[cfg(feature = "failpoints")]
-        if let Some(a) = crate::failpoint::hit("store_begin") {
-            return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
+        let mut retries = 0;
+        loop {
+            // Chaos failpoints (feature `failpoints`, see `crate::failpoint`): a
+            // transaction that cannot begin, or a commit that fails.
+            #[cfg(feature = "failpoints")]
+            if let Some(a) = crate::failpoint::hit("store_begin") {
+                return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
+            }
+            let wrapped = self.begin(TransactionBehavior::Immediate).map_err(E::from)?;
+            let again = retries < TRANSIENT_RETRIES;
+            match f(&wrapped) {
+                Err(e) if !(again && wrapped.hit_transient()) => return Err(e),
+                Err(_) => {}
+                Ok(v) => {
+                    #[cfg(feature = "failpoints")]
+                    if let Some(a) = crate::failpoint::hit("store_commit") {
+                        drop(wrapped);
+                        return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
+                    }
+                    match wrapped.commit() {
+                        Ok(()) => return Ok(v),
+                        Err(e) if again && e.is_transient() => {}
+                        Err(e) => return Err(E::from(e)),
+                    }
+                }
+            }
+            retries += 1;
+            tracing::debug!(retries, "PostgreSQL rolled a write back (deadlock or serialization); running it again");
+            std::thread::sleep(transient_pause(retries));
         }
-        let wrapped = self.begin(TransactionBehavior::Immediate).map_err(E::from)?;
-        let out = f(&wrapped)?;
-        #[cfg(feature = "failpoints")]
-        if let Some(a) = crate::failpoint::hit("store_commit") {
-            drop(wrapped);
-            return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
-        }
-        wrapped.commit().map_err(E::from)?;
-        Ok(out)
     }
 
     /// Runs read-only queries in one snapshot (a deferred transaction under
@@ -417,15 +445,28 @@ impl Store {
                         .isolation_level(postgres::IsolationLevel::RepeatableRead)
                         .read_only(true);
                 }
-                TxInner::Pg(RefCell::new(build.start().map_err(crate::pg::PgError::from)?))
+                TxInner::Pg(crate::sql::PgTx::new(build.start().map_err(crate::pg::PgError::from)?))
             }
         };
-        Ok(Tx { inner })
+        Ok(Tx {
+            inner,
+            counters: RefCell::default(),
+        })
     }
 }
 
 impl Tx<'_> {
+    /// Whether PostgreSQL failed a statement of this transaction for a
+    /// reason a second run cures (never on SQLite).
+    fn hit_transient(&self) -> bool {
+        match &self.inner {
+            TxInner::Sqlite(_) => false,
+            TxInner::Pg(tx) => tx.hit_transient(),
+        }
+    }
+
     fn commit(self) -> Result<()> {
+        self.flush_counters()?;
         match self.inner {
             TxInner::Sqlite(tx) => tx.commit()?,
             TxInner::Pg(tx) => tx.into_inner().commit().map_err(crate::pg::PgError::from)?,
@@ -518,6 +559,23 @@ fn set_wal(conn: &Connection) -> rusqlite::Result<()> {
 
 /// How long a connection waits for another writer's lock by default.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many times [`Store::write`] runs a transaction again after
+/// PostgreSQL rolled it back for a deadlock or a serialization failure.
+/// Each is a real conflict with another writer; ten in a row means the
+/// ledger is in a lock storm an operator should hear about.
+pub const TRANSIENT_RETRIES: u32 = 10;
+
+/// A pause that grows with each retry and differs between processes, so
+/// the two sides of a deadlock do not meet again in step.
+fn transient_pause(retries: u32) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let jitter = u64::from((nanos ^ std::process::id()) % 10);
+    Duration::from_millis(u64::from(retries.min(6)) * 5 + jitter)
+}
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;

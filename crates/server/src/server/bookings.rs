@@ -78,7 +78,7 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
             store.write(|tx| {
                 let planner = st.planner();
                 let mut results = Vec::with_capacity(items.len());
-                for (index, raw) in items.into_iter().enumerate() {
+                for (index, raw) in items.iter().cloned().enumerate() {
                     let event_id = raw.get("event_id").and_then(Value::as_str).map(str::to_string);
                     let ev = match BookingEvent::from_value(raw) {
                         Ok(ev) => ev,

@@ -145,14 +145,14 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
     let summary = state
         .blocking(move |st, store| {
             let now = Utc::now();
-            store.write(|tx| process_batch(tx, st, items, now))
+            store.write(|tx| process_batch(tx, st, items.clone(), now))
         })
         .await??;
     Ok((StatusCode::OK, Json(summary)).into_response())
 }
 
 /// One event of a notification.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Item {
     Status(Value),
     Message(Value),
