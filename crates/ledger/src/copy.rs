@@ -92,7 +92,8 @@ pub fn copy_sqlite_to_pg(from: &Path, to: &PgUrl, progress: Progress<'_>) -> Res
         let db = tx.db();
         // The per-day counts are kept at commit (migration 0002); the copy
         // compares them before it commits, so they are kept row by row here.
-        db.exec("SET CONSTRAINTS ALL IMMEDIATE", &[]).map_err(StoreError::from)?;
+        db.exec("SET CONSTRAINTS ALL IMMEDIATE", &[])
+            .map_err(StoreError::from)?;
         refuse_non_empty(&db, &url)?;
         let mut report = CopyReport::default();
         for table in COPIED_TABLES {

@@ -79,12 +79,46 @@ fn an_increment_undone_with_its_savepoint_is_not_written() {
                 Err(StoreError::Task("undo".into()))
             });
             assert!(undone.is_err());
-            assert_eq!(tx.counter(&Counter::DuplicateKeys.name())?, 1, "read back before commit");
+            assert_eq!(
+                tx.counter(&Counter::DuplicateKeys.name())?,
+                1,
+                "read back before commit"
+            );
             Ok::<_, StoreError>(())
         })
         .unwrap();
-    let n = store
-        .read(|tx| tx.counter(&Counter::DuplicateKeys.name()))
-        .unwrap();
+    let n = store.read(|tx| tx.counter(&Counter::DuplicateKeys.name())).unwrap();
     assert_eq!(n, 1);
+}
+
+/// A host frozen inside a transaction (SIGSTOP, a stuck disk) must not
+/// hold its row locks, and every other host's writes behind them, for as
+/// long as it stays frozen: the server ends a session idle in a
+/// transaction after ten seconds, the other writer goes on, and the
+/// frozen one finds its work rolled back.
+#[test]
+fn a_writer_stuck_inside_a_transaction_loses_it_and_releases_its_locks() {
+    let schema = PgSchema::new();
+    open(&schema).write(|tx| tx.set_counter("row", 0)).unwrap();
+    let mut stuck = open(&schema);
+    let (locked_tx, locked) = std::sync::mpsc::channel();
+    let frozen = std::thread::spawn(move || {
+        stuck.write(|tx| {
+            tx.set_counter("row", 1)?;
+            let _ = locked_tx.send(());
+            std::thread::sleep(std::time::Duration::from_secs(12));
+            tx.set_counter("row", 3)
+        })
+    });
+    locked.recv().unwrap();
+    let started = std::time::Instant::now();
+    let mut other = open(&schema);
+    other.write(|tx| tx.set_counter("row", 2)).unwrap();
+    let waited = started.elapsed();
+    assert!(
+        waited < std::time::Duration::from_secs(11),
+        "the other writer waited {waited:?}"
+    );
+    assert!(frozen.join().unwrap().is_err(), "the stuck transaction cannot commit");
+    assert_eq!(other.read(|tx| tx.counter("row")).unwrap(), 2);
 }

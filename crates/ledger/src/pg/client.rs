@@ -22,10 +22,21 @@ impl PgClient {
     /// Connects (call it off async threads: `PgLedger::open` and
     /// `PgLedger::connect_checked` do).
     pub fn connect(url: &PgUrl) -> Result<PgClient, PgError> {
-        let client = url.config().connect(NoTls).map_err(|source| PgError::Connect {
+        let connect_error = |source| PgError::Connect {
             url: url.to_string(),
             source,
-        })?;
+        };
+        let mut client = url.config().connect(NoTls).map_err(connect_error)?;
+        // A host frozen (or stuck) in the middle of a transaction would
+        // hold its row locks, and every other host's claims behind them,
+        // for as long as it stays frozen. The server ends such a session
+        // instead; the frozen process finds its connection gone on thaw
+        // and its work rolled back, which the lease and the pre-send
+        // re-check already expect. No unavez transaction leaves the server
+        // waiting on the client for anything near ten seconds.
+        client
+            .batch_execute("SET idle_in_transaction_session_timeout = '10s'")
+            .map_err(connect_error)?;
         Ok(PgClient(Some(client)))
     }
 }

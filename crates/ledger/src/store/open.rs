@@ -419,7 +419,10 @@ impl Store {
                 }
             }
             retries += 1;
-            tracing::debug!(retries, "PostgreSQL rolled a write back (deadlock or serialization); running it again");
+            tracing::debug!(
+                retries,
+                "PostgreSQL rolled a write back (deadlock or serialization); running it again"
+            );
             std::thread::sleep(transient_pause(retries));
         }
     }
