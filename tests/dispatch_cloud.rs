@@ -11,9 +11,9 @@ use std::time::Duration;
 use dispatch_support::*;
 use unavez::domain::state::IntentionState;
 use unavez::sim::cloud_fake::{CloudBehavior, CloudFake, CloudFakeOptions};
+use unavez_testkit::{Backend, on_both};
 
-#[test]
-fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_reviewed() {
+fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_reviewed(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let fake = rt
@@ -24,7 +24,7 @@ fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_
         }))
         .unwrap();
     fake.set_default(CloudBehavior::TimeoutAfterRecord);
-    let env = Env::new(&Cfg::cloud(&fake.base_url()));
+    let env = Env::with(backend, &Cfg::cloud(&fake.base_url()));
     env.import("agenda.jsonl", &[scheduled("cita-70", 70)]);
 
     // The send is processed (the fake records it) but the answer is lost.
@@ -120,3 +120,5 @@ fn cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_
     assert_no_duplicates(log.path());
     rt.block_on(fake.shutdown());
 }
+
+on_both!(cloud_timeout_stays_uncertain_is_never_resent_and_is_resolved_by_a_status_or_reviewed,);

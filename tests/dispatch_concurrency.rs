@@ -7,17 +7,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use dispatch_support::*;
+use unavez_testkit::{Backend, on_both};
 
 /// Test 1: two processes import the same file at the same moment and then
 /// two dispatcher processes run at the same moment → one record per
 /// intention and one message per key in the simulator's log.
-#[test]
-fn same_intentions_presented_concurrently_from_two_processes_send_one_message_each() {
+fn same_intentions_presented_concurrently_from_two_processes_send_one_message_each(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "latency_ms=1..10", 1);
     // A long lease: these tests are about claims, not about crash recovery.
-    let env = Env::new(&Cfg::motor(&sim.base_url()).with_lease(30));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()).with_lease(30));
     let events: Vec<String> = (0..40).map(|n| scheduled(&format!("cita-c{n}"), n)).collect();
     let file = env.write_events("agenda.jsonl", &events);
     let file = file.to_str().unwrap();
@@ -50,15 +50,14 @@ fn same_intentions_presented_concurrently_from_two_processes_send_one_message_ea
 /// Test 6: two `serve` processes on one ledger never claim the same
 /// intention: one claim, one attempt and one message per intention, and
 /// both processes did part of the work.
-#[test]
-fn two_dispatcher_processes_on_one_database_never_double_claim() {
+fn two_dispatcher_processes_on_one_database_never_double_claim(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "latency_ms=10..30", 6);
     let mut cfg = Cfg::motor(&sim.base_url()).with_lease(30);
     cfg.batch_size = 4;
     cfg.concurrency = 4;
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let events: Vec<String> = (0..400).map(|n| scheduled(&format!("cita-d{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
 
@@ -87,3 +86,8 @@ fn two_dispatcher_processes_on_one_database_never_double_claim() {
     assert_no_duplicates(log.path());
     rt.block_on(sim.shutdown());
 }
+
+on_both!(
+    same_intentions_presented_concurrently_from_two_processes_send_one_message_each,
+    two_dispatcher_processes_on_one_database_never_double_claim,
+);

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use dispatch_support::*;
 use unavez::domain::state::IntentionState;
+use unavez_testkit::{Backend, on_both};
 
 /// A tiny deterministic generator: the kill moments are random but
 /// reproducible.
@@ -23,8 +24,7 @@ impl Lcg {
     }
 }
 
-#[test]
-fn a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice() {
+fn a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice(backend: Backend) {
     let started = Instant::now();
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
@@ -33,7 +33,7 @@ fn a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice() {
     cfg.lease_seconds = 2;
     cfg.batch_size = 16;
     cfg.concurrency = 8;
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let total = 2000;
     let events: Vec<String> = (0..total).map(|n| scheduled(&format!("cita-k{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
@@ -127,3 +127,5 @@ fn a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice() {
     );
     rt.block_on(sim.shutdown());
 }
+
+on_both!(a_dispatcher_killed_20_times_loses_nothing_and_sends_nothing_twice,);

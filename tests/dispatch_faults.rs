@@ -8,16 +8,16 @@ use std::time::Duration;
 use dispatch_support::*;
 use unavez::domain::state::IntentionState;
 use unavez::sim::PauseMode;
+use unavez_testkit::{Backend, on_both};
 
 /// Test 2: 30% of sends are processed but their response is lost. Zero
 /// duplicates, and every one of them reconciled (same key, same command)
 /// to the engine's real state.
-#[test]
-fn timeouts_after_processing_are_reconciled_without_duplicates() {
+fn timeouts_after_processing_are_reconciled_without_duplicates(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "timeout_after=0.3,hold_ms=1500,latency_ms=1..5", 2);
-    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()));
     let events: Vec<String> = (0..150).map(|n| scheduled(&format!("cita-t{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
 
@@ -68,12 +68,11 @@ fn timeouts_after_processing_are_reconciled_without_duplicates() {
 
 /// Test 3: the engine refuses connections for a while. Nothing is lost
 /// (every intention goes out once it is back) and nothing is duplicated.
-#[test]
-fn simulator_down_for_a_while_loses_and_duplicates_nothing() {
+fn simulator_down_for_a_while_loses_and_duplicates_nothing(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "latency_ms=20..60", 3);
-    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()));
     let morning: Vec<String> = (0..60).map(|n| scheduled(&format!("cita-o{n}"), n)).collect();
     env.import("manana.jsonl", &morning);
 
@@ -115,8 +114,7 @@ fn simulator_down_for_a_while_loses_and_duplicates_nothing() {
 /// An engine-reported ambiguous command is never repeated: the reconciler
 /// reads the command (its id came with the ambiguous answer) until the
 /// engine resolves it, and the final state matches the engine's.
-#[test]
-fn ambiguous_commands_are_read_until_resolved_never_repeated() {
+fn ambiguous_commands_are_read_until_resolved_never_repeated(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let timing = unavez::sim::SimTiming {
@@ -131,7 +129,7 @@ fn ambiguous_commands_are_read_until_resolved_never_repeated() {
         ..Default::default()
     };
     let sim = rt.block_on(unavez::sim::spawn(opts)).unwrap();
-    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()));
     let events: Vec<String> = (0..40).map(|n| scheduled(&format!("cita-a{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
 
@@ -186,3 +184,9 @@ fn ambiguous_commands_are_read_until_resolved_never_repeated() {
     assert!(ambiguous > 0, "no repeat landed while a command was ambiguous");
     rt.block_on(sim.shutdown());
 }
+
+on_both!(
+    timeouts_after_processing_are_reconciled_without_duplicates,
+    simulator_down_for_a_while_loses_and_duplicates_nothing,
+    ambiguous_commands_are_read_until_resolved_never_repeated,
+);

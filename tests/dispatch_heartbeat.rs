@@ -24,11 +24,12 @@ use unavez::templates::Templates;
 use unavez::tui::app::App;
 use unavez::tui::keys::Access;
 use unavez::tui::worker::{Request, Response, WorkerCtx, handle};
+use unavez_testkit::{Backend, on_both};
 
 /// A ledger whose dispatchers beat every `beat_ms` (a dead engine: there
 /// is nothing to send, only to be seen running).
-fn env_beating(beat_ms: u64) -> Env {
-    let env = Env::new(&Cfg::motor("http://127.0.0.1:9"));
+fn env_beating(backend: Backend, beat_ms: u64) -> Env {
+    let env = Env::with(backend, &Cfg::motor("http://127.0.0.1:9"));
     let text = std::fs::read_to_string(&env.config)
         .unwrap()
         .replace("[dispatcher]\n", &format!("[dispatcher]\nheartbeat_ms = {beat_ms}\n"));
@@ -75,9 +76,8 @@ fn rows(db: &Path) -> Vec<Heartbeat> {
         .unwrap()
 }
 
-#[test]
-fn a_serve_process_is_running_for_a_second_console_until_it_is_killed() {
-    let env = env_beating(500);
+fn a_serve_process_is_running_for_a_second_console_until_it_is_killed(backend: Backend) {
+    let env = env_beating(backend, 500);
     let config = Config::load(&env.config).unwrap();
     let mut serve = env.spawn(&["serve", "--no-server"]);
     let pid = serve.pid();
@@ -122,10 +122,9 @@ fn a_serve_process_is_running_for_a_second_console_until_it_is_killed() {
     assert_eq!(row.liveness(Utc::now()), Liveness::Gone);
 }
 
-#[test]
-fn a_clean_shutdown_says_stopped_at_once() {
+fn a_clean_shutdown_says_stopped_at_once(backend: Backend) {
     // Beats a minute apart: only the goodbye can make it stopped in time.
-    let env = env_beating(60_000);
+    let env = env_beating(backend, 60_000);
     let config = Config::load(&env.config).unwrap();
     let mut serve = env.spawn(&["serve", "--no-server"]);
     let pid = serve.pid();
@@ -139,19 +138,17 @@ fn a_clean_shutdown_says_stopped_at_once() {
     assert!(console_view(&env.db, &config).0.is_empty());
 }
 
-#[test]
-fn a_one_shot_dispatch_leaves_a_stopped_row() {
-    let env = env_beating(500);
+fn a_one_shot_dispatch_leaves_a_stopped_row(backend: Backend) {
+    let env = env_beating(backend, 500);
     env.ok(&["dispatch", "--until-idle"]);
     let all = rows(&env.db);
     assert_eq!(all.len(), 1, "{all:?}");
     assert_eq!(all[0].state, DispatcherState::Stopped);
 }
 
-#[test]
-fn embedded_services_write_a_pause_at_once_and_stop_last() {
+fn embedded_services_write_a_pause_at_once_and_stop_last(backend: Backend) {
     let rt = runtime();
-    let env = env_beating(60_000);
+    let env = env_beating(backend, 60_000);
     let config = Config::load(&env.config).unwrap();
     let channel = Arc::new(MotorChannel::with_api_key(&config.channel.motor, "clave").unwrap());
     let control = Control::new();
@@ -193,3 +190,10 @@ fn embedded_services_write_a_pause_at_once_and_stop_last() {
     rt.block_on(services.stop()).unwrap();
     assert_eq!(state().map(|s| s.0), Some(DispatcherState::Stopped));
 }
+
+on_both!(
+    a_serve_process_is_running_for_a_second_console_until_it_is_killed,
+    a_clean_shutdown_says_stopped_at_once,
+    a_one_shot_dispatch_leaves_a_stopped_row,
+    embedded_services_write_a_pause_at_once_and_stop_last,
+);

@@ -13,14 +13,14 @@ use unavez::config::Config;
 use unavez::dispatch::{Control, ServiceState, Services, Settings};
 use unavez::domain::state::IntentionState;
 use unavez::tui::refresh::Refresh;
+use unavez_testkit::{Backend, on_both};
 
-#[test]
-fn a_paused_dispatcher_claims_nothing_until_resumed_and_then_notifies() {
+fn a_paused_dispatcher_claims_nothing_until_resumed_and_then_notifies(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "", 5);
     let cfg = Cfg::motor(&sim.base_url());
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let events: Vec<String> = (0..5).map(|n| scheduled(&format!("cita-p{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
     let due_now = env
@@ -76,8 +76,7 @@ fn a_paused_dispatcher_claims_nothing_until_resumed_and_then_notifies() {
     assert_eq!(control.status().state, ServiceState::Stopped);
 }
 
-#[test]
-fn pausing_mid_run_lets_the_send_in_flight_finish_and_takes_no_more() {
+fn pausing_mid_run_lets_the_send_in_flight_finish_and_takes_no_more(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     // Each send spends 0.8 s in the engine, one at a time.
@@ -86,7 +85,7 @@ fn pausing_mid_run_lets_the_send_in_flight_finish_and_takes_no_more() {
     cfg.concurrency = 1;
     cfg.batch_size = 1;
     cfg.lease_seconds = 60;
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let events: Vec<String> = (0..6).map(|n| scheduled(&format!("cita-m{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
 
@@ -128,3 +127,8 @@ fn pausing_mid_run_lets_the_send_in_flight_finish_and_takes_no_more() {
     assert_no_duplicates(log.path());
     rt.block_on(services.stop()).unwrap();
 }
+
+on_both!(
+    a_paused_dispatcher_claims_nothing_until_resumed_and_then_notifies,
+    pausing_mid_run_lets_the_send_in_flight_finish_and_takes_no_more,
+);

@@ -12,6 +12,7 @@ use dispatch_support::*;
 use unavez::domain::state::IntentionState;
 use unavez::sim::FaultSpec;
 use unavez::store::IntentionRow;
+use unavez_testkit::{Backend, on_both};
 
 const BOOKING: &str = "aviso-reserva:v1";
 const CANCELLATION: &str = "aviso-cancelacion:v2";
@@ -29,12 +30,11 @@ fn state(env: &Env, key: &str) -> IntentionState {
 /// appointment; the cancellation notice goes out; faults are cleared and the
 /// reconciler runs. The booking notice must never reach the engine: the
 /// repeat is refused by validity and a person is asked to confirm.
-#[test]
-fn a_reset_booking_notice_is_not_sent_by_the_reconciler_once_the_appointment_is_cancelled() {
+fn a_reset_booking_notice_is_not_sent_by_the_reconciler_once_the_appointment_is_cancelled(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "reset=1", 91);
-    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()));
     let booking = format!("cita-r1:{BOOKING}");
     let cancellation = format!("cita-r1:{CANCELLATION}");
     env.import("agenda.jsonl", &[scheduled("cita-r1", 1)]);
@@ -112,8 +112,7 @@ fn a_reset_booking_notice_is_not_sent_by_the_reconciler_once_the_appointment_is_
 /// appointment is cancelled, and the reconciler refuses the repeat: review.
 /// The engine's own status webhooks, arriving later, still settle it, with
 /// the review and its reason kept in history.
-#[test]
-fn a_refused_repeat_in_review_is_settled_by_the_engines_later_webhook() {
+fn a_refused_repeat_in_review_is_settled_by_the_engines_later_webhook(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let port = free_port();
@@ -128,7 +127,7 @@ fn a_refused_repeat_in_review_is_settled_by_the_engines_later_webhook() {
     );
     let mut cfg = Cfg::motor(&sim.base_url());
     cfg.server_listen = format!("127.0.0.1:{port}");
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let booking = format!("cita-w1:{BOOKING}");
     env.import("agenda.jsonl", &[scheduled("cita-w1", 2)]);
 
@@ -197,12 +196,11 @@ fn a_refused_repeat_in_review_is_settled_by_the_engines_later_webhook() {
 /// store could) while the appointment is cancelled is abandoned by the
 /// pre-send check; nothing reaches the engine, the attempt is closed as
 /// `not_sent`, and validity closes the intention with the real reason.
-#[test]
-fn a_claimed_message_held_before_sending_is_abandoned_when_its_appointment_is_cancelled() {
+fn a_claimed_message_held_before_sending_is_abandoned_when_its_appointment_is_cancelled(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "", 93);
-    let env = Env::new(&Cfg::motor(&sim.base_url()).with_lease(60));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()).with_lease(60));
     let booking = format!("cita-h1:{BOOKING}");
     let cancellation = format!("cita-h1:{CANCELLATION}");
     env.import("agenda.jsonl", &[scheduled("cita-h1", 3)]);
@@ -253,3 +251,9 @@ fn a_claimed_message_held_before_sending_is_abandoned_when_its_appointment_is_ca
     assert_eq!(sent.get(&cancellation), Some(&1), "{sent:?}");
     rt.block_on(sim.shutdown());
 }
+
+on_both!(
+    a_reset_booking_notice_is_not_sent_by_the_reconciler_once_the_appointment_is_cancelled,
+    a_refused_repeat_in_review_is_settled_by_the_engines_later_webhook,
+    a_claimed_message_held_before_sending_is_abandoned_when_its_appointment_is_cancelled,
+);

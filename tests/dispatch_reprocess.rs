@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use dispatch_support::*;
 use unavez::domain::state::IntentionState;
+use unavez_testkit::{Backend, on_both};
 
 /// Everything a reprocess could touch, as one comparable snapshot.
 fn snapshot(env: &Env) -> String {
@@ -31,13 +32,12 @@ fn snapshot(env: &Env) -> String {
     s
 }
 
-#[test]
-fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_ones() {
+fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_ones(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "", 8);
     // A long lease: these tests are about claims, not about crash recovery.
-    let env = Env::new(&Cfg::motor(&sim.base_url()).with_lease(30));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()).with_lease(30));
     // A morning that went out…
     let first: Vec<String> = (0..10).map(|n| scheduled(&format!("cita-r{n}"), n)).collect();
     env.import("manana.jsonl", &first);
@@ -159,3 +159,5 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
     assert_eq!(sent_keys(log.path()).len(), 16);
     rt.block_on(sim.shutdown());
 }
+
+on_both!(reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_ones,);

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use dispatch_support::*;
 use unavez::domain::state::IntentionState;
+use unavez_testkit::{Backend, on_both};
 
-#[test]
-fn sigterm_with_sends_in_flight_leaves_them_uncertain_and_reconciliation_settles_them() {
+fn sigterm_with_sends_in_flight_leaves_them_uncertain_and_reconciliation_settles_them(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     // Each send spends 4 s in the engine; the grace period is 0.5 s.
@@ -21,7 +21,7 @@ fn sigterm_with_sends_in_flight_leaves_them_uncertain_and_reconciliation_settles
     cfg.lease_seconds = 60;
     cfg.concurrency = 3;
     cfg.batch_size = 3;
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let events: Vec<String> = (0..6).map(|n| scheduled(&format!("cita-s{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
 
@@ -69,3 +69,5 @@ fn sigterm_with_sends_in_flight_leaves_them_uncertain_and_reconciliation_settles
     }
     rt.block_on(sim.shutdown());
 }
+
+on_both!(sigterm_with_sends_in_flight_leaves_them_uncertain_and_reconciliation_settles_them,);

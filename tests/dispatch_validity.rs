@@ -8,15 +8,15 @@ use std::time::Duration;
 use chrono::Utc;
 use dispatch_support::*;
 use unavez::domain::state::IntentionState;
+use unavez_testkit::{Backend, on_both};
 
 /// Cancelled before any dispatcher ran: the booking notice never goes out,
 /// only the cancellation notice does.
-#[test]
-fn cancellation_before_send_sends_no_message() {
+fn cancellation_before_send_sends_no_message(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = start_sim(&rt, log.path(), "", 5);
-    let env = Env::new(&Cfg::motor(&sim.base_url()));
+    let env = Env::with(backend, &Cfg::motor(&sim.base_url()));
     env.import("agenda.jsonl", &[scheduled("cita-50", 50), scheduled("cita-51", 51)]);
     env.import("cancel.jsonl", &[cancelled("cita-50")]);
     env.ok(&["dispatch", "--until-idle"]);
@@ -39,15 +39,14 @@ fn cancellation_before_send_sends_no_message() {
 /// history records the version checked and the new one, says the old
 /// message is not confirmation of the new time, and the update notice of
 /// the new version is planned (and then sent).
-#[test]
-fn reschedule_while_in_flight_records_the_sequence_and_plans_an_update_notice() {
+fn reschedule_while_in_flight_records_the_sequence_and_plans_an_update_notice(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     // The first send takes 8 s inside the engine: long enough to reschedule.
     let sim = start_sim(&rt, log.path(), "latency_ms=8000", 7);
     let mut cfg = Cfg::motor(&sim.base_url()).with_motor_timeout(20_000);
     cfg.lease_seconds = 60;
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let starts = Utc::now() + chrono::Duration::days(3);
     env.import("agenda.jsonl", &[scheduled_at("cita-60", 60, starts, 1)]);
 
@@ -95,3 +94,8 @@ fn reschedule_while_in_flight_records_the_sequence_and_plans_an_update_notice() 
     assert_no_duplicates(log.path());
     rt.block_on(sim.shutdown());
 }
+
+on_both!(
+    cancellation_before_send_sends_no_message,
+    reschedule_while_in_flight_records_the_sequence_and_plans_an_update_notice,
+);

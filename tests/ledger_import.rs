@@ -9,7 +9,7 @@ use unavez_testkit::{Backend, on_both};
 
 fn importing_the_same_file_twice_changes_nothing_and_reports_duplicates(backend: Backend) {
     let ledger = backend.ledger();
-    let (dir, db) = (&ledger.dir, ledger.db.clone());
+    let db = ledger.db.clone();
     let file = fixture("agenda.jsonl");
     let first = run(&db, &["import", file.to_str().unwrap()]);
     assert!(first.status.success(), "{}", stderr(&first));
@@ -34,7 +34,7 @@ fn importing_the_same_file_twice_changes_nothing_and_reports_duplicates(backend:
 
 fn bad_rows_are_named_by_file_line_and_field_and_nothing_is_stored(backend: Backend) {
     let ledger = backend.ledger();
-    let (dir, db) = (&ledger.dir, ledger.db.clone());
+    let db = ledger.db.clone();
     let file = fixture("bad.jsonl");
     let f = file.to_str().unwrap();
     let o = run(&db, &["import", f]);
@@ -100,7 +100,7 @@ fn skip_invalid_stores_the_valid_rows_and_writes_the_rejected_ones_aside(backend
 
 fn csv_and_ics_agendas_import_and_reimport_as_no_ops(backend: Backend) {
     let ledger = backend.ledger();
-    let (dir, db) = (&ledger.dir, ledger.db.clone());
+    let db = ledger.db.clone();
     for name in ["agenda.csv", "agenda.ics"] {
         let f = fixture(name);
         let o = run(&db, &["import", f.to_str().unwrap()]);
@@ -131,7 +131,7 @@ fn csv_and_ics_agendas_import_and_reimport_as_no_ops(backend: Backend) {
 
 fn listings_and_show_have_the_documented_json_shapes(backend: Backend) {
     let ledger = backend.ledger();
-    let (dir, db) = (&ledger.dir, ledger.db.clone());
+    let db = ledger.db.clone();
     let f = fixture("agenda.jsonl");
     assert!(run(&db, &["import", f.to_str().unwrap()]).status.success());
 
@@ -275,7 +275,7 @@ fn listings_and_show_have_the_documented_json_shapes(backend: Backend) {
 
 fn the_shipped_sample_clinic_imports_cleanly(backend: Backend) {
     let ledger = backend.ledger();
-    let (dir, db) = (&ledger.dir, ledger.db.clone());
+    let db = ledger.db.clone();
     let assets = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
     // The samples are dated January 2027 so a newcomer's import plans
     // messages; after that they still import, as history.
@@ -372,7 +372,7 @@ fn an_event_the_ledger_cannot_apply_refuses_the_file_with_its_line(backend: Back
 
 fn human_listings_work_and_mask_phones(backend: Backend) {
     let ledger = backend.ledger();
-    let (dir, db) = (&ledger.dir, ledger.db.clone());
+    let db = ledger.db.clone();
     let f = fixture("agenda.jsonl");
     assert!(run(&db, &["init"]).status.success());
     assert!(run(&db, &["import", f.to_str().unwrap()]).status.success());

@@ -136,6 +136,8 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     pub db: PathBuf,
     pub config: PathBuf,
+    /// The PostgreSQL schema the ledger lives in, dropped with the Env.
+    schema: Option<unavez_testkit::PgSchema>,
 }
 
 impl Env {
@@ -151,10 +153,33 @@ impl Env {
         Env::on(cfg, tempfile::tempdir().unwrap(), PathBuf::from(url))
     }
 
+    /// An initialised ledger on `backend` (the conformance suite's
+    /// parameter, see `unavez_testkit::on_both!`).
+    pub fn with(backend: unavez_testkit::Backend, cfg: &Cfg) -> Env {
+        match backend {
+            unavez_testkit::Backend::Sqlite => Env::new(cfg),
+            unavez_testkit::Backend::Postgres => {
+                let schema = unavez_testkit::PgSchema::new();
+                let mut env = Env::postgres(cfg, &schema.url);
+                env.schema = Some(schema);
+                env
+            }
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.schema.is_some() || self.db.to_string_lossy().starts_with("postgres")
+    }
+
     fn on(cfg: &Cfg, dir: tempfile::TempDir, db: PathBuf) -> Env {
         let config = dir.path().join("unavez.toml");
         std::fs::write(&config, cfg.toml(&db)).unwrap();
-        let env = Env { dir, db, config };
+        let env = Env {
+            dir,
+            db,
+            config,
+            schema: None,
+        };
         env.ok(&["init"]);
         env
     }

@@ -300,11 +300,12 @@ impl Store {
 
     /// [`Store::attach`] when the ledger is at this binary's schema (no
     /// write lock needed, so another process's long write never delays
-    /// the start), else [`Store::open_with`] an existing file, which
-    /// migrates it.
+    /// the start), else opens the existing ledger, which migrates it; the
+    /// setting is a file or a `postgres://` URL.
     pub fn attach_or_open(path: &Path) -> Result<Store> {
-        match Store::attach(path) {
-            Err(StoreError::SchemaChanged { .. }) => Store::open_with(path, &OpenOptions::EXISTING),
+        let location = Location::parse(path)?;
+        match Store::attach_location(&location) {
+            Err(StoreError::SchemaChanged { .. }) => Store::open_location(&location, &OpenOptions::EXISTING),
             other => other,
         }
     }
