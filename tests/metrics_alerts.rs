@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use chrono::{Duration, Utc};
 use unavez::domain::heartbeat::{DispatcherState, Heartbeat};
 use unavez::store::{NewChannelEvent, NewRefusal, Recorded, StoreError, TemplateStatus};
+use unavez_testkit::{Backend, on_both};
 use webhooks_support::Harness;
 
 const RULES: &str = include_str!("../assets/prometheus-alerts.yml");
@@ -107,9 +108,8 @@ fn seed(h: &Harness) {
         .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_alert_is_a_gauge_and_the_rules_name_only_emitted_metrics() {
-    let h = Harness::start_with(|c| {
+async fn every_alert_is_a_gauge_and_the_rules_name_only_emitted_metrics(backend: Backend) {
+    let h = Harness::start_with(backend, |c| {
         c.alerts.review = 0;
         c.alerts.due_unsent = 100;
     })
@@ -149,3 +149,8 @@ async fn every_alert_is_a_gauge_and_the_rules_name_only_emitted_metrics() {
     }
     h.stop().await;
 }
+
+on_both!(
+    async:
+    every_alert_is_a_gauge_and_the_rules_name_only_emitted_metrics,
+);

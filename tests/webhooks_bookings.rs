@@ -7,6 +7,7 @@ mod webhooks_support;
 use chrono::{Duration, SecondsFormat, Utc};
 use serde_json::{Value, json};
 use unavez::domain::state::IntentionState;
+use unavez_testkit::{Backend, on_both};
 use webhooks_support::*;
 
 fn scheduled(event_id: &str, reference: &str, phone: &str) -> Value {
@@ -15,9 +16,8 @@ fn scheduled(event_id: &str, reference: &str, phone: &str) -> Value {
            "contact": {"phone": phone, "name": "Ana"}, "service": "Odontología", "unknown_field": [1, 2]})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_booking_event_posted_twice_changes_once() {
-    let h = Harness::start().await;
+async fn a_booking_event_posted_twice_changes_once(backend: Backend) {
+    let h = Harness::start(backend).await;
     let body = scheduled("evt-1", "cita-1", PHONE).to_string();
     let r = h.post_bookings(&body).await;
     assert_eq!(r.status(), 200);
@@ -38,9 +38,8 @@ async fn a_booking_event_posted_twice_changes_once() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn invalid_events_get_a_reason_each_and_nothing_half_applied() {
-    let h = Harness::start().await;
+async fn invalid_events_get_a_reason_each_and_nothing_half_applied(backend: Backend) {
+    let h = Harness::start(backend).await;
     let batch = json!([
         scheduled("evt-a", "cita-a", PHONE),
         scheduled("evt-b", "cita-b", "987654321"),
@@ -132,9 +131,8 @@ fn snapshot(h: &Harness, reference: &str) -> Vec<(String, IntentionState, String
     rows
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_event_at_the_same_version_is_rejected_alone_every_time_and_kept() {
-    let h = Harness::start().await;
+async fn a_changed_event_at_the_same_version_is_rejected_alone_every_time_and_kept(backend: Backend) {
+    let h = Harness::start(backend).await;
     let other_phone = "+51911222333";
     let r = h
         .post_bookings(&versioned("evt-1", "cita-1", 1, "Sede A", PHONE).to_string())
@@ -231,9 +229,8 @@ async fn a_changed_event_at_the_same_version_is_rejected_alone_every_time_and_ke
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oversize_fields_are_rejected_per_event_naming_the_field() {
-    let h = Harness::start().await;
+async fn oversize_fields_are_rejected_per_event_naming_the_field(backend: Backend) {
+    let h = Harness::start(backend).await;
     let mut long_name = scheduled("evt-1", "cita-1", PHONE);
     long_name["contact"]["name"] = "n".repeat(121).into();
     let mut long_place = scheduled("evt-2", "cita-2", PHONE);
@@ -263,9 +260,8 @@ fn motor_event(event_id: &str, key: &str, estado: &str, resolves: bool) -> Strin
     .to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn engine_events_apply_once_and_resolve_ambiguous_commands() {
-    let h = Harness::start().await;
+async fn engine_events_apply_once_and_resolve_ambiguous_commands(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let id = h.accept(FIXTURE_KEY, None);
 
@@ -323,9 +319,8 @@ async fn engine_events_apply_once_and_resolve_ambiguous_commands() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_uncertain_intention_resolved_by_the_engine_records_the_evidence() {
-    let h = Harness::start().await;
+async fn an_uncertain_intention_resolved_by_the_engine_records_the_evidence(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let mut store = h.store();
     let id = store
@@ -362,14 +357,13 @@ async fn an_uncertain_intention_resolved_by_the_engine_records_the_evidence() {
 /// `ingest_event` failpoint in a real `unavez serve`) is that event's
 /// rejection: the others are applied, nothing of it is half-applied, the
 /// answer is 207 (never 500), and posting it again applies it.
-#[test]
-fn a_store_error_on_one_event_rejects_that_event_only() {
+fn a_store_error_on_one_event_rejects_that_event_only(backend: Backend) {
     use dispatch_support::{Cfg, Env, Proc, free_port, runtime, wait_until};
     let rt = runtime();
     let port = free_port();
     let mut cfg = Cfg::motor("http://127.0.0.1:9");
     cfg.server_listen = format!("127.0.0.1:{port}");
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let child = env
         .command_armed("ingest_event:2:error", &["serve"])
         .env("UNAVEZ_INGEST_TOKEN", INGEST_TOKEN)
@@ -421,3 +415,15 @@ fn a_store_error_on_one_event_rejects_that_event_only() {
     assert_eq!((status, outcomes(&v)), (200, vec!["stored".to_string()]), "{v}");
     serve.terminate();
 }
+
+on_both!(a_store_error_on_one_event_rejects_that_event_only,);
+
+on_both!(
+    async:
+    a_booking_event_posted_twice_changes_once,
+    invalid_events_get_a_reason_each_and_nothing_half_applied,
+    a_changed_event_at_the_same_version_is_rejected_alone_every_time_and_kept,
+    oversize_fields_are_rejected_per_event_naming_the_field,
+    engine_events_apply_once_and_resolve_ambiguous_commands,
+    an_uncertain_intention_resolved_by_the_engine_records_the_evidence,
+);

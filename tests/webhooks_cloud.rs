@@ -9,6 +9,7 @@ use unavez::domain::status::CloudStatus;
 use unavez::server::cloud::{BatchSummary, Notification};
 use unavez::server::inbound::InboundMessage;
 use unavez::store::{Cause, Entry};
+use unavez_testkit::{Backend, on_both};
 use webhooks_support::*;
 
 fn webhook_rows(h: &Harness, id: i64) -> Vec<(String, bool, Option<String>)> {
@@ -49,9 +50,8 @@ fn meta_shaped_fixtures_parse() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_status_ten_times_and_fifty_in_parallel_applies_once() {
-    let h = Harness::start().await;
+async fn the_same_status_ten_times_and_fifty_in_parallel_applies_once(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let id = h.accept(FIXTURE_KEY, Some(FIXTURE_WAMID));
 
@@ -127,9 +127,8 @@ async fn the_same_status_ten_times_and_fifty_in_parallel_applies_once() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn out_of_order_statuses_end_by_rank_with_every_signal_in_history() {
-    let h = Harness::start().await;
+async fn out_of_order_statuses_end_by_rank_with_every_signal_in_history(backend: Backend) {
+    let h = Harness::start(backend).await;
     let planned = h.schedule("cita-7", 3);
     let keys: Vec<String> = planned.iter().map(|i| i.key.clone()).collect();
     let (a, b, c) = (&keys[0], &keys[1], &keys[2]);
@@ -188,9 +187,8 @@ async fn out_of_order_statuses_end_by_rank_with_every_signal_in_history() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_signatures_bad_json_and_big_bodies_are_refused_without_effect() {
-    let h = Harness::start_with(|c| c.server.body_limit_bytes = 4096).await;
+async fn bad_signatures_bad_json_and_big_bodies_are_refused_without_effect(backend: Backend) {
+    let h = Harness::start_with(backend, |c| c.server.body_limit_bytes = 4096).await;
     h.schedule("cita-1042", 3);
     h.accept(FIXTURE_KEY, Some(FIXTURE_WAMID));
     let body = fixture("status_delivered.json");
@@ -271,9 +269,8 @@ async fn bad_signatures_bad_json_and_big_bodies_are_refused_without_effect() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn statuses_for_unknown_messages_wait_and_apply_when_correlated() {
-    let h = Harness::start().await;
+async fn statuses_for_unknown_messages_wait_and_apply_when_correlated(backend: Backend) {
+    let h = Harness::start(backend).await;
     let planned = h.schedule("cita-9", 3);
     let (k1, k2) = (planned[0].key.clone(), planned[1].key.clone());
     h.accept(&k1, None);
@@ -333,9 +330,8 @@ async fn statuses_for_unknown_messages_wait_and_apply_when_correlated() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_status_resolving_an_uncertain_send_names_its_evidence() {
-    let h = Harness::start().await;
+async fn a_status_resolving_an_uncertain_send_names_its_evidence(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let mut store = h.store();
     let id = store
@@ -376,9 +372,8 @@ async fn a_status_resolving_an_uncertain_send_names_its_evidence() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn subscription_verification_and_health() {
-    let h = Harness::start().await;
+async fn subscription_verification_and_health(backend: Backend) {
+    let h = Harness::start(backend).await;
     let url = format!("{}/webhooks/whatsapp", h.base);
     let ok = h
         .client
@@ -406,13 +401,13 @@ async fn subscription_verification_and_health() {
         .unwrap();
     assert_eq!(bad.status(), 403);
     let health = h.client.get(format!("{}/healthz", h.base)).send().await.unwrap();
-    assert_eq!(health.status(), 200);
+    let status = health.status();
+    assert_eq!(status, 200, "{}", health.text().await.unwrap());
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_of_a_thousand_statuses_is_applied_in_order() {
-    let h = Harness::start().await;
+async fn a_batch_of_a_thousand_statuses_is_applied_in_order(backend: Backend) {
+    let h = Harness::start(backend).await;
     let planned = h.schedule("cita-1042", 3);
     let ids: Vec<i64> = planned
         .iter()
@@ -460,9 +455,8 @@ async fn a_batch_of_a_thousand_statuses_is_applied_in_order() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_message_id_for_one_key_is_flagged() {
-    let h = Harness::start().await;
+async fn a_second_message_id_for_one_key_is_flagged(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let id = h.accept(FIXTURE_KEY, Some("wamid.FIRST"));
     assert_eq!(h.post_cloud(&fixture("status_sent.json")).await.status(), 200);
@@ -481,11 +475,10 @@ async fn a_second_message_id_for_one_key_is_flagged() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_status_before_the_send_answer_applies_when_the_attempt_is_recorded() {
+async fn a_status_before_the_send_answer_applies_when_the_attempt_is_recorded(backend: Backend) {
     use unavez::dispatch::finish::finish_attempt;
     use unavez::store::{AttemptResult, Backoff, RetryPolicy};
-    let h = Harness::start().await;
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let mut store = h.store();
     // Claimed and attempt started; the channel's answer is not recorded yet.
@@ -550,3 +543,16 @@ async fn a_status_before_the_send_answer_applies_when_the_attempt_is_recorded() 
     assert_eq!(store.read(|tx| tx.pending_status_count()).unwrap(), 0);
     h.stop().await;
 }
+
+on_both!(
+    async:
+    the_same_status_ten_times_and_fifty_in_parallel_applies_once,
+    out_of_order_statuses_end_by_rank_with_every_signal_in_history,
+    bad_signatures_bad_json_and_big_bodies_are_refused_without_effect,
+    statuses_for_unknown_messages_wait_and_apply_when_correlated,
+    a_status_resolving_an_uncertain_send_names_its_evidence,
+    subscription_verification_and_health,
+    a_batch_of_a_thousand_statuses_is_applied_in_order,
+    a_second_message_id_for_one_key_is_flagged,
+    a_status_before_the_send_answer_applies_when_the_attempt_is_recorded,
+);

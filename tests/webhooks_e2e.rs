@@ -16,6 +16,7 @@ use unavez::domain::state::{IntentionState, Signal};
 use unavez::sim::faults::FaultSpec;
 use unavez::sim::{SimOptions, SimTiming};
 use unavez::store::{Cause, Entry};
+use unavez_testkit::{Backend, on_both};
 use webhooks_support::*;
 
 fn expected_state(estado: &str) -> IntentionState {
@@ -30,9 +31,8 @@ fn expected_state(estado: &str) -> IntentionState {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn simulator_webhooks_duplicated_and_reordered_end_in_justified_states() {
-    let h = Harness::start().await;
+async fn simulator_webhooks_duplicated_and_reordered_end_in_justified_states(backend: Backend) {
+    let h = Harness::start(backend).await;
     let faults = FaultSpec::parse("webhook_dup=0.5,webhook_delay_ms=0..400,webhook_reorder=true").expect("fault spec");
     let sim = unavez::sim::spawn(SimOptions {
         seed: 7,
@@ -177,3 +177,8 @@ async fn simulator_webhooks_duplicated_and_reordered_end_in_justified_states() {
     assert_eq!(noted, 0, "no history row per copy");
     h.stop().await;
 }
+
+on_both!(
+    async:
+    simulator_webhooks_duplicated_and_reordered_end_in_justified_states,
+);

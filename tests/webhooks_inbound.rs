@@ -7,6 +7,7 @@ mod webhooks_support;
 use unavez::domain::event::BookingEvent;
 use unavez::domain::state::{CancelReason, IntentionState};
 use unavez::server::cloud::BatchSummary;
+use unavez_testkit::{Backend, on_both};
 use webhooks_support::*;
 
 /// The text fixture with another body and message id.
@@ -23,9 +24,8 @@ fn text_message(body: &str, wamid: &str) -> String {
         )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn confirmo_cancels_the_pending_confirmation_reminder_once() {
-    let h = Harness::start().await;
+async fn confirmo_cancels_the_pending_confirmation_reminder_once(backend: Backend) {
+    let h = Harness::start(backend).await;
     let planned = h.schedule("cita-1042", 3);
     let confirm_reminder = planned.iter().find(|i| i.asks_confirmation).unwrap().key.clone();
     let other_reminder = planned
@@ -68,9 +68,8 @@ async fn confirmo_cancels_the_pending_confirmation_reminder_once() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_quick_reply_button_confirms_the_appointment_it_answers() {
-    let h = Harness::start().await;
+async fn a_quick_reply_button_confirms_the_appointment_it_answers(backend: Backend) {
+    let h = Harness::start(backend).await;
     // Two appointments: the reply quotes the reminder of the later one.
     h.schedule("cita-1", 2);
     h.schedule("cita-1042", 3);
@@ -92,9 +91,8 @@ async fn a_quick_reply_button_confirms_the_appointment_it_answers() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn baja_opts_out_of_marketing_only_by_default_and_an_order_does_not_undo_it() {
-    let h = Harness::start().await;
+async fn baja_opts_out_of_marketing_only_by_default_and_an_order_does_not_undo_it(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-5", 3);
     assert_eq!(h.post_cloud(&text_message("baja", "wamid.OUT1")).await.status(), 200);
     let mut store = h.store();
@@ -134,9 +132,8 @@ async fn baja_opts_out_of_marketing_only_by_default_and_an_order_does_not_undo_i
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stop_also_blocks_transactional_when_policy_says_so() {
-    let h = Harness::start_with(|c| c.inbound.opt_out_blocks_transactional = true).await;
+async fn stop_also_blocks_transactional_when_policy_says_so(backend: Backend) {
+    let h = Harness::start_with(backend, |c| c.inbound.opt_out_blocks_transactional = true).await;
     // Unknown sender: the opt-out still holds for when they become a customer.
     assert_eq!(h.post_cloud(&text_message("STOP", "wamid.OUT2")).await.status(), 200);
     let mut store = h.store();
@@ -146,9 +143,8 @@ async fn stop_also_blocks_transactional_when_policy_says_so() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reprogramar_lands_in_the_attention_list_and_other_text_is_kept() {
-    let h = Harness::start().await;
+async fn reprogramar_lands_in_the_attention_list_and_other_text_is_kept(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     h.accept(FIXTURE_KEY, Some(FIXTURE_WAMID));
     // The interactive button reply quotes our reminder and says REPROGRAMAR.
@@ -172,3 +168,12 @@ async fn reprogramar_lands_in_the_attention_list_and_other_text_is_kept() {
     assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Accepted);
     h.stop().await;
 }
+
+on_both!(
+    async:
+    confirmo_cancels_the_pending_confirmation_reminder_once,
+    a_quick_reply_button_confirms_the_appointment_it_answers,
+    baja_opts_out_of_marketing_only_by_default_and_an_order_does_not_undo_it,
+    stop_also_blocks_transactional_when_policy_says_so,
+    reprogramar_lands_in_the_attention_list_and_other_text_is_kept,
+);

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use unavez::domain::event::BookingEvent;
 use unavez::domain::state::IntentionState;
 use unavez::server::cloud::BatchSummary;
+use unavez_testkit::{Backend, on_both};
 use webhooks_support::*;
 
 const WABA: &str = "102290129340398";
@@ -48,9 +49,8 @@ fn stored(h: &Harness, kind: &str) -> usize {
     rows.iter().filter(|r| r.2 == kind).count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_paused_template_holds_its_planned_messages_in_review_with_one_alert() {
-    let h = Harness::start().await;
+async fn a_paused_template_holds_its_planned_messages_in_review_with_one_alert(backend: Backend) {
+    let h = Harness::start(backend).await;
     let planned = h.schedule("cita-1042", 3);
     let template = planned[0].template.clone();
     let same: Vec<String> = planned
@@ -127,9 +127,8 @@ async fn a_paused_template_holds_its_planned_messages_in_review_with_one_alert()
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn user_preferences_stop_and_resume_marketing_only() {
-    let h = Harness::start().await;
+async fn user_preferences_stop_and_resume_marketing_only(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let pref = |value: &str| {
         notification(
@@ -168,9 +167,8 @@ fn messages_change(messages: Value, contacts: Value) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_number_moves_upcoming_appointments_without_opening_the_window() {
-    let h = Harness::start().await;
+async fn a_changed_number_moves_upcoming_appointments_without_opening_the_window(backend: Backend) {
+    let h = Harness::start(backend).await;
     let before = h.schedule("cita-1042", 3);
     // Two orders of the same customer: one notice still waits, one went out.
     let order = |reference: &str| {
@@ -248,9 +246,8 @@ async fn a_changed_number_moves_upcoming_appointments_without_opening_the_window
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_known_only_by_user_id_is_stored_and_correlated() {
-    let h = Harness::start().await;
+async fn a_message_known_only_by_user_id_is_stored_and_correlated(backend: Backend) {
+    let h = Harness::start(backend).await;
     h.schedule("cita-1042", 3);
     let uid = "US.13491208655302741918";
     let ts = chrono::Utc::now().timestamp().to_string();
@@ -280,9 +277,8 @@ async fn a_message_known_only_by_user_id_is_stored_and_correlated() {
     h.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_account_updates_and_unknown_fields_are_stored_and_counted_per_field() {
-    let h = Harness::start().await;
+async fn calls_account_updates_and_unknown_fields_are_stored_and_counted_per_field(backend: Backend) {
+    let h = Harness::start(backend).await;
     let call = notification(
         "calls",
         json!({"messaging_product": "whatsapp", "metadata": metadata(),
@@ -335,9 +331,8 @@ fn engine_event(event_id: &str, instance: &str, key: &str, wamid: &str) -> Strin
     .to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn engine_events_for_another_instance_are_refused_and_split_ones_parked() {
-    let h = Harness::start().await;
+async fn engine_events_for_another_instance_are_refused_and_split_ones_parked(backend: Backend) {
+    let h = Harness::start(backend).await;
     let planned = h.schedule("cita-1042", 3);
     let (a, b) = (planned[0].key.clone(), planned[1].key.clone());
     let ida = h.accept(&a, Some("wamid.A"));
@@ -383,3 +378,13 @@ async fn engine_events_for_another_instance_are_refused_and_split_ones_parked() 
     assert_eq!(h.intention(&a).state, IntentionState::Delivered);
     h.stop().await;
 }
+
+on_both!(
+    async:
+    a_paused_template_holds_its_planned_messages_in_review_with_one_alert,
+    user_preferences_stop_and_resume_marketing_only,
+    a_changed_number_moves_upcoming_appointments_without_opening_the_window,
+    a_message_known_only_by_user_id_is_stored_and_correlated,
+    calls_account_updates_and_unknown_fields_are_stored_and_counted_per_field,
+    engine_events_for_another_instance_are_refused_and_split_ones_parked,
+);

@@ -12,7 +12,7 @@ use unavez::domain::state::Signal;
 use unavez::ingest::{Outcome, ingest};
 use unavez::planner::Planner;
 use unavez::server::{self, AppState, Secrets, ServerHandle};
-use unavez::store::{Cause, Entry, IntentionRow, Store};
+use unavez::store::{Cause, Entry, IntentionRow, Store, StoreError, Tx};
 use unavez::templates::Templates;
 
 pub const APP_SECRET: &str = "app-secret-de-prueba";
@@ -36,17 +36,31 @@ pub struct Harness {
     /// The server's state: rejections are counted in memory and flushed
     /// in batches, so `counter` stores them first.
     state: AppState,
+    /// The PostgreSQL schema the ledger lives in, dropped with the harness.
+    schema: Option<unavez_testkit::TestLedger>,
 }
 
 impl Harness {
-    pub async fn start() -> Harness {
-        Self::start_with(|_| {}).await
+    /// A server on a fresh ledger on `backend` (the conformance suite's
+    /// parameter, see `unavez_testkit::on_both!`).
+    pub async fn start(backend: unavez_testkit::Backend) -> Harness {
+        Self::start_with(backend, |_| {}).await
     }
 
-    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Harness {
+    pub async fn start_with(backend: unavez_testkit::Backend, tweak: impl FnOnce(&mut Config)) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("ledger.db");
-        Self::start_on(dir, db, tweak).await
+        match backend {
+            unavez_testkit::Backend::Sqlite => {
+                let db = dir.path().join("ledger.db");
+                Self::start_on(dir, db, tweak).await
+            }
+            unavez_testkit::Backend::Postgres => {
+                let ledger = backend.ledger();
+                let mut h = Self::start_on(dir, ledger.db.clone(), tweak).await;
+                h.schema = Some(ledger);
+                h
+            }
+        }
     }
 
     /// A server on an existing ledger file (`dir` is kept alive with it).
@@ -80,6 +94,7 @@ impl Harness {
             stop: Some(tx),
             handle: Some(handle),
             state,
+            schema: None,
         }
     }
 
@@ -92,8 +107,8 @@ impl Harness {
         }
     }
 
-    pub fn store(&self) -> Store {
-        Store::open(&self.db).unwrap()
+    pub fn store(&self) -> TestStore {
+        TestStore(tokio::task::block_in_place(|| Store::open(&self.db).unwrap()))
     }
 
     /// POSTs a Cloud API notification signed with the app secret.
@@ -209,13 +224,35 @@ impl Harness {
 
     pub fn counter(&self, name: &str) -> i64 {
         let mut store = self.store();
-        self.state.store_rejections(&mut store).unwrap();
+        tokio::task::block_in_place(|| self.state.store_rejections(&mut store.0)).unwrap();
         store.read(|tx| tx.counter(name)).unwrap()
     }
 
     pub fn history(&self, id: i64) -> Vec<unavez::store::HistoryRow> {
         let mut store = self.store();
         store.read(|tx| tx.history(id)).unwrap()
+    }
+}
+
+/// The ledger as a test on tokio's threads uses it: each call leaves the
+/// runtime's thread first (`block_in_place`), as the server's handlers do
+/// with `spawn_blocking`, because PostgreSQL's synchronous client must not
+/// block a runtime thread (SQLite does not mind).
+pub struct TestStore(pub Store);
+
+impl TestStore {
+    pub fn read<T, E>(&mut self, f: impl FnOnce(&Tx<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        tokio::task::block_in_place(|| self.0.read(f))
+    }
+
+    pub fn write<T, E>(&mut self, f: impl FnMut(&Tx<'_>) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        tokio::task::block_in_place(|| self.0.write(f))
     }
 }
 

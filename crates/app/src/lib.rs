@@ -23,7 +23,7 @@ pub use unavez_channels::channel;
 pub use unavez_core::{domain, planner, policy, templates};
 #[cfg(feature = "failpoints")]
 pub use unavez_ledger::failpoint;
-pub use unavez_ledger::{pg, store};
+pub use unavez_ledger::{location, pg, store};
 
 pub mod board;
 pub mod config;

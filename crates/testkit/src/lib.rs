@@ -145,9 +145,11 @@ impl PgSchema {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
-        let mut c = connect(&base);
-        c.batch_execute(&format!("CREATE SCHEMA {name}"))
-            .unwrap_or_else(|e| panic!("cannot create schema {name} at {}: {e}", shown(&base)));
+        on_own_thread(|| {
+            let mut c = connect(&base);
+            c.batch_execute(&format!("CREATE SCHEMA {name}"))
+                .unwrap_or_else(|e| panic!("cannot create schema {name} at {}: {e}", shown(&base)));
+        });
         let sep = if base.contains('?') { '&' } else { '?' };
         let url = format!("{base}{sep}options=-c%20search_path%3D{name}%2Cpublic");
         PgSchema { base, name, url }
@@ -162,10 +164,22 @@ impl Default for PgSchema {
 
 impl Drop for PgSchema {
     fn drop(&mut self) {
-        if let Ok(mut c) = postgres::Client::connect(&self.base, postgres::NoTls) {
-            let _ = c.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
-        }
+        on_own_thread(|| {
+            if let Ok(mut c) = postgres::Client::connect(&self.base, postgres::NoTls) {
+                let _ = c.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name));
+            }
+        });
     }
+}
+
+/// Runs `f` on a thread of its own: the synchronous client blocks on a
+/// runtime of its own, which tokio refuses inside an async test.
+fn on_own_thread(f: impl FnOnce() + Send) {
+    std::thread::scope(|s| {
+        if let Err(panic) = s.spawn(f).join() {
+            std::panic::resume_unwind(panic);
+        }
+    });
 }
 
 fn connect(url: &str) -> postgres::Client {

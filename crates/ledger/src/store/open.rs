@@ -117,7 +117,7 @@ impl Store {
     /// connection whose schema version is checked, not migrated.
     pub fn attach_location(location: &Location) -> Result<Store> {
         match location {
-            Location::Sqlite(path) => Store::attach(path),
+            Location::Sqlite(path) => Store::attach_file(path),
             Location::Postgres(url) => {
                 let (client, found) = PgLedger::connect_checked(url)?;
                 let known = PgLedger::known_version();
@@ -178,8 +178,16 @@ impl Store {
     /// Opens an existing ledger that is already at this binary's schema
     /// version, without taking the write lock (no migration): for extra
     /// connections of a running service, which must open even while
-    /// another process holds the lock.
-    pub fn attach(path: &Path) -> Result<Store> {
+    /// another process holds the lock. The setting is a file or a
+    /// `postgres://` URL ([`Store::attach_location`]).
+    pub fn attach(setting: &Path) -> Result<Store> {
+        match Location::parse(setting)? {
+            Location::Sqlite(path) => Store::attach_file(&path),
+            pg => Store::attach_location(&pg),
+        }
+    }
+
+    fn attach_file(path: &Path) -> Result<Store> {
         if !path.exists() {
             return Err(StoreError::Missing {
                 path: path.to_path_buf(),

@@ -129,7 +129,7 @@ impl Health {
 
     fn probe_with(&self, probe: &mut Option<Store>, state: &AppState) -> Verdict {
         if probe.is_none() {
-            match Store::attach(state.db()).and_then(|mut s| s.set_busy_timeout(PROBE_WAIT).map(|_| s)) {
+            match Store::attach_location(state.location()).and_then(|mut s| s.set_busy_timeout(PROBE_WAIT).map(|_| s)) {
                 Ok(s) => *probe = Some(s),
                 Err(e) => return Verdict::Unhealthy(format!("ledger cannot be opened: {e}")),
             }

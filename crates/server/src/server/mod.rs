@@ -186,6 +186,12 @@ impl AppState {
         self.inner.ledger.path()
     }
 
+    /// Where the ledger is, with everything needed to connect (the
+    /// shown [`AppState::db`] leaves a URL's options and password out).
+    pub fn location(&self) -> &unavez_app::location::Location {
+        self.inner.ledger.location()
+    }
+
     pub fn body_limits(&self) -> &limits::BodyLimits {
         &self.inner.bodies
     }
