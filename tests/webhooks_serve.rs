@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use dispatch_support::{Cfg, Env, INSTANCE, Proc, phone, runtime, scheduled, sent_counts, wait_until};
 use unavez::domain::state::{CancelReason, IntentionState};
+use unavez_testkit::{Backend, on_both};
 
 /// The default `server.motor_webhook_secret_env`, set for the child only.
 const SECRET_ENV: &str = "UNAVEZ_MOTOR_WEBHOOK_SECRET";
@@ -36,8 +37,7 @@ fn engine_state(estado: &str) -> IntentionState {
     }
 }
 
-#[test]
-fn serve_with_the_simulator_ends_in_the_states_its_log_justifies() {
+fn serve_with_the_simulator_ends_in_the_states_its_log_justifies(backend: Backend) {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
     let port = free_port();
@@ -56,7 +56,7 @@ fn serve_with_the_simulator_ends_in_the_states_its_log_justifies() {
         .unwrap();
     let mut cfg = Cfg::motor(&sim.base_url());
     cfg.server_listen = format!("127.0.0.1:{port}");
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     let events: Vec<String> = (0..12).map(|n| scheduled(&format!("cita-w{n}"), n)).collect();
     env.import("agenda.jsonl", &events);
 
@@ -137,6 +137,7 @@ fn serve_with_the_simulator_ends_in_the_states_its_log_justifies() {
 /// `expect_sent`: how many messages must show in the simulator's log (it
 /// writes a line when the message goes out, shortly after accepting it).
 fn opt_out_then_dispatch(
+    backend: Backend,
     word: &str,
     blocks_transactional: bool,
     expect_sent: usize,
@@ -145,7 +146,7 @@ fn opt_out_then_dispatch(
     let log = tempfile::NamedTempFile::new().unwrap();
     let sim = dispatch_support::start_sim(&rt, log.path(), "", 3);
     let cfg = Cfg::motor(&sim.base_url());
-    let env = Env::new(&cfg);
+    let env = Env::with(backend, &cfg);
     env.import("agenda.jsonl", &[scheduled("cita-a", 0), scheduled("cita-b", 1)]);
 
     let db = env.db.clone();
@@ -173,9 +174,8 @@ fn opt_out_then_dispatch(
     (env, counts)
 }
 
-#[test]
-fn baja_keeps_transactional_messages_by_default() {
-    let (env, counts) = opt_out_then_dispatch("BAJA", false, 2);
+fn baja_keeps_transactional_messages_by_default(backend: Backend) {
+    let (env, counts) = opt_out_then_dispatch(backend, "BAJA", false, 2);
     let rows = env.by_key();
     for k in ["cita-a:aviso-reserva:v1", "cita-b:aviso-reserva:v1"] {
         assert_eq!(counts.get(k).copied(), Some(1), "{k} sent: {counts:?}");
@@ -183,9 +183,8 @@ fn baja_keeps_transactional_messages_by_default() {
     }
 }
 
-#[test]
-fn stop_blocks_the_next_transactional_message_when_policy_says_so() {
-    let (env, counts) = opt_out_then_dispatch("STOP", true, 1);
+fn stop_blocks_the_next_transactional_message_when_policy_says_so(backend: Backend) {
+    let (env, counts) = opt_out_then_dispatch(backend, "STOP", true, 1);
     let rows = env.by_key();
     let a = &rows["cita-a:aviso-reserva:v1"];
     assert_eq!(a.state, IntentionState::Cancelled);
@@ -196,3 +195,9 @@ fn stop_blocks_the_next_transactional_message_when_policy_says_so() {
     );
     assert_eq!(counts.get("cita-b:aviso-reserva:v1").copied(), Some(1));
 }
+
+on_both!(
+    serve_with_the_simulator_ends_in_the_states_its_log_justifies,
+    baja_keeps_transactional_messages_by_default,
+    stop_blocks_the_next_transactional_message_when_policy_says_so,
+);
