@@ -21,7 +21,7 @@ use unavez::store::{Store, open_connection};
 use crate::ledger_shape::{self, LedgerShape};
 use crate::report::percentile;
 
-const API_KEY: &str = "bench-api-key";
+pub const API_KEY: &str = "bench-api-key";
 
 /// The configuration the dispatch benchmarks run with: booking notices only
 /// (every intention due now), no quiet hours or daily cap (they would defer
@@ -129,6 +129,19 @@ impl SimProcess {
             base_url: format!("http://{addr}"),
             child,
         })
+    }
+}
+
+impl SimProcess {
+    /// The simulator's own count of commands created, and of keys
+    /// presented again (`GET /sim/stats`): the judge of "each once".
+    pub fn created_and_repeated(&self) -> anyhow::Result<(u64, u64)> {
+        let url = format!("{}/sim/stats", self.base_url);
+        let stats: serde_json::Value = tokio::runtime::Runtime::new()?.block_on(async {
+            reqwest::get(&url).await?.error_for_status()?.json().await
+        })?;
+        let n = |k: &str| stats[k].as_u64().with_context(|| format!("no {k} in /sim/stats: {stats}"));
+        Ok((n("created")?, n("repeated")?))
     }
 }
 

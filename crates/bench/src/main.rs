@@ -17,6 +17,7 @@
 //! | `peer` | the river peer queue, one run |
 //! | `versus` | unavez dispatch against river: each side's sweep, three interleaved repeats, the median ratio |
 //! | `webhook` | status webhooks applied per second |
+//! | `pg` | the PostgreSQL ledger: raw and `SKIP LOCKED` baselines, reserve + plan, dispatch with 1 and 3 processes, the console at a million intentions |
 //! | `console`, `screens` | a generated million-row ledger and the console's screens on it |
 //! | `ledger_shape` | the raw baseline and the fast ledger generator (bench-only SQL) |
 //! | `report` | the figures table |
@@ -28,6 +29,7 @@ mod console;
 mod dispatch;
 mod ledger_shape;
 mod peer;
+mod pg;
 mod raw;
 mod report;
 mod reserve;
@@ -57,7 +59,7 @@ struct Args {
     /// Ten times smaller sizes, to check the harness itself quickly.
     #[arg(long)]
     quick: bool,
-    /// Only these sections (comma-separated): raw, reserve, console, dispatch, http, webhook, reprocess, peer.
+    /// Only these sections (comma-separated): raw, reserve, console, dispatch, http, webhook, reprocess, peer, pg.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The peer binary (default: benches/river/target/release/unavez-river-peer).
@@ -77,6 +79,10 @@ struct Args {
     /// instead of at the best configuration of a sweep.
     #[arg(long)]
     no_sweep: bool,
+    /// The PostgreSQL server of the `pg` section (a scratch schema per
+    /// measurement is made and dropped there).
+    #[arg(long, env = "UNAVEZ_BENCH_PG", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    pg: String,
     /// Print the table as Markdown only (no progress lines).
     #[arg(long)]
     quiet: bool,
@@ -146,6 +152,16 @@ impl Run<'_> {
     fn scale(&self, n: u64) -> u64 {
         if self.args.quick { (n / 10).max(1) } else { n }
     }
+}
+
+/// The `unavez` binary for `unavez sim` and `unavez dispatch` children.
+fn unavez_bin(args: &Args) -> PathBuf {
+    args.unavez_bin.clone().unwrap_or_else(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join("unavez")))
+            .unwrap_or_default()
+    })
 }
 
 fn bench(args: &Args) -> anyhow::Result<ExitCode> {
@@ -281,12 +297,7 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     if run.wants("http") {
         let n = run.scale(50_000);
         let cfg = dispatch::config(conc, batch, 20);
-        let bin = args.unavez_bin.clone().unwrap_or_else(|| {
-            std::env::current_exe()
-                .ok()
-                .and_then(|p| p.parent().map(|d| d.join("unavez")))
-                .unwrap_or_default()
-        });
+        let bin = unavez_bin(args);
         let sim = dispatch::SimProcess::start(&bin)?;
         let db = dir.join("dispatch-http.db");
         run.say(&format!(
@@ -338,6 +349,10 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
             "{} events in {} signed requests of 100 statuses (8 clients; 10% repeated, 10% reversed) in {:.2} s; {} of {n} read at the end",
             w.events, w.requests, w.seconds, w.read_at_end
         )));
+    }
+    if run.wants("pg") {
+        let bin = unavez_bin(args);
+        pg::rows(&mut run, &dir, &bin)?;
     }
     println!("{}", report::render(&run.figures));
     if remove_after {

@@ -62,7 +62,7 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
     term.draw(|f| unavez::tui::view::draw(f, &app))?;
     let first_frame_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    let intentions = crate::ledger_shape::count_intentions(&open_connection(db)?)?;
+    let intentions = count_intentions(db)?;
     let day = |k: usize| operating_day(now + Duration::days(k as i64 % 90 - 60), tz);
     let (mut att, mut up, mut board, mut counter, mut detail, mut point) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
@@ -124,4 +124,14 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
         point_p95_ms: percentile(&point, 95.0),
         peak_rss_mib: peak_rss_mib().unwrap_or(f64::NAN),
     })
+}
+
+/// How many intentions the probed ledger holds, on either backend.
+fn count_intentions(db: &Path) -> anyhow::Result<i64> {
+    let setting = db.to_string_lossy();
+    if setting.starts_with("postgres") {
+        let mut c = postgres::Client::connect(&setting, postgres::NoTls)?;
+        return Ok(c.query_one("SELECT count(*) FROM intentions", &[])?.get(0));
+    }
+    Ok(crate::ledger_shape::count_intentions(&open_connection(db)?)?)
 }

@@ -134,8 +134,14 @@ impl PgSchema {
     /// Creates a fresh schema; panics, saying how to fix it, when the
     /// server cannot be reached.
     pub fn new() -> PgSchema {
-        static N: AtomicU32 = AtomicU32::new(0);
         let base = std::env::var("UNAVEZ_TEST_PG").unwrap_or_else(|_| DEFAULT_PG.to_string());
+        PgSchema::in_database(&base)
+    }
+
+    /// The same in the database `base` names (the bench's `--pg`).
+    pub fn in_database(base: &str) -> PgSchema {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let base = base.to_string();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())

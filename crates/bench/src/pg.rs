@@ -1,0 +1,279 @@
+//! The PostgreSQL ledger's figures, each beside a baseline measured on the
+//! same server in the same run: raw inserts and a bare `SKIP LOCKED` job
+//! queue (the peer: riverqueue's Rust crate drives SQLite only), then
+//! reserve + plan, dispatch with one and three `unavez dispatch` processes
+//! against `unavez sim`, and the console's screens at a million
+//! intentions. Every measurement gets a schema of its own, dropped after.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use chrono::{DateTime, Utc};
+use unavez::config::Config;
+use unavez_testkit::PgSchema;
+
+use crate::dispatch::{API_KEY, SimProcess};
+use crate::report::{Figure, Target};
+
+/// Rows per second of the bare baselines.
+pub struct Baselines {
+    pub raw_batched_per_s: f64,
+    pub raw_rows: u64,
+    pub queue_per_s: f64,
+    pub queue_jobs: u64,
+    pub queue_workers: usize,
+}
+
+fn client(url: &str) -> anyhow::Result<postgres::Client> {
+    // The synchronous client blocks on a runtime of its own; the bench's
+    // main thread has none, so it may.
+    postgres::Client::connect(url, postgres::NoTls).with_context(|| format!("connecting to {url}"))
+}
+
+/// Durable inserts of the SQLite raw baseline's rows (one prepared
+/// statement per row, 1,000 rows per commit), then a job queue worked by
+/// `workers` connections: lock up to 128 available jobs with `FOR UPDATE
+/// SKIP LOCKED`, mark them done, commit (fetch + complete, no work).
+pub fn baselines(base: &str, rows: u64, jobs: u64, workers: usize) -> anyhow::Result<Baselines> {
+    let schema = PgSchema::in_database(base);
+    let mut c = client(&schema.url)?;
+    c.batch_execute(
+        "CREATE TABLE bench_raw (id BIGSERIAL PRIMARY KEY, key TEXT NOT NULL UNIQUE, payload TEXT NOT NULL, at BIGINT NOT NULL);
+         CREATE TABLE bench_jobs (id BIGSERIAL PRIMARY KEY, state SMALLINT NOT NULL DEFAULT 0, payload TEXT NOT NULL);
+         CREATE INDEX bench_jobs_available ON bench_jobs(id) WHERE state = 0;",
+    )?;
+    let payload = "x".repeat(crate::ledger_shape::RAW_ROW_BYTES);
+    let t = Instant::now();
+    let mut n = 0u64;
+    while n < rows {
+        let mut tx = c.transaction()?;
+        let stmt = tx.prepare("INSERT INTO bench_raw(key, payload, at) VALUES ($1, $2, $3)")?;
+        for j in n..(n + 1000).min(rows) {
+            tx.execute(&stmt, &[&format!("raw-{j:09}:batched:v1"), &payload, &(j as i64)])?;
+        }
+        tx.commit()?;
+        n = (n + 1000).min(rows);
+    }
+    let raw_batched_per_s = rows as f64 / t.elapsed().as_secs_f64();
+
+    c.execute(
+        "INSERT INTO bench_jobs(payload) SELECT 'job ' || g FROM generate_series(1, $1::bigint) AS g",
+        &[&(jobs as i64)],
+    )?;
+    let t = Instant::now();
+    let done: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| s.spawn(|| work_queue(&schema.url)))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("queue worker")).sum::<anyhow::Result<u64>>()
+    })?;
+    let queue_per_s = done as f64 / t.elapsed().as_secs_f64();
+    if done != jobs {
+        bail!("the SKIP LOCKED queue finished {done} of {jobs} jobs");
+    }
+    Ok(Baselines {
+        raw_batched_per_s,
+        raw_rows: rows,
+        queue_per_s,
+        queue_jobs: jobs,
+        queue_workers: workers,
+    })
+}
+
+fn work_queue(url: &str) -> anyhow::Result<u64> {
+    let mut c = client(url)?;
+    let mut done = 0u64;
+    loop {
+        let mut tx = c.transaction()?;
+        let n = tx.execute(
+            "UPDATE bench_jobs SET state = 1 WHERE id IN (
+                 SELECT id FROM bench_jobs WHERE state = 0 ORDER BY id LIMIT 128 FOR UPDATE SKIP LOCKED)",
+            &[],
+        )?;
+        tx.commit()?;
+        if n == 0 {
+            // Nothing available: done, unless another worker still holds
+            // locked rows it will complete.
+            let left: i64 = c.query_one("SELECT count(*) FROM bench_jobs WHERE state = 0", &[])?.get(0);
+            if left == 0 {
+                return Ok(done);
+            }
+        }
+        done += n;
+    }
+}
+
+/// Reserve + plan into a fresh PostgreSQL ledger: the import path, as the
+/// SQLite row measures it.
+pub fn reserve(base: &str, events: u64) -> anyhow::Result<crate::reserve::Reserve> {
+    let schema = PgSchema::in_database(base);
+    Ok(crate::reserve::run_into(
+        &PathBuf::from(&schema.url),
+        "cita",
+        events,
+        1000,
+        &Config::default(),
+    )?)
+}
+
+/// `processes` `unavez dispatch --until-idle` processes started together on
+/// one PostgreSQL ledger of `n` due notices, against `unavez sim`; the
+/// figure is accepted sends per second, from the first start to the last
+/// exit, and the simulator's count must equal `n` (each sent once).
+pub fn dispatch(
+    base: &str,
+    unavez: &Path,
+    dir: &Path,
+    n: u64,
+    processes: usize,
+    cfg: &Config,
+) -> anyhow::Result<(f64, String)> {
+    let schema = PgSchema::in_database(base);
+    let db = PathBuf::from(&schema.url);
+    crate::dispatch::prepare(&db, &format!("citapg{processes}"), n, cfg)?;
+    let sim = SimProcess::start(unavez)?;
+    let mut c = cfg.clone();
+    c.database = PathBuf::new();
+    c.channel.motor.base_url = sim.base_url.clone();
+    c.channel.motor.api_key_env = "UNAVEZ_MOTOR_API_KEY".into();
+    let config = dir.join(format!("pg-dispatch-{processes}.toml"));
+    std::fs::write(&config, toml::to_string(&c)?).with_context(|| format!("writing {}", config.display()))?;
+    let t = Instant::now();
+    let children = (0..processes)
+        .map(|_| {
+            Command::new(unavez)
+                .arg("--config")
+                .arg(&config)
+                .arg("--db")
+                .arg(&db)
+                .args(["dispatch", "--until-idle", "--json"])
+                .env("UNAVEZ_MOTOR_API_KEY", API_KEY)
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("starting unavez dispatch")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut accepted = 0u64;
+    let mut each = Vec::new();
+    for child in children {
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!("unavez dispatch failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("dispatch --json printed {}", String::from_utf8_lossy(&out.stdout)))?;
+        let a = report["dispatch"]["accepted"].as_u64().unwrap_or(0);
+        accepted += a;
+        each.push(a.to_string());
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    let (created, repeated) = sim.created_and_repeated()?;
+    if accepted != n || created != n || repeated != 0 {
+        bail!(
+            "{processes} dispatchers accepted {accepted}; the simulator created {created} commands of {n}, {repeated} keys presented again"
+        );
+    }
+    Ok((
+        accepted as f64 / seconds,
+        format!(
+            "{n} due notices in {seconds:.2} s by {processes} process(es) (accepted each: {}); the simulator created {created} commands, no key presented twice",
+            each.join(" + ")
+        ),
+    ))
+}
+
+/// The console's screens on a PostgreSQL copy of the SQLite ledger `from`
+/// (generated by the console section): `unavez ledger copy`'s library
+/// path, then the same probe in a fresh process. Returns the probe and the
+/// seconds the copy took.
+pub fn console(
+    base: &str,
+    from: &Path,
+    now: DateTime<Utc>,
+    samples: usize,
+) -> anyhow::Result<(crate::console::Probe, f64, PgSchema)> {
+    let schema = PgSchema::in_database(base);
+    let url = unavez_ledger::pg::PgUrl::parse(&schema.url)?;
+    let t = Instant::now();
+    unavez_ledger::copy::copy_sqlite_to_pg(from, &url, &mut |_, _, _| {})?;
+    let copy_s = t.elapsed().as_secs_f64();
+    let mut c = client(&schema.url)?;
+    c.batch_execute("ANALYZE")?;
+    let probe = crate::console::probe_in_child(Path::new(&schema.url), now, samples)?;
+    Ok((probe, copy_s, schema))
+}
+
+/// The PostgreSQL rows of the table, in `run` (section `pg`).
+pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path) -> anyhow::Result<()> {
+    let base = run.args.pg.clone();
+    run.say(&format!(
+        "postgresql: baselines on {}",
+        unavez_ledger::pg::PgUrl::parse(&base).map(|u| u.to_string()).unwrap_or_default()
+    ));
+    let workers = 8;
+    let b = baselines(&base, run.scale(100_000), run.scale(50_000), workers)?;
+    run.figures.push(
+        Figure::new("pg raw: 1000 rows per commit", b.raw_batched_per_s, "rows/s")
+            .note(format!("{} rows of the SQLite raw row's shape, one prepared INSERT each", b.raw_rows)),
+    );
+    run.figures.push(
+        Figure::new("pg queue: SKIP LOCKED fetch + complete", b.queue_per_s, "jobs/s").note(format!(
+            "{} no-op jobs, {} connections, 128 locked per transaction (the peer: riverqueue's Rust crate has no PostgreSQL driver)",
+            b.queue_jobs, b.queue_workers
+        )),
+    );
+
+    let events = run.scale(100_000);
+    run.say(&format!("postgresql: reserve + plan, {events} booking events"));
+    let r = reserve(&base, events)?;
+    run.figures.push(
+        Figure::new("pg reserve + plan", r.intentions_per_s(), "intentions/s")
+            .baseline_in("pg raw batched", b.raw_batched_per_s, "rows/s")
+            .note(format!(
+                "{} events -> {} intentions in {:.2} s, 1,000 events per transaction",
+                r.events, r.intentions, r.seconds
+            )),
+    );
+
+    let cfg = crate::dispatch::config(run.args.dispatch_concurrency, run.args.dispatch_batch, 20);
+    for processes in [1, 3] {
+        let n = run.scale(30_000);
+        run.say(&format!("postgresql: dispatch, {processes} process(es), {n} due notices"));
+        let (per_s, note) = dispatch(&base, unavez, dir, n, processes, &cfg)?;
+        run.figures.push(
+            Figure::new(format!("pg dispatch, {processes} process(es), HTTP to `unavez sim`"), per_s, "msg/s")
+                .baseline_in("pg SKIP LOCKED queue", b.queue_per_s, "jobs/s")
+                .note(note),
+        );
+    }
+
+    let total = run.scale(1_000_000);
+    let now = Utc::now();
+    let from = dir.join("pg-console.db");
+    run.say(&format!("postgresql: console, generating {total} intentions and copying them in"));
+    crate::console::generate(&from, total, now)?;
+    let (p, copy_s, _schema) = console(&base, &from, now, if run.args.quick { 50 } else { 200 })?;
+    for (name, p50, p95, n) in &p.queries {
+        run.figures.push(
+            Figure::new(format!("pg console p95: {name}"), *p95, "ms")
+                .baseline("point lookup p95", p.point_p95_ms)
+                .target(Target::AtMost(if name.starts_with("search") { 20.0 } else { 10.0 }))
+                .note(format!(
+                    "p50 {p50:.2} ms over {n} samples at {} intentions (copied in by `ledger copy` in {copy_s:.0} s)",
+                    p.intentions
+                )),
+        );
+    }
+    run.figures.push(
+        Figure::new("pg console: time to first frame", p.first_frame_ms, "ms")
+            .baseline("open ledger", p.open_ms)
+            .target(Target::AtMost(300.0))
+            .note(p.first_frame_kind.clone()),
+    );
+    let _ = std::fs::remove_file(&from);
+    Ok(())
+}
