@@ -137,10 +137,13 @@ impl SimProcess {
     /// presented again (`GET /sim/stats`): the judge of "each once".
     pub fn created_and_repeated(&self) -> anyhow::Result<(u64, u64)> {
         let url = format!("{}/sim/stats", self.base_url);
-        let stats: serde_json::Value = tokio::runtime::Runtime::new()?.block_on(async {
-            reqwest::get(&url).await?.error_for_status()?.json().await
-        })?;
-        let n = |k: &str| stats[k].as_u64().with_context(|| format!("no {k} in /sim/stats: {stats}"));
+        let stats: serde_json::Value = tokio::runtime::Runtime::new()?
+            .block_on(async { reqwest::get(&url).await?.error_for_status()?.json().await })?;
+        let n = |k: &str| {
+            stats[k]
+                .as_u64()
+                .with_context(|| format!("no {k} in /sim/stats: {stats}"))
+        };
         Ok((n("created")?, n("repeated")?))
     }
 }

@@ -81,7 +81,11 @@ struct Args {
     no_sweep: bool,
     /// The PostgreSQL server of the `pg` section (a scratch schema per
     /// measurement is made and dropped there).
-    #[arg(long, env = "UNAVEZ_BENCH_PG", default_value = "postgres://postgres@127.0.0.1:5432/postgres")]
+    #[arg(
+        long,
+        env = "UNAVEZ_BENCH_PG",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
     pg: String,
     /// Print the table as Markdown only (no progress lines).
     #[arg(long)]

@@ -64,10 +64,11 @@ pub fn baselines(base: &str, rows: u64, jobs: u64, workers: usize) -> anyhow::Re
     )?;
     let t = Instant::now();
     let done: u64 = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| s.spawn(|| work_queue(&schema.url)))
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("queue worker")).sum::<anyhow::Result<u64>>()
+        let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| work_queue(&schema.url))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("queue worker"))
+            .sum::<anyhow::Result<u64>>()
     })?;
     let queue_per_s = done as f64 / t.elapsed().as_secs_f64();
     if done != jobs {
@@ -96,7 +97,9 @@ fn work_queue(url: &str) -> anyhow::Result<u64> {
         if n == 0 {
             // Nothing available: done, unless another worker still holds
             // locked rows it will complete.
-            let left: i64 = c.query_one("SELECT count(*) FROM bench_jobs WHERE state = 0", &[])?.get(0);
+            let left: i64 = c
+                .query_one("SELECT count(*) FROM bench_jobs WHERE state = 0", &[])?
+                .get(0);
             if left == 0 {
                 return Ok(done);
             }
@@ -212,13 +215,17 @@ pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path) -> anyhow::Resu
     let base = run.args.pg.clone();
     run.say(&format!(
         "postgresql: baselines on {}",
-        unavez_ledger::pg::PgUrl::parse(&base).map(|u| u.to_string()).unwrap_or_default()
+        unavez_ledger::pg::PgUrl::parse(&base)
+            .map(|u| u.to_string())
+            .unwrap_or_default()
     ));
     let workers = 8;
     let b = baselines(&base, run.scale(100_000), run.scale(50_000), workers)?;
     run.figures.push(
-        Figure::new("pg raw: 1000 rows per commit", b.raw_batched_per_s, "rows/s")
-            .note(format!("{} rows of the SQLite raw row's shape, one prepared INSERT each", b.raw_rows)),
+        Figure::new("pg raw: 1000 rows per commit", b.raw_batched_per_s, "rows/s").note(format!(
+            "{} rows of the SQLite raw row's shape, one prepared INSERT each",
+            b.raw_rows
+        )),
     );
     run.figures.push(
         Figure::new("pg queue: SKIP LOCKED fetch + complete", b.queue_per_s, "jobs/s").note(format!(
@@ -242,19 +249,27 @@ pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path) -> anyhow::Resu
     let cfg = crate::dispatch::config(run.args.dispatch_concurrency, run.args.dispatch_batch, 20);
     for processes in [1, 3] {
         let n = run.scale(30_000);
-        run.say(&format!("postgresql: dispatch, {processes} process(es), {n} due notices"));
+        run.say(&format!(
+            "postgresql: dispatch, {processes} process(es), {n} due notices"
+        ));
         let (per_s, note) = dispatch(&base, unavez, dir, n, processes, &cfg)?;
         run.figures.push(
-            Figure::new(format!("pg dispatch, {processes} process(es), HTTP to `unavez sim`"), per_s, "msg/s")
-                .baseline_in("pg SKIP LOCKED queue", b.queue_per_s, "jobs/s")
-                .note(note),
+            Figure::new(
+                format!("pg dispatch, {processes} process(es), HTTP to `unavez sim`"),
+                per_s,
+                "msg/s",
+            )
+            .baseline_in("pg SKIP LOCKED queue", b.queue_per_s, "jobs/s")
+            .note(note),
         );
     }
 
     let total = run.scale(1_000_000);
     let now = Utc::now();
     let from = dir.join("pg-console.db");
-    run.say(&format!("postgresql: console, generating {total} intentions and copying them in"));
+    run.say(&format!(
+        "postgresql: console, generating {total} intentions and copying them in"
+    ));
     crate::console::generate(&from, total, now)?;
     let (p, copy_s, _schema) = console(&base, &from, now, if run.args.quick { 50 } else { 200 })?;
     for (name, p50, p95, n) in &p.queries {

@@ -205,20 +205,35 @@ pub trait PgRun {
     fn fetch(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>, postgres::Error>;
 }
 
-/// A write transaction on PostgreSQL that remembers whether the server
-/// chose it as a deadlock's victim or failed it for serialization: such a
+/// The statements a PostgreSQL connection has prepared, by their text:
+/// without it every statement costs a round trip to be parsed and planned
+/// before the one that runs it (SQLite's `prepare_cached` is the same idea).
+/// A prepared statement belongs to the connection and survives the
+/// transaction it was made in, committed or not.
+#[derive(Default)]
+pub struct StatementCache(RefCell<std::collections::HashMap<String, postgres::Statement>>);
+
+/// Distinct statement texts kept per connection; past it the cache starts
+/// over (texts built per batch size would otherwise grow it without end).
+const CACHED_STATEMENTS: usize = 512;
+
+/// A transaction on PostgreSQL (read or write) that prepares each
+/// statement once per connection, and remembers whether the server chose
+/// it as a deadlock's victim or failed it for serialization: such a
 /// transaction did nothing wrong and succeeds when run again (see
 /// `Store::write`), while any other failure is the caller's to report.
 pub struct PgTx<'c> {
     tx: RefCell<postgres::Transaction<'c>>,
     transient: std::cell::Cell<bool>,
+    cache: &'c StatementCache,
 }
 
 impl<'c> PgTx<'c> {
-    pub fn new(tx: postgres::Transaction<'c>) -> PgTx<'c> {
+    pub fn new(tx: postgres::Transaction<'c>, cache: &'c StatementCache) -> PgTx<'c> {
         PgTx {
             tx: RefCell::new(tx),
             transient: std::cell::Cell::new(false),
+            cache,
         }
     }
 
@@ -229,6 +244,19 @@ impl<'c> PgTx<'c> {
 
     pub fn into_inner(self) -> postgres::Transaction<'c> {
         self.tx.into_inner()
+    }
+
+    fn statement(&self, sql: &str) -> Result<postgres::Statement, postgres::Error> {
+        if let Some(st) = self.cache.0.borrow().get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self.tx.borrow_mut().prepare(sql)?;
+        let mut cache = self.cache.0.borrow_mut();
+        if cache.len() >= CACHED_STATEMENTS {
+            cache.clear();
+        }
+        cache.insert(sql.to_string(), st.clone());
+        Ok(st)
     }
 
     fn noted<T>(&self, r: Result<T, postgres::Error>) -> Result<T, postgres::Error> {
@@ -252,11 +280,15 @@ pub fn is_transient(e: &postgres::Error) -> bool {
 
 impl PgRun for PgTx<'_> {
     fn run(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, postgres::Error> {
-        let r = self.tx.borrow_mut().execute(sql, params);
+        let r = self
+            .statement(sql)
+            .and_then(|st| self.tx.borrow_mut().execute(&st, params));
         self.noted(r)
     }
     fn fetch(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>, postgres::Error> {
-        let r = self.tx.borrow_mut().query(sql, params);
+        let r = self
+            .statement(sql)
+            .and_then(|st| self.tx.borrow_mut().query(&st, params));
         self.noted(r)
     }
 }

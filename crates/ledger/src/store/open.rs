@@ -36,6 +36,7 @@ enum Inner {
     },
     Pg {
         client: PgClient,
+        statements: crate::sql::StatementCache,
         url: Box<PgUrl>,
         /// The URL (without its password), where callers show a path.
         shown: PathBuf,
@@ -106,6 +107,7 @@ impl Store {
         Store {
             inner: Inner::Pg {
                 client,
+                statements: Default::default(),
                 url: Box::new(url.clone()),
                 shown: PathBuf::from(url.to_string()),
             },
@@ -450,14 +452,17 @@ impl Store {
     fn begin(&mut self, behavior: TransactionBehavior) -> Result<Tx<'_>> {
         let inner = match &mut self.inner {
             Inner::Sqlite { conn, .. } => TxInner::Sqlite(conn.transaction_with_behavior(behavior)?),
-            Inner::Pg { client, .. } => {
+            Inner::Pg { client, statements, .. } => {
                 let mut build = client.build_transaction();
                 if matches!(behavior, TransactionBehavior::Deferred) {
                     build = build
                         .isolation_level(postgres::IsolationLevel::RepeatableRead)
                         .read_only(true);
                 }
-                TxInner::Pg(crate::sql::PgTx::new(build.start().map_err(crate::pg::PgError::from)?))
+                TxInner::Pg(crate::sql::PgTx::new(
+                    build.start().map_err(crate::pg::PgError::from)?,
+                    statements,
+                ))
             }
         };
         Ok(Tx {
