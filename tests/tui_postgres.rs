@@ -4,7 +4,8 @@
 //!   header names one and counts the other, `:despachadores` lists each
 //!   with host, pid and state), and refreshes from the ledger's change
 //!   notices: with an hour-long tick, an import by another process appears
-//!   without a key press, and a killed dispatcher leaves the header;
+//!   without a key press (also after the server dropped the listener's
+//!   connection), and a killed dispatcher leaves the header;
 //! - a read-only console's connection is read-only at the server: reads
 //!   answer, and an action that got past the keys is refused by
 //!   PostgreSQL, in the console's words, with nothing written.
@@ -37,6 +38,19 @@ fn live_rows(env: &Env) -> usize {
         .read(|tx| tx.heartbeats(Utc::now() - chrono::Duration::hours(1)))
         .unwrap()
         .len()
+}
+
+/// Ends every backend listening on `schema`'s channel; returns how many.
+fn terminate_listeners(schema: &PgSchema) -> usize {
+    let base = std::env::var("UNAVEZ_TEST_PG").unwrap_or_else(|_| unavez_testkit::DEFAULT_PG.to_string());
+    let mut c = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+    let rows = c
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
+            &[&format!("LISTEN \"unavez_{}\"", schema.name)],
+        )
+        .unwrap();
+    rows.len()
 }
 
 #[test]
@@ -90,6 +104,13 @@ fn a_read_only_console_on_postgresql_shows_every_dispatcher_and_refreshes_on_the
     env.import("nueva.jsonl", &[tomorrow("cita-pgt9", 9)]);
     console.wait_for("cita-pgt9");
 
+    // The server drops the listener's connection (a restart, a failover):
+    // the console listens again and keeps up.
+    let dropped = terminate_listeners(&schema);
+    assert!(dropped >= 1, "no listener on the ledger's channel");
+    env.import("otra.jsonl", &[tomorrow("cita-pgt8", 8)]);
+    console.wait_for("cita-pgt8");
+
     // A dispatcher killed without a goodbye leaves the header once its
     // beats are missed (the survivor's beats keep the console reading).
     first.kill();
@@ -97,10 +118,10 @@ fn a_read_only_console_on_postgresql_shows_every_dispatcher_and_refreshes_on_the
     console.wait_for(&format!("● despachador: en marcha · {host} {}", second.pid()));
     console.quit();
 
-    assert!(wait_until(Duration::from_secs(20), || sent_keys(log.path()).len() >= 5));
+    assert!(wait_until(Duration::from_secs(20), || sent_keys(log.path()).len() >= 6));
     std::thread::sleep(Duration::from_millis(300));
     assert_no_duplicates(log.path());
-    assert_eq!(sent_keys(log.path()).len(), 5);
+    assert_eq!(sent_keys(log.path()).len(), 6);
     assert_eq!(live_rows(&env), 2, "the read-only console ran a dispatcher of its own");
 }
 
