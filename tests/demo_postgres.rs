@@ -1,7 +1,7 @@
 //! `unavez demo --db postgres://…` on an empty, uninitialised database, in
 //! a real pseudo-terminal: the demo clinic is seeded into it, the built-in
 //! engine simulator and the dispatcher run, the console opens as the
-//! supervisor. What went out is judged by the simulator's own record (its
+//! supervisor, who pauses and resumes sending. What went out is judged by the simulator's own record (its
 //! `GET /sim/sent`, on the address the demo prints): no key twice, every
 //! key an intention of the ledger, none the ledger says failed or
 //! cancelled. A database that already holds a ledger is refused.
@@ -177,6 +177,20 @@ fn the_demo_runs_on_an_empty_postgresql_database_and_sends_each_message_once() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The supervisor pauses sending and resumes it: the console's own
+    // writes, on the shared ledger.
+    demo.keys("p");
+    demo.wait_for("pausar envíos");
+    demo.keys("el motor va lento\r");
+    demo.wait_for("Pausar los envíos");
+    demo.keys("s");
+    demo.wait_for("despachador: en pausa");
+    demo.keys("p");
+    demo.wait_for("reanudar envíos");
+    demo.keys("ya responde\r");
+    demo.wait_for("Reanudar los envíos");
+    demo.keys("s");
+    demo.wait_for("despachador: en marcha");
     let sent = sent_by_engine(&rt, &base);
     let output = demo.quit();
     assert!(output.contains("STATE") && output.contains("engine: "), "{output}");
@@ -195,6 +209,23 @@ fn the_demo_runs_on_an_empty_postgresql_database_and_sends_each_message_once() {
             row.state
         );
     }
+
+    let location = Location::parse(std::path::Path::new(&schema.url)).unwrap();
+    let actions = Store::attach_location(&location)
+        .unwrap()
+        .read(|tx| tx.operator_actions(10))
+        .unwrap();
+    let got: Vec<(&str, &str, &str)> = actions
+        .iter()
+        .map(|a| (a.action.as_str(), a.operator.as_str(), a.reason.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("resume_dispatch", "supervisora", "ya responde"),
+            ("pause_dispatch", "supervisora", "el motor va lento"),
+        ]
+    );
 
     // The same database again: it holds a ledger now, and is never seeded
     // over.

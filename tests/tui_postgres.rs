@@ -178,3 +178,33 @@ fn a_read_only_connection_on_postgresql_reads_and_the_server_refuses_its_writes(
     );
     assert!(writer.read(|tx| tx.operator_actions(10)).unwrap().is_empty());
 }
+
+#[test]
+fn a_database_without_the_ledger_is_refused_by_the_console_and_left_as_it_was() {
+    let schema = PgSchema::new();
+    for extra in [&[][..], &["--read-only"][..]] {
+        let out = std::process::Command::new(BIN)
+            .args(["--db", &schema.url, "tui", "--operator", "recepcion"])
+            .args(extra)
+            .env_remove("UNAVEZ_DB")
+            .env_remove("UNAVEZ_CONFIG")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("no existe el registro postgres://") && err.contains("créelo con `unavez init`"),
+            "{extra:?}: {err}"
+        );
+    }
+    let base = std::env::var("UNAVEZ_TEST_PG").unwrap_or_else(|_| unavez_testkit::DEFAULT_PG.to_string());
+    let mut c = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+    let tables: i64 = c
+        .query_one(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1",
+            &[&schema.name],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "the console created tables");
+}
