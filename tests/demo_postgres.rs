@@ -194,6 +194,14 @@ fn the_demo_runs_on_an_empty_postgresql_database_and_sends_each_message_once() {
     let sent = sent_by_engine(&rt, &base);
     let output = demo.quit();
     assert!(output.contains("STATE") && output.contains("engine: "), "{output}");
+    // A graceful stop leaves nothing claimed: sends in flight were
+    // answered or recorded as uncertain, and answers that met the engine's
+    // webhook for the same message were recorded all the same.
+    let dispatching = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("dispatching"))
+        .and_then(|n| n.trim().parse::<i64>().ok());
+    assert_eq!(dispatching, Some(0), "{output}");
 
     let twice: Vec<_> = sent.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "the engine sent these more than once: {twice:?}");
