@@ -250,7 +250,6 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     } else {
         channel_from_config(&ctx.config)?
     };
-    ctx.sqlite_only()?;
     let db = Db::from_store(ctx.open_existing()?);
     let settings = Arc::new(Settings::from_config(&ctx.config));
     let rt = runtime()?;

@@ -177,7 +177,6 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         );
         return print(&a, kind, None, message, Some("role"), EXIT_REFUSED);
     }
-    ctx.sqlite_only()?;
     let mut store = ctx.open_existing()?;
     let row = match find_intention(&mut store, &a.key)? {
         Ok(row) => row,

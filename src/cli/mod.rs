@@ -4,6 +4,7 @@
 
 mod background;
 mod copy;
+mod demo;
 mod dispatch;
 mod intents_ops;
 mod ledger;
@@ -55,7 +56,7 @@ pub enum Command {
     #[command(subcommand)]
     Intents(IntentsCmd),
     /// Run the demo clinic: simulator, dispatcher and console.
-    Demo(tui::DemoArgs),
+    Demo(demo::DemoArgs),
     /// Open the operator console.
     Tui(tui::TuiArgs),
     /// Run the WhatsApp engine simulator (docs/design.md, "The WhatsApp engine contract") over HTTP.
@@ -161,19 +162,6 @@ impl Ctx {
         Ok(store)
     }
 
-    /// Refuses a PostgreSQL ledger for the commands that do not run on it
-    /// yet, saying which do.
-    pub fn sqlite_only(&self) -> anyhow::Result<()> {
-        match &self.location {
-            Location::Sqlite(_) => Ok(()),
-            Location::Postgres(url) => anyhow::bail!(
-                "the PostgreSQL ledger ({url}) does not run this command yet: `init`, `import`, \
-                 `serve`, `dispatch`, `commitments`, `intents list|show` and `ledger copy` work on it; use a SQLite \
-                 file for the rest (docs/design.md, \"A shared ledger on PostgreSQL\")"
-            ),
-        }
-    }
-
     /// A ledger that cannot be opened, said for a person: a missing file in
     /// the configured language ("no existe …; créelo con `unavez init`"),
     /// anything else with the path.
@@ -251,7 +239,7 @@ where
         }
         Command::Intents(IntentsCmd::Contact(a)) => intents_ops::run(&ctx, intents_ops::Twin::Contact, a),
         Command::Intents(IntentsCmd::Resolve(a)) => intents_ops::run(&ctx, intents_ops::Twin::Resolve, a),
-        Command::Demo(a) => tui::demo(&ctx, a),
+        Command::Demo(a) => demo::demo(&ctx, a),
         Command::Tui(a) => tui::tui(&ctx, a),
         Command::Sim(a) => sim::run(&ctx, a),
         Command::Serve(a) => dispatch::serve(&ctx, a),

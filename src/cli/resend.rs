@@ -67,7 +67,6 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
         );
         return refused_by_role(a.json, message);
     }
-    ctx.sqlite_only()?;
     let mut store = ctx.open_existing()?;
     let id = match find_intention(&mut store, &a.key)? {
         Ok(row) => row.id,

@@ -242,6 +242,14 @@ impl<'c> PgTx<'c> {
         self.transient.get()
     }
 
+    /// Marks this transaction as one a second run cures: a state change
+    /// decided on a row that another transaction changed and committed
+    /// after this one read it (READ COMMITTED reads each statement's own
+    /// snapshot), which the move's `WHERE state = …` then refused.
+    pub fn note_stale(&self) {
+        self.transient.set(true);
+    }
+
     pub fn into_inner(self) -> postgres::Transaction<'c> {
         self.tx.into_inner()
     }

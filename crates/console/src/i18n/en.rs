@@ -316,6 +316,10 @@ pub static EN: Strings = Strings {
     // alerts and heartbeat
     dispatcher_elsewhere: "{state} · {host} {pid}",
     dispatcher_more: " (+{n})",
+    dispatchers_title: "Running dispatchers",
+    dispatchers_row: "{state} · {host} {pid} · since {since} · last beat {beat} ago",
+    dispatchers_this_console: "{state} · this console",
+    dispatchers_none: "no dispatcher running",
     ledger_locked: "ledger locked by another process: actions wait",
     alert_template_blocked: "template blocked: {names}",
     alert_due_unsent: "{n} due, not sent",

@@ -316,6 +316,10 @@ pub static ES: Strings = Strings {
     // alerts and heartbeat
     dispatcher_elsewhere: "{state} · {host} {pid}",
     dispatcher_more: " (+{n})",
+    dispatchers_title: "Despachadores en marcha",
+    dispatchers_row: "{state} · {host} {pid} · desde {since} · último latido hace {beat}",
+    dispatchers_this_console: "{state} · esta consola",
+    dispatchers_none: "ningún despachador en marcha",
     ledger_locked: "registro bloqueado por otro proceso: las acciones esperan",
     alert_template_blocked: "plantilla bloqueada: {names}",
     alert_due_unsent: "{n} vencidos sin enviar",

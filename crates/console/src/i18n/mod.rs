@@ -275,6 +275,12 @@ pub struct Strings {
     pub dispatcher_elsewhere: &'static str,
     /// More live dispatchers than the one named: ` (+{n})`.
     pub dispatcher_more: &'static str,
+    /// `:despachadores`: every live dispatcher, its state, host and pid,
+    /// since when and its last beat; this console's own; none.
+    pub dispatchers_title: &'static str,
+    pub dispatchers_row: &'static str,
+    pub dispatchers_this_console: &'static str,
+    pub dispatchers_none: &'static str,
     /// The banner while another process holds the ledger's write lock.
     pub ledger_locked: &'static str,
     /// The banner's alerts (`domain::alert::AlertKind`).

@@ -96,6 +96,27 @@ fn sqlite_kind(e: &rusqlite_error::Error) -> FailureKind {
     }
 }
 
+/// The same kinds for the shared PostgreSQL ledger, by SQLSTATE: a write
+/// refused by a read-only session (a `--read-only` console's), a lock or a
+/// serialization conflict that gave up, a full disk, a role without the
+/// right; a connection the server closed is the ledger's trouble, as an
+/// unreachable server is.
+fn pg_kind(e: &unavez_app::pg::PgError) -> FailureKind {
+    use unavez_app::pg::PgError;
+    match e {
+        PgError::Connect { .. } | PgError::Migration { .. } | PgError::TooNew { .. } => FailureKind::Ledger,
+        PgError::Sql(e) => match e.as_db_error().map(|db| db.code().code()) {
+            Some("25006" | "42501") => FailureKind::ReadOnly,
+            Some("55P03" | "40001" | "40P01") => FailureKind::Busy,
+            Some("53100") => FailureKind::DiskFull,
+            Some(_) => FailureKind::Other,
+            None if e.is_closed() => FailureKind::Ledger,
+            None => FailureKind::Other,
+        },
+        PgError::Url(_) => FailureKind::Other,
+    }
+}
+
 impl From<&StoreError> for Failure {
     fn from(e: &StoreError) -> Failure {
         let kind = match e {
@@ -116,8 +137,8 @@ impl From<&StoreError> for Failure {
             StoreError::Moved { .. } | StoreError::Conflict { .. } => FailureKind::Changed,
             // The shared ledger: an unreachable server is the ledger's
             // trouble, as a missing file is on SQLite.
-            StoreError::Pg(unavez_app::pg::PgError::Connect { .. }) => FailureKind::Ledger,
-            StoreError::Pg(_) | StoreError::NotOnPostgres(_) | StoreError::Task(_) => FailureKind::Other,
+            StoreError::Pg(p) => pg_kind(p),
+            StoreError::NotOnPostgres(_) | StoreError::Task(_) => FailureKind::Other,
         };
         Failure::new(kind, e.to_string())
     }

@@ -66,6 +66,9 @@ pub enum Mode {
     Log,
     /// The last errors in full (`enter` on an error's flash, or `:error`).
     Error,
+    /// Every live dispatcher, this console's and other processes'
+    /// (`:despachadores`).
+    Dispatchers,
 }
 
 /// The signed-in operator's powers.
@@ -484,7 +487,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(Action::Abort),
             _ => None,
         },
-        Mode::Help | Mode::Log | Mode::Error => match key.code {
+        Mode::Help | Mode::Log | Mode::Error | Mode::Dispatchers => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::Back),
         },

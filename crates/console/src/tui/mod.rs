@@ -6,7 +6,10 @@
 //! - [`worker`]: the database thread, typed requests and responses;
 //! - [`view`]: rendering, a pure function of the state;
 //! - [`term`]: the terminal (raw mode, panic hook) and the event loop;
-//! - [`refresh`]: when to re-read (tick, or debounced service activity);
+//! - [`refresh`]: when to re-read (tick, or debounced service activity and
+//!   the PostgreSQL ledger's change notices);
+//! - [`listen`]: the PostgreSQL ledger's notices, heard on a thread of
+//!   their own;
 //! - [`theme`]: the colour palettes (dark, light) every view draws with;
 //! - [`failure`]: the worker's errors, typed so they are said in the
 //!   operator's language.
@@ -18,6 +21,7 @@
 pub mod app;
 pub mod failure;
 pub mod keys;
+pub mod listen;
 pub mod refresh;
 pub mod term;
 pub mod theme;

@@ -1,11 +1,14 @@
 //! When the console re-reads the ledger: on the clock tick, and sooner
-//! when the background services say something changed.
+//! when something says the ledger changed.
 //!
-//! The services bump an [`crate::dispatch::Activity`] counter after each
-//! committed batch; during a burst that happens many times a second, so a
-//! notification only schedules a refresh, at most one per `debounce`. The
-//! tick stays as the fallback (no services embedded, a missed bump, the
-//! clock moving `now` for ages and due times).
+//! Two kinds of source say so: the embedded services bump an
+//! [`crate::dispatch::Activity`] counter after each committed batch, and on
+//! a PostgreSQL ledger the listener ([`super::listen`]) bumps its own after
+//! each batch of the ledger's change notices, whoever committed them. During
+//! a burst that happens many times a second, so a notification only
+//! schedules a refresh, at most one per `debounce`. The tick stays as the
+//! fallback (no source at all, a missed bump, the clock moving `now` for
+//! ages and due times).
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +20,8 @@ pub struct Refresh {
     debounce: Duration,
     last: Instant,
     pending: bool,
-    activity: Option<watch::Receiver<u64>>,
+    /// The change signals still alive.
+    sources: Vec<watch::Receiver<u64>>,
 }
 
 impl Refresh {
@@ -28,23 +32,31 @@ impl Refresh {
             debounce,
             last: now,
             pending: false,
-            activity,
+            sources: activity.into_iter().collect(),
         }
+    }
+
+    /// One more change signal (the PostgreSQL ledger's notices).
+    pub fn also(mut self, source: watch::Receiver<u64>) -> Refresh {
+        self.sources.push(source);
+        self
     }
 
     /// Whether to refresh at `now`; if so, the schedule restarts from `now`.
     pub fn due(&mut self, now: Instant) -> bool {
-        if let Some(rx) = &mut self.activity {
-            match rx.has_changed() {
-                Ok(true) => {
-                    rx.borrow_and_update();
-                    self.pending = true;
-                }
-                Ok(false) => {}
-                // The services are gone: only the tick is left.
-                Err(_) => self.activity = None,
+        let mut pending = self.pending;
+        // A source whose sender is gone (services stopped, listener
+        // ended) is dropped: the others and the tick are left.
+        self.sources.retain_mut(|rx| match rx.has_changed() {
+            Ok(true) => {
+                rx.borrow_and_update();
+                pending = true;
+                true
             }
-        }
+            Ok(false) => true,
+            Err(_) => false,
+        });
+        self.pending = pending;
         let since = now.saturating_duration_since(self.last);
         if since >= self.tick || (self.pending && since >= self.debounce) {
             self.last = now;
@@ -87,6 +99,21 @@ mod tests {
         assert!(!r.due(t0 + DEBOUNCE + Duration::from_millis(100)));
         assert!(r.due(t0 + DEBOUNCE * 2));
         assert!(!r.due(t0 + DEBOUNCE * 3));
+    }
+
+    #[test]
+    fn either_source_makes_a_refresh_and_a_gone_one_leaves_the_other() {
+        let services = Activity::new();
+        let notices = Activity::new();
+        let t0 = Instant::now();
+        let mut r = Refresh::new(HOUR, DEBOUNCE, Some(services.subscribe()), t0).also(notices.subscribe());
+        assert!(!r.due(t0 + DEBOUNCE));
+        notices.bump();
+        assert!(r.due(t0 + DEBOUNCE));
+        drop(services);
+        assert!(!r.due(t0 + DEBOUNCE * 3));
+        notices.bump();
+        assert!(r.due(t0 + DEBOUNCE * 4));
     }
 
     #[test]

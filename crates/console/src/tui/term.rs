@@ -16,6 +16,7 @@ use crossterm::event::{
 
 use super::app::App;
 use super::keys::{Access, action_for};
+use super::listen;
 use super::refresh::Refresh;
 use super::theme::{Palette, shade};
 use super::view;
@@ -27,7 +28,6 @@ use crate::ledger::Ledger;
 use crate::store::StoreError;
 use crate::templates::Templates;
 use std::sync::Arc;
-use tokio::sync::watch;
 
 /// Everything `unavez tui` needs.
 pub struct ConsoleOptions {
@@ -55,6 +55,8 @@ pub struct ConsoleOptions {
     pub runtime: tokio::runtime::Handle,
     /// The embedded services' switch, status and activity (`None`: not
     /// embedded): `p` pauses through it, panels refresh on its activity.
+    /// (On a PostgreSQL ledger they also refresh on the ledger's change
+    /// notices, see `listen`.)
     pub control: Option<Control>,
 }
 
@@ -78,14 +80,21 @@ pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
     let store = opts.ledger.connection()?;
     let (req_tx, req_rx) = mpsc::channel::<Request>();
     let (resp_tx, resp_rx) = mpsc::channel();
+    // What says the ledger changed: the embedded services' activity, and
+    // on PostgreSQL the ledger's own notices, whoever committed the change
+    // (another host's dispatcher, an import, another console). The
+    // listener's thread ends once the schedule is dropped.
     let activity = opts.control.as_ref().map(|c| c.activity().subscribe());
-    let every = opts.refresh;
+    let mut refresh = Refresh::new(opts.refresh, ACTIVITY_DEBOUNCE, activity, Instant::now());
+    if let Some(notices) = listen::start(opts.ledger.location())? {
+        refresh = refresh.also(notices.changes);
+    }
     let mut app = new_app(&opts);
     let worker = worker::spawn(store, worker_ctx(opts, resp_tx.clone()), req_rx, resp_tx)?;
     let mut terminal = ratatui::try_init()?;
     // Click selects a row or a tab, the wheel scrolls.
     crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
-    let result = event_loop(&mut app, &mut terminal, &req_tx, &resp_rx, every, activity);
+    let result = event_loop(&mut app, &mut terminal, &req_tx, &resp_rx, refresh);
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     drop(req_tx);
@@ -151,11 +160,9 @@ fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     req_tx: &mpsc::Sender<Request>,
     resp_rx: &mpsc::Receiver<Response>,
-    every: Duration,
-    activity: Option<watch::Receiver<u64>>,
+    mut refresh: Refresh,
 ) -> Result<(), ConsoleError> {
     send(req_tx, app.load())?;
-    let mut refresh = Refresh::new(every, ACTIVITY_DEBOUNCE, activity, Instant::now());
     while !app.quit {
         app.frame = app.frame.wrapping_add(1);
         terminal.draw(|f| view::draw(f, app))?;

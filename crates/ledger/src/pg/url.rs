@@ -53,7 +53,34 @@ impl PgUrl {
     pub fn config(&self) -> &postgres::Config {
         &self.config
     }
+
+    /// The same ledger on connections the server keeps read-only: each
+    /// starts with `default_transaction_read_only` on (a startup option,
+    /// so it holds from the first statement), every transaction is then
+    /// READ ONLY and a write is refused by the server (SQLSTATE 25006),
+    /// whatever the caller's code does. `LISTEN` still works. For
+    /// consoles that must not write (`tui --read-only`).
+    pub fn read_only(&self) -> PgUrl {
+        if self.is_read_only() {
+            return self.clone();
+        }
+        let mut config = self.config.clone();
+        let options = match config.get_options() {
+            Some(o) if !o.trim().is_empty() => format!("{o} {READ_ONLY_OPTION}"),
+            _ => READ_ONLY_OPTION.to_string(),
+        };
+        config.options(&options);
+        PgUrl { config }
+    }
+
+    /// Whether connections from this URL are read-only ([`PgUrl::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.config.get_options().is_some_and(|o| o.contains(READ_ONLY_OPTION))
+    }
 }
+
+/// The startup option of [`PgUrl::read_only`].
+const READ_ONLY_OPTION: &str = "-c default_transaction_read_only=on";
 
 /// `postgres://user@host:port/db`, never the password.
 impl fmt::Display for PgUrl {
@@ -116,5 +143,21 @@ mod tests {
             .to_string();
         assert!(!e.contains("s3cret"), "{e}");
         assert!(e.contains("names no database"), "{e}");
+    }
+
+    #[test]
+    fn a_read_only_url_keeps_the_other_options_and_is_shown_alike() {
+        let u = PgUrl::parse("postgres://clinic@db/unavez?options=-c%20search_path%3Dsede1%2Cpublic").unwrap();
+        assert!(!u.is_read_only());
+        let ro = u.read_only();
+        assert!(ro.is_read_only());
+        assert_eq!(
+            ro.config().get_options(),
+            Some("-c search_path=sede1,public -c default_transaction_read_only=on")
+        );
+        assert_eq!(ro.to_string(), u.to_string());
+        assert_eq!(ro.read_only().config().get_options(), ro.config().get_options());
+        let bare = PgUrl::parse("postgres://clinic@db/unavez").unwrap().read_only();
+        assert_eq!(bare.config().get_options(), Some("-c default_transaction_read_only=on"));
     }
 }

@@ -249,7 +249,7 @@ impl Tx<'_> {
             }
             let changed = self.db().exec(&sql, &values)?;
             if changed != chunk.len() {
-                return Err(self.first_moved(chunk.iter().map(|c| &c.record)));
+                return Err(self.stale(self.first_moved(chunk.iter().map(|c| &c.record))));
             }
         }
         let records: Vec<&Record> = claims.iter().map(|c| &c.record).collect();
@@ -315,7 +315,7 @@ impl Tx<'_> {
             }
             let changed = self.db().exec(&sql, &values)?;
             if changed != chunk.len() {
-                return Err(self.first_moved(chunk.iter().copied()));
+                return Err(self.stale(self.first_moved(chunk.iter().copied())));
             }
         }
         let all: Vec<&Record> = records.iter().collect();

@@ -367,10 +367,10 @@ impl Tx<'_> {
             if let (true, Some(from)) = (r.applied, r.from) {
                 let changed = self.move_state(r.intention_id, Some(from), r.to, r.reason.as_deref(), r.at)?;
                 if changed == 0 {
-                    return Err(StoreError::Moved {
+                    return Err(self.stale(StoreError::Moved {
                         id: r.intention_id,
                         expected: from,
-                    });
+                    }));
                 }
             }
         }

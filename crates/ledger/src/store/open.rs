@@ -482,6 +482,20 @@ impl Tx<'_> {
         }
     }
 
+    /// `e`, a state change refused because the row moved since this
+    /// transaction read it. On PostgreSQL another host's (or a webhook's)
+    /// commit can land between the read and the move, and the decision
+    /// was made on what is now stale: `Store::write` runs the whole
+    /// transaction again, which reads the row afresh and decides anew, as
+    /// SQLite's single writer would have from the start. On SQLite (one
+    /// writer, `BEGIN IMMEDIATE`) it is the caller's mistake, reported.
+    pub(super) fn stale(&self, e: StoreError) -> StoreError {
+        if let TxInner::Pg(tx) = &self.inner {
+            tx.note_stale();
+        }
+        e
+    }
+
     fn commit(self) -> Result<()> {
         self.flush_counters()?;
         match self.inner {

@@ -49,7 +49,7 @@ impl App {
         if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
             v.push("reproceso");
         }
-        v.extend(["detalle", "error", "salir"]);
+        v.extend(["despachadores", "detalle", "error", "salir"]);
         v
     }
 
@@ -111,6 +111,12 @@ impl App {
                 }
             }
             "detalle" | "detail" | "d" if !arg.is_empty() => self.open_detail(arg.to_string()),
+            // The header names one dispatcher and counts the rest; a
+            // shared ledger may have one on every host: this lists them.
+            "despachadores" | "dispatchers" => {
+                self.mode = Mode::Dispatchers;
+                vec![Request::Status { now: self.now }]
+            }
             // The header and the flash line shorten errors; this shows
             // the console's and the dispatcher's last ones whole.
             "error" => {

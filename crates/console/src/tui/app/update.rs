@@ -9,7 +9,7 @@ impl App {
             Mode::Filter | Mode::Command => self.on_input(a),
             Mode::Form => self.on_form(a),
             Mode::Confirm | Mode::ConfirmWord => self.on_confirm(a),
-            Mode::Help | Mode::Log | Mode::Error => self.on_reading_overlay(a),
+            Mode::Help | Mode::Log | Mode::Error | Mode::Dispatchers => self.on_reading_overlay(a),
             Mode::Normal => self.on_normal(a),
         }
     }

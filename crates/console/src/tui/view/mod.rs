@@ -14,7 +14,7 @@ mod panels;
 use attention::{draw_attention_like, human_time, short_name};
 use banner::draw_banner;
 use board::draw_board;
-use overlay::{draw_confirm, draw_error, draw_form, draw_help, draw_log};
+use overlay::{draw_confirm, draw_dispatchers, draw_error, draw_form, draw_help, draw_log};
 use panels::{draw_detail, draw_reprocess};
 
 use chrono::{DateTime, Duration, Utc};
@@ -98,6 +98,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Help => draw_help(f, app),
         Mode::Log => draw_log(f, app),
         Mode::Error => draw_error(f, app),
+        Mode::Dispatchers => draw_dispatchers(f, app),
         _ => {}
     }
     neutralize_controls(f);

@@ -196,6 +196,51 @@ pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
     );
 }
 
+/// Every live dispatcher (`:despachadores`): this console's own when it
+/// runs one, then those of other processes from their heartbeat rows, most
+/// recent beat first, each with its state, host and pid, since when it runs
+/// and how long ago it last beat.
+pub(super) fn draw_dispatchers(f: &mut Frame<'_>, app: &App) {
+    use crate::domain::heartbeat::DispatcherState;
+    let t = app.t;
+    let d = &app.dispatcher;
+    let state = |s: DispatcherState| match s {
+        DispatcherState::Paused => t.dispatcher_paused,
+        DispatcherState::Stopped => t.dispatcher_stopped,
+        _ => t.dispatcher_running,
+    };
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    if d.running == Some(true) {
+        let own = if d.paused {
+            DispatcherState::Paused
+        } else {
+            DispatcherState::Running
+        };
+        lines.push(Line::from(fill(t.dispatchers_this_console, &[("state", state(own))])));
+    }
+    for hb in d.others.as_deref().unwrap_or_default() {
+        lines.push(Line::from(fill(
+            t.dispatchers_row,
+            &[
+                ("state", state(hb.state)),
+                ("host", &inert(&hb.host)),
+                ("pid", &hb.pid.to_string()),
+                ("since", &local(app, hb.started_at, "%d/%m %H:%M")),
+                ("beat", &crate::tui::app::age(app.now, hb.beat_at)),
+            ],
+        )));
+    }
+    if lines.is_empty() {
+        lines.push(Line::styled(t.dispatchers_none, app.palette.dim()));
+    }
+    let area = popup(f.area(), 90, u16::try_from(lines.len().min(20) + 2).unwrap_or(22));
+    f.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", t.dispatchers_title));
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
 /// The last errors whole (`enter` on an error's flash, or `:error`): the
 /// console's, in the operator's words and then technically, and the
 /// dispatcher's.
