@@ -81,11 +81,6 @@ fn one_setting_picks_postgresql_where_import_and_the_listings_run() {
     assert_eq!(shown["intention"]["key"], first.as_str(), "{shown}");
     let commitments = json(url, &["commitments", "list"]);
     assert_eq!(commitments.as_array().map(Vec::len), Some(4), "{commitments}");
-
-    // The headless service does not yet: said plainly, nothing started.
-    let o = run(url, &["serve", "--no-server"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("does not run this command yet"), "{}", stderr(&o));
 }
 
 #[test]

@@ -236,7 +236,7 @@ pub(super) async fn repeat(
                             Ok(Settled::Review)
                         }
                         Withdrawal::Wait(note) => {
-                            recovery::note(tx, id, &note, Some(&command_id), now)?;
+                            recovery::note(tx, id, note, Some(&command_id), now)?;
                             tx.hold_uncertain(id, now + wait)?;
                             Ok(Settled::Waiting)
                         }

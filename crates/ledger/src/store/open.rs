@@ -36,7 +36,7 @@ enum Inner {
     },
     Pg {
         client: PgClient,
-        statements: crate::sql::StatementCache,
+        statements: Box<crate::sql::StatementCache>,
         url: Box<PgUrl>,
         /// The URL (without its password), where callers show a path.
         shown: PathBuf,
