@@ -9,6 +9,7 @@ mod resend_support;
 use resend_support::{Extra, FAILED, Ledger};
 use unavez::domain::state::{IntentionState, Signal};
 use unavez::store::{AttentionQuery, RowKind};
+use unavez_testkit::{Backend, on_both};
 
 const KEY: &str = "cita-r1:aviso-reserva:v1";
 
@@ -37,9 +38,8 @@ fn open_keys(l: &Ledger) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn cancel_then_cancel_again_exits_0_then_3_with_the_rule_in_spanish() {
-    let l = Ledger::new(Extra::default());
+fn cancel_then_cancel_again_exits_0_then_3_with_the_rule_in_spanish(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     let r = twin(&l, "cancel", KEY, "recepcion", &["--json"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -67,9 +67,8 @@ fn cancel_then_cancel_again_exits_0_then_3_with_the_rule_in_spanish() {
     assert_eq!(r.json()["rule"], "closed");
 }
 
-#[test]
-fn unknown_key_operator_or_blank_reason_exit_2_and_a_role_without_the_right_exits_3() {
-    let l = Ledger::new(Extra::default());
+fn unknown_key_operator_or_blank_reason_exit_2_and_a_role_without_the_right_exits_3(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     for cmd in ["cancel", "contact", "resolve"] {
         let r = twin(&l, cmd, "cita-nada:aviso-reserva:v1", "recepcion", &[]);
@@ -92,9 +91,8 @@ fn unknown_key_operator_or_blank_reason_exit_2_and_a_role_without_the_right_exit
     assert_eq!(l.intention(KEY).state, IntentionState::Planned);
 }
 
-#[test]
-fn verify_records_what_the_customer_said() {
-    let l = Ledger::new(Extra::default());
+fn verify_records_what_the_customer_said(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     l.signals(KEY, &[Signal::Claim, Signal::Accepted]);
     let r = twin(&l, "verify", KEY, "recepcion", &["--outcome", "received", "--json"]);
@@ -105,9 +103,8 @@ fn verify_records_what_the_customer_said() {
     assert_eq!(r.code, 2, "--outcome is required: {}", r.stderr);
 }
 
-#[test]
-fn resolve_takes_a_failed_message_off_the_queue_and_contact_closes_reminders() {
-    let l = Ledger::new(Extra::default());
+fn resolve_takes_a_failed_message_off_the_queue_and_contact_closes_reminders(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     l.signals(KEY, FAILED);
     assert!(open_keys(&l).contains(&KEY.to_string()));
@@ -123,3 +120,10 @@ fn resolve_takes_a_failed_message_off_the_queue_and_contact_closes_reminders() {
     assert_eq!(r.json()["result"], "done");
     assert_eq!(l.actions()[0].action, "manual_contact");
 }
+
+on_both!(
+    cancel_then_cancel_again_exits_0_then_3_with_the_rule_in_spanish,
+    unknown_key_operator_or_blank_reason_exit_2_and_a_role_without_the_right_exits_3,
+    verify_records_what_the_customer_said,
+    resolve_takes_a_failed_message_off_the_queue_and_contact_closes_reminders,
+);

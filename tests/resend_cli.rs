@@ -8,6 +8,7 @@ mod resend_support;
 
 use resend_support::{EVIL, EVIL_SHOWN, Extra, FAILED, Ledger, READ, has_controls};
 use unavez::domain::state::{IntentionState, Signal};
+use unavez_testkit::{Backend, on_both};
 
 const KEY: &str = "cita-r1:aviso-reserva:v1";
 
@@ -25,9 +26,8 @@ fn resend(l: &Ledger, key: &str, extra: &[&str]) -> resend_support::Run {
     l.run(&args)
 }
 
-#[test]
-fn unknown_key_operator_or_blank_reason_exit_2_and_front_desk_is_refused_with_3() {
-    let l = Ledger::new(Extra::default());
+fn unknown_key_operator_or_blank_reason_exit_2_and_front_desk_is_refused_with_3(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     l.signals(KEY, FAILED);
 
@@ -68,9 +68,8 @@ fn unknown_key_operator_or_blank_reason_exit_2_and_front_desk_is_refused_with_3(
     assert!(!l.exists(&format!("{KEY}:reenvio:1")));
 }
 
-#[test]
-fn a_resend_is_created_and_a_second_one_is_refused_while_the_first_is_pending() {
-    let l = Ledger::new(Extra::default());
+fn a_resend_is_created_and_a_second_one_is_refused_while_the_first_is_pending(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1", "cita-r2"], "Ana");
     l.signals(KEY, FAILED);
 
@@ -129,9 +128,8 @@ fn a_resend_is_created_and_a_second_one_is_refused_while_the_first_is_pending() 
     assert_eq!(actions.iter().filter(|a| a.result == "done").count(), 1);
 }
 
-#[test]
-fn a_delivered_or_read_message_needs_the_acknowledgement_and_it_is_recorded() {
-    let l = Ledger::new(Extra::default());
+fn a_delivered_or_read_message_needs_the_acknowledgement_and_it_is_recorded(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     // The original was delivered: even the first resend needs it.
     l.signals(KEY, &[Signal::Claim, Signal::Accepted, Signal::Delivered]);
@@ -183,9 +181,8 @@ fn a_delivered_or_read_message_needs_the_acknowledgement_and_it_is_recorded() {
     assert_eq!(r.json()["acknowledged_delivery"], false);
 }
 
-#[test]
-fn the_daily_cap_refuses_the_third_resend_of_the_day_naming_its_rule() {
-    let l = Ledger::new(Extra::default());
+fn the_daily_cap_refuses_the_third_resend_of_the_day_naming_its_rule(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     l.signals(KEY, FAILED);
     for n in 1..=2 {
@@ -255,9 +252,8 @@ fn the_daily_cap_refuses_the_third_resend_of_the_day_naming_its_rule() {
     assert!(l.exists(&format!("{KEY}:reenvio:3")));
 }
 
-#[test]
-fn a_bad_cap_in_the_config_is_an_error_naming_the_field() {
-    let l = Ledger::new(Extra::default());
+fn a_bad_cap_in_the_config_is_an_error_naming_the_field(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     let bad = l.alt_config(
         "bad.toml",
         Extra {
@@ -273,8 +269,7 @@ fn a_bad_cap_in_the_config_is_an_error_naming_the_field() {
     assert!(r.stderr.contains("policy.max_resends_per_day"), "{}", r.stderr);
 }
 
-#[test]
-fn stored_text_is_printed_inert_and_json_stays_exact() {
+fn stored_text_is_printed_inert_and_json_stays_exact(backend: Backend) {
     // An operator whose configured name carries terminal commands, and a
     // reason with a carriage return and a bell.
     let toml_name: String = EVIL
@@ -288,10 +283,13 @@ fn stored_text_is_printed_inert_and_json_stays_exact() {
         })
         .collect();
     let tables = format!("[[operator]]\nname = \"{toml_name}\"\nrole = \"supervisor\"\n");
-    let l = Ledger::new(Extra {
-        tables: &tables,
-        ..Extra::default()
-    });
+    let l = Ledger::new(
+        backend,
+        Extra {
+            tables: &tables,
+            ..Extra::default()
+        },
+    );
     l.book(&["cita-r1"], EVIL);
     l.signals(KEY, READ);
     let reason = "llamó\rotra vez\u{7}";
@@ -325,9 +323,8 @@ fn stored_text_is_printed_inert_and_json_stays_exact() {
     assert!(r.stderr.contains(EVIL_SHOWN), "{}", r.stderr);
 }
 
-#[test]
-fn a_late_delivery_on_a_failed_message_still_counts_as_the_customer_having_it() {
-    let l = Ledger::new(Extra::default());
+fn a_late_delivery_on_a_failed_message_still_counts_as_the_customer_having_it(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
     l.book(&["cita-r1"], "Ana");
     // Failed first, then the engine reported it delivered after all: the
     // state stays failed, but the customer has the message.
@@ -339,3 +336,13 @@ fn a_late_delivery_on_a_failed_message_still_counts_as_the_customer_having_it() 
     assert_eq!(j["rule"], "acknowledge_delivery");
     assert!(j["evidence"]["messages"][0]["delivered_at"].is_string(), "{j}");
 }
+
+on_both!(
+    unknown_key_operator_or_blank_reason_exit_2_and_front_desk_is_refused_with_3,
+    a_resend_is_created_and_a_second_one_is_refused_while_the_first_is_pending,
+    a_delivered_or_read_message_needs_the_acknowledgement_and_it_is_recorded,
+    the_daily_cap_refuses_the_third_resend_of_the_day_naming_its_rule,
+    a_bad_cap_in_the_config_is_an_error_naming_the_field,
+    stored_text_is_printed_inert_and_json_stays_exact,
+    a_late_delivery_on_a_failed_message_still_counts_as_the_customer_having_it,
+);

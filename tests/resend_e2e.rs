@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use resend_support::{BIN, Extra, Ledger};
 use unavez::domain::state::IntentionState;
+use unavez_testkit::{Backend, on_both};
 
 const KEY: &str = "cita-rep:aviso-reserva:v1";
 const SECRET_ENV: &str = "UNAVEZ_MOTOR_WEBHOOK_SECRET";
@@ -111,8 +112,7 @@ fn resend(l: &Ledger, key: &str, acknowledge: bool) -> resend_support::Run {
     l.run(&args)
 }
 
-#[test]
-fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement() {
+fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sent.jsonl");
     let port = free_port();
@@ -121,10 +121,13 @@ fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement() {
         "[dispatcher]\npoll_ms = 100\n\n[server]\nlisten = \"127.0.0.1:{port}\"\n\n\
          [channel]\nkind = \"motor\"\n[channel.motor]\nbase_url = \"http://{addr}\"\ninstance_id = \"clinica-test\"\n"
     );
-    let l = Ledger::new(Extra {
-        tables: &tables,
-        ..Extra::default()
-    });
+    let l = Ledger::new(
+        backend,
+        Extra {
+            tables: &tables,
+            ..Extra::default()
+        },
+    );
     l.book(&["cita-rep"], "Ana");
     let _serve = Proc(
         Command::new(BIN)
@@ -209,3 +212,5 @@ fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement() {
         "{actions:?}"
     );
 }
+
+on_both!(a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement,);

@@ -18,6 +18,8 @@ pub struct Ledger {
     pub dir: tempfile::TempDir,
     pub db: PathBuf,
     pub config: PathBuf,
+    /// The PostgreSQL schema the ledger lives in, dropped with it.
+    _schema: Option<unavez_testkit::PgSchema>,
 }
 
 /// What the binary said.
@@ -45,12 +47,25 @@ pub struct Extra<'a> {
 impl Ledger {
     /// A ledger and a test config (booking notice only, no reminders, no
     /// quiet hours) with `extra`.
-    pub fn new(extra: Extra<'_>) -> Ledger {
+    /// On `backend`: the conformance suite's parameter
+    /// (`unavez_testkit::on_both!`).
+    pub fn new(backend: unavez_testkit::Backend, extra: Extra<'_>) -> Ledger {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("unavez.db");
+        let (db, schema) = match backend {
+            unavez_testkit::Backend::Sqlite => (dir.path().join("unavez.db"), None),
+            unavez_testkit::Backend::Postgres => {
+                let s = unavez_testkit::PgSchema::new();
+                (PathBuf::from(&s.url), Some(s))
+            }
+        };
         let config = dir.path().join("unavez.toml");
         std::fs::write(&config, config_text(&db, extra)).unwrap();
-        let l = Ledger { dir, db, config };
+        let l = Ledger {
+            dir,
+            db,
+            config,
+            _schema: schema,
+        };
         let r = l.run(&["init"]);
         assert_eq!(r.code, 0, "{}", r.stderr);
         l
