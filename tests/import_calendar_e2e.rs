@@ -9,6 +9,7 @@ mod ledger_support;
 
 use chrono::{Datelike, Duration, NaiveDate, Utc};
 use ledger_support::*;
+use unavez_testkit::{Backend, on_both};
 
 /// Lima has no daylight saving: local = UTC − 5 h all year.
 fn lima_today() -> NaiveDate {
@@ -122,10 +123,9 @@ fn google_export(first: NaiveDate) -> String {
     text
 }
 
-#[test]
-fn a_google_calendar_export_plans_reminders_without_editing_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn a_google_calendar_export_plans_reminders_without_editing_the_file(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let first = lima_today() + Duration::days(7);
     let file = dir.path().join("basic.ics");
     std::fs::write(&file, google_export(first)).unwrap();
@@ -214,10 +214,9 @@ fn a_google_calendar_export_plans_reminders_without_editing_the_file() {
     assert_eq!(intention_summary(&db), before);
 }
 
-#[test]
-fn the_horizon_is_configurable_and_the_text_report_names_what_was_skipped() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("l.db");
+fn the_horizon_is_configurable_and_the_text_report_names_what_was_skipped(backend: Backend) {
+    let ledger = backend.ledger();
+    let (dir, db) = (&ledger.dir, ledger.db.clone());
     let cfg = dir.path().join("unavez.toml");
     std::fs::write(&cfg, "[import]\nrecurrence_days = 9\n").unwrap();
     let file = dir.path().join("basic.ics");
@@ -235,3 +234,8 @@ fn the_horizon_is_configurable_and_the_text_report_names_what_was_skipped() {
     assert!(out.contains("1 all-day"), "{out}");
     assert!(out.contains("all-day event skipped"), "{out}");
 }
+
+on_both!(
+    a_google_calendar_export_plans_reminders_without_editing_the_file,
+    the_horizon_is_configurable_and_the_text_report_names_what_was_skipped,
+);
