@@ -5,7 +5,9 @@
 //! busy timeout, and `BEGIN IMMEDIATE` for every read-then-write so two
 //! processes never decide on the same stale read. Callers compose typed
 //! operations on a [`Tx`] inside [`Store::write`]; they never see a
-//! statement, so a PostgreSQL store can implement the same surface later.
+//! statement, and the same operations run on the shared PostgreSQL ledger
+//! (`open.rs`: connections on either backend; `tx.rs`: transactions, and
+//! running again what PostgreSQL rolled back for a deadlock).
 //!
 //! Submodules group the operations by the part of the system that uses them.
 
@@ -26,6 +28,7 @@ mod open;
 mod operator;
 mod queries;
 mod refused;
+mod tx;
 mod uncertain;
 mod webhooks;
 
@@ -41,10 +44,11 @@ pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent, NewEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
-pub use open::{OpenOptions, Store, Tx, open_connection};
+pub use open::{OpenOptions, Store, open_connection};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
 pub use refused::{NewRefusal, RefusedEventRow};
+pub use tx::{TRANSIENT_RETRIES, Tx};
 pub use uncertain::UncertainItem;
 pub use webhooks::{
     ChannelEventRow, NewChannelEvent, PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_CLOUD,

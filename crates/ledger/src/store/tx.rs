@@ -1,0 +1,207 @@
+//! One transaction on the ledger ([`Tx`]), on either backend, and the
+//! write loop that runs it again when PostgreSQL rolls it back for a
+//! deadlock or a serialization failure. The operations in the sibling
+//! modules take `&Tx`.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rusqlite::TransactionBehavior;
+
+use super::open::Inner;
+use super::{Result, Store, StoreError};
+
+/// A transaction. Operations are methods in the submodules; dropping it
+/// without [`Store::write`] returning `Ok` rolls back.
+pub struct Tx<'c> {
+    inner: TxInner<'c>,
+    /// Counter increments, written at commit in name order (see
+    /// [`Tx::bump_counter`]).
+    pub(super) counters: RefCell<BTreeMap<String, i64>>,
+}
+
+enum TxInner<'c> {
+    Sqlite(rusqlite::Transaction<'c>),
+    Pg(crate::sql::PgTx<'c>),
+}
+
+impl Store {
+    /// Runs `f` in one write transaction (`BEGIN IMMEDIATE` on SQLite,
+    /// READ COMMITTED on PostgreSQL), committing on `Ok`.
+    ///
+    /// On PostgreSQL, writers on several hosts lock rows in orders no one
+    /// host controls (two imports of one agenda, a claim and a result on
+    /// the same day's counters), so the server may pick this transaction
+    /// as a deadlock's victim. It rolled everything back, so `f` runs
+    /// again on a fresh transaction, up to [`TRANSIENT_RETRIES`] times,
+    /// after a short jittered pause; `f` must therefore keep its effects
+    /// inside the transaction (it gets no other state to mutate than what
+    /// it returns). SQLite has one writer and never asks for this.
+    pub fn write<T, E>(&mut self, mut f: impl FnMut(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let mut retries = 0;
+        loop {
+            // Chaos failpoints (feature `failpoints`, see `crate::failpoint`): a
+            // transaction that cannot begin, or a commit that fails.
+            #[cfg(feature = "failpoints")]
+            if let Some(a) = crate::failpoint::hit("store_begin") {
+                return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
+            }
+            let wrapped = self.begin(TransactionBehavior::Immediate).map_err(E::from)?;
+            let again = retries < TRANSIENT_RETRIES;
+            match f(&wrapped) {
+                Err(e) if !(again && wrapped.hit_transient()) => return Err(e),
+                Err(_) => {}
+                Ok(v) => {
+                    #[cfg(feature = "failpoints")]
+                    if let Some(a) = crate::failpoint::hit("store_commit") {
+                        drop(wrapped);
+                        return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
+                    }
+                    match wrapped.commit() {
+                        Ok(()) => return Ok(v),
+                        Err(e) if again && e.is_transient() => {}
+                        Err(e) => return Err(E::from(e)),
+                    }
+                }
+            }
+            retries += 1;
+            tracing::debug!(
+                retries,
+                "PostgreSQL rolled a write back (deadlock or serialization); running it again"
+            );
+            std::thread::sleep(transient_pause(retries));
+        }
+    }
+
+    /// Runs read-only queries in one snapshot (a deferred transaction under
+    /// WAL on SQLite, REPEATABLE READ READ ONLY on PostgreSQL): never
+    /// blocking writers.
+    pub fn read<T, E>(&mut self, f: impl FnOnce(&Tx<'_>) -> std::result::Result<T, E>) -> std::result::Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let wrapped = self.begin(TransactionBehavior::Deferred).map_err(E::from)?;
+        f(&wrapped)
+    }
+
+    fn begin(&mut self, behavior: TransactionBehavior) -> Result<Tx<'_>> {
+        let inner = match &mut self.inner {
+            Inner::Sqlite { conn, .. } => TxInner::Sqlite(conn.transaction_with_behavior(behavior)?),
+            Inner::Pg { client, statements, .. } => {
+                let mut build = client.build_transaction();
+                if matches!(behavior, TransactionBehavior::Deferred) {
+                    build = build
+                        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                        .read_only(true);
+                }
+                TxInner::Pg(crate::sql::PgTx::new(
+                    build.start().map_err(crate::pg::PgError::from)?,
+                    statements,
+                ))
+            }
+        };
+        Ok(Tx {
+            inner,
+            counters: RefCell::default(),
+        })
+    }
+}
+
+impl Tx<'_> {
+    /// Whether PostgreSQL failed a statement of this transaction for a
+    /// reason a second run cures (never on SQLite).
+    fn hit_transient(&self) -> bool {
+        match &self.inner {
+            TxInner::Sqlite(_) => false,
+            TxInner::Pg(tx) => tx.hit_transient(),
+        }
+    }
+
+    /// `e`, a state change refused because the row moved since this
+    /// transaction read it. On PostgreSQL another host's (or a webhook's)
+    /// commit can land between the read and the move, and the decision
+    /// was made on what is now stale: `Store::write` runs the whole
+    /// transaction again, which reads the row afresh and decides anew, as
+    /// SQLite's single writer would have from the start. On SQLite (one
+    /// writer, `BEGIN IMMEDIATE`) it is the caller's mistake, reported.
+    pub(super) fn stale(&self, e: StoreError) -> StoreError {
+        if let TxInner::Pg(tx) = &self.inner {
+            tx.note_stale();
+        }
+        e
+    }
+
+    fn commit(self) -> Result<()> {
+        self.flush_counters()?;
+        match self.inner {
+            TxInner::Sqlite(tx) => tx.commit()?,
+            TxInner::Pg(tx) => tx.into_inner().commit().map_err(crate::pg::PgError::from)?,
+        }
+        Ok(())
+    }
+
+    /// The SQLite connection, for what only SQLite has (the last
+    /// insert's rowid); on PostgreSQL, [`StoreError::NotOnPostgres`].
+    pub(super) fn sqlite(&self) -> Result<&rusqlite::Connection> {
+        match &self.inner {
+            TxInner::Sqlite(tx) => Ok(tx),
+            TxInner::Pg(_) => Err(StoreError::NotOnPostgres("a SQLite-only operation")),
+        }
+    }
+
+    /// Statements written once for both backends ([`crate::sql`]).
+    pub(crate) fn db(&self) -> crate::sql::Db<'_> {
+        match &self.inner {
+            TxInner::Sqlite(tx) => crate::sql::Db::Sqlite(tx),
+            TxInner::Pg(tx) => crate::sql::Db::Pg(tx),
+        }
+    }
+
+    /// The time a claim or a result is decided at: the caller's on SQLite
+    /// (one host; tests drive it), the database server's on PostgreSQL,
+    /// whatever the caller's host thinks, so leases and due times written
+    /// by several hosts compare on one clock.
+    pub fn clock(&self, caller: chrono::DateTime<chrono::Utc>) -> Result<chrono::DateTime<chrono::Utc>> {
+        if self.is_pg() { self.now() } else { Ok(caller) }
+    }
+
+    /// The ledger's clock: the database server's on PostgreSQL (several
+    /// hosts share it, their clocks disagree), this host's on SQLite (one
+    /// host).
+    pub fn now(&self) -> Result<chrono::DateTime<chrono::Utc>> {
+        match &self.inner {
+            TxInner::Sqlite(_) => Ok(chrono::Utc::now()),
+            TxInner::Pg(_) => Ok(super::from_ms(
+                self.db()
+                    .row("SELECT unavez_now_ms()", &[], |r| r.int(0))?
+                    .unwrap_or_default(),
+            )),
+        }
+    }
+
+    /// Whether this transaction runs on the shared PostgreSQL ledger.
+    pub fn is_pg(&self) -> bool {
+        matches!(self.inner, TxInner::Pg(_))
+    }
+}
+
+/// How many times [`Store::write`] runs a transaction again after
+/// PostgreSQL rolled it back for a deadlock or a serialization failure.
+/// Each is a real conflict with another writer; ten in a row means the
+/// ledger is in a lock storm an operator should hear about.
+pub const TRANSIENT_RETRIES: u32 = 10;
+
+/// A pause that grows with each retry and differs between processes, so
+/// the two sides of a deadlock do not meet again in step.
+fn transient_pause(retries: u32) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let jitter = u64::from((nanos ^ std::process::id()) % 10);
+    Duration::from_millis(u64::from(retries.min(6)) * 5 + jitter)
+}
