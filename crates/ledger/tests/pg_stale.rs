@@ -112,3 +112,56 @@ fn a_move_refused_without_any_concurrent_change_is_still_an_error() {
         assert_eq!(runs.get() > 1, more_than_once, "{} runs", runs.get());
     }
 }
+
+/// The webhook path's race: a "read" status moves the row and, before it
+/// commits, a delayed "delivered" for the same message (decided on the
+/// committed `sent`) waits for the row's lock. Once the first commits, the
+/// second's move from `sent` is refused and its transaction runs again on
+/// the fresh row, where `delivered` is only recorded. Before, the move was
+/// unconditional and took the row back down to `delivered`.
+#[test]
+fn a_lower_status_landing_behind_a_higher_one_never_moves_the_row_back() {
+    let schema = PgSchema::new();
+    let mut first = open(&schema);
+    let mut second = open(&schema);
+    let fx = Fixture::Pg(schema.url.clone());
+    fx.commitment(1, 1, 0);
+    fx.intention(1, 1, "sent", "");
+    let entry = |signal| unavez_ledger::store::Entry {
+        signal,
+        cause: Cause::Webhook,
+        evidence: Some("sim:1"),
+        note: None,
+        commitment_version: None,
+    };
+    let mut late = None;
+    first
+        .write(|tx| {
+            tx.signal(1, Signal::Read, &entry("read"), Utc::now())?;
+            if late.is_none() {
+                let mut store = std::mem::replace(&mut second, open(&schema));
+                late = Some(std::thread::spawn(move || {
+                    let entry = unavez_ledger::store::Entry {
+                        signal: "delivered",
+                        cause: Cause::Webhook,
+                        evidence: Some("sim:2"),
+                        note: None,
+                        commitment_version: None,
+                    };
+                    store.write(|tx| tx.signal(1, Signal::Delivered, &entry, Utc::now()))
+                }));
+                // Long enough for the late status to read `sent` and wait.
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+    let r = late.unwrap().join().unwrap().unwrap();
+    assert_eq!(r.from, IntentionState::Read, "decided again on the fresh row");
+    let now = second.read(|tx| tx.intention(1)).unwrap().state;
+    assert_eq!(now, IntentionState::Read, "a read message never looks undelivered");
+    let back = fx
+        .int("SELECT count(*) FROM intention_history WHERE intention_id = 1 AND applied = 1 AND to_state = 'delivered'")
+        .unwrap_or(0);
+    assert_eq!(back, 0, "no applied move down in the history");
+}

@@ -283,7 +283,14 @@ impl Tx<'_> {
                     Signal::Cancel(r) => Some(r.as_str().to_string()),
                     _ => entry.note.map(str::to_string),
                 };
-                self.move_state(id, None, to, reason.as_deref(), at)?;
+                // Only from the state the decision was made on: on
+                // PostgreSQL another writer (a webhook for the same message
+                // a moment later) may have moved the row since it was read,
+                // and an unconditional update would move it back down. The
+                // transaction then runs again on the fresh row.
+                if self.move_state(id, Some(from), to, reason.as_deref(), at)? == 0 {
+                    return Err(self.stale(StoreError::Moved { id, expected: from }));
+                }
                 self.append_history(id, Some(from), to, true, entry, at)?;
             }
             Transition::Record(why) => {
