@@ -39,6 +39,14 @@ impl PgClient {
             .map_err(connect_error)?;
         Ok(PgClient(Some(client)))
     }
+
+    /// Whether the server closed this connection (`pg_terminate_backend`,
+    /// a restart, a network cut): the client then fails every call, so
+    /// only a new connection helps. Known only after a call failed on it:
+    /// an idle client does not watch its socket.
+    pub fn is_lost(&self) -> bool {
+        self.0.as_ref().is_none_or(postgres::Client::is_closed)
+    }
 }
 
 impl Deref for PgClient {

@@ -103,19 +103,34 @@ impl Store {
     pub fn attach_location(location: &Location) -> Result<Store> {
         match location {
             Location::Sqlite(path) => Store::attach_file(path),
-            Location::Postgres(url) => {
-                let (client, found) = PgLedger::connect_checked(url)?;
-                let known = PgLedger::known_version();
-                if found != known {
-                    return Err(StoreError::SchemaChanged {
-                        path: PathBuf::from(url.to_string()),
-                        found,
-                        known,
-                    });
-                }
-                Ok(Store::pg_at(client, url))
-            }
+            Location::Postgres(url) => Ok(Store::pg_at(pg_checked(url)?, url)),
         }
+    }
+
+    /// Replaces a PostgreSQL connection the server closed (see
+    /// [`PgClient::is_lost`]) with a new one, checked like
+    /// [`Store::attach_location`]'s; whether it did. A long-running process
+    /// (`serve`) then loses one call to a terminated connection, never every
+    /// later one. Only between transactions: a transaction never spans two
+    /// connections.
+    pub(super) fn reconnect_if_lost(&mut self) -> Result<bool> {
+        let Inner::Pg {
+            client,
+            statements,
+            url,
+            ..
+        } = &mut self.inner
+        else {
+            return Ok(false);
+        };
+        if !client.is_lost() {
+            return Ok(false);
+        }
+        *client = pg_checked(url)?;
+        // Prepared statements belong to the connection that prepared them.
+        *statements = Default::default();
+        tracing::warn!(ledger = %url, "the PostgreSQL ledger closed this connection; reconnected");
+        Ok(true)
     }
 
     fn sqlite_at(conn: Connection, path: &Path) -> Store {
@@ -370,6 +385,21 @@ impl Store {
             Inner::Pg { shown, .. } => shown,
         }
     }
+}
+
+/// A new connection to a PostgreSQL ledger already at this binary's
+/// schema version (checked, not migrated).
+fn pg_checked(url: &PgUrl) -> Result<PgClient> {
+    let (client, found) = PgLedger::connect_checked(url)?;
+    let known = PgLedger::known_version();
+    if found != known {
+        return Err(StoreError::SchemaChanged {
+            path: PathBuf::from(url.to_string()),
+            found,
+            known,
+        });
+    }
+    Ok(client)
 }
 
 /// Opens a connection with the production pragmas (WAL, `synchronous=FULL`,

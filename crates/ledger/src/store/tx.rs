@@ -26,6 +26,27 @@ enum TxInner<'c> {
     Pg(crate::sql::PgTx<'c>),
 }
 
+/// Begins a transaction on `$store`, first replacing a PostgreSQL
+/// connection already known to be closed; a `BEGIN` that fails because the
+/// server closed the connection meanwhile ran nothing, so it is begun once
+/// more on a new one. A macro, not a method: the transaction borrows the
+/// store, and a method returning it could not reconnect on its error path.
+macro_rules! begin_or_reconnect {
+    ($store:ident, $behavior:expr) => {
+        'begun: {
+            $store.reconnect_if_lost().map_err(E::from)?;
+            let e = match $store.begin($behavior) {
+                Ok(tx) => break 'begun tx,
+                Err(e) => e,
+            };
+            if !$store.reconnect_if_lost().map_err(E::from)? {
+                return Err(E::from(e));
+            }
+            $store.begin($behavior).map_err(E::from)?
+        }
+    };
+}
+
 impl Store {
     /// Runs `f` in one write transaction (`BEGIN IMMEDIATE` on SQLite,
     /// READ COMMITTED on PostgreSQL), committing on `Ok`.
@@ -50,7 +71,7 @@ impl Store {
             if let Some(a) = crate::failpoint::hit("store_begin") {
                 return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
             }
-            let wrapped = self.begin(TransactionBehavior::Immediate).map_err(E::from)?;
+            let wrapped = begin_or_reconnect!(self, TransactionBehavior::Immediate);
             let again = retries < TRANSIENT_RETRIES;
             match f(&wrapped) {
                 Err(e) if !(again && wrapped.hit_transient()) => return Err(e),
@@ -84,7 +105,7 @@ impl Store {
     where
         E: From<StoreError>,
     {
-        let wrapped = self.begin(TransactionBehavior::Deferred).map_err(E::from)?;
+        let wrapped = begin_or_reconnect!(self, TransactionBehavior::Deferred);
         f(&wrapped)
     }
 

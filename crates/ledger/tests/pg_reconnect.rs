@@ -1,0 +1,73 @@
+//! A PostgreSQL connection the server closes (`pg_terminate_backend`, as an
+//! administrator or a failover does) costs a long-running process one call
+//! at most, never every later one: the store reconnects before its next
+//! transaction, and a `BEGIN` that met the closed connection (it ran
+//! nothing) is begun again on a new one. A transaction that was running
+//! when its connection went fails and commits nothing.
+
+use unavez_ledger::location::Location;
+use unavez_ledger::store::{OpenOptions, Store};
+use unavez_testkit::PgSchema;
+
+/// The schema's URL with an `application_name` that finds this test's
+/// connections in `pg_stat_activity`.
+fn named(schema: &PgSchema, name: &str) -> Location {
+    let url = format!("{}&application_name={name}", schema.url);
+    Location::parse(std::path::Path::new(&url)).unwrap()
+}
+
+/// Terminates every backend of `name`; how many there were.
+fn terminate(name: &str) -> i64 {
+    let base = std::env::var("UNAVEZ_TEST_PG").unwrap_or_else(|_| unavez_testkit::DEFAULT_PG.to_string());
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+    admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE application_name = $1 AND pid <> pg_backend_pid()",
+            &[&name],
+        )
+        .unwrap()
+        .get(0)
+}
+
+fn name(tag: &str) -> String {
+    format!("unavez_reconnect_{tag}_{}", std::process::id())
+}
+
+#[test]
+fn a_terminated_connection_is_replaced_before_the_next_transaction() {
+    let schema = PgSchema::new();
+    let app = name("idle");
+    let mut store = Store::open_location(&named(&schema, &app), &OpenOptions::CREATE).unwrap();
+    store.write(|tx| tx.set_counter("probe", 1)).unwrap();
+    assert_eq!(terminate(&app), 1);
+    // The idle connection is gone; the next read and write still work, on
+    // a new one, without an error.
+    assert_eq!(store.read(|tx| tx.counter("probe")).unwrap(), 1);
+    store.write(|tx| tx.set_counter("probe", 2)).unwrap();
+    assert_eq!(terminate(&app), 1, "one connection again, not two");
+    store.write(|tx| tx.set_counter("probe", 3)).unwrap();
+    assert_eq!(store.read(|tx| tx.counter("probe")).unwrap(), 3);
+}
+
+#[test]
+fn a_transaction_whose_connection_is_terminated_fails_and_the_next_one_works() {
+    let schema = PgSchema::new();
+    let app = name("busy");
+    let mut store = Store::open_location(&named(&schema, &app), &OpenOptions::CREATE).unwrap();
+    store.write(|tx| tx.set_counter("probe", 1)).unwrap();
+    let failed = store.write(|tx| {
+        tx.set_counter("probe", 99)?;
+        // Cut from outside while the transaction is open.
+        assert_eq!(terminate(&app), 1);
+        tx.counter("probe").map(|_| ())
+    });
+    assert!(
+        failed.is_err(),
+        "a write on a terminated connection committed: {failed:?}"
+    );
+    // Nothing of it was committed, and the store works again.
+    assert_eq!(store.read(|tx| tx.counter("probe")).unwrap(), 1);
+    store.write(|tx| tx.set_counter("probe", 2)).unwrap();
+    assert_eq!(store.read(|tx| tx.counter("probe")).unwrap(), 2);
+}
