@@ -2,10 +2,16 @@
 //! (`crate::chaos::check`): every intention with its first claim, the
 //! booking changes that raised each commitment's version (with the time the
 //! import that applied them stamped on them), and the final commitments.
-//! Free functions over a connection (`store::open_connection`): the ledger
-//! itself ships no test tools, and this SQL only reads.
+//! Free functions over one read transaction of the product's own store
+//! (`Tx`), so they read a SQLite file and the shared PostgreSQL ledger
+//! alike: the ledger itself ships no test tools, and these only read.
 
-use rusqlite::{Connection, Result, params};
+use std::collections::HashSet;
+
+use crate::domain::state::IntentionState;
+use crate::store::{IntentFilter, IntentionRow, StoreError, Tx};
+
+type Result<T> = std::result::Result<T, StoreError>;
 
 /// One intention as the checker sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +26,7 @@ pub struct CheckedIntention {
     pub state_reason: Option<String>,
     /// History id of the first successful claim (validity passed), if any.
     pub first_claim: Option<i64>,
-    /// Attempts recorded for it.
+    /// Its attempt counter.
     pub attempts: i64,
     /// When it falls due (ms since the epoch), and when a deferral or
     /// backoff lets it be claimed again.
@@ -48,83 +54,98 @@ pub struct CheckedCommitment {
     pub status: String,
 }
 
-/// Every intention with its first claim and attempt count.
-pub fn intentions(c: &Connection) -> Result<Vec<CheckedIntention>> {
-    let mut stmt = c.prepare(
-        "SELECT i.id, i.key, i.commitment_id, c.ref, i.commitment_version, i.purpose, i.state, i.state_reason,
-                (SELECT min(h.id) FROM intention_history h
-                  WHERE h.intention_id = i.id AND h.signal = 'claim' AND h.applied = 1),
-                (SELECT count(*) FROM attempts a WHERE a.intention_id = i.id),
-                i.due_at, i.next_attempt_at
-         FROM intentions i JOIN commitments c ON c.id = i.commitment_id
-         ORDER BY i.id",
-    )?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok(CheckedIntention {
-                id: r.get(0)?,
-                key: r.get(1)?,
-                commitment_id: r.get(2)?,
-                commitment_ref: r.get(3)?,
-                version: r.get(4)?,
-                purpose: r.get(5)?,
-                state: r.get(6)?,
-                state_reason: r.get(7)?,
-                first_claim: r.get(8)?,
-                attempts: r.get(9)?,
-                due_at_ms: r.get(10)?,
-                next_attempt_at_ms: r.get(11)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+/// Every intention, ordered by id (one query: what settling polls).
+pub fn rows(tx: &Tx<'_>) -> Result<Vec<IntentionRow>> {
+    let mut rows = tx.list_intentions(&IntentFilter {
+        limit: u32::MAX,
+        ..Default::default()
+    })?;
+    rows.sort_by_key(|r| r.id);
     Ok(rows)
 }
 
-/// Every applied booking event that set a commitment's version, the
-/// first one per commitment and version.
-pub fn version_changes(c: &Connection) -> Result<Vec<VersionChange>> {
-    let mut stmt = c.prepare(
-        "SELECT c.id, e.version_after, e.event_id, e.received_at
-         FROM commitment_events e JOIN commitments c ON c.ref = e.commitment_ref
-         WHERE e.effect = 'applied' AND e.version_after IS NOT NULL
-         ORDER BY e.id",
-    )?;
-    let rows: Vec<VersionChange> = stmt
-        .query_map([], |r| {
-            Ok(VersionChange {
-                commitment_id: r.get(0)?,
-                version: r.get(1)?,
-                event_id: r.get(2)?,
-                received_at_ms: r.get(3)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut seen = std::collections::HashSet::new();
-    Ok(rows
+/// Every intention with its first claim (from its history).
+pub fn intentions(tx: &Tx<'_>) -> Result<Vec<CheckedIntention>> {
+    rows(tx)?
         .into_iter()
-        .filter(|c| seen.insert((c.commitment_id, c.version)))
-        .collect())
+        .map(|r| {
+            let first_claim = tx
+                .history(r.id)?
+                .iter()
+                .filter(|h| h.signal == "claim" && h.applied)
+                .map(|h| h.id)
+                .min();
+            Ok(checked(r, first_claim))
+        })
+        .collect()
 }
 
-/// Every commitment's final version and status.
-pub fn commitments(c: &Connection) -> Result<Vec<CheckedCommitment>> {
-    let mut stmt = c.prepare("SELECT ref, version, status FROM commitments ORDER BY id")?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok(CheckedCommitment {
-                reference: r.get(0)?,
-                version: r.get(1)?,
-                status: r.get(2)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(rows)
+fn checked(r: IntentionRow, first_claim: Option<i64>) -> CheckedIntention {
+    CheckedIntention {
+        id: r.id,
+        key: r.key,
+        commitment_id: r.commitment_id,
+        commitment_ref: r.commitment_ref,
+        version: r.commitment_version,
+        purpose: r.purpose,
+        state: r.state.to_string(),
+        state_reason: r.state_reason,
+        first_claim,
+        attempts: r.attempt_count,
+        due_at_ms: r.due_at.timestamp_millis(),
+        next_attempt_at_ms: r.next_attempt_at.map(|t| t.timestamp_millis()),
+    }
+}
+
+/// Whether settling is done with this intention: not in flight, not
+/// uncertain, not planned and due by `horizon_ms`, and if the ledger says
+/// accepted, the engine has sent it (`gone_out`).
+pub fn unsettled(r: &IntentionRow, horizon_ms: i64, gone_out: &HashSet<String>) -> bool {
+    match r.state {
+        IntentionState::Dispatching | IntentionState::Uncertain => true,
+        IntentionState::Planned => {
+            let due = r.due_at.timestamp_millis();
+            r.next_attempt_at.map_or(due, |t| t.timestamp_millis()).max(due) <= horizon_ms
+        }
+        IntentionState::Accepted => !gone_out.contains(&r.key),
+        _ => false,
+    }
+}
+
+/// The final commitments, and the booking changes that raised their
+/// versions: every applied event that set a version, the first one per
+/// commitment and version, in log order; and every event id in the log.
+pub fn commitments_and_changes(tx: &Tx<'_>) -> Result<(Vec<CheckedCommitment>, Vec<VersionChange>, HashSet<String>)> {
+    let mut commitments = tx.list_commitments(u32::MAX, 0)?;
+    commitments.sort_by_key(|c| c.id);
+    let mut changes = Vec::new();
+    let mut logged = HashSet::new();
+    let mut out = Vec::with_capacity(commitments.len());
+    for c in commitments {
+        let mut seen = HashSet::new();
+        for (event_id, _kind, effect, _before, after, received_at) in tx.commitment_events(&c.commitment.reference)? {
+            if let Some(version) = after.filter(|_| effect == "applied")
+                && seen.insert(version)
+            {
+                changes.push(VersionChange {
+                    commitment_id: c.id,
+                    version,
+                    event_id: event_id.clone(),
+                    received_at_ms: received_at.timestamp_millis(),
+                });
+            }
+            logged.insert(event_id);
+        }
+        out.push(CheckedCommitment {
+            reference: c.commitment.reference,
+            version: c.commitment.version,
+            status: c.commitment.status.to_string(),
+        });
+    }
+    Ok((out, changes, logged))
 }
 
 /// Whether a booking event id is in the log.
-pub fn has_event(c: &Connection, event_id: &str) -> Result<bool> {
-    let n: i64 = c
-        .prepare_cached("SELECT count(*) FROM commitment_events WHERE event_id = ?1")?
-        .query_row(params![event_id], |r| r.get(0))?;
-    Ok(n > 0)
+pub fn has_event(tx: &Tx<'_>, event_id: &str) -> Result<bool> {
+    Ok(tx.logged_event(event_id)?.is_some())
 }

@@ -1,8 +1,10 @@
 //! The chaos harness behind `unavez-chaos`: the real dispatcher (`unavez
-//! serve`) as a child process against `unavez sim` with seeded faults,
-//! booking events imported while it runs (reschedules and cancellations
-//! included), SIGKILLs at random moments and at each step of an attempt,
-//! simulator restarts and store faults; then everything settles and a
+//! serve`, one process or several on one ledger) as child processes against
+//! `unavez sim` with seeded faults, booking events imported while they run
+//! (reschedules and cancellations included), SIGKILLs at random moments and
+//! at each step of an attempt, simulator restarts and store faults, on a
+//! PostgreSQL ledger terminated connections, and one dispatcher frozen past
+//! its lease while its appointments move; then everything settles and a
 //! history checker ([`check`]) compares the ledger with the simulator's own
 //! records: its ground-truth log of what went out, and its journal of when
 //! it first received each key, against the commit time of every booking
@@ -11,30 +13,38 @@
 //! | file | job |
 //! |---|---|
 //! | [`plan`] | the seeded schedule and the model of the expected ledger |
-//! | `procs.rs` | starting, killing and restarting the child processes |
+//! | [`backend`] | the ledger (a SQLite file or a PostgreSQL schema of its own) and the faults only it has |
+//! | `procs.rs` | starting, signalling, killing and restarting the child processes |
+//! | `freeze.rs` | SIGSTOP past the lease, a reschedule meanwhile, SIGCONT |
 //! | [`evidence`] | reading the simulator's log and journal, and the harness's import timeline |
+//! | [`ledger_view`] | the ledger's read-only views, through the product's store on either backend |
 //! | [`check`] | the pure history checker |
+//! | [`report`] | the statistics, the verdict, the human summary |
 
+pub mod backend;
 pub mod check;
 pub mod evidence;
 pub mod failpoints;
+mod freeze;
 pub mod ledger_view;
 pub mod plan;
 mod procs;
+pub mod report;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
-use rusqlite::Connection;
-use serde::Serialize;
+use chrono::{DateTime, Utc};
 
-use crate::store::{Store, StoreError, open_connection};
-use check::{Inputs, Verdict};
+use crate::store::{OpenOptions, Store, StoreError};
+use backend::Backend;
+use check::{Expected, Inputs, Verdict};
 use evidence::{ImportWindow, read_sent};
-use plan::{Ending, Options, Plan};
+use plan::{Ending, Options, Plan, Wave};
 use procs::Env;
+use report::{PG_INTEGRITY, Termination};
+pub use report::{Report, RunStats};
 
 /// First argument of a child process: the harness binary re-executed as
 /// the `unavez` command line (`unavez-chaos __unavez serve …`).
@@ -68,116 +78,19 @@ pub enum ChaosError {
     Child(String),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("reading the ledger for the checker: {0}")]
-    Ledger(#[from] rusqlite::Error),
     #[error("simulator log {path}, line {line}: {reason}")]
     Log { path: PathBuf, line: usize, reason: String },
 }
 
-/// What happened during the run, beside the checker's verdict.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RunStats {
-    pub plan_fingerprint: String,
-    pub waves: usize,
-    pub events_imported: usize,
-    pub random_kills: u32,
-    /// Failpoint waves whose dispatcher aborted at the armed step.
-    pub failpoints_fired: BTreeMap<String, bool>,
-    /// Store-fault waves whose dispatcher was still running at the end.
-    pub store_faults_survived: BTreeMap<String, bool>,
-    pub sim_restarts: u32,
-    pub lock_holds: u32,
-    pub settle_seconds: f64,
-    pub settled: bool,
-    pub seconds: f64,
-}
-
-/// The full result: statistics, verdict and `PRAGMA integrity_check`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub stats: RunStats,
-    pub verdict: Verdict,
-    pub integrity: String,
-    pub dir: PathBuf,
-}
-
-impl Report {
-    /// Non-zero exit: duplicated, lost or wrongly sent above zero, or a
-    /// damaged database.
-    pub fn failed(&self) -> bool {
-        self.verdict.failed() || self.integrity != "ok"
-    }
-
-    /// The human summary `unavez-chaos` prints.
-    pub fn render(&self) -> String {
-        let s = &self.stats;
-        let v = &self.verdict;
-        let mut out = String::new();
-        let fired: Vec<String> = s
-            .failpoints_fired
-            .iter()
-            .map(|(k, ok)| format!("{k}={}", yes(*ok)))
-            .collect();
-        let survived: Vec<String> = s
-            .store_faults_survived
-            .iter()
-            .map(|(k, ok)| format!("{k}={}", yes(*ok)))
-            .collect();
-        out.push_str(&format!(
-            "chaos: plan {} · {} waves · {} events imported · {} random SIGKILLs · {} simulator restarts · {} write-lock holds\n",
-            s.plan_fingerprint, s.waves, s.events_imported, s.random_kills, s.sim_restarts, s.lock_holds
-        ));
-        out.push_str(&format!(
-            "failpoints (dispatcher aborted at the step): {}\n",
-            fired.join(" ")
-        ));
-        out.push_str(&format!("store faults (dispatcher survived): {}\n", survived.join(" ")));
-        out.push_str(&format!(
-            "settled: {} in {:.1} s · total {:.1} s · files in {}\n",
-            yes(s.settled),
-            s.settle_seconds,
-            s.seconds,
-            self.dir.display()
-        ));
-        let states: Vec<String> = v.states.iter().map(|(k, n)| format!("{k}={n}")).collect();
-        out.push_str(&format!("final states: {}\n\n", states.join(" ")));
-        out.push_str(&format!("intentions                 {}\n", v.intentions));
-        out.push_str(&format!("messages sent              {}\n", v.messages_sent));
-        out.push_str(&format!("duplicated                 {}\n", v.duplicated));
-        out.push_str(&format!("lost                       {}\n", v.lost));
-        out.push_str(&format!("wrongly sent               {}\n", v.wrongly_sent));
-        out.push_str(&format!("uncertain left unresolved  {}\n", v.uncertain_unresolved));
-        out.push_str(&format!(
-            "in flight across a change  {} (first received by the engine before the change committed, or ≤ {} ms after)\n",
-            v.in_flight_across_change,
-            check::IN_FLIGHT_GRACE_MS
-        ));
-        out.push_str(&format!("ledger contradicts engine  {}\n", v.contradicted));
-        out.push_str(&format!("PRAGMA integrity_check     {}\n", self.integrity));
-        if !v.examples.is_empty() {
-            out.push_str("\nfindings:\n");
-            for e in &v.examples {
-                out.push_str(&format!("  {e}\n"));
-            }
-        }
-        out.push_str(if self.failed() {
-            "\nRESULT: FAIL\n"
-        } else {
-            "\nRESULT: PASS\n"
-        });
-        out
-    }
-}
-
-fn yes(b: bool) -> &'static str {
-    if b { "yes" } else { "NO" }
-}
+/// The lease the children run with: short, so crashes are recovered within
+/// the run and the freeze outlasts it in seconds.
+pub const LEASE_SECONDS: u64 = 3;
 
 /// The configuration the children run with: no reminders (every message is
 /// due now), short lease and backoff so crashes are recovered within the
 /// run, a channel timeout shorter than the simulator's hold so
 /// `timeout_after` is a real timeout, no quiet hours, no daily cap.
-fn config_text(db: &Path, sim_port: u16, server_port: u16) -> String {
+fn config_text(db: &str, sim_port: u16, server_port: u16) -> String {
     format!(
         r#"# Generated by `unavez-chaos`.
 database = "{db}"
@@ -193,7 +106,7 @@ daily_cap_per_recipient = 0
 quiet_hours = {{ start = "00:00", end = "00:00" }}
 max_attempts = 100
 backoff_seconds = [1]
-lease_seconds = 3
+lease_seconds = {lease}
 uncertain_review_minutes = 60
 max_reconcile_attempts = 200
 
@@ -216,7 +129,7 @@ shutdown_grace_ms = 2000
 [server]
 listen = "127.0.0.1:{server_port}"
 "#,
-        db = db.display()
+        lease = LEASE_SECONDS,
     )
 }
 
@@ -225,151 +138,329 @@ listen = "127.0.0.1:{server_port}"
 /// and the checker.
 const SETTLE_AHEAD_MS: i64 = 30_000;
 
-/// Runs the whole harness in `dir` (created), with `bin` as the binary the
-/// children re-execute (this harness, see [`CHILD_ARG`]).
-pub fn run(opts: &Options, bin: &Path, dir: &Path, settle_limit: Duration) -> Result<Report, ChaosError> {
+/// A run in progress: its children, its own connection to the ledger, and
+/// what it has seen.
+struct Run<'a> {
+    plan: &'a Plan,
+    backend: &'a Backend,
+    env: Env,
+    dir: PathBuf,
+    store: Store,
+    sim: Child,
+    sim_port: u16,
+    webhook: String,
+    start: DateTime<Utc>,
+    stats: RunStats,
+    frozen: Option<freeze::Frozen>,
+}
+
+/// Runs the whole harness in `dir` (created) on `backend`'s ledger, with
+/// `bin` as the binary the children re-execute (this harness, see
+/// [`CHILD_ARG`]).
+pub fn run(
+    opts: &Options,
+    bin: &Path,
+    dir: &Path,
+    backend: &Backend,
+    settle_limit: Duration,
+) -> Result<Report, ChaosError> {
     let t0 = Instant::now();
     std::fs::create_dir_all(dir).map_err(|e| ChaosError::Io(format!("creating {}: {e}", dir.display())))?;
     let plan = Plan::new(opts);
-    let mut stats = RunStats {
+    let n = opts.dispatchers.max(1);
+    let stats = RunStats {
         plan_fingerprint: plan.fingerprint(),
+        backend: backend.name().into(),
+        ledger: backend.shown(),
+        dispatchers: n,
         waves: plan.waves.len(),
         ..Default::default()
     };
-    let db = dir.join("ledger.db");
-    let server_port = procs::free_port()?;
     // The engine's webhooks go to a server run by the harness itself (the
     // real `crate::server` router on its own port), so they keep arriving
-    // while the dispatcher is being killed, as with a separate web process.
+    // while the dispatchers are being killed, as with a separate web process.
     let hook_port = procs::free_port()?;
     let webhook = format!("http://127.0.0.1:{hook_port}/webhooks/motor");
     let config = dir.join("unavez.toml");
-    let env0 = Env {
+    let ledger_setting = backend.setting();
+    let mut env = Env {
         bin: bin.to_path_buf(),
         dir: dir.to_path_buf(),
         config: config.clone(),
-        db: db.clone(),
+        db: backend.child_db("import"),
+        dispatchers: Vec::new(),
     };
-    // The simulator first (its port goes into the configuration).
-    write(&config, &config_text(&db, 0, server_port))?;
-    let (mut sim, sim_port) = env0.start_sim(0, plan.sim_seed, &plan.sim_faults, &webhook)?;
-    write(&config, &config_text(&db, sim_port, server_port))?;
-    let env = env0;
-    Store::open(&db)?;
-    let hooks = Hooks::start(&config, &db, hook_port)?;
-
-    let start = Utc::now();
-    let result = (|| -> Result<(), ChaosError> {
+    // The simulator first (its port goes into the configurations); each
+    // dispatcher has a configuration of its own for its HTTP port.
+    write(&config, &config_text(&ledger_setting, 0, 0))?;
+    let (sim, sim_port) = env.start_sim(0, plan.sim_seed, &plan.sim_faults, &webhook)?;
+    write(&config, &config_text(&ledger_setting, sim_port, 0))?;
+    for i in 0..n {
+        let c = dir.join(format!("unavez-d{i}.toml"));
+        write(&c, &config_text(&ledger_setting, sim_port, procs::free_port()?))?;
+        env.dispatchers.push((c, backend.child_db(&format!("dispatcher-{i}"))));
+    }
+    let store = backend.store("harness")?;
+    let hooks = Hooks::start(&config, backend, hook_port)?;
+    let mut run = Run {
+        plan: &plan,
+        backend,
+        env,
+        dir: dir.to_path_buf(),
+        store,
+        sim,
+        sim_port,
+        webhook,
+        start: Utc::now(),
+        stats,
+        frozen: None,
+    };
+    let waves = (|| -> Result<(), ChaosError> {
         for (w, wave) in plan.waves.iter().enumerate() {
-            let file = dir.join(format!("wave-{w:03}.jsonl"));
-            let text: Vec<String> = wave.events.iter().map(|e| e.to_json(start)).collect();
-            write(&file, &(text.join("\n") + "\n"))?;
-            let failpoint = match &wave.ending {
-                Ending::Failpoint(spec) => Some(spec.as_str()),
-                Ending::StoreFaults { spec, .. } => Some(spec.as_str()),
-                Ending::KillAfterMs(_) => None,
-            };
-            let mut d = env.start_dispatcher(failpoint)?;
-            let started_ms = Utc::now().timestamp_millis();
-            if let Err(e) = env.import(&file) {
-                procs::kill(&mut d);
-                return Err(e);
-            }
-            // The import has committed and exited: the checker dates this
-            // wave's booking changes by this moment.
-            let window = ImportWindow {
-                wave: w,
-                started_ms,
-                finished_ms: Utc::now().timestamp_millis(),
-            };
-            evidence::log_import(&dir.join("imports.jsonl"), &window)?;
-            stats.events_imported += wave.events.len();
-            let holder = wave.hold_lock_ms.map(|ms| {
-                stats.lock_holds += 1;
-                let db = db.clone();
-                std::thread::spawn(move || hold_write_lock(&db, Duration::from_millis(ms)))
-            });
-            if wave.restart_sim {
-                std::thread::sleep(Duration::from_millis(150));
-                procs::kill(&mut sim);
-                sim = env.start_sim(sim_port, plan.sim_seed, &plan.sim_faults, &webhook)?.0;
-                stats.sim_restarts += 1;
-            }
-            match &wave.ending {
-                Ending::KillAfterMs(ms) => {
-                    std::thread::sleep(Duration::from_millis(*ms));
-                    procs::kill(&mut d);
-                    stats.random_kills += 1;
-                }
-                Ending::Failpoint(spec) => {
-                    let status = procs::wait_for(&mut d, Duration::from_secs(30));
-                    let fired = status.as_ref().is_some_and(procs::aborted);
-                    if status.is_none() {
-                        procs::kill(&mut d);
-                    }
-                    stats.failpoints_fired.insert(spec.clone(), fired);
-                }
-                Ending::StoreFaults { spec, run_ms } => {
-                    std::thread::sleep(Duration::from_millis(*run_ms));
-                    let alive = matches!(d.try_wait(), Ok(None));
-                    procs::kill(&mut d);
-                    stats.store_faults_survived.insert(spec.clone(), alive);
-                }
-            }
-            if let Some(h) = holder {
-                let _ = h.join();
-            }
+            run.wave(w, wave)?;
         }
         Ok(())
     })();
-    // Settle: the simulator without faults (same memory), the dispatcher
-    // without failpoints, until nothing is due, in flight or uncertain.
-    procs::kill(&mut sim);
-    result?;
+    procs::kill(&mut run.sim);
+    waves?;
     let settle_start = Instant::now();
-    let (mut sim, _) = env.start_sim(sim_port, plan.sim_seed, "", &webhook)?;
-    let mut d = env.start_dispatcher(None)?;
-    let store = Store::open(&db)?;
-    let mut conn = open_connection(&db)?;
-    let deadline = Instant::now() + settle_limit;
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let now = Utc::now().timestamp_millis();
-        // Settled: nothing due, in flight or uncertain in the ledger, and
-        // everything the engine accepted has gone out (its queue drained).
-        // "Due" looks a little ahead: a retry the last faulty wave backed
-        // off for a second is still work, and it falls due while the
-        // children stop, before the checker looks.
-        let gone_out: std::collections::HashSet<String> =
-            read_sent(&dir.join("sent.jsonl"))?.into_iter().map(|m| m.key).collect();
-        let unsettled = ledger_view::intentions(&conn)?.iter().any(|i| match i.state.as_str() {
-            "dispatching" | "uncertain" => true,
-            "planned" => i.next_attempt_at_ms.unwrap_or(i.due_at_ms).max(i.due_at_ms) <= now + SETTLE_AHEAD_MS,
-            "accepted" => !gone_out.contains(&i.key),
-            _ => false,
-        });
-        if !unsettled {
-            stats.settled = true;
-            break;
-        }
-        if Instant::now() > deadline {
-            break;
-        }
-    }
-    stats.settle_seconds = settle_start.elapsed().as_secs_f64();
-    procs::stop(&mut d, "TERM", Duration::from_secs(10));
-    procs::stop(&mut sim, "INT", Duration::from_secs(5));
+    run.settle(settle_limit)?;
+    run.stats.settle_seconds = settle_start.elapsed().as_secs_f64();
     hooks.stop();
 
-    let verdict = check_run(&mut conn, &plan, dir)?;
-    let integrity = store.integrity_check()?;
-    stats.seconds = t0.elapsed().as_secs_f64();
+    let mut expected = plan.expected.clone();
+    let mut event_ids = plan.event_ids.clone();
+    if let Some(f) = &run.frozen {
+        // The freeze's reschedules: one version more for each.
+        for e in expected.iter_mut().filter(|e| f.rescheduled.contains(&e.reference)) {
+            e.version += 1;
+        }
+        event_ids.extend(f.event_ids.iter().cloned());
+        let mut stats = f.stats.clone();
+        stats.held_sent_after_change = f.held_sent_after_change(dir)?;
+        run.stats.freeze = Some(stats);
+    }
+    let verdict = check_run(&mut run.store, &expected, &event_ids, dir)?;
+    let integrity = if backend.is_pg() {
+        PG_INTEGRITY.to_string()
+    } else {
+        run.store.integrity_check()?
+    };
+    run.stats.seconds = t0.elapsed().as_secs_f64();
     Ok(Report {
-        stats,
+        stats: run.stats,
         verdict,
         integrity,
         dir: dir.to_path_buf(),
     })
+}
+
+/// Something that happens to one dispatcher at a moment of a wave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Act {
+    Terminate(usize),
+    Kill(usize),
+}
+
+impl Run<'_> {
+    /// One wave: start the dispatchers (armed as the wave says), import the
+    /// wave's events while they run, inject the wave's faults, end them.
+    fn wave(&mut self, w: usize, wave: &Wave) -> Result<(), ChaosError> {
+        let file = self.dir.join(format!("wave-{w:03}.jsonl"));
+        let text: Vec<String> = wave.events.iter().map(|e| e.to_json(self.start)).collect();
+        write(&file, &(text.join("\n") + "\n"))?;
+        let n = self.env.dispatchers.len();
+        let mut ds = Vec::with_capacity(n);
+        for i in 0..n {
+            let armed = match &wave.ending {
+                Ending::Failpoint(spec) if i == 0 => Some(spec.as_str()),
+                Ending::StoreFaults { spec, .. } => Some(spec.as_str()),
+                _ => None,
+            };
+            match self.env.start_dispatcher(i, armed) {
+                Ok(c) => ds.push(c),
+                Err(e) => {
+                    kill_all(&mut ds);
+                    return Err(e);
+                }
+            }
+        }
+        let started_ms = Utc::now().timestamp_millis();
+        if let Err(e) = self.env.import(&file) {
+            kill_all(&mut ds);
+            return Err(e);
+        }
+        // The import has committed and exited: the checker dates this
+        // wave's booking changes by this moment.
+        let window = ImportWindow {
+            wave: w,
+            started_ms,
+            finished_ms: Utc::now().timestamp_millis(),
+        };
+        evidence::log_import(&self.dir.join("imports.jsonl"), &window)?;
+        self.stats.events_imported += wave.events.len();
+        let holder = wave.hold_lock_ms.map(|ms| {
+            self.stats.lock_holds += 1;
+            let backend = self.backend.clone();
+            std::thread::spawn(move || backend.hold_write_lock(Duration::from_millis(ms)))
+        });
+        if wave.restart_sim {
+            std::thread::sleep(Duration::from_millis(150));
+            procs::kill(&mut self.sim);
+            self.sim = self
+                .env
+                .start_sim(self.sim_port, self.plan.sim_seed, &self.plan.sim_faults, &self.webhook)?
+                .0;
+            self.stats.sim_restarts += 1;
+        }
+        let ended = self.freeze_and_end(w, wave, &mut ds);
+        kill_all(&mut ds);
+        if let Some(h) = holder {
+            let _ = h.join();
+        }
+        ended
+    }
+
+    fn freeze_and_end(&mut self, w: usize, wave: &Wave, ds: &mut [Child]) -> Result<(), ChaosError> {
+        if let Some(d) = wave.freeze {
+            let cx = freeze::Ctx {
+                env: &self.env,
+                backend: self.backend,
+                store: &mut self.store,
+                wave: w,
+                dispatcher: d,
+                lease: Duration::from_secs(LEASE_SECONDS),
+            };
+            self.frozen = Some(freeze::freeze(cx, &mut ds[d])?);
+        }
+        // Kill delays count from here (after the thaw in the freeze's wave).
+        let t0 = Instant::now();
+        let terminate = wave.terminate.filter(|_| self.backend.is_pg());
+        let mut cut: Option<(Termination, f64)> = None;
+        match &wave.ending {
+            Ending::KillAfterMs(delays) => {
+                let mut acts: Vec<(u64, Act)> = delays.iter().enumerate().map(|(i, d)| (*d, Act::Kill(i))).collect();
+                acts.extend(terminate.map(|t| (t.after_ms, Act::Terminate(t.dispatcher))));
+                acts.sort();
+                for (at, act) in acts {
+                    sleep_until(t0 + Duration::from_millis(at));
+                    match act {
+                        Act::Terminate(i) => cut = Some(self.terminate(w, i)?),
+                        Act::Kill(i) => {
+                            self.judge_cut(&mut cut, i, &mut ds[i])?;
+                            procs::kill(&mut ds[i]);
+                            self.stats.random_kills += 1;
+                        }
+                    }
+                }
+            }
+            Ending::Failpoint(spec) => {
+                let status = procs::wait_for(&mut ds[0], Duration::from_secs(30));
+                let fired = status.as_ref().is_some_and(procs::aborted);
+                self.stats.failpoints_fired.insert(spec.clone(), fired);
+            }
+            Ending::StoreFaults { spec, run_ms } => {
+                if let Some(t) = terminate {
+                    sleep_until(t0 + Duration::from_millis(t.after_ms));
+                    cut = Some(self.terminate(w, t.dispatcher)?);
+                }
+                sleep_until(t0 + Duration::from_millis(*run_ms));
+                let alive = ds.iter_mut().all(procs::alive);
+                if let Some(t) = terminate {
+                    self.judge_cut(&mut cut, t.dispatcher, &mut ds[t.dispatcher])?;
+                }
+                self.stats.store_faults_survived.insert(spec.clone(), alive);
+            }
+        }
+        Ok(())
+    }
+
+    /// Terminates dispatcher `i`'s connections.
+    fn terminate(&mut self, w: usize, i: usize) -> Result<(Termination, f64), ChaosError> {
+        let Backend::Postgres(t) = self.backend else {
+            return Err(ChaosError::Io("connections are terminated on PostgreSQL only".into()));
+        };
+        let (connections, at) = t.terminate(&format!("dispatcher-{i}"))?;
+        Ok((
+            Termination {
+                wave: w,
+                dispatcher: i,
+                connections,
+                ..Default::default()
+            },
+            at,
+        ))
+    }
+
+    /// Right before dispatcher `i` is ended: if its connections were cut
+    /// this wave, whether it is still running and connected again.
+    fn judge_cut(
+        &mut self,
+        cut: &mut Option<(Termination, f64)>,
+        i: usize,
+        child: &mut Child,
+    ) -> Result<(), ChaosError> {
+        let Some((mut t, at)) = cut.take_if(|(t, _)| t.dispatcher == i) else {
+            return Ok(());
+        };
+        t.survived = procs::alive(child);
+        if let Backend::Postgres(pg) = self.backend {
+            t.reconnected = pg.connected_since(&format!("dispatcher-{i}"), at)? > 0;
+        }
+        self.stats.terminations.push(t);
+        Ok(())
+    }
+
+    /// The simulator without faults (same memory), the dispatchers without
+    /// failpoints, until nothing is due, in flight or uncertain and
+    /// everything the engine accepted has gone out (its queue drained).
+    fn settle(&mut self, limit: Duration) -> Result<(), ChaosError> {
+        let (mut sim, _) = self
+            .env
+            .start_sim(self.sim_port, self.plan.sim_seed, "", &self.webhook)?;
+        let mut ds = Vec::new();
+        for i in 0..self.env.dispatchers.len() {
+            ds.push(self.env.start_dispatcher(i, None)?);
+        }
+        let deadline = Instant::now() + limit;
+        loop {
+            std::thread::sleep(Duration::from_millis(500));
+            // "Due" looks a little ahead: a retry the last faulty wave backed
+            // off for a second is still work, and it falls due while the
+            // children stop, before the checker looks.
+            let horizon = Utc::now().timestamp_millis() + SETTLE_AHEAD_MS;
+            let gone_out: std::collections::HashSet<String> = read_sent(&self.dir.join("sent.jsonl"))?
+                .into_iter()
+                .map(|m| m.key)
+                .collect();
+            let rows = self.store.read(ledger_view::rows)?;
+            if !rows.iter().any(|r| ledger_view::unsettled(r, horizon, &gone_out)) {
+                self.stats.settled = true;
+                break;
+            }
+            if Instant::now() > deadline {
+                break;
+            }
+        }
+        for d in &mut ds {
+            procs::stop(d, "TERM", Duration::from_secs(10));
+        }
+        procs::stop(&mut sim, "INT", Duration::from_secs(5));
+        Ok(())
+    }
+}
+
+fn kill_all(ds: &mut [Child]) {
+    for d in ds {
+        procs::kill(d);
+    }
+}
+
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
 }
 
 /// The webhook server of the run (engine events → ledger).
@@ -380,7 +471,7 @@ struct Hooks {
 }
 
 impl Hooks {
-    fn start(config_path: &Path, db: &Path, port: u16) -> Result<Hooks, ChaosError> {
+    fn start(config_path: &Path, backend: &Backend, port: u16) -> Result<Hooks, ChaosError> {
         let text = std::fs::read_to_string(config_path).map_err(|e| ChaosError::Io(e.to_string()))?;
         let config = crate::config::Config::parse(&text, config_path).map_err(|e| ChaosError::Io(e.to_string()))?;
         let secrets = crate::server::Secrets {
@@ -393,10 +484,11 @@ impl Hooks {
             .build()
             .map_err(|e| ChaosError::Io(format!("starting the webhook runtime: {e}")))?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let db = db.to_path_buf();
+        let ledger = unavez::ledger::Ledger::open_location(&backend.location("hooks")?, &OpenOptions::CREATE)?;
         let handle = rt.block_on(async move {
             let listener = crate::server::bind(&format!("127.0.0.1:{port}")).await?;
-            let state = crate::server::AppState::new(config, crate::templates::Templates::embedded(), db, secrets)?;
+            let state =
+                crate::server::AppState::on_ledger(config, crate::templates::Templates::embedded(), ledger, secrets);
             crate::server::spawn(state, listener, async move {
                 let _ = rx.await;
             })
@@ -421,43 +513,33 @@ impl Hooks {
     }
 }
 
-/// Another connection takes the write lock (`BEGIN IMMEDIATE`) and keeps it:
-/// the dispatcher meets `SQLITE_BUSY` until its busy timeout lets it in.
-fn hold_write_lock(db: &Path, d: Duration) {
-    if let Ok(mut s) = Store::open(db) {
-        let _ = s.write(|_tx| {
-            std::thread::sleep(d);
-            Ok::<_, StoreError>(())
-        });
-    }
-}
-
 fn write(path: &Path, text: &str) -> Result<(), ChaosError> {
     std::fs::write(path, text).map_err(|e| ChaosError::Io(format!("writing {}: {e}", path.display())))
 }
 
 /// Gathers the ledger's view, the simulator's log and journal and the
-/// harness's import timeline (all in the run's `dir`) and runs the checker.
-pub fn check_run(conn: &mut Connection, plan: &Plan, dir: &Path) -> Result<Verdict, ChaosError> {
+/// harness's import timeline (all in the run's `dir`) and runs the checker
+/// against the model (`expected` commitments, imported `event_ids`).
+pub fn check_run(
+    store: &mut Store,
+    expected: &[Expected],
+    event_ids: &[String],
+    dir: &Path,
+) -> Result<Verdict, ChaosError> {
     let sent = read_sent(&dir.join("sent.jsonl"))?;
     let receipts = evidence::read_receipts(&dir.join("engine-state.jsonl"))?;
     let imports = evidence::read_imports(&dir.join("imports.jsonl"))?;
-    // One read transaction: the four views are one snapshot of the ledger.
-    let (intentions, changes, commitments, missing) = {
-        let tx = conn.transaction()?;
+    // One read transaction: the views are one snapshot of the ledger.
+    let (intentions, changes, commitments, missing) = store.read(|tx| {
+        let (commitments, changes, logged) = ledger_view::commitments_and_changes(tx)?;
         let mut missing = Vec::new();
-        for e in &plan.event_ids {
-            if !ledger_view::has_event(&tx, e)? {
+        for e in event_ids {
+            if !logged.contains(e) && !ledger_view::has_event(tx, e)? {
                 missing.push(e.clone());
             }
         }
-        (
-            ledger_view::intentions(&tx)?,
-            ledger_view::version_changes(&tx)?,
-            ledger_view::commitments(&tx)?,
-            missing,
-        )
-    };
+        Ok::<_, StoreError>((ledger_view::intentions(tx)?, changes, commitments, missing))
+    })?;
     let changes = evidence::change_commits(&changes, &imports);
     Ok(check::check(&Inputs {
         intentions: &intentions,
@@ -465,7 +547,7 @@ pub fn check_run(conn: &mut Connection, plan: &Plan, dir: &Path) -> Result<Verdi
         receipts: &receipts,
         commitments: &commitments,
         sent: &sent,
-        expected: &plan.expected,
+        expected,
         missing_events: &missing,
         now_ms: Utc::now().timestamp_millis(),
     }))

@@ -1,7 +1,9 @@
 //! The seeded schedule of a chaos run: which booking events are imported
-//! in which wave, how long the dispatcher runs before each SIGKILL, which
-//! failpoints and store faults are armed, when the simulator restarts, and
-//! the model of what the ledger must hold at the end.
+//! in which wave, how long each dispatcher runs before its SIGKILL, which
+//! failpoints and store faults are armed, when the simulator restarts,
+//! whose PostgreSQL connections are terminated and when, which dispatcher
+//! is frozen past its lease, and the model of what the ledger must hold at
+//! the end.
 //!
 //! Pure and deterministic: the same options give the same plan (and the
 //! same [`Plan::fingerprint`]), so a failing seed can be replayed. Times are
@@ -20,9 +22,13 @@ use super::check::Expected;
 pub struct Options {
     /// Intentions the imported events plan (about; every event plans one).
     pub intentions: u64,
-    /// Random SIGKILLs of the dispatcher.
+    /// Random kill waves: every dispatcher of such a wave is SIGKILLed.
     pub kills: u32,
     pub seed: u64,
+    /// Dispatcher processes on the one ledger (at least 1).
+    pub dispatchers: usize,
+    /// The ledger is PostgreSQL: its connections can be terminated.
+    pub postgres: bool,
 }
 
 /// One booking event, relative to the run's start.
@@ -53,18 +59,34 @@ impl PlannedEvent {
     }
 }
 
-/// What happens to the dispatcher in a wave.
+/// What happens to the dispatchers in a wave.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Ending {
-    /// SIGKILL after this many milliseconds of running.
-    KillAfterMs(u64),
-    /// Armed with `--failpoints <spec>`: it must abort by itself (the
-    /// harness kills it after a timeout if it never reaches the point).
+    /// SIGKILL each dispatcher after its own number of milliseconds of
+    /// running (one per dispatcher).
+    KillAfterMs(Vec<u64>),
+    /// Dispatcher 0 armed with `--failpoints <spec>`: it must abort by
+    /// itself (the harness kills it after a timeout if it never reaches the
+    /// point); the others are SIGKILLed when it ends.
     Failpoint(String),
-    /// Armed with store faults that must be survived: it keeps running for
-    /// this long, then is SIGKILLed like any other wave.
+    /// Every dispatcher armed with store faults that must be survived: they
+    /// keep running for this long, then are SIGKILLed like any other wave.
     StoreFaults { spec: String, run_ms: u64 },
 }
+
+/// `pg_terminate_backend` of every connection of one dispatcher, this long
+/// after the wave's import: it must survive (still running when the wave
+/// ends it) and connect again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Terminate {
+    pub dispatcher: usize,
+    pub after_ms: u64,
+}
+
+/// How long into a wave its connections are terminated; the target runs
+/// at least [`TERMINATED_RUNS_MS`] more before the wave ends it.
+pub const TERMINATE_AFTER_MS: u64 = 300;
+pub const TERMINATED_RUNS_MS: u64 = 900;
 
 /// One wave: import, run the dispatcher, end it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -74,14 +96,22 @@ pub struct Wave {
     /// SIGKILL and restart the simulator (same journal) during this wave.
     pub restart_sim: bool,
     /// Hold the ledger's write lock from another connection for this long
-    /// while the dispatcher runs (SQLITE_BUSY pressure).
+    /// while the dispatchers run (SQLITE_BUSY pressure; on PostgreSQL a
+    /// table lock every writer waits for).
     pub hold_lock_ms: Option<u64>,
+    /// PostgreSQL only: terminate one dispatcher's connections.
+    pub terminate: Option<Terminate>,
+    /// Freeze this dispatcher (SIGSTOP) past its lease while some of the
+    /// appointments it holds are rescheduled, then thaw it (SIGCONT); the
+    /// wave's kill delays count from the thaw. Once per run.
+    pub freeze: Option<usize>,
 }
 
 /// The whole schedule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
-    pub options: (u64, u32, u64),
+    /// Intentions, kills, seed, dispatchers, PostgreSQL.
+    pub options: (u64, u32, u64, usize, bool),
     pub waves: Vec<Wave>,
     /// The simulator's `--seed` and `--faults`.
     pub sim_seed: u64,
@@ -124,6 +154,10 @@ impl Plan {
         let random_waves = o.kills.max(1) as usize;
         let fault_waves = STEPS.len() + 2;
         let n_waves = random_waves + fault_waves;
+        let n_disp = o.dispatchers.max(1);
+        // In the middle, past the write-lock wave (and on no simulator
+        // restart: the freeze wants the engine answering).
+        let freeze_wave = (random_waves / 2 + 1).min(random_waves - 1);
 
         let mut appts: Vec<Appt> = Vec::new();
         let mut waves = Vec::with_capacity(n_waves);
@@ -203,12 +237,31 @@ impl Plan {
                 let e = all_events[rng.random_range(0..all_events.len())].clone();
                 events.push(e);
             }
+            let mut terminate = None;
             let ending = if w < random_waves {
-                Ending::KillAfterMs(rng.random_range(100..1500))
+                let mut delays: Vec<u64> = (0..n_disp).map(|_| rng.random_range(100..1500)).collect();
+                if o.postgres && w % 3 == 1 {
+                    let dispatcher = rng.random_range(0..n_disp);
+                    let d = &mut delays[dispatcher];
+                    *d = (*d).max(TERMINATE_AFTER_MS + TERMINATED_RUNS_MS);
+                    terminate = Some(Terminate {
+                        dispatcher,
+                        after_ms: TERMINATE_AFTER_MS,
+                    });
+                }
+                Ending::KillAfterMs(delays)
             } else if w < random_waves + STEPS.len() {
                 let step = STEPS[w - random_waves];
                 Ending::Failpoint(format!("{step}:{}", rng.random_range(1..=3)))
             } else if w == random_waves + STEPS.len() {
+                // A terminated connection on top of the busy ledger: the
+                // dispatcher must outlive both.
+                if o.postgres {
+                    terminate = Some(Terminate {
+                        dispatcher: 0,
+                        after_ms: 700,
+                    });
+                }
                 Ending::StoreFaults {
                     spec: format!("store_begin:{}:busy:3", rng.random_range(2..=8)),
                     run_ms: 2500,
@@ -221,11 +274,14 @@ impl Plan {
             };
             let restart_sim = w > 0 && w < random_waves && w % 5 == 0;
             let hold_lock_ms = (w == random_waves / 2).then_some(2000);
+            let freeze = (w == freeze_wave).then(|| rng.random_range(0..n_disp));
             waves.push(Wave {
                 events,
                 ending,
-                restart_sim,
+                restart_sim: restart_sim && w != freeze_wave,
                 hold_lock_ms,
+                terminate,
+                freeze,
             });
         }
         let expected = appts
@@ -242,7 +298,7 @@ impl Plan {
             .collect();
         let event_ids = all_events.iter().map(|e| e.event_id.clone()).collect();
         Plan {
-            options: (o.intentions, o.kills, o.seed),
+            options: (o.intentions, o.kills, o.seed, n_disp, o.postgres),
             waves,
             sim_seed: o.seed,
             sim_faults: SIM_FAULTS.to_string(),
@@ -272,6 +328,8 @@ mod tests {
             intentions: 500,
             kills: 6,
             seed,
+            dispatchers: 1,
+            postgres: false,
         }
     }
 
@@ -311,6 +369,37 @@ mod tests {
         );
         assert!(p.waves.iter().any(|w| w.restart_sim));
         assert!(p.waves.iter().any(|w| w.hold_lock_ms.is_some()));
+        assert_eq!(p.waves.iter().filter(|w| w.freeze.is_some()).count(), 1);
+        assert!(
+            p.waves.iter().all(|w| w.terminate.is_none()),
+            "SQLite has no connections to cut"
+        );
+    }
+
+    #[test]
+    fn several_dispatchers_on_postgresql_get_their_own_kills_and_terminations() {
+        let o = Options {
+            dispatchers: 3,
+            postgres: true,
+            ..opts(29)
+        };
+        let p = Plan::new(&o);
+        for w in &p.waves {
+            if let Ending::KillAfterMs(d) = &w.ending {
+                assert_eq!(d.len(), 3);
+            }
+            if let Some(t) = w.terminate {
+                assert!(t.dispatcher < 3);
+                if let Ending::KillAfterMs(d) = &w.ending {
+                    assert!(d[t.dispatcher] >= t.after_ms + TERMINATED_RUNS_MS, "{w:?}");
+                }
+            }
+            assert!(w.freeze.is_none_or(|f| f < 3));
+            assert!(!(w.freeze.is_some() && w.restart_sim));
+        }
+        assert!(p.waves.iter().filter(|w| w.terminate.is_some()).count() >= 2);
+        assert_eq!(p.waves.iter().filter(|w| w.freeze.is_some()).count(), 1);
+        assert_ne!(p.fingerprint(), Plan::new(&opts(29)).fingerprint());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Child processes of a chaos run: the simulator and the dispatcher are the
-//! `unavez` command line (this binary re-executed with [`super::CHILD_ARG`]),
+//! Child processes of a chaos run: the simulator, the imports and the
+//! dispatchers are the `unavez` command line (this binary re-executed with [`super::CHILD_ARG`]),
 //! started, SIGKILLed and restarted like an operator's supervisor would.
 
 use std::fs::OpenOptions;
@@ -20,26 +20,31 @@ pub const WEBHOOK_SECRET: &str = "chaos-webhook-secret";
 pub struct Env {
     pub bin: PathBuf,
     pub dir: PathBuf,
+    /// The configuration of the simulator and the imports.
     pub config: PathBuf,
-    pub db: PathBuf,
+    /// The ledger as the imports get it (`--db`).
+    pub db: String,
+    /// Each dispatcher's configuration (its own HTTP port) and `--db` (its
+    /// own `application_name` on PostgreSQL).
+    pub dispatchers: Vec<(PathBuf, String)>,
 }
 
 impl Env {
     fn command(&self) -> Command {
-        self.command_armed(None)
+        self.command_armed(&self.config, &self.db, None)
     }
 
     /// A child, with failpoints armed by `spec` if given.
-    fn command_armed(&self, failpoints: Option<&str>) -> Command {
+    fn command_armed(&self, config: &Path, db: &str, failpoints: Option<&str>) -> Command {
         let mut c = Command::new(&self.bin);
         c.arg(super::CHILD_ARG);
         if let Some(spec) = failpoints {
             c.arg(super::FAILPOINTS_ARG).arg(spec);
         }
         c.arg("--config")
-            .arg(&self.config)
+            .arg(config)
             .arg("--db")
-            .arg(&self.db)
+            .arg(db)
             .env("UNAVEZ_MOTOR_API_KEY", API_KEY)
             .env("UNAVEZ_MOTOR_WEBHOOK_SECRET", WEBHOOK_SECRET)
             .stdin(Stdio::null());
@@ -76,11 +81,15 @@ impl Env {
         Ok(())
     }
 
-    /// Starts `unavez serve` (dispatcher, reconciler, webhooks), optionally
-    /// with failpoints armed.
-    pub fn start_dispatcher(&self, failpoint: Option<&str>) -> Result<Child, ChaosError> {
-        let mut c = self.command_armed(failpoint);
-        c.arg("serve").stdout(Stdio::null()).stderr(self.log("dispatcher.log")?);
+    /// Starts dispatcher `i` (`unavez serve`: dispatcher, reconciler,
+    /// HTTP server), optionally with failpoints armed; its log is
+    /// `dispatcher-<i>.log`.
+    pub fn start_dispatcher(&self, i: usize, failpoint: Option<&str>) -> Result<Child, ChaosError> {
+        let (config, db) = &self.dispatchers[i];
+        let mut c = self.command_armed(config, db, failpoint);
+        c.arg("serve")
+            .stdout(Stdio::null())
+            .stderr(self.log(&format!("dispatcher-{i}.log"))?);
         c.spawn()
             .map_err(|e| ChaosError::Io(format!("starting unavez serve: {e}")))
     }
@@ -148,16 +157,27 @@ pub fn kill(child: &mut Child) -> Option<ExitStatus> {
     child.wait().ok()
 }
 
-/// Sends a signal by name with the system `kill` (SIGTERM/SIGINT for a
-/// graceful stop), then waits up to `grace` before SIGKILL.
-pub fn stop(child: &mut Child, signal: &str, grace: Duration) -> Option<ExitStatus> {
-    let _ = Command::new("kill")
+/// Sends a signal by name with the system `kill` (`TERM`, `INT`, `STOP`,
+/// `CONT`); whether it was delivered.
+pub fn signal(child: &Child, signal: &str) -> bool {
+    Command::new("kill")
         .arg(format!("-{signal}"))
         .arg(child.id().to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status();
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A graceful stop (SIGTERM/SIGINT), then up to `grace` before SIGKILL.
+pub fn stop(child: &mut Child, sig: &str, grace: Duration) -> Option<ExitStatus> {
+    signal(child, sig);
     wait_for(child, grace).or_else(|| kill(child))
+}
+
+/// Whether the child is still running.
+pub fn alive(child: &mut Child) -> bool {
+    matches!(child.try_wait(), Ok(None))
 }
 
 /// Waits up to `limit` for the child to exit.
