@@ -1,6 +1,6 @@
-//! The freeze: one dispatcher stopped with SIGSTOP while it holds claims,
-//! kept frozen past its lease while some of the appointments it holds are
-//! rescheduled, then thawed with SIGCONT. It must send nothing it no
+//! The freeze: one dispatcher stopped with SIGSTOP while it holds claims;
+//! some of the appointments it holds are rescheduled at once, it stays
+//! frozen past its lease, then it is thawed with SIGCONT. It must send nothing it no
 //! longer owns, nor anything for the version the change retired; the
 //! others keep working meanwhile. The checker judges that from the
 //! engine's records (the change's commit time against the engine's first
@@ -27,6 +27,12 @@ use super::{ChaosError, check};
 use crate::domain::commitment::CommitmentStatus;
 use crate::domain::state::IntentionState;
 use crate::store::{IntentFilter, Store, StoreError};
+
+/// The failpoints of the dispatcher to be frozen: every claimed message
+/// waits a second between its claim and its pre-send check (as behind a
+/// busy runtime or a slow store), so it holds claims long enough to be
+/// caught, and is frozen in the very window the pre-send check guards.
+pub const HOLD_CLAIMS: &str = "before_send:1:sleep=1000:1000000";
 
 /// How long the harness tries to catch the dispatcher holding claims
 /// outside a transaction.
@@ -114,10 +120,13 @@ pub fn freeze(mut cx: Ctx<'_>, child: &mut Child) -> Result<Frozen, ChaosError> 
     stats.caught = true;
     stats.held = held.len();
     let sent_before = sent(cx.env)?;
-    // Past the lease: what it holds is no longer its own.
-    std::thread::sleep(cx.lease + Duration::from_secs(1));
+    // At once, while its lease still runs: some of what it holds is for a
+    // version that no longer exists (the version fences those); then past
+    // the lease, so the rest is no longer its own (the lease fences those,
+    // and the other dispatchers' reconcilers take them over).
     let (rescheduled, event_ids, window) = reschedule_some(&mut cx, &held)?;
     stats.rescheduled = rescheduled.len();
+    std::thread::sleep(cx.lease + Duration::from_secs(1));
     stats.sent_while_frozen = sent(cx.env)? - sent_before;
     procs::signal(child, "CONT");
     stats.frozen_ms = frozen_at.elapsed().as_millis() as u64;

@@ -128,6 +128,11 @@ shutdown_grace_ms = 2000
 
 [server]
 listen = "127.0.0.1:{server_port}"
+# Each request in progress holds a ledger connection: on PostgreSQL a
+# server process of its own, out of the server's max_connections (100 by
+# default). The engine's webhooks come in bursts and wait while the ledger
+# is locked; beyond this they queue (the engine repeats what fails).
+max_connections = 16
 "#,
         lease = LEASE_SECONDS,
     )
@@ -275,6 +280,7 @@ impl Run<'_> {
             let armed = match &wave.ending {
                 Ending::Failpoint(spec) if i == 0 => Some(spec.as_str()),
                 Ending::StoreFaults { spec, .. } => Some(spec.as_str()),
+                _ if wave.freeze == Some(i) => Some(freeze::HOLD_CLAIMS),
                 _ => None,
             };
             match self.env.start_dispatcher(i, armed) {
