@@ -3,7 +3,7 @@
 //! started, SIGKILLed and restarted like an operator's supervisor would.
 
 use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -27,7 +27,12 @@ pub struct Env {
     /// Each dispatcher's configuration (its own HTTP port) and `--db` (its
     /// own `application_name` on PostgreSQL).
     pub dispatchers: Vec<(PathBuf, String)>,
+    /// Imports run again after PostgreSQL refused their transaction.
+    pub import_retries: std::cell::Cell<u32>,
 }
+
+/// Runs of one import file, at most (see [`Env::import`]).
+pub const IMPORT_TRIES: u32 = 5;
 
 impl Env {
     fn command(&self) -> Command {
@@ -61,21 +66,43 @@ impl Env {
         Ok(Stdio::from(f))
     }
 
-    /// `unavez import FILE`, waited for.
+    /// `unavez import FILE`, waited for. A PostgreSQL ledger may refuse
+    /// the import's transaction with a deadlock or a serialization failure
+    /// (the dispatchers write the same rows); the file is then stored whole
+    /// or not at all, so it is run again, as an operator would, up to
+    /// [`IMPORT_TRIES`] times in all; each rerun is counted in
+    /// [`Env::import_retries`].
     pub fn import(&self, file: &Path) -> Result<(), ChaosError> {
-        let status = self
-            .command()
-            .arg("import")
-            .arg(file)
-            .stdout(Stdio::null())
-            .stderr(self.log("import.log")?)
-            .status()
-            .map_err(|e| ChaosError::Io(format!("running unavez import: {e}")))?;
-        if !status.success() {
+        for attempt in 1..=IMPORT_TRIES {
+            let out = self
+                .command()
+                .arg("import")
+                .arg(file)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output()
+                .map_err(|e| ChaosError::Io(format!("running unavez import: {e}")))?;
+            let log = self.dir.join("import.log");
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .and_then(|mut f| f.write_all(&out.stderr))
+                .map_err(|e| ChaosError::Io(format!("writing {}: {e}", log.display())))?;
+            if out.status.success() {
+                return Ok(());
+            }
+            let said = String::from_utf8_lossy(&out.stderr);
+            if attempt < IMPORT_TRIES && (said.contains("(40P01)") || said.contains("(40001)")) {
+                self.import_retries.set(self.import_retries.get() + 1);
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
             return Err(ChaosError::Child(format!(
-                "unavez import {} failed ({status}); see {}",
+                "unavez import {} failed ({}); see {}",
                 file.display(),
-                self.dir.join("import.log").display()
+                out.status,
+                log.display()
             )));
         }
         Ok(())

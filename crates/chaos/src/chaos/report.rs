@@ -36,6 +36,12 @@ pub struct RunStats {
     pub freeze: Option<Freeze>,
     pub sim_restarts: u32,
     pub lock_holds: u32,
+    /// Imports run again because PostgreSQL refused their transaction
+    /// (deadlock, serialization failure) and stored nothing.
+    pub import_retries: u32,
+    /// Engine verdicts "never sent" the simulator forgot to deliver (killed,
+    /// or out of tries), posted from its journal while settling.
+    pub webhooks_redelivered: usize,
     pub settle_seconds: f64,
     pub settled: bool,
     pub seconds: f64,
@@ -149,6 +155,18 @@ impl Report {
             out.push_str(&format!(
                 "pg_terminate_backend (wave/dispatcher:connections, survived and reconnected): {}\n",
                 t.join(" ")
+            ));
+        }
+        if s.import_retries > 0 {
+            out.push_str(&format!(
+                "imports refused by a deadlock or serialization failure (nothing stored) and run again: {}\n",
+                s.import_retries
+            ));
+        }
+        if s.webhooks_redelivered > 0 {
+            out.push_str(&format!(
+                "engine verdicts \"never sent\" the simulator had not delivered, posted from its journal while settling: {}\n",
+                s.webhooks_redelivered
             ));
         }
         if let Some(f) = &s.freeze {
