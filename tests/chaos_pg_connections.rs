@@ -91,7 +91,8 @@ fn serve_outlives_its_postgresql_connections_being_terminated() {
     assert!(cut >= 6, "terminated only {cut} connection(s)");
     let started = Instant::now();
     assert!(
-        wait_until(Duration::from_secs(60), || sent_keys(log.path()).len() >= total && env.settled()),
+        wait_until(Duration::from_secs(60), || sent_keys(log.path()).len() >= total
+            && env.settled()),
         "after the terminations serve sent {} of {total} ({:?})",
         sent_keys(log.path()).len(),
         env.state_counts()
