@@ -287,7 +287,7 @@ impl Run<'_> {
         let mut ds = Vec::with_capacity(n);
         for i in 0..n {
             let armed = match &wave.ending {
-                Ending::Failpoint(spec) if i == 0 => Some(spec.as_str()),
+                Ending::Failpoint(spec) => Some(spec.as_str()),
                 Ending::StoreFaults { spec, .. } => Some(spec.as_str()),
                 _ if wave.freeze == Some(i) => Some(freeze::HOLD_CLAIMS),
                 _ => None,
@@ -370,7 +370,9 @@ impl Run<'_> {
                 }
             }
             Ending::Failpoint(spec) => {
-                let status = procs::wait_for(&mut ds[0], Duration::from_secs(30));
+                // The first to end must have aborted at the step; whoever
+                // had no work to reach it is SIGKILLed with the wave.
+                let status = procs::wait_any(ds, Duration::from_secs(30));
                 let fired = status.as_ref().is_some_and(procs::aborted);
                 self.stats.failpoints_fired.insert(spec.clone(), fired);
             }

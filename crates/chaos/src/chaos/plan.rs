@@ -65,9 +65,9 @@ pub enum Ending {
     /// SIGKILL each dispatcher after its own number of milliseconds of
     /// running (one per dispatcher).
     KillAfterMs(Vec<u64>),
-    /// Dispatcher 0 armed with `--failpoints <spec>`: it must abort by
-    /// itself (the harness kills it after a timeout if it never reaches the
-    /// point); the others are SIGKILLed when it ends.
+    /// Every dispatcher armed with `--failpoints <spec>`: the first one to
+    /// end must have aborted by itself at the step (the harness kills them
+    /// after a timeout if none reaches it); the others are SIGKILLed then.
     Failpoint(String),
     /// Every dispatcher armed with store faults that must be survived: they
     /// keep running for this long, then are SIGKILLed like any other wave.

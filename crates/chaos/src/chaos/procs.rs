@@ -221,6 +221,20 @@ pub fn wait_for(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     }
 }
 
+/// Waits up to `limit` for the first of `children` to exit; its status.
+pub fn wait_any(children: &mut [Child], limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = children.iter_mut().find_map(|c| c.try_wait().ok().flatten()) {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Whether an exit status is the abort a failpoint causes (SIGABRT).
 pub fn aborted(s: &ExitStatus) -> bool {
     use std::os::unix::process::ExitStatusExt;
