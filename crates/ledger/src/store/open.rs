@@ -128,7 +128,7 @@ impl Store {
         }
         *client = pg_checked(url)?;
         // Prepared statements belong to the connection that prepared them.
-        *statements = Default::default();
+        **statements = Default::default();
         tracing::warn!(ledger = %url, "the PostgreSQL ledger closed this connection; reconnected");
         Ok(true)
     }
