@@ -30,13 +30,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use dispatch_support::*;
 use unavez::domain::state::IntentionState;
-use unavez_testkit::PgSchema;
-
-/// The ledger the test runs on.
-enum Backend {
-    Sqlite,
-    Postgres,
-}
+use unavez_testkit::{Backend, on_both};
 
 /// Whether another process could write the ledger now: on SQLite, nobody
 /// holds the write lock; on PostgreSQL, every connection of `app` (the
@@ -133,14 +127,12 @@ fn a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired(backend: 
     let mut cfg = Cfg::motor(&sim.base_url()).with_lease(2);
     cfg.batch_size = 8;
     cfg.concurrency = 2;
-    // The PostgreSQL schema lives as long as the test; the frozen
-    // dispatcher's connections carry a name of their own.
-    let schema = matches!(backend, Backend::Postgres).then(PgSchema::new);
-    let env = match &schema {
-        None => Env::new(&cfg),
-        Some(s) => Env::postgres(&cfg, &s.url),
-    };
-    let app = schema.as_ref().map(|_| format!("unavez_fenced_{}", std::process::id()));
+    let env = Env::with(backend, &cfg);
+    // On PostgreSQL the frozen dispatcher's connections carry a name of
+    // their own, to tell whether it is inside a transaction.
+    let app = env
+        .is_postgres()
+        .then(|| format!("unavez_fenced_{}", std::process::id()));
     let total = 160;
     let starts = Utc::now() + chrono::Duration::days(3);
     let refs: Vec<String> = (0..total).map(|n| format!("cita-f{n}")).collect();
@@ -151,10 +143,9 @@ fn a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired(backend: 
         .collect();
     env.import("agenda.jsonl", &events);
 
-    let named = schema
+    let named = app
         .as_ref()
-        .zip(app.as_ref())
-        .map(|(s, a)| format!("{}&application_name={a}", s.url));
+        .map(|a| format!("{}&application_name={a}", env.db.display()));
     let mut frozen = match &named {
         None => env.spawn(&["serve"]),
         Some(url) => env.spawn(&["--db", url, "serve"]),
@@ -288,12 +279,4 @@ fn a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired(backend: 
     }
 }
 
-#[test]
-fn on_sqlite_a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired() {
-    a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired(Backend::Sqlite);
-}
-
-#[test]
-fn on_postgresql_a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired() {
-    a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired(Backend::Postgres);
-}
+on_both!(a_dispatcher_frozen_past_its_lease_sends_nothing_the_change_retired);
