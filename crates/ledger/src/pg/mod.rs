@@ -83,6 +83,7 @@ pub type Result<T, E = PgError> = std::result::Result<T, E>;
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_ledger.sql")),
     (2, include_str!("migrations/0002_counts_at_commit.sql")),
+    (3, include_str!("migrations/0003_console_queries.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).

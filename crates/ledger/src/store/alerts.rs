@@ -6,6 +6,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use super::attention::{REFUSED_FROM, RowKind, covered_sql};
+use super::console::PLANNED_DUE;
 use super::{Result, Tx, ms};
 use crate::domain::alert::{BlockedTemplate, Measures};
 
@@ -23,7 +24,7 @@ impl Tx<'_> {
                  CAST((SELECT coalesce(sum(n), 0) FROM intention_counts WHERE state = 'review') AS BIGINT)
                    - (SELECT count(*) FROM attention_handled h JOIN intentions i ON i.id = h.subject_id
                       WHERE h.kind = 'intention' AND i.state = 'review' AND h.situation_at = i.state_changed_at),
-                 (SELECT count(*) FROM intentions WHERE state = 'planned' AND due_at <= ?1
+                 (SELECT count(*) FROM intentions WHERE {PLANNED_DUE}
                       AND (next_attempt_at IS NULL OR next_attempt_at <= ?1)),
                  (SELECT count(*) {REFUSED_FROM} AND NOT {covered})",
             covered = covered_sql(RowKind::RefusedEvent, "r.id", "r.last_seen_at"),

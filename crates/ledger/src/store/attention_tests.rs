@@ -11,8 +11,18 @@ fn the_sql_is_built_from_the_rule() {
         "(i.state = 'uncertain' OR i.state = 'review' OR (i.state = 'failed' AND i.due_at >= ?2) \
          OR (i.state = 'dispatching' AND i.lease_until < ?1))"
     );
-    // The walked states are the partial index's own list, in its order.
-    assert_eq!(walked_states(&rule), "i.state IN ('uncertain', 'review', 'failed')");
+    // The walked states are the partial index's own list, in its order,
+    // and what a walked clause asks beyond its state is a term of its own.
+    assert_eq!(
+        walked_sql(&rule),
+        "i.state IN ('uncertain', 'review', 'failed') AND (i.state <> 'failed' OR i.due_at >= ?2)"
+    );
+    // `walked_sql` is the walked clauses' OR only while no state has two.
+    let walked_states: Vec<_> = rule.clauses().iter().filter(|c| walked(c)).map(|c| c.state()).collect();
+    let mut distinct = walked_states.clone();
+    distinct.sort_by_key(|s| s.as_str());
+    distinct.dedup();
+    assert_eq!(distinct.len(), walked_states.len());
     assert!(
         rule.clauses()
             .contains(&Clause::LeaseExpired(IntentionState::Dispatching))
@@ -29,4 +39,19 @@ fn a_search_splits_the_reference_from_a_typed_key() {
     let s = Search::parse(Some("an\"a")).unwrap();
     assert_eq!(s.phrase.as_deref(), Some("\"an\"\"a\""));
     assert!(Search::parse(Some("  ")).is_none());
+}
+
+#[test]
+fn postgresql_asks_its_trigram_index_for_the_most_telling_word() {
+    let word = |text: &str| Search::parse(Some(text)).unwrap().index_like;
+    assert_eq!(word("Paciente 57321"), "%57321%");
+    assert_eq!(word("cita-322583:recordatorio-24h"), "%322583%");
+    assert_eq!(word("María Quispe"), "%Quispe%");
+    // Too short for a trigram of its own: the whole text.
+    assert_eq!(word("ab cd"), "%ab cd%");
+    // Too short for trigrams at all: the plain pattern on both engines.
+    let s = Search::parse(Some("12")).unwrap();
+    assert_eq!((s.arg(true), s.arg(false)), ("%12%", "%12%"));
+    let s = Search::parse(Some("Paciente 57321")).unwrap();
+    assert_eq!((s.arg(true), s.arg(false)), ("%57321%", "\"Paciente 57321\""));
 }

@@ -127,15 +127,22 @@ impl Tx<'_> {
         Ok(self.db().rows(&sql, &args, |r| intention_row(r))?)
     }
 
+    /// An intention by `#id`, id or key. A key is read in one statement
+    /// (not its id, then the row: on PostgreSQL each is a round trip).
     pub fn find_intention(&self, id_or_key: &str) -> Result<IntentionRow> {
-        let id = match id_or_key.trim_start_matches('#').parse::<i64>() {
-            Ok(id) => Some(id),
-            Err(_) => self.intention_id(id_or_key)?,
-        };
-        match id {
-            Some(id) => self.intention(id),
-            None => Err(StoreError::NoIntention(id_or_key.to_string())),
+        if let Ok(id) = id_or_key.trim_start_matches('#').parse::<i64>() {
+            return self.intention(id);
         }
+        self.db()
+            .row(
+                &format!(
+                    "SELECT {INTENTION_COLS} FROM intentions i JOIN commitments c ON c.id = i.commitment_id
+                     WHERE i.key = ?1"
+                ),
+                &vals![id_or_key],
+                |r| intention_row(r),
+            )?
+            .ok_or_else(|| StoreError::NoIntention(id_or_key.to_string()))
     }
 
     pub fn history(&self, id: i64) -> Result<Vec<HistoryRow>> {

@@ -8,7 +8,7 @@
 
 use super::{
     AttentionRule, Clause, EVENTS_FROM, REFUSED_FROM, RESCHED, RowKind, Search, clause_sql, covered_sql, covers_sql,
-    evidence_sql, fixed_join, rule_sql, walked, walked_states,
+    evidence_sql, fixed_join, rule_sql, walked, walked_sql,
 };
 
 /// Open cases without a search: rows that need a person are walked through
@@ -23,7 +23,7 @@ use super::{
 /// counted, for the candidates alone. Returns the keys and the total's SQL.
 pub(super) fn open_sql(rule: &AttentionRule, pg: bool) -> (String, String) {
     let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
-    let walk = format!("{} AND {} AND {open_i}", walked_states(rule), rule_sql(rule, walked));
+    let walk = format!("{} AND {open_i}", walked_sql(rule));
     let stuck = format!("{} AND {open_i}", rule_sql(rule, |c| !walked(c)));
     let (resched, refused, events) = open_others();
     // `INDEXED BY` is SQLite's; PostgreSQL picks the partial index from the
@@ -105,7 +105,7 @@ fn open_others() -> (String, String, String) {
 pub(super) fn searched_open_sql(rule: &AttentionRule, s: &Search, pg: bool) -> (String, String) {
     let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
     let (resched, refused, events) = open_others();
-    let m = s.commitments_sql(pg);
+    let m = s.commitments_sql(pg, "?10");
     let join = fixed_join(pg);
     let cases = format!(
         "WITH m AS MATERIALIZED ({m})
@@ -132,7 +132,7 @@ pub(super) fn searched_open_sql(rule: &AttentionRule, s: &Search, pg: bool) -> (
 /// since), newest mark first; optionally only a searched patient's.
 pub(super) fn handled_sql(s: Option<&Search>, pg: bool) -> (String, String) {
     let matched = match s {
-        Some(s) => format!("AND p.cid IN ({})", s.commitments_sql(pg)),
+        Some(s) => format!("AND p.cid IN ({})", s.commitments_sql(pg, "?10")),
         None => String::new(),
     };
     let keys = format!(
