@@ -7,6 +7,8 @@
 //! WhatsApp engine applies the same rule to its own `Idempotency-Key`, so
 //! the simulator reuses [`canonical_json`].
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -46,16 +48,45 @@ fn write_canonical(v: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::String(s) => out.push_str(&Value::String(canonical_str(s)).to_string()),
+        Value::String(s) => out.push_str(&Value::String(canonical_str(s).into_owned()).to_string()),
         other => out.push_str(&other.to_string()),
     }
 }
 
-fn canonical_str(s: &str) -> String {
+fn canonical_str(s: &str) -> Cow<'_, str> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s.trim()) {
-        return t.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        return Cow::Owned(t.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::AutoSi, true));
     }
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    // Most text (every rendered body) is already collapsed: kept as it is,
+    // without splitting and joining it again.
+    if is_collapsed(s) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Whether `s` has no leading, trailing or repeated whitespace and no
+/// whitespace other than single spaces: what collapsing would return.
+fn is_collapsed(s: &str) -> bool {
+    let mut after_space = true;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            if c != ' ' || after_space {
+                return false;
+            }
+            after_space = true;
+        } else {
+            after_space = false;
+        }
+    }
+    !after_space || s.is_empty()
+}
+
+/// Appends `s` as canonical JSON text (collapsed or rewritten as by
+/// [`canonical_str`], then escaped as serde_json escapes it).
+fn push_canonical_str(s: &str, out: &mut Vec<u8>) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, canonical_str(s).as_ref());
 }
 
 /// `sha256:` + hex of the canonical JSON.
@@ -86,8 +117,36 @@ impl ContentRef<'_> {
         })
     }
 
+    /// The fingerprint of [`ContentRef::to_json`], written straight into
+    /// its canonical text (keys in order, strings canonicalised) instead of
+    /// building the JSON value and sorting it: an import computes one per
+    /// intention.
     pub fn fingerprint(&self) -> String {
-        fingerprint(&self.to_json())
+        let mut out = Vec::with_capacity(self.body.len() + 256);
+        out.extend_from_slice(b"{\"body\":");
+        push_canonical_str(self.body, &mut out);
+        out.extend_from_slice(b",\"expires_at\":");
+        match self.expires_at {
+            // What `canonical_str` makes of `to_rfc3339()`: the same
+            // instant in UTC, written with `Z`.
+            Some(t) => push_canonical_str(&t.to_rfc3339_opts(SecondsFormat::AutoSi, true), &mut out),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"language\":");
+        push_canonical_str(self.language, &mut out);
+        out.extend_from_slice(b",\"parameters\":[");
+        for (i, p) in self.parameters.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            push_canonical_str(p, &mut out);
+        }
+        out.extend_from_slice(b"],\"recipient\":");
+        push_canonical_str(self.recipient, &mut out);
+        out.extend_from_slice(b",\"template\":");
+        push_canonical_str(self.template, &mut out);
+        out.push(b'}');
+        format!("sha256:{}", hex::encode(Sha256::digest(&out)))
     }
 }
 
@@ -140,6 +199,42 @@ mod tests {
         assert_ne!(base, content("+51987654321", &["09:30", "Ana"], 14), "parameter order");
         assert_ne!(base, content("+51987654321", &["Ana", "09:30"], 15), "expiry");
         assert!(base.starts_with("sha256:"));
+    }
+
+    proptest::proptest! {
+        /// The direct canonical writer gives the fingerprint of the JSON
+        /// value, whatever the text (whitespace runs, tabs, quotes,
+        /// controls, non-ASCII, text that reads as a time) and expiry.
+        #[test]
+        fn direct_fingerprint_is_the_value_fingerprint(
+            recipient in "[+0-9 ]{0,14}",
+            template in "[a-z_]{1,12}",
+            language in "(es|es_PE| en )",
+            parameters in proptest::collection::vec("(\\PC|[ \t\n\"\\\\]){0,12}|2026-10-24T1[0-9]:00:00(Z|-05:00)", 0..4),
+            body in "(\\PC|[ \t\n\r\"\\\\\u{1}\u{a0}\u{2003}]){0,40}",
+            expires in proptest::option::of((0i64..4_000_000_000, 0u32..2_000_000_000)),
+        ) {
+            let expires_at = expires.and_then(|(s, n)| DateTime::from_timestamp(s, if n % 2 == 0 { 0 } else { n % 1_000_000_000 }));
+            let c = ContentRef {
+                recipient: &recipient,
+                template: &template,
+                language: &language,
+                parameters: &parameters,
+                body: &body,
+                expires_at,
+            };
+            proptest::prop_assert_eq!(c.fingerprint(), fingerprint(&c.to_json()));
+        }
+    }
+
+    #[test]
+    fn collapsed_text_is_recognised() {
+        for s in ["", "a", "a b", "Hola Ana, su cita"] {
+            assert!(is_collapsed(s), "{s:?}");
+        }
+        for s in [" ", " a", "a ", "a  b", "a\tb", "a\nb", "a\u{a0}b"] {
+            assert!(!is_collapsed(s), "{s:?}");
+        }
     }
 
     #[test]
