@@ -200,8 +200,11 @@ impl<'e> Group<'e> {
             }
             None => {
                 self.phones.insert(phone.to_string(), self.contacts.len());
-                self.contacts
-                    .push((phone.to_string(), name.map(str::to_string), language.map(str::to_string)));
+                self.contacts.push((
+                    phone.to_string(),
+                    name.map(str::to_string),
+                    language.map(str::to_string),
+                ));
             }
         }
     }
@@ -261,9 +264,10 @@ impl<'e> Group<'e> {
         let ids = tx.save_commitments(&rows, now)?;
         let mut out = HashMap::with_capacity(ids.len());
         for (after, contact_id) in rows {
-            let id = ids.get(&after.reference).copied().ok_or_else(|| {
-                IngestError::Store(StoreError::NoCommitment(after.reference.clone()))
-            })?;
+            let id = ids
+                .get(&after.reference)
+                .copied()
+                .ok_or_else(|| IngestError::Store(StoreError::NoCommitment(after.reference.clone())))?;
             out.insert(after.reference.clone(), (id, contact_id));
         }
         Ok(Written::Saved(out))

@@ -201,7 +201,12 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         }
         let cpu = r
             .cpu_seconds
-            .map(|c| format!(", {c:.2} s on a CPU ({:.1} µs per intention)", c * 1e6 / r.intentions as f64))
+            .map(|c| {
+                format!(
+                    ", {c:.2} s on a CPU ({:.1} µs per intention)",
+                    c * 1e6 / r.intentions as f64
+                )
+            })
             .unwrap_or_default();
         run.figures.push(f.note(format!(
             "{} events -> {} intentions in {:.2} s ({:.0} events/s){cpu}, 1,000 events per transaction",

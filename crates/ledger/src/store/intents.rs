@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use std::collections::HashMap;
 
+use super::dispatch::runs_of;
 use super::{Result, StoreError, Tx, ms};
 use crate::api::{PlannedRow, Reservation, ReserveRow};
 use crate::domain::history::Record;
@@ -14,7 +15,6 @@ use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::{IntentionState, Signal, Transition, transition};
 pub(super) use crate::rows::INTENTION_COLS;
 use crate::sql::Value;
-use super::dispatch::runs_of;
 use crate::templates::Category;
 use crate::vals;
 

@@ -257,10 +257,7 @@ impl Tx<'_> {
             in_texts(&db, 1)
         );
         let rows = db.rows(&sql, &vals![text_list(references)], commitment_row)?;
-        Ok(rows
-            .into_iter()
-            .map(|c| (c.commitment.reference.clone(), c))
-            .collect())
+        Ok(rows.into_iter().map(|c| (c.commitment.reference.clone(), c)).collect())
     }
 
     /// Appends booking events to the log in multi-row statements, each
@@ -322,7 +319,11 @@ impl Tx<'_> {
 
     /// [`Tx::save_commitment`] for many commitments at once (each
     /// reference once), with their contacts: their ids, by reference.
-    pub fn save_commitments(&self, rows: &[(&Commitment, Option<i64>)], at: DateTime<Utc>) -> Result<HashMap<String, i64>> {
+    pub fn save_commitments(
+        &self,
+        rows: &[(&Commitment, Option<i64>)],
+        at: DateTime<Utc>,
+    ) -> Result<HashMap<String, i64>> {
         let mut ids = HashMap::with_capacity(rows.len());
         for run in runs_of(rows.len(), BATCH_RUN) {
             let sql = format!(
