@@ -17,39 +17,46 @@ use sha2::{Digest, Sha256};
 /// whitespace, strings trimmed with inner whitespace collapsed, and strings
 /// that are RFC 3339 instants rewritten in UTC.
 pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(v, &mut out);
-    out
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-fn write_canonical(v: &Value, out: &mut String) {
+/// Appends the canonical text of `v` (see [`canonical_json`]); written
+/// straight into `out`, without a copy of any key or string that is
+/// already canonical.
+pub fn write_canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[k], out);
+                // Writing into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, k.as_str());
+                out.push(b':');
+                write_canonical(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        Value::String(s) => out.push_str(&Value::String(canonical_str(s).into_owned()).to_string()),
-        other => out.push_str(&other.to_string()),
+        Value::String(s) => push_canonical_str(s, out),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
@@ -83,16 +90,23 @@ fn is_collapsed(s: &str) -> bool {
 }
 
 /// Appends `s` as canonical JSON text (collapsed or rewritten as by
-/// [`canonical_str`], then escaped as serde_json escapes it).
-fn push_canonical_str(s: &str, out: &mut Vec<u8>) {
+/// [`canonical_json`], then escaped as serde_json escapes it).
+pub fn push_canonical_str(s: &str, out: &mut Vec<u8>) {
     // Writing into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, canonical_str(s).as_ref());
 }
 
 /// `sha256:` + hex of the canonical JSON.
 pub fn fingerprint(v: &Value) -> String {
-    let digest = Sha256::digest(canonical_json(v).as_bytes());
-    format!("sha256:{}", hex::encode(digest))
+    let mut out = Vec::new();
+    write_canonical(v, &mut out);
+    fingerprint_of_canonical(&out)
+}
+
+/// `sha256:` + hex of canonical JSON text already written (by
+/// [`write_canonical`] and [`push_canonical_str`]).
+pub fn fingerprint_of_canonical(canonical: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(canonical)))
 }
 
 /// The content of one intention that the fingerprint covers.
@@ -146,7 +160,7 @@ impl ContentRef<'_> {
         out.extend_from_slice(b",\"template\":");
         push_canonical_str(self.template, &mut out);
         out.push(b'}');
-        format!("sha256:{}", hex::encode(Sha256::digest(&out)))
+        fingerprint_of_canonical(&out)
     }
 }
 
@@ -224,6 +238,54 @@ mod tests {
                 expires_at,
             };
             proptest::prop_assert_eq!(c.fingerprint(), fingerprint(&c.to_json()));
+        }
+    }
+
+    /// The canonical text as first written (keys and strings copied into
+    /// new `Value`s): the reference the direct writer must match.
+    fn reference_canonical(v: &Value) -> String {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let items: Vec<String> = keys
+                    .into_iter()
+                    .map(|k| format!("{}:{}", Value::String(k.clone()), reference_canonical(&map[k])))
+                    .collect();
+                format!("{{{}}}", items.join(","))
+            }
+            Value::Array(items) => format!(
+                "[{}]",
+                items.iter().map(reference_canonical).collect::<Vec<_>>().join(",")
+            ),
+            Value::String(s) => Value::String(canonical_str(s).into_owned()).to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e9f64..1e9).prop_map(Value::from),
+            "(\\PC|[ \t\n\"\\\\]){0,12}".prop_map(Value::from),
+            "2026-10-2[0-9]T1[0-9]:00:00(Z|-05:00| )".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map("[a-z _\"]{0,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn direct_canonical_json_is_the_reference(v in json_value()) {
+            proptest::prop_assert_eq!(canonical_json(&v), reference_canonical(&v));
         }
     }
 
