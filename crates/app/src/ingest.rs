@@ -10,23 +10,20 @@
 //! reuses an event id with other content, is a conflict: refused on its
 //! own, never merged, and kept (see [`ingest_each`]) so a person sees it.
 
-use std::collections::HashSet;
 use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::commitment::{Change, Commitment, Effect, apply};
 use crate::domain::counter::Counter;
 use crate::domain::event::{BookingEvent, ConflictKind, differing_fields};
 use crate::domain::fingerprint::fingerprint;
-use crate::domain::history::{self, HistorySignal, Said};
-use crate::domain::intention::NewIntention;
-use crate::domain::state::{IntentionState, Signal};
 use crate::planner::{PlanError, Planner};
-use crate::planning::Want;
-use crate::store::{Cause, EventEffect, LoggedEvent, NewEvent, NewRefusal, Reserved, StoreError, Tx};
+use crate::store::{EventEffect, LoggedEvent, NewRefusal, StoreError, Tx};
+
+#[path = "ingest_group.rs"]
+mod group;
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -186,8 +183,10 @@ pub fn ingest(
     Ok(apply_all(tx, planner, &[ev], source, now)?.remove(0))
 }
 
-/// Applies events in order inside `tx`, their reservations written
-/// together; on `Err` the caller must roll back what it wrote.
+/// Applies events in order inside `tx`, set-based: a run of events that
+/// touch distinct commitments is read, logged, saved and reserved with a
+/// few multi-row statements (see [`group`]); on `Err` the caller must roll
+/// back what it wrote.
 fn apply_all(
     tx: &Tx<'_>,
     planner: &Planner<'_>,
@@ -195,247 +194,13 @@ fn apply_all(
     source: &str,
     now: DateTime<Utc>,
 ) -> Result<Vec<Outcome>, IngestError> {
-    let mut batch = Batch::default();
-    for ev in events {
-        let outcome = stage(tx, planner, ev, source, now, &mut batch)?;
-        batch.outcomes.push(outcome);
+    let mut outcomes = Vec::with_capacity(events.len());
+    let mut rest = events;
+    while !rest.is_empty() {
+        let applied = group::apply(tx, planner, rest, source, now, &mut outcomes)?;
+        rest = &rest[applied..];
     }
-    batch.settle(tx, now)?;
-    Ok(batch.outcomes)
-}
-
-/// Writes one event's log row and commitment, plans and closes; what it
-/// reserves waits in `batch` (its outcome's `planned`, `held` and
-/// `already_present` are filled when the batch settles).
-fn stage(
-    tx: &Tx<'_>,
-    planner: &Planner<'_>,
-    ev: &BookingEvent,
-    source: &str,
-    now: DateTime<Utc>,
-    batch: &mut Batch,
-) -> Result<Outcome, IngestError> {
-    let value = serde_json::to_value(ev).map_err(|e| IngestError::Rejected(e.to_string()))?;
-    if let Some(seen) = tx.logged_event(&ev.event_id)? {
-        return repeated(tx, ev, &value, seen);
-    }
-    let current = tx.commitment(&ev.reference)?;
-    let before = current.as_ref().map(|c| c.commitment.version);
-    let applied = match apply(current.as_ref().map(|c| &c.commitment), ev, now) {
-        Effect::Conflict { version, fields } => {
-            return Err(IngestError::Conflict(Box::new(EventConflict {
-                event_id: ev.event_id.clone(),
-                reference: ev.reference.clone(),
-                kind: ConflictKind::SameVersion,
-                version,
-                fields: fields.iter().map(|f| f.to_string()).collect(),
-            })));
-        }
-        Effect::Rejected { reason } => return Err(IngestError::Rejected(reason)),
-        Effect::Stale { current_version } => Err(current_version),
-        Effect::Applied { after, kind, .. } => Ok((after, kind)),
-    };
-    let (effect, after_version) = match &applied {
-        Err(_) => (EventEffect::Stale, before),
-        Ok((after, Change::NoChange)) => (EventEffect::NoChange, Some(after.version)),
-        Ok((after, _)) => (EventEffect::Applied, Some(after.version)),
-    };
-    let logged = NewEvent {
-        event_id: &ev.event_id,
-        reference: &ev.reference,
-        kind: ev.kind.as_str(),
-        source,
-        payload: &value.to_string(),
-        effect,
-        version_before: before,
-        version_after: after_version,
-    };
-    if tx.record_commitment_event(&logged, now)?.is_none() {
-        // Unreachable inside one write transaction (checked above); kept
-        // as the log's own guarantee.
-        return Ok(Outcome::Duplicate {
-            event_id: ev.event_id.clone(),
-        });
-    }
-    let (after, kind) = match applied {
-        Err(current_version) => {
-            return Ok(Outcome::Stored {
-                reference: ev.reference.clone(),
-                effect: EventEffect::Stale,
-                version: current_version,
-                planned: vec![],
-                already_present: 0,
-                closed: 0,
-                held: vec![],
-                notes: vec![format!(
-                    "version {} is older than the stored {current_version}: recorded only",
-                    ev.version.map(|v| v.to_string()).unwrap_or_default()
-                )],
-            });
-        }
-        Ok(applied) => applied,
-    };
-    let contact_id = match &after.phone {
-        Some(phone) => Some(tx.upsert_contact(phone, after.name.as_deref(), after.language.as_deref(), now)?),
-        None => None,
-    };
-    let commitment_id = tx.save_commitment(&after, contact_id, now)?;
-    // Chaos and tests: a store failure in the middle of one event, after
-    // it already wrote (the savepoint must leave nothing of it).
-    #[cfg(feature = "failpoints")]
-    if let Some(a) = crate::failpoint::hit("ingest_event") {
-        return Err(StoreError::from(crate::failpoint::sqlite_error(a)).into());
-    }
-
-    let event = Staged {
-        ev,
-        ids: (commitment_id, contact_id),
-        fresh: current.is_none(),
-    };
-    let r = realize(tx, planner, &after, kind, &event, batch, now)?;
-    Ok(Outcome::Stored {
-        reference: after.reference.clone(),
-        effect,
-        version: after.version,
-        planned: vec![],
-        already_present: 0,
-        closed: r.closed,
-        held: vec![],
-        notes: r.notes,
-    })
-}
-
-/// One event being applied: its commitment and contact ids, and whether
-/// this event created the commitment (then nothing of it is planned yet).
-struct Staged<'e> {
-    ev: &'e BookingEvent,
-    ids: (i64, Option<i64>),
-    fresh: bool,
-}
-
-/// What planning did for one applied event before its reservations.
-struct Realized {
-    closed: usize,
-    notes: Vec<String>,
-}
-
-/// An intention a staged event reserves.
-struct Wanted {
-    /// Which outcome of the batch it belongs to.
-    event: usize,
-    intention: NewIntention,
-    commitment_id: i64,
-    contact_id: Option<i64>,
-    /// Held for a person (`review`) instead of being sent, and why.
-    held: Option<String>,
-}
-
-/// The outcomes of the events staged so far and the reservations they
-/// wait for.
-#[derive(Default)]
-struct Batch {
-    outcomes: Vec<Outcome>,
-    wanted: Vec<Wanted>,
-    /// Commitments with reservations not written yet.
-    pending: HashSet<i64>,
-}
-
-impl Batch {
-    /// Reserves everything wanted in set-based writes and completes the
-    /// outcomes; held messages go straight to `review`.
-    fn settle(&mut self, tx: &Tx<'_>, now: DateTime<Utc>) -> Result<(), IngestError> {
-        let wants: Vec<Want<'_>> = self
-            .wanted
-            .iter()
-            .map(|w| Want {
-                intention: &w.intention,
-                commitment_id: w.commitment_id,
-                contact_id: w.contact_id,
-            })
-            .collect();
-        let reserved = crate::planning::reserve_all(tx, &wants, now)?;
-        let mut review = Vec::new();
-        for (w, got) in self.wanted.iter().zip(reserved) {
-            let Some(Outcome::Stored {
-                planned,
-                held,
-                already_present,
-                ..
-            }) = self.outcomes.get_mut(w.event)
-            else {
-                continue;
-            };
-            match (got, &w.held) {
-                (Reserved::Existing(_), _) => *already_present += 1,
-                (Reserved::New(_), None) => planned.push(w.intention.key.to_string()),
-                (Reserved::New(id), Some(reason)) => {
-                    let said = Said::new(HistorySignal::NeedsReview, Cause::Planner)
-                        .note(reason.clone())
-                        .version(w.intention.commitment_version);
-                    let (_, record) = history::on_signal(id, IntentionState::Planned, Signal::NeedsReview, said, now);
-                    review.extend(record);
-                    held.push(w.intention.key.to_string());
-                }
-            }
-        }
-        tx.apply_records(&review)?;
-        self.wanted.clear();
-        self.pending.clear();
-        Ok(())
-    }
-}
-
-/// Plans for the commitment as it is now and closes what stopped being
-/// pertinent; the rest waits in `batch` to be reserved.
-fn realize(
-    tx: &Tx<'_>,
-    planner: &Planner<'_>,
-    after: &Commitment,
-    kind: Change,
-    event: &Staged<'_>,
-    batch: &mut Batch,
-    now: DateTime<Utc>,
-) -> Result<Realized, IngestError> {
-    let (commitment_id, contact_id) = event.ids;
-    let mut plan = planner.plan(after, kind, event.ev, now)?;
-    let keep: Vec<&str> = plan
-        .intentions
-        .iter()
-        .chain(plan.held.iter().map(|(n, _)| n))
-        .map(|i| i.key.as_str())
-        .collect();
-    // A closure reads what is planned: this commitment's reservations
-    // still waiting in the batch are written first.
-    if batch.pending.contains(&commitment_id) {
-        batch.settle(tx, now)?;
-    }
-    let closed = match event.fresh {
-        true => 0,
-        false => crate::planning::close_planned(tx, commitment_id, &plan.closures, &keep, after.version, now)?.len(),
-    };
-    if plan.replaces_only && closed == 0 {
-        plan.intentions.clear();
-        plan.held.clear();
-        plan.notes
-            .push("nothing was waiting for the old number: no message moved".into());
-    }
-    let slot = batch.outcomes.len();
-    let planned = plan.intentions.into_iter().map(|n| (n, None));
-    let held = plan.held.into_iter().map(|(n, reason)| (n, Some(reason)));
-    for (intention, held) in planned.chain(held) {
-        batch.wanted.push(Wanted {
-            event: slot,
-            intention,
-            commitment_id,
-            contact_id,
-            held,
-        });
-        batch.pending.insert(commitment_id);
-    }
-    Ok(Realized {
-        closed,
-        notes: plan.notes,
-    })
+    Ok(outcomes)
 }
 
 /// An event id already in the log: a duplicate when its content is the

@@ -219,8 +219,17 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(b) = raw_batched {
             f = f.baseline_in("raw batched", b, "rows/s");
         }
+        let cpu = r
+            .cpu_seconds
+            .map(|c| {
+                format!(
+                    ", {c:.2} s on a CPU ({:.1} µs per intention)",
+                    c * 1e6 / r.intentions as f64
+                )
+            })
+            .unwrap_or_default();
         run.figures.push(f.note(format!(
-            "{} events -> {} intentions in {:.2} s ({:.0} events/s), 1,000 events per transaction",
+            "{} events -> {} intentions in {:.2} s ({:.0} events/s){cpu}, 1,000 events per transaction",
             r.events,
             r.intentions,
             r.seconds,

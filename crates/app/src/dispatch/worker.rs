@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::task::{Id, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -16,9 +16,9 @@ use super::finish::{abandon_unsent, finish_attempts};
 use super::presend::Clearance;
 use super::presend::Holder;
 use super::request::{attempt_result, send_request};
-use super::{Control, Db, Result, Settings};
+use super::{Control, Db, DispatchError, Result, Settings};
 use crate::channel::{Channel, SendOutcome};
-use crate::store::{Cause, ClaimScope, Finished};
+use crate::store::{Cause, ClaimScope, Finished, StoreError, Tx};
 
 /// Counts of what one dispatcher run did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -162,6 +162,10 @@ pub(crate) async fn dispatch_loop(
         Mode::Ids(ids) => ids.iter().copied().collect(),
         _ => Default::default(),
     };
+    // Answers collected and not recorded yet: written at the top of the
+    // next turn, in the same transaction as the claim that refills the
+    // freed slots (one commit and one fsync for both), or alone.
+    let mut results = Results::default();
     loop {
         if stop.is_cancelled() {
             break;
@@ -176,7 +180,9 @@ pub(crate) async fn dispatch_loop(
                 Mode::Ids(_) => ClaimScope::Ids(queue.drain(..queue.len().min(want as usize)).collect()),
                 _ => ClaimScope::Due,
             };
-            match claim(&db, &settings, &channel, &scope, want).await {
+            let (recorded, claimed) = claim(&db, &settings, &channel, &scope, want, results.take()).await;
+            recorded.note(&mut report, &ctl);
+            match claimed {
                 Ok(decisions) => {
                     if !decisions.is_empty() {
                         ctl.bump();
@@ -201,6 +207,8 @@ pub(crate) async fn dispatch_loop(
                     tracing::warn!("claim failed, retrying after the poll interval: {e}");
                 }
             }
+        } else if !results.is_empty() {
+            record(&db, &settings, results.take(), &mut report, &ctl).await;
         }
         if inflight.is_empty() {
             if claimed_any && !matches!(mode, Mode::Once) {
@@ -222,42 +230,154 @@ pub(crate) async fn dispatch_loop(
         }
         tokio::select! {
             first = inflight.join_next_with_id() => {
-                let mut done = Vec::new();
-                let mut dead = Vec::new();
-                collect(first, &mut attempts, &mut done, &mut dead);
+                collect(first, &mut attempts, &mut results.done, &mut results.dead);
                 while let Some(next) = inflight.try_join_next_with_id() {
-                    collect(Some(next), &mut attempts, &mut done, &mut dead);
+                    collect(Some(next), &mut attempts, &mut results.done, &mut results.dead);
                 }
-                record(&db, &settings, done, dead, "the send task ended without an answer", &mut report, &ctl).await;
             }
             _ = tokio::time::sleep(settings.poll), if !full_batch => {}
             _ = stop.cancelled() => {}
         }
     }
+    record(&db, &settings, results.take(), &mut report, &ctl).await;
     drain(&db, &settings, &mut inflight, &mut attempts, &mut report, &ctl).await;
     Ok(report)
 }
 
+/// Answers of finished sends, and the attempts of send tasks that died,
+/// waiting to be recorded.
+#[derive(Debug, Default)]
+struct Results {
+    done: Vec<Done>,
+    dead: Vec<i64>,
+    /// Why a dead task's attempt is uncertain.
+    why: Option<&'static str>,
+}
+
+impl Results {
+    fn is_empty(&self) -> bool {
+        self.done.is_empty() && self.dead.is_empty()
+    }
+
+    fn take(&mut self) -> Results {
+        std::mem::take(self)
+    }
+
+    fn why(&self) -> &'static str {
+        self.why.unwrap_or("the send task ended without an answer")
+    }
+
+    /// Records the answers (one set-based write, in order), the few the
+    /// pre-send check stopped one by one, and the dead tasks' attempts as
+    /// uncertain, inside `tx`.
+    fn write(&self, tx: &Tx<'_>, s: &Settings, now: DateTime<Utc>) -> std::result::Result<Vec<Finished>, StoreError> {
+        let answered: Vec<(i64, _)> = self
+            .done
+            .iter()
+            .filter_map(|(a, sent)| match sent {
+                Sent::Answered(outcome) => Some((*a, attempt_result(outcome))),
+                Sent::NotSent(_) => None,
+            })
+            .collect();
+        let mut out = finish_attempts(tx, &answered, Cause::Dispatcher, &s.retry, now)?;
+        let holder = Holder::Lease(s.owner.clone());
+        for (attempt_id, sent) in &self.done {
+            if let Sent::NotSent(why) = sent {
+                out.push(abandon_unsent(tx, *attempt_id, &holder, why, &s.rules, now)?);
+            }
+        }
+        for a in &self.dead {
+            tx.abandon_attempt(*a, self.why(), now)?;
+        }
+        Ok(out)
+    }
+}
+
+/// What recording some results did: their outcomes, or the error (the
+/// leases then expire into `uncertain`: safe, only slower).
+struct Recorded {
+    outcome: Result<Vec<Finished>>,
+    dead: u64,
+}
+
+impl Recorded {
+    fn note(self, report: &mut DispatchReport, ctl: &Control) {
+        match self.outcome {
+            Ok(finished) => {
+                if finished.is_empty() && self.dead == 0 {
+                    return;
+                }
+                // Chaos kill point: results committed.
+                #[cfg(feature = "failpoints")]
+                crate::failpoint::hit("after_result");
+                ctl.bump();
+                for f in finished {
+                    report.add_finished(f);
+                }
+                report.abandoned += self.dead;
+            }
+            Err(e) => {
+                ctl.error(&e);
+                report.store_errors += 1;
+                tracing::warn!("recording results failed; their leases will expire into uncertain: {e}");
+            }
+        }
+    }
+}
+
+/// Records `results` and claims up to `want` in one transaction (one
+/// commit, one fsync). Should the claim fail, the results are recorded
+/// alone, so a claim's error never costs an answer.
 async fn claim(
     db: &Db,
     settings: &Arc<Settings>,
     channel: &Arc<dyn Channel>,
     scope: &ClaimScope,
     want: u32,
-) -> Result<Vec<ClaimDecision>> {
+    results: Results,
+) -> (Recorded, Result<Vec<ClaimDecision>>) {
     let s = settings.clone();
     let kind = channel.kind();
     let scope = scope.clone();
-    db.call(move |store| {
-        let who = Claimant {
-            owner: &s.owner,
-            channel: kind,
-            lease: s.lease,
-            rules: &s.rules,
-        };
-        Ok(store.write(|tx| claim_batch(tx, &scope, who, want, Utc::now()))?)
-    })
-    .await
+    let dead = results.dead.len() as u64;
+    let call = db
+        .call(move |store| {
+            let who = Claimant {
+                owner: &s.owner,
+                channel: kind,
+                lease: s.lease,
+                rules: &s.rules,
+            };
+            let now = Utc::now();
+            let both = store.write(|tx| {
+                let finished = results.write(tx, &s, now)?;
+                let decisions = claim_batch(tx, &scope, who, want, now)?;
+                Ok::<_, StoreError>((finished, decisions))
+            });
+            Ok(match both {
+                Ok((finished, decisions)) => (Ok(finished), Ok(decisions)),
+                Err(e) if results.is_empty() => (Ok(Vec::new()), Err(e)),
+                Err(e) => {
+                    let alone = store.write(|tx| results.write(tx, &s, Utc::now()));
+                    (alone.map_err(Into::into), Err(e))
+                }
+            })
+        })
+        .await;
+    match call {
+        Ok((recorded, claimed)) => (
+            Recorded {
+                outcome: recorded,
+                dead,
+            },
+            claimed.map_err(Into::into),
+        ),
+        // The database task itself failed: nothing is known to be written.
+        Err(e) => {
+            let again = DispatchError::Worker(e.to_string());
+            (Recorded { outcome: Err(e), dead }, Err(again))
+        }
+    }
 }
 
 async fn send_one(channel: Arc<dyn Channel>, c: Claimed, db: Db, settings: Arc<Settings>) -> Done {
@@ -299,68 +419,18 @@ fn collect(
     }
 }
 
-/// Records finished attempts in one transaction; a task that died (panic,
-/// abort) leaves its intention uncertain, never planned.
-async fn record(
-    db: &Db,
-    settings: &Arc<Settings>,
-    done: Vec<Done>,
-    dead: Vec<i64>,
-    why: &'static str,
-    report: &mut DispatchReport,
-    ctl: &Control,
-) {
-    if done.is_empty() && dead.is_empty() {
+/// Records finished attempts in one transaction of their own; a task that
+/// died (panic, abort) leaves its intention uncertain, never planned.
+async fn record(db: &Db, settings: &Arc<Settings>, results: Results, report: &mut DispatchReport, ctl: &Control) {
+    if results.is_empty() {
         return;
     }
     let s = settings.clone();
-    let n_dead = dead.len() as u64;
-    let res = db
-        .call(move |store| {
-            let now = Utc::now();
-            Ok(store.write(|tx| {
-                // Answers in one set-based write, in order; the few the
-                // pre-send check stopped one by one.
-                let answered: Vec<(i64, _)> = done
-                    .iter()
-                    .filter_map(|(a, sent)| match sent {
-                        Sent::Answered(outcome) => Some((*a, attempt_result(outcome))),
-                        Sent::NotSent(_) => None,
-                    })
-                    .collect();
-                let mut out = finish_attempts(tx, &answered, Cause::Dispatcher, &s.retry, now)?;
-                let holder = Holder::Lease(s.owner.clone());
-                for (attempt_id, sent) in &done {
-                    if let Sent::NotSent(why) = sent {
-                        out.push(abandon_unsent(tx, *attempt_id, &holder, why, &s.rules, now)?);
-                    }
-                }
-                for a in &dead {
-                    tx.abandon_attempt(*a, why, now)?;
-                }
-                Ok::<_, crate::store::StoreError>(out)
-            })?)
-        })
+    let dead = results.dead.len() as u64;
+    let outcome = db
+        .call(move |store| Ok(store.write(|tx| results.write(tx, &s, Utc::now()))?))
         .await;
-    match res {
-        Ok(finished) => {
-            // Chaos kill point: results committed.
-            #[cfg(feature = "failpoints")]
-            crate::failpoint::hit("after_result");
-            ctl.bump();
-            for f in finished {
-                report.add_finished(f);
-            }
-            report.abandoned += n_dead;
-        }
-        Err(e) => {
-            ctl.error(&e);
-            // The lease will expire and the reconciler will treat these as
-            // uncertain: safe, only slower.
-            report.store_errors += 1;
-            tracing::warn!("recording results failed; their leases will expire into uncertain: {e}");
-        }
-    }
+    Recorded { outcome, dead }.note(report, ctl);
 }
 
 /// Shutdown: wait for in-flight sends up to the grace period, then record
@@ -374,27 +444,20 @@ async fn drain(
     ctl: &Control,
 ) {
     let deadline = tokio::time::Instant::now() + settings.shutdown_grace;
-    let mut done = Vec::new();
-    let mut dead = Vec::new();
+    let mut results = Results {
+        why: Some("shutdown while the send was in flight: it may have been processed"),
+        ..Results::default()
+    };
     while !inflight.is_empty() {
         match tokio::time::timeout_at(deadline, inflight.join_next_with_id()).await {
-            Ok(j) => collect(j, attempts, &mut done, &mut dead),
+            Ok(j) => collect(j, attempts, &mut results.done, &mut results.dead),
             Err(_) => break,
         }
     }
     inflight.abort_all();
     while let Some(j) = inflight.join_next_with_id().await {
-        collect(Some(j), attempts, &mut done, &mut dead);
+        collect(Some(j), attempts, &mut results.done, &mut results.dead);
     }
-    dead.extend(attempts.drain().map(|(_, a)| a));
-    record(
-        db,
-        settings,
-        done,
-        dead,
-        "shutdown while the send was in flight: it may have been processed",
-        report,
-        ctl,
-    )
-    .await;
+    results.dead.extend(attempts.drain().map(|(_, a)| a));
+    record(db, settings, results, report, ctl).await;
 }

@@ -67,13 +67,18 @@ pub(super) fn in_ids(db: &Db<'_>, n: usize) -> String {
 /// multi-row statement has at most eight texts per kind, each prepared
 /// once and kept in the statement cache.
 pub(super) fn runs(n: usize) -> impl Iterator<Item = Range<usize>> {
+    runs_of(n, 128)
+}
+
+/// [`runs`] of at most `max` rows (a power of two).
+pub(super) fn runs_of(n: usize, max: usize) -> impl Iterator<Item = Range<usize>> {
     let mut start = 0;
     std::iter::from_fn(move || {
         let left = n - start;
         if left == 0 {
             return None;
         }
-        let size = if left >= 128 { 128 } else { 1 << left.ilog2() };
+        let size = if left >= max { max } else { 1 << left.ilog2() };
         start += size;
         Some(start - size..start)
     })

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use std::collections::HashMap;
 
+use super::dispatch::runs_of;
 use super::{Result, StoreError, Tx, ms};
 use crate::api::{PlannedRow, Reservation, ReserveRow};
 use crate::domain::history::Record;
@@ -17,9 +18,11 @@ use crate::sql::Value;
 use crate::templates::Category;
 use crate::vals;
 
-/// Intentions per multi-row insert (26 parameters each, well under
-/// SQLite's limit of 32,766).
-const RESERVE_CHUNK: usize = 128;
+/// Intentions per multi-row insert at most (26 parameters each, well
+/// under SQLite's limit of 32,766): an import reserves a few hundred at a
+/// time, and each statement pays its own statement journal (a copy of
+/// every page it touches first), so fewer, larger statements copy less.
+const RESERVE_RUN: usize = 512;
 
 pub use crate::domain::history::Cause;
 
@@ -135,12 +138,14 @@ impl Tx<'_> {
     pub fn reserve_many(&self, rows: &[Reservation<'_>]) -> Result<Vec<ReserveRow>> {
         let mut out: Vec<Option<ReserveRow>> = vec![None; rows.len()];
         let mut history = Vec::new();
-        for (c, chunk) in rows.chunks(RESERVE_CHUNK).enumerate() {
-            let mut inserted = self.insert_intentions(chunk)?;
+        let starts = self.commitment_starts(rows)?;
+        for run in runs_of(rows.len(), RESERVE_RUN) {
+            let chunk = &rows[run.clone()];
+            let mut inserted = self.insert_intentions(chunk, &starts)?;
             for (k, r) in chunk.iter().enumerate() {
                 // A key given twice is inserted once: the second is "existing".
                 if let Some(id) = inserted.remove(r.intention.key.as_str()) {
-                    out[c * RESERVE_CHUNK + k] = Some(ReserveRow {
+                    out[run.start + k] = Some(ReserveRow {
                         id,
                         inserted: true,
                         fingerprint: r.fingerprint.to_string(),
@@ -179,13 +184,40 @@ impl Tx<'_> {
         Ok(out.into_iter().flatten().collect())
     }
 
+    /// The start time of every commitment the reservations belong to, read
+    /// once (`intentions.starts_at` copies it, migration 0002). A scalar
+    /// subquery per row in the insert cost more: each opened a cursor of
+    /// its own, and SQLite walks every open cursor when it opens one. On
+    /// PostgreSQL a trigger sets the copy, so nothing is read.
+    fn commitment_starts(&self, rows: &[Reservation<'_>]) -> Result<HashMap<i64, Option<i64>>> {
+        if self.is_pg() || rows.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut ids: Vec<i64> = rows.iter().map(|r| r.commitment_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let db = self.db();
+        let sql = format!(
+            "SELECT id, starts_at FROM commitments WHERE id IN ({})",
+            super::dispatch::in_ids(&db, 1)
+        );
+        let found = db.rows(&sql, &vals![super::dispatch::id_list(&ids)], |r| {
+            Ok((r.int(0)?, r.opt_int(1)?))
+        })?;
+        Ok(found.into_iter().collect())
+    }
+
     /// One multi-row `INSERT … ON CONFLICT(key) DO NOTHING`; the ids of the
     /// rows it inserted, by key.
-    fn insert_intentions(&self, chunk: &[Reservation<'_>]) -> Result<HashMap<String, i64>> {
+    fn insert_intentions(
+        &self,
+        chunk: &[Reservation<'_>],
+        starts: &HashMap<i64, Option<i64>>,
+    ) -> Result<HashMap<String, i64>> {
         // `starts_at` is the commitment's (migration 0002), set here so the
         // trigger that would otherwise copy it has nothing to do.
         let one = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'planned', ?, \
-                   ?, ?, ?, ?, ?, ?, (SELECT starts_at FROM commitments WHERE id = ?))";
+                   ?, ?, ?, ?, ?, ?, ?)";
         let sql = format!(
             "INSERT INTO intentions(key, commitment_id, commitment_version, purpose, contact_id, recipient,
                  category, channel, template, language, parameters, body, fingerprint, correlation_id,
@@ -241,11 +273,15 @@ impl Tx<'_> {
                 n.reason.as_ref(),
                 at,
                 at,
-                r.commitment_id,
+                starts.get(&r.commitment_id).copied().flatten(),
             ]);
         }
-        let rows = self.db().rows(&sql, &values, |r| Ok((r.text(1)?, r.int(0)?)))?;
-        Ok(rows.into_iter().collect())
+        let mut ids = HashMap::with_capacity(chunk.len());
+        self.db().rows(&sql, &values, |r| {
+            ids.insert(r.text(1)?, r.int(0)?);
+            Ok(())
+        })?;
+        Ok(ids)
     }
 
     pub fn intention_id(&self, key: &str) -> Result<Option<i64>> {

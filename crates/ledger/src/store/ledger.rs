@@ -3,6 +3,9 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use std::collections::HashMap;
+
+use super::dispatch::runs_of;
 use super::{Result, StoreError, Tx, ms};
 use crate::domain::commitment::{Commitment, CommitmentKind, CommitmentStatus};
 use crate::domain::counter::Counter;
@@ -106,6 +109,65 @@ pub struct LoggedEvent {
     pub payload: String,
 }
 
+/// A contact to insert or update by phone ([`Tx::upsert_contacts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewContact<'a> {
+    pub phone: &'a str,
+    pub name: Option<&'a str>,
+    pub language: Option<&'a str>,
+}
+
+/// Rows per multi-row statement of a batch of events at most.
+const BATCH_RUN: usize = 256;
+
+/// How a saved commitment replaces the stored one.
+const SAVE_COMMITMENT_CONFLICT: &str = "ON CONFLICT(ref) DO UPDATE SET status = excluded.status,
+         version = excluded.version, starts_at = excluded.starts_at, service = excluded.service,
+         location = excluded.location, contact_id = coalesce(excluded.contact_id, commitments.contact_id),
+         confirmed_at = excluded.confirmed_at, manual_contact_at = excluded.manual_contact_at,
+         updated_at = excluded.updated_at, contact_name = excluded.contact_name";
+
+/// A commitment's columns in the order of [`Tx::save_commitments`].
+fn commitment_values(c: &Commitment, contact_id: Option<i64>, at: DateTime<Utc>) -> [Value<'_>; 13] {
+    vals![
+        c.reference.as_str(),
+        c.kind.as_str(),
+        c.status.as_str(),
+        c.version,
+        c.starts_at.map(ms),
+        c.service.as_deref(),
+        c.location.as_deref(),
+        contact_id,
+        c.confirmed_at.map(ms),
+        c.manual_contact_at.map(ms),
+        ms(at),
+        ms(at),
+        c.name.as_deref()
+    ]
+}
+
+/// `rows` groups of `width` bare `?` marks: the `VALUES` of a multi-row
+/// `INSERT`, whose columns give PostgreSQL the parameters' types.
+fn marks(width: usize, rows: usize) -> String {
+    let row = format!("({})", vec!["?"; width].join(", "));
+    vec![row.as_str(); rows].join(", ")
+}
+
+/// Texts as one JSON array, for [`in_texts`] (one statement text whatever
+/// the number, as [`super::dispatch::id_list`]).
+fn text_list(texts: &[&str]) -> String {
+    serde_json::to_string(texts).unwrap_or_else(|_| "[]".into())
+}
+
+/// The `IN` operand for a [`text_list`] bound at `?n`.
+fn in_texts(db: &crate::sql::Db<'_>, n: usize) -> String {
+    if db.is_pg() {
+        format!("SELECT value FROM json_array_elements_text(CAST(CAST(?{n} AS TEXT) AS json))")
+    } else {
+        format!("SELECT value FROM json_each(?{n})")
+    }
+}
+
 impl Tx<'_> {
     /// The logged event with this id, if any: a repeated id is a duplicate
     /// only when its content is the same.
@@ -157,6 +219,129 @@ impl Tx<'_> {
             self.bump_counter(Counter::DuplicateEvents, 1)?;
         }
         Ok(id)
+    }
+
+    /// The logged events among `event_ids`, by id: one query for a batch
+    /// of events (see [`Tx::logged_event`]).
+    pub fn logged_events(&self, event_ids: &[&str]) -> Result<HashMap<String, LoggedEvent>> {
+        if event_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let db = self.db();
+        let sql = format!(
+            "SELECT event_id, commitment_ref, payload FROM commitment_events WHERE event_id IN ({})",
+            in_texts(&db, 1)
+        );
+        let rows = db.rows(&sql, &vals![text_list(event_ids)], |r| {
+            Ok((
+                r.text(0)?,
+                LoggedEvent {
+                    commitment_ref: r.text(1)?,
+                    payload: r.text(2)?,
+                },
+            ))
+        })?;
+        Ok(rows.into_iter().collect())
+    }
+
+    /// The commitments among `references`, by reference: one query for a
+    /// batch of events (see [`Tx::commitment`]).
+    pub fn commitments_by_ref(&self, references: &[&str]) -> Result<HashMap<String, CommitmentRow>> {
+        if references.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let db = self.db();
+        let sql = format!(
+            "SELECT {COMMITMENT_COLS} FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
+             WHERE c.ref IN ({})",
+            in_texts(&db, 1)
+        );
+        let rows = db.rows(&sql, &vals![text_list(references)], commitment_row)?;
+        Ok(rows.into_iter().map(|c| (c.commitment.reference.clone(), c)).collect())
+    }
+
+    /// Appends booking events to the log in multi-row statements, each
+    /// with what it did; an `event_id` already recorded is left as it is.
+    /// Returns how many were appended: fewer than given means some id was
+    /// already there (the caller, which checked first, then treats the
+    /// events one by one).
+    pub fn record_commitment_events(&self, events: &[NewEvent<'_>], at: DateTime<Utc>) -> Result<usize> {
+        let mut appended = 0;
+        for run in runs_of(events.len(), BATCH_RUN) {
+            let sql = format!(
+                "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, version_before,
+                     version_after, source, payload, received_at)
+                 VALUES {} ON CONFLICT(event_id) DO NOTHING",
+                marks(9, run.len())
+            );
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 9);
+            for e in &events[run] {
+                values.extend(vals![
+                    e.event_id,
+                    e.reference,
+                    e.kind,
+                    e.effect.as_str(),
+                    e.version_before,
+                    e.version_after,
+                    e.source,
+                    e.payload,
+                    ms(at)
+                ]);
+            }
+            appended += self.db().exec(&sql, &values)?;
+        }
+        Ok(appended)
+    }
+
+    /// [`Tx::upsert_contact`] for many phones at once (each phone once):
+    /// their ids, by phone.
+    pub fn upsert_contacts(&self, contacts: &[NewContact<'_>], at: DateTime<Utc>) -> Result<HashMap<String, i64>> {
+        let mut ids = HashMap::with_capacity(contacts.len());
+        for run in runs_of(contacts.len(), BATCH_RUN) {
+            let sql = format!(
+                "INSERT INTO contacts(phone, name, language, created_at, updated_at) VALUES {}
+                 ON CONFLICT(phone) DO UPDATE SET name = coalesce(excluded.name, contacts.name),
+                     language = coalesce(excluded.language, contacts.language), updated_at = excluded.updated_at
+                 RETURNING id, phone",
+                marks(5, run.len())
+            );
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 5);
+            for c in &contacts[run] {
+                values.extend(vals![c.phone, c.name, c.language, ms(at), ms(at)]);
+            }
+            self.db().rows(&sql, &values, |r| {
+                ids.insert(r.text(1)?, r.int(0)?);
+                Ok(())
+            })?;
+        }
+        Ok(ids)
+    }
+
+    /// [`Tx::save_commitment`] for many commitments at once (each
+    /// reference once), with their contacts: their ids, by reference.
+    pub fn save_commitments(
+        &self,
+        rows: &[(&Commitment, Option<i64>)],
+        at: DateTime<Utc>,
+    ) -> Result<HashMap<String, i64>> {
+        let mut ids = HashMap::with_capacity(rows.len());
+        for run in runs_of(rows.len(), BATCH_RUN) {
+            let sql = format!(
+                "INSERT INTO commitments(ref, kind, status, version, starts_at, service, location, contact_id,
+                                         confirmed_at, manual_contact_at, created_at, updated_at, contact_name)
+                 VALUES {} {SAVE_COMMITMENT_CONFLICT} RETURNING id, ref",
+                marks(13, run.len())
+            );
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 13);
+            for (c, contact_id) in &rows[run] {
+                values.extend(commitment_values(c, *contact_id, at));
+            }
+            self.db().rows(&sql, &values, |r| {
+                ids.insert(r.text(1)?, r.int(0)?);
+                Ok(())
+            })?;
+        }
+        Ok(ids)
     }
 
     pub fn commitment(&self, reference: &str) -> Result<Option<CommitmentRow>> {
@@ -224,33 +409,14 @@ impl Tx<'_> {
 
     /// Writes the commitment as the domain computed it; returns its id.
     pub fn save_commitment(&self, c: &Commitment, contact_id: Option<i64>, at: DateTime<Utc>) -> Result<i64> {
+        let sql = format!(
+            "INSERT INTO commitments(ref, kind, status, version, starts_at, service, location, contact_id,
+                                     confirmed_at, manual_contact_at, created_at, updated_at, contact_name)
+             VALUES {} {SAVE_COMMITMENT_CONFLICT} RETURNING id",
+            marks(13, 1)
+        );
         self.db()
-            .row(
-                "INSERT INTO commitments(ref, kind, status, version, starts_at, service, location, contact_id,
-                                         confirmed_at, manual_contact_at, created_at, updated_at, contact_name)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12)
-                 ON CONFLICT(ref) DO UPDATE SET status = excluded.status, version = excluded.version,
-                     starts_at = excluded.starts_at, service = excluded.service, location = excluded.location,
-                     contact_id = coalesce(excluded.contact_id, commitments.contact_id),
-                     confirmed_at = excluded.confirmed_at, manual_contact_at = excluded.manual_contact_at,
-                     updated_at = excluded.updated_at, contact_name = excluded.contact_name
-                 RETURNING id",
-                &vals![
-                    c.reference.as_str(),
-                    c.kind.as_str(),
-                    c.status.as_str(),
-                    c.version,
-                    c.starts_at.map(ms),
-                    c.service.clone(),
-                    c.location.clone(),
-                    contact_id,
-                    c.confirmed_at.map(ms),
-                    c.manual_contact_at.map(ms),
-                    ms(at),
-                    c.name.clone()
-                ],
-                |r| r.int(0),
-            )?
+            .row(&sql, &commitment_values(c, contact_id, at), |r| r.int(0))?
             .ok_or_else(|| StoreError::Corrupt {
                 table: "commitments",
                 detail: "an upsert returned no row".into(),

@@ -41,7 +41,7 @@ pub use dispatch::PresendFacts;
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
-pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent, NewEvent};
+pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent, NewContact, NewEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
 pub use open::{OpenOptions, Store, open_connection};

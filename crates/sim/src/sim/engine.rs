@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::channel::motor_event::estado;
-use crate::domain::fingerprint::fingerprint;
+use crate::domain::fingerprint::{fingerprint_of_canonical, push_canonical_str, write_canonical};
 
 /// Longest accepted `Idempotency-Key`, after trimming (engine contract).
 pub const MAX_KEY_CHARS: usize = 200;
@@ -196,7 +196,7 @@ pub fn parse_message(instance_id: &str, body: &Value) -> Result<MessageRequest, 
                 .ok_or_else(|| body_err("generacion_esperada", "se esperaba un entero"))?,
         ),
     };
-    let fp = fingerprint(&json!({"tipo": "mensaje", "instance_id": instance_id, "body": body}));
+    let fp = message_fingerprint(instance_id, body);
     Ok(MessageRequest {
         recipient: recipient.to_string(),
         text,
@@ -205,6 +205,21 @@ pub fn parse_message(instance_id: &str, body: &Value) -> Result<MessageRequest, 
         expected_generation,
         fingerprint: fp,
     })
+}
+
+/// The fingerprint of `{"tipo": "mensaje", "instance_id": …, "body": …}`,
+/// its canonical text written in key order without copying the body into
+/// a new value (one per request the engine takes).
+fn message_fingerprint(instance_id: &str, body: &Value) -> String {
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(b"{\"body\":");
+    write_canonical(body, &mut out);
+    out.extend_from_slice(b",\"instance_id\":");
+    push_canonical_str(instance_id, &mut out);
+    out.extend_from_slice(b",\"tipo\":");
+    push_canonical_str("mensaje", &mut out);
+    out.push(b'}');
+    fingerprint_of_canonical(&out)
 }
 
 /// What a submission came to.
@@ -410,6 +425,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.text, "[cita] Ana | 9:30");
+    }
+
+    #[test]
+    fn the_message_fingerprint_is_the_fingerprint_of_its_value() {
+        let body = json!({"destino": {"telefono": "+51987654321"}, "texto": "  Hola   Ana ",
+            "expires_at": "2026-10-24T15:00:00-03:00", "correlation_id": "uv-1"});
+        assert_eq!(
+            message_fingerprint("clinica \"1\"", &body),
+            crate::domain::fingerprint::fingerprint(
+                &json!({"tipo": "mensaje", "instance_id": "clinica \"1\"", "body": body})
+            )
+        );
     }
 
     #[test]

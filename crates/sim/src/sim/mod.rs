@@ -382,6 +382,8 @@ pub(crate) async fn serve(
 }
 
 async fn connection(stream: TcpStream, router: axum::Router) {
+    // Answers leave as soon as they are written (a client waits for each).
+    let _ = stream.set_nodelay(true);
     let kill = Arc::new(Notify::new());
     let handle = http::ConnKill(kill.clone());
     let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
