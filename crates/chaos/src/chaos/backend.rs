@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use unavez_ledger::location::Location;
+use unavez_ledger::pg::url::redact;
 
 use super::ChaosError;
 use crate::store::{OpenOptions, Store, StoreError};
@@ -259,20 +260,6 @@ impl PgTarget {
 fn parse_url(s: &str) -> Result<postgres::Config, ChaosError> {
     s.parse::<postgres::Config>()
         .map_err(|e| ChaosError::Io(format!("--db: invalid PostgreSQL URL {}: {e}", redact(s))))
-}
-
-/// The URL with any password replaced (its query kept: it names the schema).
-fn redact(s: &str) -> String {
-    match (s.find("://"), s.find('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &s[scheme + 3..at];
-            match userinfo.find(':') {
-                Some(colon) => format!("{}{}:***{}", &s[..scheme + 3], &userinfo[..colon], &s[at..]),
-                None => s.to_string(),
-            }
-        }
-        _ => s.to_string(),
-    }
 }
 
 #[cfg(test)]

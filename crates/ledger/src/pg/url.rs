@@ -104,8 +104,9 @@ impl fmt::Debug for PgUrl {
     }
 }
 
-/// The URL with any password replaced, for error messages.
-fn redact(s: &str) -> String {
+/// The URL with any password replaced (its query kept: it may name the
+/// schema), for messages.
+pub fn redact(s: &str) -> String {
     match (s.find("://"), s.find('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &s[scheme + 3..at];
