@@ -95,21 +95,25 @@ impl Tx<'_> {
         hold: Duration,
         limit: u32,
     ) -> Result<Vec<UncertainItem>> {
+        // On PostgreSQL, reconcilers on several hosts take from one ledger:
+        // each locks what it takes and skips what another is taking, and
+        // the hold written below keeps it from the others once committed.
+        // SQLite's `BEGIN IMMEDIATE` already makes this the only writer.
+        let lock = if self.is_pg() { " FOR UPDATE SKIP LOCKED" } else { "" };
         let ids: Vec<i64> = match only {
             None => self.db().rows(
-                "SELECT id FROM intentions WHERE state = 'uncertain'
-                   AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) ORDER BY state_changed_at, id LIMIT ?2",
+                &format!(
+                    "SELECT id FROM intentions WHERE state = 'uncertain'
+                       AND (next_attempt_at IS NULL OR next_attempt_at <= ?1) ORDER BY state_changed_at, id LIMIT ?2{lock}"
+                ),
                 &vals![ms(now), limit],
                 |r| r.int(0),
             )?,
             Some(ids) => {
                 let mut out = Vec::new();
+                let sql = format!("SELECT id FROM intentions WHERE id = ?1 AND state = 'uncertain'{lock}");
                 for id in ids {
-                    if let Some(id) = self.db().row(
-                        "SELECT id FROM intentions WHERE id = ?1 AND state = 'uncertain'",
-                        &vals![*id],
-                        |r| r.int(0),
-                    )? {
+                    if let Some(id) = self.db().row(&sql, &vals![*id], |r| r.int(0))? {
                         out.push(id);
                     }
                 }
