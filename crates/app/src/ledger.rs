@@ -16,13 +16,20 @@
 //! connection per call.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::store::{OpenOptions, Store, StoreError};
 use unavez_ledger::location::Location;
 
 /// Idle connections kept for reuse.
 const IDLE: usize = 4;
+
+/// Pooled calls that may hold a connection at once ([`Ledger::with`]);
+/// the rest wait for one to come back. On PostgreSQL each connection is a
+/// server process: webhook requests stuck behind a row lock, each with a
+/// connection of its own, once used up the server's (the engine repeats a
+/// request it gave up on, and the stuck call keeps its connection).
+pub const MAX_POOLED: usize = 16;
 
 /// A shared, cloneable handle to one ledger file.
 #[derive(Clone)]
@@ -35,6 +42,32 @@ struct Inner {
     /// The file, or the URL without its password (for messages).
     path: PathBuf,
     idle: Mutex<Vec<Store>>,
+    /// Pooled calls holding a connection now (at most [`MAX_POOLED`]).
+    busy: Mutex<usize>,
+    returned: Condvar,
+}
+
+/// A place among the [`MAX_POOLED`], given back when dropped (a panicking
+/// call included).
+struct Place<'a>(&'a Inner);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let mut busy = self.0.busy.lock().unwrap_or_else(|p| p.into_inner());
+        *busy = busy.saturating_sub(1);
+        self.0.returned.notify_one();
+    }
+}
+
+impl Inner {
+    fn place(&self) -> Place<'_> {
+        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        while *busy >= MAX_POOLED {
+            busy = self.returned.wait(busy).unwrap_or_else(|p| p.into_inner());
+        }
+        *busy += 1;
+        Place(self)
+    }
 }
 
 impl Ledger {
@@ -71,6 +104,8 @@ impl Ledger {
                 location: store.location(),
                 path: store.path().to_path_buf(),
                 idle: Mutex::new(vec![store]),
+                busy: Mutex::new(0),
+                returned: Condvar::new(),
             }),
         }
     }
@@ -87,7 +122,9 @@ impl Ledger {
 
     /// Runs blocking store work on a pooled connection (call it from a
     /// thread that may block: the console's worker, `spawn_blocking`).
+    /// At most [`MAX_POOLED`] run at once; the others wait their turn.
     pub fn with<T>(&self, f: impl FnOnce(&mut Store) -> T) -> Result<T, StoreError> {
+        let _place = self.inner.place();
         let mut store = self.take()?;
         let out = f(&mut store);
         self.give_back(store);
@@ -185,6 +222,34 @@ mod tests {
             .with(|_| ledger.with(|s| s.path().to_path_buf()).unwrap())
             .unwrap();
         assert_eq!(nested, db);
+    }
+
+    #[test]
+    fn at_most_max_pooled_calls_hold_a_connection_and_the_rest_wait() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("l.db")).unwrap();
+        let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let calls: Vec<_> = (0..3 * MAX_POOLED)
+            .map(|_| {
+                let (ledger, now, peak) = (ledger.clone(), now.clone(), peak.clone());
+                std::thread::spawn(move || {
+                    ledger
+                        .with(|_| {
+                            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            peak.fetch_max(n, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(30));
+                            now.fetch_sub(1, Ordering::SeqCst);
+                        })
+                        .unwrap()
+                })
+            })
+            .collect();
+        for c in calls {
+            c.join().unwrap();
+        }
+        let peak = peak.load(Ordering::SeqCst);
+        assert!(peak <= MAX_POOLED && peak > 1, "{peak} at once");
     }
 
     #[test]
