@@ -236,7 +236,11 @@ impl Tx<'_> {
         let duplicate_events = Counter::DuplicateEvents.name();
         // `duplicate_channel_events` is the name ledgers of the first
         // version counted webhook copies under.
-        let names = [duplicate_keys.as_str(), duplicate_events.as_str(), "duplicate_channel_events"];
+        let names = [
+            duplicate_keys.as_str(),
+            duplicate_events.as_str(),
+            "duplicate_channel_events",
+        ];
         let parts = self.db().rows(
             "SELECT 'state', state, n FROM intention_counts WHERE day = ?1 AND n > 0
              UNION ALL
