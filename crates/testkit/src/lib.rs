@@ -44,14 +44,14 @@ impl Backend {
             Backend::Sqlite => TestLedger {
                 db: dir.path().join("ledger.db"),
                 dir,
-                schema: None,
+                _schema: None,
             },
             Backend::Postgres => {
                 let schema = PgSchema::new();
                 TestLedger {
                     db: PathBuf::from(&schema.url),
                     dir,
-                    schema: Some(schema),
+                    _schema: Some(schema),
                 }
             }
         }
@@ -64,21 +64,12 @@ pub struct TestLedger {
     pub db: PathBuf,
     /// Scratch space for the test's other files.
     pub dir: tempfile::TempDir,
-    schema: Option<PgSchema>,
+    _schema: Option<PgSchema>,
 }
 
 impl TestLedger {
     pub fn db(&self) -> &Path {
         &self.db
-    }
-
-    pub fn is_postgres(&self) -> bool {
-        self.schema.is_some()
-    }
-
-    /// A file in the test's directory.
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
     }
 }
 
