@@ -182,3 +182,28 @@ fn migrating_twice_or_from_two_hosts_at_once_applies_each_version_once() {
         .get(0);
     assert_eq!(rows, 1);
 }
+
+#[test]
+fn opening_an_up_to_date_ledger_writes_nothing() {
+    let schema = PgSchema::new();
+    let mut first = ledger(&schema);
+    // The row's creating transaction: a rewrite of the version would
+    // change it.
+    let before: String = first
+        .client()
+        .query_one("SELECT xmin::text FROM unavez_schema", &[])
+        .unwrap()
+        .get(0);
+    for _ in 0..3 {
+        drop(ledger(&schema));
+    }
+    let after: String = first
+        .client()
+        .query_one("SELECT xmin::text FROM unavez_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(before, after, "opening rewrote the schema version");
+    // And a read-only session opens it too (a site console).
+    let ro = url(&schema).read_only();
+    unavez_ledger::pg::PgLedger::open(&ro).unwrap_or_else(|e| panic!("read-only open: {e}"));
+}

@@ -129,8 +129,40 @@ impl PgLedger {
         MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
     }
 
+    /// The version stored, read without a transaction of its own: `None`
+    /// when the ledger was never initialised.
+    fn stored_version(&mut self) -> Result<Option<u32>> {
+        let exists: bool = self
+            .client
+            .query_one("SELECT to_regclass('unavez_schema') IS NOT NULL", &[])?
+            .get(0);
+        if !exists {
+            return Ok(None);
+        }
+        let v: Option<i32> = self
+            .client
+            .query_opt("SELECT version FROM unavez_schema", &[])?
+            .map(|r| r.get(0));
+        Ok(v.map(|v| v as u32))
+    }
+
     fn migrate(&mut self) -> Result<()> {
         let known = Self::known_version();
+        // Every console start and every pooled connection opens the
+        // ledger: an up-to-date one is only read, so opening writes nothing
+        // (no commit, no lock shared with the other hosts, and it works on
+        // a read-only session).
+        match self.stored_version()? {
+            Some(v) if v == known => return Ok(()),
+            Some(v) if v > known => {
+                return Err(PgError::TooNew {
+                    url: self.url.to_string(),
+                    found: v,
+                    known,
+                });
+            }
+            _ => {}
+        }
         let mut tx = self.client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
         // The version lives in its own table (SQLite keeps it in
