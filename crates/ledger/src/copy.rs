@@ -11,7 +11,8 @@
 //!   reference (history, attempts, resends, operator actions) holds.
 //! - **Derived tables rebuilt, not copied**: the per-day counts and the
 //!   search documents are kept by PostgreSQL's own triggers as rows
-//!   arrive; the counts are then verified against the source's. The
+//!   arrive, the counts counted once at the end; both are then verified
+//!   against the source's, and the tables analysed after the commit. The
 //!   dispatcher heartbeat rows stay behind: they describe processes that
 //!   ran against the old file.
 //! - **Refuses a non-empty target**: a copy never merges two ledgers.
@@ -88,23 +89,54 @@ pub fn copy_sqlite_to_pg(from: &Path, to: &PgUrl, progress: Progress<'_>) -> Res
     let snapshot = src.transaction().map_err(StoreError::Sql)?;
     let mut target = Store::open_location(&Location::Postgres(Box::new(to.clone())), &OpenOptions::CREATE)?;
     let url = to.to_string();
-    target.write(|tx| {
+    let report = target.write(|tx| {
         let db = tx.db();
-        // The per-day counts are kept at commit (migration 0002); the copy
-        // compares them before it commits, so they are kept row by row here.
+        // Deferred checks fail here, naming the table being copied, not at
+        // the commit.
         db.exec("SET CONSTRAINTS ALL IMMEDIATE", &[])
             .map_err(StoreError::from)?;
         refuse_non_empty(&db, &url)?;
+        // The per-day counts are counted once at the end: kept row by row,
+        // every copied intention rewrote its day's count row, leaving as
+        // many dead versions as intentions in one tiny table the console
+        // reads on every refresh. The trigger is off inside this
+        // transaction only (DDL is transactional: a failed copy leaves it on).
+        db.exec("ALTER TABLE intentions DISABLE TRIGGER intention_counts_insert", &[])
+            .map_err(StoreError::from)?;
         let mut report = CopyReport::default();
         for table in COPIED_TABLES {
             let n = copy_table(&snapshot, &db, table, progress)?;
             report.tables.push((table.to_string(), n));
         }
+        db.exec(
+            "INSERT INTO intention_counts(day, state, n) \
+             SELECT day, state, count(*) FROM intentions GROUP BY day, state",
+            &[],
+        )
+        .map_err(write_err("intention_counts"))?;
+        db.exec("ALTER TABLE intentions ENABLE TRIGGER intention_counts_insert", &[])
+            .map_err(StoreError::from)?;
         move_identities(&db)?;
         verify_counts(&snapshot, &db)?;
         report.intentions_verified = verify_keys(&snapshot, &db)?;
         Ok::<_, CopyError>(report)
-    })
+    })?;
+    // Fresh statistics: without them the first hours of consoles and
+    // dispatchers on the copied ledger would plan every query for empty
+    // tables (autovacuum gets to them only later).
+    target.write(|tx| tx.db().exec(&analyze_statement(), &[]).map_err(StoreError::from))?;
+    Ok(report)
+}
+
+/// `ANALYZE` of the ledger's tables by name (the whole database may hold
+/// other schemas).
+fn analyze_statement() -> String {
+    let tables: Vec<&str> = COPIED_TABLES
+        .iter()
+        .copied()
+        .chain(["intention_counts", "commitment_search"])
+        .collect();
+    format!("ANALYZE {}", tables.join(", "))
 }
 
 fn write_err(table: &str) -> impl Fn(crate::sql::SqlError) -> CopyError + '_ {

@@ -72,6 +72,29 @@ fn a_sqlite_ledger_copies_whole_and_verified_into_an_empty_postgresql_ledger() {
         .unwrap()
         .get(0);
     assert_eq!(counted, 3000);
+    // Counted once, not rewritten per copied intention: the count rows fit
+    // in one page (3,000 row versions would need about twenty).
+    let pages: i64 = c
+        .query_one("SELECT pg_relation_size('intention_counts') / 8192", &[])
+        .unwrap()
+        .get(0);
+    assert!(pages <= 1, "intention_counts holds dead versions: {pages} pages");
+    // Analysed after the copy (reltuples is -1 for a never-analysed table).
+    let estimated: f32 = c
+        .query_one("SELECT reltuples FROM pg_class WHERE oid = 'intentions'::regclass", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(estimated, 3000.0, "the copied tables were analysed");
+    // New intentions are counted again by the trigger (enabled: 'O').
+    let enabled: i8 = c
+        .query_one(
+            "SELECT tgenabled FROM pg_trigger WHERE tgname = 'intention_counts_insert' \
+             AND tgrelid = 'intentions'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(enabled as u8, b'O', "the count trigger is on again");
     // Heartbeat rows of the old file's processes stay behind.
     let beats: i64 = c.query_one("SELECT count(*) FROM dispatchers", &[]).unwrap().get(0);
     assert_eq!(beats, 0);
