@@ -106,6 +106,16 @@ enum Cmd {
         #[arg(long)]
         samples: usize,
     },
+    /// (internal) A generated ledger of `intentions` copied into a schema
+    /// of `--pg` that is kept, for probing the console on PostgreSQL again
+    /// and again with `probe-console --db URL --now-ms N`.
+    #[command(hide = true)]
+    PgConsoleLedger {
+        #[arg(long)]
+        intentions: u64,
+        #[arg(long)]
+        dir: PathBuf,
+    },
 }
 
 /// A cheap deterministic hash (shared by the sections).
@@ -121,6 +131,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let result = match &args.cmd {
         Some(Cmd::ProbeConsole { db, now_ms, samples }) => probe_console(started, db, *now_ms, *samples),
+        Some(Cmd::PgConsoleLedger { intentions, dir }) => pg::kept_console_ledger(&args.pg, dir, *intentions),
         None => bench(&args),
     };
     match result {

@@ -206,8 +206,7 @@ pub fn console(
     let copy_s = t.elapsed().as_secs_f64();
     // What autovacuum does to a freshly loaded table on a server left with
     // its defaults, within a minute of the copy: statistics, the visibility
-    // map (index-only scans) and the search index's pending list, and the
-    // dead versions of the count rows the copy updated once per intention.
+    // map (index-only scans) and the search index's pending list.
     // The CI server this usually runs on has autovacuum off, so without it
     // the console would be timed on a table no running server keeps.
     let mut c = client(&schema.url)?;
@@ -216,6 +215,19 @@ pub fn console(
     let vacuum_s = t.elapsed().as_secs_f64();
     let probe = crate::console::probe_in_child(Path::new(&schema.url), now, samples)?;
     Ok((probe, (copy_s, vacuum_s), schema))
+}
+
+/// `pg-console-ledger`: the console section's ledger, kept (its URL and
+/// the generation's clock printed for `probe-console`).
+pub fn kept_console_ledger(base: &str, dir: &Path, total: u64) -> anyhow::Result<std::process::ExitCode> {
+    let now = Utc::now();
+    let from = dir.join("pg-console.db");
+    crate::console::generate(&from, total, now)?;
+    let (p, _, schema) = console(base, &from, now, 50)?;
+    eprintln!("{p:?}");
+    println!("--db '{}' --now-ms {}", schema.url, now.timestamp_millis());
+    std::mem::forget(schema);
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// The PostgreSQL rows of the table, in `run` (section `pg`).

@@ -32,7 +32,9 @@ fn summarize(name: &str, mut v: Vec<f64>) -> (String, f64, f64, usize) {
 
 /// Runs in the probe child: `started` is its first instant.
 pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) -> anyhow::Result<Probe> {
-    let (open_ms, mut store) = time_ms(|| Store::open(db))?;
+    // As the console opens it (generic plans on PostgreSQL).
+    let location = unavez_ledger::location::Location::parse(db)?.for_console();
+    let (open_ms, mut store) = time_ms(|| Store::attach_location(&location))?;
     let config = Config::default();
     let tz = config.tz();
     let ctx = WorkerCtx {

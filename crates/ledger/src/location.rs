@@ -24,6 +24,17 @@ impl Location {
         }
     }
 
+    /// The location a console reads through: on PostgreSQL, connections
+    /// that keep generic plans for its repeated screen statements
+    /// ([`PgUrl::generic_plans`]); a SQLite file as it is (its prepared
+    /// statements are never planned again per run).
+    pub fn for_console(&self) -> Location {
+        match self {
+            Location::Sqlite(_) => self.clone(),
+            Location::Postgres(url) => Location::Postgres(Box::new(url.generic_plans())),
+        }
+    }
+
     /// Whether a configuration file's value carries a password (refused:
     /// secrets come from the environment, never from a file).
     pub fn setting_has_password(setting: &Path) -> bool {

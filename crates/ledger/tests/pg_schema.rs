@@ -207,3 +207,22 @@ fn opening_an_up_to_date_ledger_writes_nothing() {
     let ro = url(&schema).read_only();
     unavez_ledger::pg::PgLedger::open(&ro).unwrap_or_else(|e| panic!("read-only open: {e}"));
 }
+
+#[test]
+fn a_console_location_connects_with_generic_plans() {
+    let schema = PgSchema::new();
+    drop(ledger(&schema));
+    let setting = std::path::PathBuf::from(&schema.url);
+    let console = unavez_ledger::location::Location::parse(&setting)
+        .unwrap()
+        .for_console();
+    let unavez_ledger::location::Location::Postgres(u) = &console else {
+        panic!("a URL is PostgreSQL")
+    };
+    // The server takes the startup option (a wrong one refuses the
+    // connection), and the console's store opens on it.
+    let mut c = unavez_ledger::pg::PgLedger::open(u).unwrap_or_else(|e| panic!("{e}"));
+    let mode: String = c.client().query_one("SHOW plan_cache_mode", &[]).unwrap().get(0);
+    assert_eq!(mode, "force_generic_plan");
+    Store::attach_location(&console).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -25,7 +25,7 @@ use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Settings};
 use crate::ledger::Ledger;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use crate::templates::Templates;
 use std::sync::Arc;
 
@@ -75,9 +75,10 @@ pub enum ConsoleError {
 
 /// Runs the console until the operator quits.
 pub fn run(opts: ConsoleOptions) -> Result<(), ConsoleError> {
-    // From the handle the command opened (attached, not migrated: another
-    // process holding the write lock must not keep the screen blank).
-    let store = opts.ledger.connection()?;
+    // The ledger the command opened, on a connection of the console's own
+    // (attached, not migrated: another process holding the write lock must
+    // not keep the screen blank), with generic plans on PostgreSQL.
+    let store = Store::attach_location(&opts.ledger.location().for_console())?;
     let (req_tx, req_rx) = mpsc::channel::<Request>();
     let (resp_tx, resp_rx) = mpsc::channel();
     // What says the ledger changed: the embedded services' activity, and

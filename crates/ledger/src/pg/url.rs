@@ -61,26 +61,53 @@ impl PgUrl {
     /// whatever the caller's code does. `LISTEN` still works. For
     /// consoles that must not write (`tui --read-only`).
     pub fn read_only(&self) -> PgUrl {
-        if self.is_read_only() {
-            return self.clone();
-        }
-        let mut config = self.config.clone();
-        let options = match config.get_options() {
-            Some(o) if !o.trim().is_empty() => format!("{o} {READ_ONLY_OPTION}"),
-            _ => READ_ONLY_OPTION.to_string(),
-        };
-        config.options(&options);
-        PgUrl { config }
+        self.with_option(READ_ONLY_OPTION)
     }
 
     /// Whether connections from this URL are read-only ([`PgUrl::read_only`]).
     pub fn is_read_only(&self) -> bool {
-        self.config.get_options().is_some_and(|o| o.contains(READ_ONLY_OPTION))
+        self.has_option(READ_ONLY_OPTION)
+    }
+
+    /// The same ledger on connections that run every prepared statement
+    /// on its generic plan (`plan_cache_mode`), for the console. Its
+    /// screens are a few large statements run again and again with new
+    /// times and pages: planned afresh each time (PostgreSQL's default for
+    /// statements whose parameters move the estimates) the planning cost
+    /// as much as running them, 2–8 ms of the Atención page at a million
+    /// intentions, while the generic plan uses the same indexes. A startup
+    /// option, so a reconnected console keeps it.
+    pub fn generic_plans(&self) -> PgUrl {
+        self.with_option(GENERIC_PLANS_OPTION)
+    }
+
+    /// Whether connections from this URL use generic plans ([`PgUrl::generic_plans`]).
+    pub fn has_generic_plans(&self) -> bool {
+        self.has_option(GENERIC_PLANS_OPTION)
+    }
+
+    fn has_option(&self, option: &str) -> bool {
+        self.config.get_options().is_some_and(|o| o.contains(option))
+    }
+
+    fn with_option(&self, option: &str) -> PgUrl {
+        if self.has_option(option) {
+            return self.clone();
+        }
+        let mut config = self.config.clone();
+        let options = match config.get_options() {
+            Some(o) if !o.trim().is_empty() => format!("{o} {option}"),
+            _ => option.to_string(),
+        };
+        config.options(&options);
+        PgUrl { config }
     }
 }
 
 /// The startup option of [`PgUrl::read_only`].
 const READ_ONLY_OPTION: &str = "-c default_transaction_read_only=on";
+/// The startup option of [`PgUrl::generic_plans`].
+const GENERIC_PLANS_OPTION: &str = "-c plan_cache_mode=force_generic_plan";
 
 /// `postgres://user@host:port/db`, never the password.
 impl fmt::Display for PgUrl {
@@ -160,5 +187,13 @@ mod tests {
         assert_eq!(ro.read_only().config().get_options(), ro.config().get_options());
         let bare = PgUrl::parse("postgres://clinic@db/unavez").unwrap().read_only();
         assert_eq!(bare.config().get_options(), Some("-c default_transaction_read_only=on"));
+        // A console's read-only URL with generic plans keeps both options.
+        let console = ro.generic_plans();
+        assert!(console.is_read_only() && console.has_generic_plans());
+        assert_eq!(
+            console.generic_plans().config().get_options(),
+            console.config().get_options()
+        );
+        assert_eq!(console.to_string(), u.to_string());
     }
 }
