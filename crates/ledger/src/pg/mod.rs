@@ -84,6 +84,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_ledger.sql")),
     (2, include_str!("migrations/0002_counts_at_commit.sql")),
     (3, include_str!("migrations/0003_console_queries.sql")),
+    (4, include_str!("migrations/0004_narrow_commitment_index.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).

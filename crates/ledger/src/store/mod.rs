@@ -137,6 +137,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (6, include_str!("migrations/0006_front_desk_queue.sql")),
     (7, include_str!("migrations/0007_dispatchers_alerts.sql")),
     (8, include_str!("migrations/0008_reserve_speed.sql")),
+    (9, include_str!("migrations/0009_narrow_commitment_index.sql")),
 ];
 
 impl Tx<'_> {
