@@ -154,15 +154,6 @@ pub trait LedgerTx {
     fn apply_result_records(&self, records: &[Record]) -> Result<()> {
         self.apply_records(records)
     }
-    /// A result batch's writes on its intentions: the channel's references
-    /// ([`LedgerTx::set_channel_refs`]) and then the moves with their history
-    /// rows ([`LedgerTx::apply_result_records`]), with the same rows and
-    /// guarantees as those two calls; a backend may write an intention's
-    /// references and its move in one statement.
-    fn record_results(&self, refs: &[(i64, Option<String>, Option<String>)], records: &[Record]) -> Result<()> {
-        self.set_channel_refs(refs)?;
-        self.apply_result_records(records)
-    }
     /// Closes attempts, or annotates ones already closed.
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()>;
     /// Stores the channel's references on intentions (a newer value wins).
@@ -212,9 +203,6 @@ impl LedgerTx for Tx<'_> {
     }
     fn apply_result_records(&self, records: &[Record]) -> Result<()> {
         Tx::apply_records_set(self, records)
-    }
-    fn record_results(&self, refs: &[(i64, Option<String>, Option<String>)], records: &[Record]) -> Result<()> {
-        Tx::record_results(self, refs, records)
     }
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()> {
         Tx::write_attempts(self, rows)

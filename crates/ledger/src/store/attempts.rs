@@ -4,14 +4,13 @@
 //! decided in `unavez-core` (`domain::finish`); this file reads the facts
 //! that decision needs and writes the rows it decided.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::dispatch::{MOVE, move_values, runs, values_rows};
+use super::dispatch::{runs, values_rows};
 use super::{Result, StoreError, Tx, ms};
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
-use crate::domain::history::Record;
 use crate::sql::Value;
 use crate::vals;
 
@@ -196,54 +195,6 @@ impl Tx<'_> {
             self.db().exec(&sql, &values)?;
         }
         Ok(())
-    }
-
-    /// A result batch's references and moves (see
-    /// [`crate::api::LedgerTx::record_results`]): an intention's references
-    /// and its move in one `UPDATE … FROM (VALUES …)` per run of rows, so
-    /// its row is rewritten once instead of twice; references of an
-    /// intention that does not move (a late answer) on their own; then the
-    /// history rows. An intention named twice (two answers for it in one
-    /// batch) takes the two calls in turn, each write seeing the last.
-    pub fn record_results(&self, refs: &[(i64, Option<String>, Option<String>)], records: &[Record]) -> Result<()> {
-        let moves: Vec<&Record> = records.iter().filter(|r| r.applied && r.from.is_some()).collect();
-        let mut by_id: HashMap<i64, (Option<&str>, Option<&str>)> = HashMap::with_capacity(refs.len());
-        let refs_once = refs
-            .iter()
-            .all(|(id, c, m)| by_id.insert(*id, (c.as_deref(), m.as_deref())).is_none());
-        let mut moving = HashSet::with_capacity(moves.len());
-        if !(refs_once && moves.iter().all(|r| moving.insert(r.intention_id))) {
-            self.set_channel_refs(refs)?;
-            return self.apply_records_set(records);
-        }
-        let alone: Vec<_> = refs.iter().filter(|r| !moving.contains(&r.0)).cloned().collect();
-        self.set_channel_refs(&alone)?;
-        for run in runs(moves.len()) {
-            let chunk = &moves[run];
-            let sql = format!(
-                "WITH v(id, from_state, to_state, reason, at, command_id, message_id) AS (VALUES {})
-                 UPDATE intentions SET state = v.to_state, state_reason = v.reason, state_changed_at = v.at,
-                     updated_at = v.at,
-                     lease_owner = CASE WHEN v.to_state = 'dispatching' THEN lease_owner ELSE NULL END,
-                     lease_until = CASE WHEN v.to_state = 'dispatching' THEN lease_until ELSE NULL END,
-                     provider_command_id = coalesce(v.command_id, provider_command_id),
-                     provider_message_id = coalesce(v.message_id, provider_message_id)
-                 FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                values_rows(&[MOVE.as_slice(), &["TEXT", "TEXT"]].concat(), chunk.len())
-            );
-            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 7);
-            for r in chunk {
-                let (command_id, message_id) = by_id.get(&r.intention_id).copied().unwrap_or_default();
-                values.extend(move_values(r));
-                values.extend(vals![command_id, message_id]);
-            }
-            let changed = self.db().exec(&sql, &values)?;
-            if changed != chunk.len() {
-                return Err(self.stale(self.first_moved(chunk.iter().copied())));
-            }
-        }
-        let all: Vec<&Record> = records.iter().collect();
-        self.insert_history(&all)
     }
 
     pub fn sequence_facts(&self, intention_id: i64, notice_purposes: &[&str]) -> Result<SequenceFacts> {

@@ -97,9 +97,9 @@ const I: &str = "BIGINT";
 const T: &str = "TEXT";
 
 /// A state move's `(id, from_state, to_state, reason, at)`.
-pub(super) const MOVE: [&str; 5] = [I, T, T, T, I];
+const MOVE: [&str; 5] = [I, T, T, T, I];
 
-pub(super) fn move_values(r: &Record) -> [Value<'_>; 5] {
+fn move_values(r: &Record) -> [Value<'_>; 5] {
     vals![
         r.intention_id,
         r.from.map(|s| s.as_str()),
@@ -266,7 +266,7 @@ impl Tx<'_> {
     /// The error for a set-based move that changed fewer rows than asked
     /// (the transaction is rolled back): the first intention that is not
     /// in its record's target state, i.e. was no longer in `from`.
-    pub(super) fn first_moved<'r>(&self, records: impl Iterator<Item = &'r Record>) -> StoreError {
+    fn first_moved<'r>(&self, records: impl Iterator<Item = &'r Record>) -> StoreError {
         for r in records {
             let Some(from) = r.from else { continue };
             let now = self.db().row(
