@@ -35,17 +35,42 @@ fn state(env: &Env, key: &str) -> IntentionState {
     env.store().read(|tx| tx.find_intention(key)).unwrap().state
 }
 
-#[test]
-fn operator_commands_on_a_postgresql_ledger_act_with_reason_and_responsible() {
+/// A PostgreSQL ledger (a scratch schema) beside the engine simulator,
+/// with `count` appointments `cita-{tag}N` booked and their notices sent.
+/// Fields drop in order: the binary's environment before the schema it
+/// uses, the simulator before its runtime.
+struct Sent {
+    env: Env,
+    log: tempfile::NamedTempFile,
+    _sim: unavez::sim::SimHandle,
+    _schema: PgSchema,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn booked_and_sent(tag: &str, seed: u64, count: usize) -> Sent {
     let rt = runtime();
     let log = tempfile::NamedTempFile::new().unwrap();
-    let sim = start_sim(&rt, log.path(), "", 21);
+    let sim = start_sim(&rt, log.path(), "", seed);
     let schema = PgSchema::new();
     let env = Env::postgres(&Cfg::motor(&sim.base_url()).with_lease(30), &schema.url);
-    let sent: Vec<String> = (0..3).map(|n| scheduled(&format!("cita-op{n}"), n)).collect();
-    env.import("manana.jsonl", &sent);
+    let keys: Vec<String> = (0..count).map(|n| scheduled(&format!("cita-{tag}{n}"), n)).collect();
+    env.import("manana.jsonl", &keys);
     env.ok(&["dispatch", "--until-idle"]);
-    assert!(wait_until(Duration::from_secs(10), || sent_keys(log.path()).len() >= 3));
+    assert!(wait_until(Duration::from_secs(10), || sent_keys(log.path()).len() >= count));
+    Sent {
+        env,
+        log,
+        _sim: sim,
+        _schema: schema,
+        _rt: rt,
+    }
+}
+
+#[test]
+fn operator_commands_on_a_postgresql_ledger_act_with_reason_and_responsible() {
+    // Bound whole: the simulator and the schema live until the test ends.
+    let run = booked_and_sent("op", 21, 3);
+    let (env, log) = (&run.env, &run.log);
     // Booked after the run: its notice is planned, not yet sent.
     env.import("tarde.jsonl", &[scheduled("cita-op3", 3)]);
 
@@ -66,7 +91,7 @@ fn operator_commands_on_a_postgresql_ledger_act_with_reason_and_responsible() {
         (doc["result"].as_str(), doc["state"].as_str()),
         (Some("done"), Some("cancelled"))
     );
-    assert_eq!(state(&env, &notice("cita-op3")), IntentionState::Cancelled);
+    assert_eq!(state(env, &notice("cita-op3")), IntentionState::Cancelled);
 
     // The patient says the first message never arrived.
     let out = env.run(&[
@@ -81,7 +106,7 @@ fn operator_commands_on_a_postgresql_ledger_act_with_reason_and_responsible() {
         "not_received",
     ]);
     assert_eq!(code(&out), 0, "{}", text(&out));
-    assert_eq!(state(&env, &notice("cita-op0")), IntentionState::Failed);
+    assert_eq!(state(env, &notice("cita-op0")), IntentionState::Failed);
 
     // The desk may not authorize the resend (3, said in Spanish); the
     // supervisor does (0), and the new intention goes out once below.
@@ -202,15 +227,8 @@ fn operator_commands_on_a_postgresql_ledger_act_with_reason_and_responsible() {
 
 #[test]
 fn reprocess_on_a_postgresql_ledger_changes_nothing_dry_and_never_resends_accepted_ones() {
-    let rt = runtime();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let sim = start_sim(&rt, log.path(), "", 22);
-    let schema = PgSchema::new();
-    let env = Env::postgres(&Cfg::motor(&sim.base_url()).with_lease(30), &schema.url);
-    let first: Vec<String> = (0..6).map(|n| scheduled(&format!("cita-rp{n}"), n)).collect();
-    env.import("manana.jsonl", &first);
-    env.ok(&["dispatch", "--until-idle"]);
-    assert!(wait_until(Duration::from_secs(10), || sent_keys(log.path()).len() >= 6));
+    let run = booked_and_sent("rp", 22, 6);
+    let (env, log) = (&run.env, &run.log);
     // Booked during an outage: planned and due; one is cancelled.
     let second: Vec<String> = (6..10).map(|n| scheduled(&format!("cita-rp{n}"), n)).collect();
     env.import("tarde.jsonl", &second);

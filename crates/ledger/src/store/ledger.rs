@@ -102,6 +102,25 @@ pub struct NewEvent<'a> {
     pub version_after: Option<i64>,
 }
 
+/// The event log's columns, in the order of [`event_values`].
+const EVENT_INSERT: &str = "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, version_before,
+     version_after, source, payload, received_at)";
+
+/// One event's row, for one statement or a multi-row one.
+fn event_values<'a>(e: &NewEvent<'a>, at: DateTime<Utc>) -> [Value<'a>; 9] {
+    vals![
+        e.event_id,
+        e.reference,
+        e.kind,
+        e.effect.as_str(),
+        e.version_before,
+        e.version_after,
+        e.source,
+        e.payload,
+        ms(at)
+    ]
+}
+
 /// A booking event already in the log, as it was received.
 #[derive(Debug, Clone)]
 pub struct LoggedEvent {
@@ -189,28 +208,16 @@ impl Tx<'_> {
     /// when its `event_id` was already recorded: the caller must then
     /// change nothing.
     pub fn record_commitment_event(&self, e: &NewEvent<'_>, at: DateTime<Utc>) -> Result<Option<i64>> {
-        const INSERT: &str = "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, version_before,
-                 version_after, source, payload, received_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-             ON CONFLICT(event_id) DO NOTHING";
-        let args = vals![
-            e.event_id,
-            e.reference,
-            e.kind,
-            e.effect.as_str(),
-            e.version_before,
-            e.version_after,
-            e.source,
-            e.payload,
-            ms(at)
-        ];
+        let insert =
+            format!("{EVENT_INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(event_id) DO NOTHING");
+        let args = event_values(e, at);
         let id = if self.is_pg() {
-            self.db().row(&format!("{INSERT} RETURNING id"), &args, |r| r.int(0))?
+            self.db().row(&format!("{insert} RETURNING id"), &args, |r| r.int(0))?
         } else {
             // No `RETURNING` on SQLite: it would make this a statement with
             // a journal of its own (and flush the search index's pending
             // rows each time); the rowid is the connection's last insert.
-            match self.db().exec(INSERT, &args)? {
+            match self.db().exec(&insert, &args)? {
                 0 => None,
                 _ => Some(self.sqlite()?.last_insert_rowid()),
             }
@@ -269,24 +276,12 @@ impl Tx<'_> {
         let mut appended = 0;
         for run in runs_of(events.len(), BATCH_RUN) {
             let sql = format!(
-                "INSERT INTO commitment_events(event_id, commitment_ref, type, effect, version_before,
-                     version_after, source, payload, received_at)
-                 VALUES {} ON CONFLICT(event_id) DO NOTHING",
+                "{EVENT_INSERT} VALUES {} ON CONFLICT(event_id) DO NOTHING",
                 marks(9, run.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 9);
             for e in &events[run] {
-                values.extend(vals![
-                    e.event_id,
-                    e.reference,
-                    e.kind,
-                    e.effect.as_str(),
-                    e.version_before,
-                    e.version_after,
-                    e.source,
-                    e.payload,
-                    ms(at)
-                ]);
+                values.extend(event_values(e, at));
             }
             appended += self.db().exec(&sql, &values)?;
         }
