@@ -293,7 +293,7 @@ async fn statuses_for_unknown_messages_wait_and_apply_when_correlated(backend: B
         .write(|tx| {
             let now = chrono::Utc::now();
             tx.set_provider_refs(id1, None, Some("wamid.LATE"), now)?;
-            tx.apply_pending_statuses_for(id1, now)
+            unavez::status::apply_pending_for(tx, id1, now)
         })
         .unwrap();
     assert_eq!(applied, 1);

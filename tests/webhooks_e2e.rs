@@ -103,7 +103,7 @@ async fn simulator_webhooks_duplicated_and_reordered_end_in_justified_states(bac
                         };
                         tx.signal(p.id, Signal::Accepted, &e, now)?;
                         tx.set_provider_refs(p.id, command_id.as_deref(), message_id.as_deref(), now)?;
-                        tx.apply_pending_statuses_for(p.id, now)
+                        unavez::status::apply_pending_for(tx, p.id, now)
                     })
                     .unwrap();
             }

@@ -11,6 +11,7 @@
 //! | [`ledger`] | the one handle to the ledger a process shares: pooled connections for calls, a session of its own for a steady writer |
 //! | [`planning`] | reserving a plan's intentions (a reused key with other content is a conflict) and closing what a closure names |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
+//! | [`status`] | status webhooks: record → correlate → apply, or wait for the message id; the periodic sweep |
 //! | [`dispatch`] | the background dispatcher and reconciler: claims with validity, durable attempts, pre-send checks, uncertain outcomes, repeats, reprocessing a day |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact, pause) with reason and responsible |
 //! | [`demo`] | the demo clinic generator |
@@ -34,3 +35,4 @@ pub mod ingest;
 pub mod ledger;
 pub mod ops;
 pub mod planning;
+pub mod status;

@@ -15,8 +15,10 @@ use crate::domain::counter::Counter;
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
 use crate::domain::history::{Record, Said};
 use crate::domain::intention::NewIntention;
+use crate::domain::state::IntentionState;
+use crate::domain::status::Report;
 use crate::domain::validity::CommitmentFacts;
-use crate::store::{ContactRow, IntentionRow, Result, Tx};
+use crate::store::{ContactRow, IntentionRow, PendingStatus, Result, Tx};
 
 /// Which planned intentions a claim may take.
 #[derive(Debug, Clone)]
@@ -160,9 +162,22 @@ pub trait LedgerTx {
     fn set_channel_refs(&self, rows: &[(i64, Option<String>, Option<String>)]) -> Result<()>;
     /// Sets (or clears) when intentions are due again.
     fn set_next_attempt(&self, rows: &[(i64, Option<DateTime<Utc>>)], at: DateTime<Utc>) -> Result<()>;
-    /// Applies status webhooks that arrived before these intentions' message
-    /// ids were known, in received order.
-    fn apply_pending_statuses(&self, intention_ids: &[i64], at: DateTime<Utc>) -> Result<usize>;
+    /// Whether any status webhook waits for its intention (one probe).
+    fn any_pending_status(&self) -> Result<bool>;
+    /// The status webhooks waiting for this intention, in received order.
+    fn pending_statuses_for(&self, intention_id: i64) -> Result<Vec<PendingStatus>>;
+    /// Records provider references the first time they are learnt.
+    fn set_provider_refs(
+        &self,
+        id: i64,
+        command_id: Option<&str>,
+        message_id: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<()>;
+    /// Stores the history row core decides for one status report.
+    fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)>;
+    /// Sets a stored channel event's processing status.
+    fn mark_channel_event(&self, row: i64, status: &str, intention_id: Option<i64>, at: DateTime<Utc>) -> Result<()>;
     /// Adds `by` to a named counter.
     fn bump_counter(&self, counter: Counter, by: i64) -> Result<()>;
 }
@@ -213,17 +228,26 @@ impl LedgerTx for Tx<'_> {
     fn set_next_attempt(&self, rows: &[(i64, Option<DateTime<Utc>>)], at: DateTime<Utc>) -> Result<()> {
         Tx::set_next_attempt(self, rows, at)
     }
-    fn apply_pending_statuses(&self, intention_ids: &[i64], at: DateTime<Utc>) -> Result<usize> {
-        // Nearly always nothing waits: one probe instead of a lookup per
-        // intention (whose statement SQLite re-prepares on every binding).
-        if intention_ids.is_empty() || !self.any_pending_status()? {
-            return Ok(0);
-        }
-        let mut n = 0;
-        for id in intention_ids {
-            n += self.apply_pending_statuses_for(*id, at)?;
-        }
-        Ok(n)
+    fn any_pending_status(&self) -> Result<bool> {
+        Tx::any_pending_status(self)
+    }
+    fn pending_statuses_for(&self, intention_id: i64) -> Result<Vec<PendingStatus>> {
+        Tx::pending_statuses_for(self, intention_id)
+    }
+    fn set_provider_refs(
+        &self,
+        id: i64,
+        command_id: Option<&str>,
+        message_id: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        Tx::set_provider_refs(self, id, command_id, message_id, at)
+    }
+    fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)> {
+        Tx::apply_report(self, id, report, at)
+    }
+    fn mark_channel_event(&self, row: i64, status: &str, intention_id: Option<i64>, at: DateTime<Utc>) -> Result<()> {
+        Tx::mark_channel_event(self, row, status, intention_id, at)
     }
     fn bump_counter(&self, counter: Counter, by: i64) -> Result<()> {
         Tx::bump_counter(self, counter, by)

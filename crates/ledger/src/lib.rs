@@ -34,11 +34,11 @@
 //! in as rows ([`domain::history::Record`], [`domain::finish::AttemptWrite`])
 //! decided by core.
 //!
-//! Left over for now: the status-webhook path (`store/webhooks.rs`) still
-//! sequences record → correlate → apply inside the ledger, storing core's
-//! decision ([`domain::webhook::report_row`]) through `Tx::signal`, because
-//! [`api::LedgerTx::apply_pending_statuses`] runs inside the dispatcher's
-//! finishing transaction; `Tx::abandon_attempt` composes facts →
+//! The status-webhook path keeps its steps here as rows (record an event,
+//! the correlation lookups, mark it, store core's decision for a report,
+//! [`domain::webhook::report_row`], through `Tx::signal`); their order and
+//! the choices between them are the application's (`unavez_app::status`).
+//! Left over for now: `Tx::abandon_attempt` composes facts →
 //! `domain::recovery::abandon` → rows for the worker that calls it.
 //!
 //! **Layering:** on top of `unavez-core` only (re-exported here under its

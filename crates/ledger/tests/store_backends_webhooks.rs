@@ -13,10 +13,9 @@ use unavez_ledger::api_recovery::RecoveryTx;
 use unavez_ledger::domain::counter::Counter;
 use unavez_ledger::domain::event::ConflictKind;
 use unavez_ledger::domain::state::IntentionState;
-use unavez_ledger::domain::status::Report;
 use unavez_ledger::store::{
     AcknowledgementRow, NewAcknowledgement, NewChannelEvent, NewRefusal, OperatorAction, Recorded, SOURCE_CLOUD,
-    SOURCE_MOTOR, StatusOutcome, StoreError, from_ms,
+    SOURCE_MOTOR, StoreError, from_ms,
 };
 
 fn at(minutes: i64) -> DateTime<Utc> {
@@ -33,16 +32,6 @@ fn event<'a>(event_id: &'a str, message_id: Option<&'a str>, key: Option<&'a str
         // Not a status WhatsApp sends: a pending copy of it is ignored when
         // correlated (no report), which keeps the state machine out of it.
         payload: "{}",
-    }
-}
-
-fn report() -> Report {
-    Report {
-        signal: None,
-        status: "delivered".into(),
-        evidence: "cloud:e".into(),
-        note: None,
-        error_code: None,
     }
 }
 
@@ -103,25 +92,58 @@ fn a_channel_event_is_recorded_once_and_its_copies_counted() {
     });
 }
 
+/// A status stored and marked waiting for its intention.
+fn pending(store: &mut unavez_ledger::store::Store, event_id: &str, mid: &str, minutes: i64) -> i64 {
+    let recorded = ok(store.write(|tx| tx.record_channel_event(&event(event_id, Some(mid), None), at(minutes))));
+    let Recorded::New(row) = recorded else {
+        panic!("{recorded:?}")
+    };
+    ok(store.write(|tx| tx.mark_channel_event(row, "pending", None, at(minutes))));
+    row
+}
+
 #[test]
-fn a_status_without_its_intention_waits_and_is_applied_once_its_message_id_is_known() {
+fn pending_statuses_are_found_by_key_message_id_or_attempt_and_by_age() {
+    // The rows of the status workflow (`unavez_app::status`, whose order
+    // the webhook integration tests exercise end to end on both backends).
     both(|store, fx| {
         fx.commitment(101, 201, 0);
         fx.intention(301, 101, "accepted", "");
-        let outcome = ok(store.write(|tx| tx.ingest_status(&event("w9:sent:1", Some("w9"), None), &report(), at(0))));
-        assert_eq!(outcome, StatusOutcome::Pending);
-        let dup = ok(store.write(|tx| tx.ingest_status(&event("w9:sent:1", Some("w9"), None), &report(), at(0))));
-        assert_eq!(dup, StatusOutcome::Duplicate { intention_id: None });
-        // An old stray outside the sweep's window stays pending.
-        ok(store.write(|tx| tx.ingest_status(&event("old:sent:1", Some("old"), None), &report(), at(-80 * 60))));
+        let w9 = pending(store, "w9:sent:1", "w9", 0);
+        // A copy is counted on the stored row, not stored again.
+        let dup = ok(store.write(|tx| tx.record_channel_event(&event("w9:sent:1", Some("w9"), None), at(0))));
+        assert_eq!(
+            dup,
+            Recorded::Duplicate {
+                row: w9,
+                intention_id: None
+            }
+        );
+        let old = pending(store, "old:sent:1", "old", -80 * 60);
         assert_eq!(ok(store.read(|tx| tx.pending_status_count())), 2);
-        assert_eq!(ok(store.write(|tx| tx.sweep_pending_statuses(10, at(1)))), 0);
+        let recent = ok(store.read(|tx| tx.recent_pending_statuses(10, at(-72 * 60))));
+        assert_eq!(recent.iter().map(|p| p.id).collect::<Vec<_>>(), vec![w9]);
+        let all = ok(store.read(|tx| tx.recent_pending_statuses(10, at(-100 * 60))));
+        assert_eq!(
+            all.iter().map(|p| p.id).collect::<Vec<_>>(),
+            vec![old, w9],
+            "newest first"
+        );
 
-        // The attempt learns the message id: the sweep correlates it, the
-        // intention learns it too, and the stored payload (no report) is
-        // ignored rather than applied.
+        // Nothing names the intention yet.
+        assert!(ok(store.read(|tx| tx.pending_statuses_for(301))).is_empty());
+        assert_eq!(ok(store.read(|tx| tx.intention_of_attempt_message("w9"))), None);
+        // An attempt learns the message id: found through it.
         fx.attempt(401, 301, 1, Some(1000), "accepted", Some("w9"));
-        assert_eq!(ok(store.write(|tx| tx.sweep_pending_statuses(10, at(2)))), 1);
+        assert_eq!(ok(store.read(|tx| tx.intention_of_attempt_message("w9"))), Some(301));
+        assert_eq!(ok(store.read(|tx| tx.intention_by_message_id("w9"))), Some(301));
+        assert_eq!(ok(store.read(|tx| tx.intention_of_provider_message("w9"))), None);
+        let waiting = ok(store.read(|tx| tx.pending_statuses_for(301)));
+        assert_eq!(waiting.len(), 1);
+        assert_eq!((waiting[0].id, waiting[0].source.as_str()), (w9, SOURCE_CLOUD));
+        assert_eq!(waiting[0].message_id.as_deref(), Some("w9"));
+        // Marked ignored, applied to the intention: no longer pending.
+        ok(store.write(|tx| tx.mark_channel_event(w9, "ignored", Some(301), at(2))));
         let on = store.path().display().to_string();
         store
             .read(|tx| {
@@ -129,25 +151,10 @@ fn a_status_without_its_intention_waits_and_is_applied_once_its_message_id_is_kn
                 let (_, status, _, copies) = tx.channel_event(SOURCE_CLOUD, "w9:sent:1")?.unwrap();
                 assert_eq!((status.as_str(), copies), ("ignored", 2));
                 assert_eq!(tx.channel_events(10)?[0].4, Some(301));
+                assert!(tx.pending_statuses_for(301)?.is_empty());
                 Ok::<_, StoreError>(())
             })
             .unwrap();
-        // Known by its message id now, on the intention itself.
-        assert_eq!(
-            ok(store.write(|tx| tx.correlate_status(Some("w9"), None, at(3)))),
-            Some(301)
-        );
-        assert_eq!(ok(store.write(|tx| tx.correlate_status(Some("zz"), None, at(3)))), None);
-        // A second pending event for it is applied as soon as asked.
-        // (Its row id from the store: PostgreSQL spends an id on every
-        // insert that conflicted, so ids are not counted rows.)
-        let recorded = ok(store.write(|tx| tx.record_channel_event(&event("w9:read:2", Some("w9"), None), at(4))));
-        let Recorded::New(row) = recorded else {
-            panic!("{recorded:?}")
-        };
-        ok(store.write(|tx| tx.mark_channel_event(row, "pending", None, at(4))));
-        assert_eq!(ok(store.write(|tx| tx.apply_pending_statuses_for(301, at(5)))), 1);
-        assert_eq!(ok(store.write(|tx| tx.apply_pending_statuses_for(301, at(5)))), 0);
     });
 }
 
@@ -161,13 +168,11 @@ fn provider_references_are_learnt_once_and_never_overwritten() {
         ok(store.write(|tx| tx.set_provider_refs(302, None, Some("wm-2"), at(2))));
         // Whichever id the intention is found by, it is the first one kept.
         assert_eq!(
-            ok(store.write(|tx| tx.correlate_status(Some("wm-1"), None, at(3)))),
-            Some(302)
+            ok(store.read(|tx| tx.provider_message_id(302))).as_deref(),
+            Some("wm-1")
         );
-        assert_eq!(
-            ok(store.write(|tx| tx.correlate_status(Some("wm-2"), None, at(3)))),
-            None
-        );
+        assert_eq!(ok(store.read(|tx| tx.intention_of_provider_message("wm-1"))), Some(302));
+        assert_eq!(ok(store.read(|tx| tx.intention_of_provider_message("wm-2"))), None);
     });
 }
 

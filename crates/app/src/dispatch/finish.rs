@@ -103,7 +103,7 @@ fn write_plans<L: LedgerTx + ?Sized>(tx: &L, plans: &[FinishPlan], now: DateTime
         .filter(|p| p.refs.is_some())
         .map(|p| p.intention_id)
         .collect();
-    tx.apply_pending_statuses(&with_refs, now)?;
+    crate::status::apply_pending(tx, &with_refs, now)?;
     Ok(())
 }
 

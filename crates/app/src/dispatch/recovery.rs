@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::recovery::{self, ToReview};
 use crate::domain::state::Signal;
-use crate::store::{LedgerTx, StoreError, Tx};
+use crate::store::{StoreError, Tx};
 use unavez_ledger::api_recovery::RecoveryTx;
 
 type Result<T> = std::result::Result<T, StoreError>;
@@ -49,7 +49,7 @@ pub(crate) fn evidence(
     let moved = record.as_ref().is_some_and(|r| r.applied);
     tx.apply_records(record.as_slice())?;
     if known {
-        tx.apply_pending_statuses(&[id], now)?;
+        crate::status::apply_pending(tx, &[id], now)?;
     }
     Ok(moved)
 }

@@ -95,7 +95,7 @@ fn by_channel(
                 // The channel's references make later statuses, lookups and
                 // a withdrawal possible; early statuses waiting for them apply.
                 tx.set_provider_refs(row.id, command_id.as_deref(), message_id.as_deref(), now)?;
-                tx.apply_pending_statuses_for(row.id, now)?;
+                crate::status::apply_pending_for(tx, row.id, now)?;
                 Ok((
                     signal,
                     format!("channel_lookup:{}", command_id.as_deref().unwrap_or("-")),

@@ -51,8 +51,8 @@ pub use refused::{NewRefusal, RefusedEventRow};
 pub use tx::{TRANSIENT_RETRIES, Tx};
 pub use uncertain::UncertainItem;
 pub use webhooks::{
-    ChannelEventRow, NewChannelEvent, PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_CLOUD,
-    SOURCE_MOTOR, StatusOutcome,
+    ChannelEventRow, NewChannelEvent, PARKED_KEY_MESSAGE_MISMATCH, PendingStatus, REFUSED_FOREIGN_INSTANCE, Recorded,
+    SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome,
 };
 
 use std::path::PathBuf;

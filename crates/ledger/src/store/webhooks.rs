@@ -1,11 +1,13 @@
-//! Channel events (status webhooks of the Cloud API and the engine): stored
-//! raw in received order, deduplicated by `UNIQUE(source, event_id)`, then
-//! applied to the intention they correlate with — or kept `pending` until
-//! the message id becomes known.
+//! Channel events (status webhooks of the Cloud API and the engine), as
+//! rows: stored raw in received order, deduplicated by `UNIQUE(source,
+//! event_id)`, marked applied, pending or ignored; the lookups that
+//! correlate them with an intention; the history row core decides for a
+//! report. The order of the steps (record → correlate → apply, or wait)
+//! is the application's (`unavez_app::status`).
 //!
-//! Everything runs inside the caller's `BEGIN IMMEDIATE` transaction: the
-//! insert that deduplicates and the state change it causes commit together,
-//! so two identical deliveries arriving at the same instant apply once.
+//! Everything runs inside the caller's transaction: the insert that
+//! deduplicates and the state change it causes commit together, so two
+//! identical deliveries arriving at the same instant apply once.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -15,8 +17,7 @@ use super::{Cause, Result, StoreError, Tx, ms};
 use crate::domain::counter::{Counter, Parking, Rejection, Source};
 use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Transition};
-use crate::domain::status::MotorEvent;
-use crate::domain::status::{CloudStatus, Report, motor_report};
+use crate::domain::status::Report;
 use crate::domain::webhook;
 use crate::rows::Cols;
 use crate::vals;
@@ -25,8 +26,6 @@ use crate::vals;
 pub const SOURCE_CLOUD: &str = "cloud";
 /// `channel_events.source` of the engine's webhooks.
 pub const SOURCE_MOTOR: &str = "motor";
-/// The periodic sweep retries pending statuses this recent.
-pub const SWEEP_WINDOW_HOURS: i64 = 72;
 
 /// One stored event's `(kind, status, reason, copies)`.
 pub type StoredEventRow = (String, String, Option<String>, i64);
@@ -163,65 +162,33 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Finds the intention a status is about: by provider message id (on
-    /// the intention or any of its attempts), then by the key the message
-    /// carried. Correlating by key records the message id on the intention.
-    pub fn correlate_status(
-        &self,
-        message_id: Option<&str>,
-        key: Option<&str>,
-        at: DateTime<Utc>,
-    ) -> Result<Option<i64>> {
-        if let Some(mid) = message_id {
-            let by_intention = self.db().row(
-                "SELECT id FROM intentions WHERE provider_message_id = ?1 ORDER BY id LIMIT 1",
-                &vals![mid],
-                |r| r.int(0),
-            )?;
-            if by_intention.is_some() {
-                return Ok(by_intention);
-            }
-            let by_attempt = self.db().row(
-                "SELECT intention_id FROM attempts WHERE message_id = ?1 ORDER BY id LIMIT 1",
-                &vals![mid],
-                |r| r.int(0),
-            )?;
-            if let Some(id) = by_attempt {
-                self.set_provider_refs(id, None, Some(mid), at)?;
-                return Ok(Some(id));
-            }
-        }
-        if let Some(k) = key.filter(|k| !k.is_empty())
-            && let Some(id) = self.intention_id(k)?
-        {
-            if let Some(mid) = message_id {
-                let known = self
-                    .db()
-                    .row(
-                        "SELECT provider_message_id FROM intentions WHERE id = ?1",
-                        &vals![id],
-                        |r| r.opt_text(0),
-                    )?
-                    .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))?;
-                match known {
-                    // A second message id for one key means a second
-                    // message reached WhatsApp: evidence a person must see.
-                    Some(first) if first != mid => {
-                        let (evidence, note) = webhook::second_message_id(mid, &first);
-                        self.note(
-                            id,
-                            &self.webhook_entry(HistorySignal::SecondMessageId.as_str(), &evidence, Some(&note)),
-                            at,
-                        )?;
-                        self.bump_counter(Counter::SecondMessageId, 1)?;
-                    }
-                    Some(_) => {}
-                    None => self.set_provider_refs(id, None, Some(mid), at)?,
-                }
-            }
-            return Ok(Some(id));
-        }
-        Ok(None)
+    /// The intention whose provider message id is `mid` (the lowest id).
+    pub fn intention_of_provider_message(&self, mid: &str) -> Result<Option<i64>> {
+        Ok(self.db().row(
+            "SELECT id FROM intentions WHERE provider_message_id = ?1 ORDER BY id LIMIT 1",
+            &vals![mid],
+            |r| r.int(0),
+        )?)
+    }
+
+    /// The intention of the first attempt that learnt message id `mid`.
+    pub fn intention_of_attempt_message(&self, mid: &str) -> Result<Option<i64>> {
+        Ok(self.db().row(
+            "SELECT intention_id FROM attempts WHERE message_id = ?1 ORDER BY id LIMIT 1",
+            &vals![mid],
+            |r| r.int(0),
+        )?)
+    }
+
+    /// The provider message id an intention knows, if any.
+    pub fn provider_message_id(&self, id: i64) -> Result<Option<String>> {
+        self.db()
+            .row(
+                "SELECT provider_message_id FROM intentions WHERE id = ?1",
+                &vals![id],
+                |r| r.opt_text(0),
+            )?
+            .ok_or_else(|| StoreError::NoIntention(format!("#{id}")))
     }
 
     /// Stores the history row core decides for one report
@@ -248,45 +215,29 @@ impl Tx<'_> {
         })
     }
 
-    fn webhook_entry<'a>(&self, signal: &'a str, evidence: &'a str, note: Option<&'a str>) -> Entry<'a> {
-        Entry {
-            signal,
+    /// A history note caused by a webhook (`signal` is one of the note
+    /// signals: a second message id, a parked event).
+    pub fn webhook_note(
+        &self,
+        id: i64,
+        signal: HistorySignal,
+        evidence: &str,
+        note: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        let entry = Entry {
+            signal: signal.as_str(),
             cause: Cause::Webhook,
             evidence: Some(evidence),
             note,
             commitment_version: None,
-        }
-    }
-
-    /// Records a status event and applies it once: the whole path for one
-    /// Cloud status or engine event. Call inside [`Tx::atomically`].
-    pub fn ingest_status(&self, ev: &NewChannelEvent<'_>, report: &Report, at: DateTime<Utc>) -> Result<StatusOutcome> {
-        // A copy is counted on the stored event, never a history row per
-        // copy (a provider retrying 60 times would bury the history).
-        let row = match self.record_channel_event(ev, at)? {
-            Recorded::New(row) => row,
-            Recorded::Duplicate { intention_id, .. } => return Ok(StatusOutcome::Duplicate { intention_id }),
         };
-        match self.correlate_status(ev.message_id, ev.intention_key, at)? {
-            Some(id) => {
-                let (moved, state) = self.apply_report(id, report, at)?;
-                self.mark_channel_event(row, "applied", Some(id), at)?;
-                Ok(StatusOutcome::Applied {
-                    intention_id: id,
-                    moved,
-                    state: state.to_string(),
-                })
-            }
-            None => {
-                self.mark_channel_event(row, "pending", None, at)?;
-                Ok(StatusOutcome::Pending)
-            }
-        }
+        self.note(id, &entry, at)
     }
 
     /// The intention a provider message id names (on the intention or one
     /// of its attempts), without recording anything.
-    fn intention_by_message_id(&self, mid: &str) -> Result<Option<i64>> {
+    pub fn intention_by_message_id(&self, mid: &str) -> Result<Option<i64>> {
         Ok(self.db().row(
             "SELECT id FROM intentions WHERE provider_message_id = ?1
              UNION ALL SELECT intention_id FROM attempts WHERE message_id = ?1 LIMIT 1",
@@ -295,49 +246,11 @@ impl Tx<'_> {
         )?)
     }
 
-    /// An event whose intention key and message id name two different
-    /// intentions is stored, parked with [`PARKED_KEY_MESSAGE_MISMATCH`]
-    /// and applied to neither; both intentions get a history note. `None`
-    /// when they agree (or either is unknown): apply it as usual.
-    pub fn park_if_split(&self, ev: &NewChannelEvent<'_>, at: DateTime<Utc>) -> Result<Option<StatusOutcome>> {
-        let (Some(key), Some(mid)) = (ev.intention_key.filter(|k| !k.is_empty()), ev.message_id) else {
-            return Ok(None);
-        };
-        let (Some(by_key), Some(by_mid)) = (self.intention_id(key)?, self.intention_by_message_id(mid)?) else {
-            return Ok(None);
-        };
-        if by_key == by_mid {
-            return Ok(None);
-        }
-        let row = match self.record_channel_event(ev, at)? {
-            Recorded::New(row) => row,
-            Recorded::Duplicate { intention_id, .. } => return Ok(Some(StatusOutcome::Duplicate { intention_id })),
-        };
-        self.set_channel_event_reason(row, "parked", PARKED_KEY_MESSAGE_MISMATCH)?;
-        if let Some(source) = Source::parse(ev.source) {
-            self.bump_counter(Counter::WebhookParked(source, Parking::KeyMessageMismatch), 1)?;
-        }
-        let evidence = format!("{}:{}", ev.source, ev.event_id);
-        for (id, other) in [(by_key, by_mid), (by_mid, by_key)] {
-            let note = webhook::parked_note(ev.event_id, other, key, mid);
-            self.note(
-                id,
-                &self.webhook_entry(HistorySignal::EventParked.as_str(), &evidence, Some(&note)),
-                at,
-            )?;
-        }
-        Ok(Some(StatusOutcome::Parked {
-            reason: PARKED_KEY_MESSAGE_MISMATCH.into(),
-        }))
-    }
-
-    /// Applies, in received order, the pending status events that belong
-    /// to this intention (by its key, its provider message id or an
-    /// attempt's message id). The dispatcher calls it right after recording
-    /// an attempt's message id, in the same transaction. Returns how many
-    /// were applied.
-    pub fn apply_pending_statuses_for(&self, intention_id: i64, at: DateTime<Utc>) -> Result<usize> {
-        let rows = self.db().rows(
+    /// The pending status events that belong to this intention (by its
+    /// key, its provider message id or an attempt's message id), in
+    /// received order.
+    pub fn pending_statuses_for(&self, intention_id: i64) -> Result<Vec<PendingStatus>> {
+        Ok(self.db().rows(
             "SELECT e.id, e.source, e.message_id, e.intention_key, e.payload FROM channel_events e
              WHERE e.status = 'pending' AND (
                  e.intention_key = (SELECT key FROM intentions WHERE id = ?1)
@@ -346,44 +259,18 @@ impl Tx<'_> {
              ORDER BY e.id",
             &vals![intention_id],
             pending_row,
-        )?;
-        let mut n = 0;
-        for p in rows {
-            if let Some(mid) = &p.message_id {
-                self.set_provider_refs(intention_id, None, Some(mid), at)?;
-            }
-            self.apply_pending(&p, intention_id, at)?;
-            n += 1;
-        }
-        Ok(n)
+        )?)
     }
 
-    /// Retries correlation for pending status events received in the last
-    /// [`SWEEP_WINDOW_HOURS`] (newest first, up to `limit`, so old strays
-    /// never starve fresh ones), then applies each correlated intention's
-    /// pending events in received order. For a periodic sweep by `serve`.
-    /// Returns how many were applied; the rest stay pending (and are still
-    /// applied by [`Tx::apply_pending_statuses_for`] whenever their message
-    /// id is recorded).
-    pub fn sweep_pending_statuses(&self, limit: u32, at: DateTime<Utc>) -> Result<usize> {
-        let cutoff = at - chrono::Duration::hours(SWEEP_WINDOW_HOURS);
-        let rows = self.db().rows(
+    /// Pending status events received since `since`, newest first, at
+    /// most `limit`.
+    pub fn recent_pending_statuses(&self, limit: u32, since: DateTime<Utc>) -> Result<Vec<PendingStatus>> {
+        Ok(self.db().rows(
             "SELECT id, source, message_id, intention_key, payload FROM channel_events
              WHERE status = 'pending' AND received_at >= ?2 ORDER BY id DESC LIMIT ?1",
-            &vals![limit, ms(cutoff)],
+            &vals![limit, ms(since)],
             pending_row,
-        )?;
-        let mut intentions = std::collections::BTreeSet::new();
-        for p in rows {
-            if let Some(id) = self.correlate_status(p.message_id.as_deref(), p.intention_key.as_deref(), at)? {
-                intentions.insert(id);
-            }
-        }
-        let mut n = 0;
-        for id in intentions {
-            n += self.apply_pending_statuses_for(id, at)?;
-        }
-        Ok(n)
+        )?)
     }
 
     /// How many status events wait for correlation.
@@ -396,17 +283,6 @@ impl Tx<'_> {
                 |r| r.int(0),
             )?
             .unwrap_or(0))
-    }
-
-    fn apply_pending(&self, p: &PendingRow, intention_id: i64, at: DateTime<Utc>) -> Result<()> {
-        match report_from_payload(&p.source, &p.payload) {
-            Some(report) => {
-                self.apply_report(intention_id, &report, at)?;
-                self.mark_channel_event(p.id, "applied", Some(intention_id), at)?;
-            }
-            None => self.mark_channel_event(p.id, "ignored", Some(intention_id), at)?,
-        }
-        Ok(())
     }
 
     /// One stored event: `(kind, status, reason, copies)`.
@@ -441,31 +317,23 @@ impl Tx<'_> {
     }
 }
 
-struct PendingRow {
-    id: i64,
-    source: String,
-    message_id: Option<String>,
-    intention_key: Option<String>,
-    payload: String,
+/// A stored status event that waits for its intention.
+#[derive(Debug, Clone)]
+pub struct PendingStatus {
+    pub id: i64,
+    pub source: String,
+    pub message_id: Option<String>,
+    pub intention_key: Option<String>,
+    /// The body as received (validated then).
+    pub payload: String,
 }
 
-fn pending_row(r: &dyn Cols) -> std::result::Result<PendingRow, String> {
-    Ok(PendingRow {
+fn pending_row(r: &dyn Cols) -> std::result::Result<PendingStatus, String> {
+    Ok(PendingStatus {
         id: r.int(0)?,
         source: r.text(1)?,
         message_id: r.opt_text(2)?,
         intention_key: r.opt_text(3)?,
         payload: r.text(4)?,
     })
-}
-
-/// Re-reads a stored status payload (it was validated when received).
-fn report_from_payload(source: &str, payload: &str) -> Option<Report> {
-    match source {
-        SOURCE_CLOUD => serde_json::from_str::<CloudStatus>(payload).ok().map(|s| s.report()),
-        SOURCE_MOTOR => serde_json::from_str::<MotorEvent>(payload)
-            .ok()
-            .map(|e| motor_report(&e)),
-        _ => None,
-    }
 }

@@ -273,5 +273,5 @@ fn process_status(tx: &Tx<'_>, v: Value, now: DateTime<Utc>) -> Result<Result<St
         intention_key: status.biz_opaque_callback_data.as_deref(),
         payload: &payload,
     };
-    tx.ingest_status(&ev, &status.report(), now).map(Ok)
+    unavez_app::status::ingest_status(tx, &ev, &status.report(), now).map(Ok)
 }

@@ -473,7 +473,7 @@ pub async fn start_on(
 
 /// Status events that arrived before their message id was known are
 /// retried here, so none waits for a dispatcher that forgot to call
-/// [`crate::store::Tx::apply_pending_statuses_for`].
+/// [`unavez_app::status::apply_pending`].
 async fn sweep_loop(state: AppState, stop: CancellationToken) {
     loop {
         tokio::select! {
@@ -482,7 +482,7 @@ async fn sweep_loop(state: AppState, stop: CancellationToken) {
         }
         let r = state
             .blocking(|state, store| {
-                let r = store.write(|tx| tx.sweep_pending_statuses(1_000, Utc::now()));
+                let r = store.write(|tx| unavez_app::status::sweep_pending(tx, 1_000, Utc::now()));
                 match &r {
                     // An empty sweep commits nothing: no evidence either way.
                     Ok(0) => {}
