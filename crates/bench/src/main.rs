@@ -47,6 +47,11 @@ use clap::{Parser, Subcommand};
 
 use report::{Figure, Target};
 
+/// The product's allocator (see `src/main.rs`), so the in-process figures
+/// measure what `unavez` runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "unavez-bench",
