@@ -167,13 +167,8 @@ pub trait LedgerTx {
     /// The status webhooks waiting for this intention, in received order.
     fn pending_statuses_for(&self, intention_id: i64) -> Result<Vec<PendingStatus>>;
     /// Records provider references the first time they are learnt.
-    fn set_provider_refs(
-        &self,
-        id: i64,
-        command_id: Option<&str>,
-        message_id: Option<&str>,
-        at: DateTime<Utc>,
-    ) -> Result<()>;
+    fn set_provider_refs(&self, id: i64, command: Option<&str>, message: Option<&str>, at: DateTime<Utc>)
+    -> Result<()>;
     /// Stores the history row core decides for one status report.
     fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)>;
     /// Sets a stored channel event's processing status.
@@ -237,11 +232,11 @@ impl LedgerTx for Tx<'_> {
     fn set_provider_refs(
         &self,
         id: i64,
-        command_id: Option<&str>,
-        message_id: Option<&str>,
+        command: Option<&str>,
+        message: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        Tx::set_provider_refs(self, id, command_id, message_id, at)
+        Tx::set_provider_refs(self, id, command, message, at)
     }
     fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)> {
         Tx::apply_report(self, id, report, at)
