@@ -116,12 +116,8 @@ impl PgLedger {
     pub fn connect_checked(url: &PgUrl) -> Result<(PgClient, u32)> {
         off_async(|| {
             let mut client = PgClient::connect(url)?;
-            let found: Option<i32> = client
-                .query_opt("SELECT version FROM unavez_schema", &[])
-                .ok()
-                .flatten()
-                .map(|r| r.get(0));
-            Ok((client, found.unwrap_or(0) as u32))
+            let found = stored_version(&mut client).ok().flatten();
+            Ok((client, found.unwrap_or(0)))
         })
     }
 
@@ -130,30 +126,13 @@ impl PgLedger {
         MIGRATIONS.last().map(|m| m.0).unwrap_or(0)
     }
 
-    /// The version stored, read without a transaction of its own: `None`
-    /// when the ledger was never initialised.
-    fn stored_version(&mut self) -> Result<Option<u32>> {
-        let exists: bool = self
-            .client
-            .query_one("SELECT to_regclass('unavez_schema') IS NOT NULL", &[])?
-            .get(0);
-        if !exists {
-            return Ok(None);
-        }
-        let v: Option<i32> = self
-            .client
-            .query_opt("SELECT version FROM unavez_schema", &[])?
-            .map(|r| r.get(0));
-        Ok(v.map(|v| v as u32))
-    }
-
     fn migrate(&mut self) -> Result<()> {
         let known = Self::known_version();
         // Every console start and every pooled connection opens the
         // ledger: an up-to-date one is only read, so opening writes nothing
         // (no commit, no lock shared with the other hosts, and it works on
         // a read-only session).
-        match self.stored_version()? {
+        match stored_version(&mut self.client)? {
             Some(v) if v == known => return Ok(()),
             Some(v) if v > known => {
                 return Err(PgError::TooNew {
@@ -212,4 +191,19 @@ impl PgLedger {
     pub fn client(&mut self) -> &mut postgres::Client {
         &mut self.client
     }
+}
+
+/// The schema version stored, read without a transaction of its own:
+/// `None` when the ledger was never initialised.
+fn stored_version(client: &mut postgres::Client) -> Result<Option<u32>> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('unavez_schema') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let v: Option<i32> = client
+        .query_opt("SELECT version FROM unavez_schema", &[])?
+        .map(|r| r.get(0));
+    Ok(v.map(|v| v as u32))
 }

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use super::dispatch::runs_of;
 use super::{Result, StoreError, Tx, ms};
@@ -208,16 +209,19 @@ impl Tx<'_> {
     /// when its `event_id` was already recorded: the caller must then
     /// change nothing.
     pub fn record_commitment_event(&self, e: &NewEvent<'_>, at: DateTime<Utc>) -> Result<Option<i64>> {
-        let insert =
-            format!("{EVENT_INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(event_id) DO NOTHING");
+        // Built once: this runs for every event ingested one at a time.
+        static INSERT: LazyLock<String> =
+            LazyLock::new(|| format!("{EVENT_INSERT} VALUES {} ON CONFLICT(event_id) DO NOTHING", marks(9, 1)));
+        static INSERT_RETURNING: LazyLock<String> = LazyLock::new(|| format!("{} RETURNING id", *INSERT));
+        let insert = INSERT.as_str();
         let args = event_values(e, at);
         let id = if self.is_pg() {
-            self.db().row(&format!("{insert} RETURNING id"), &args, |r| r.int(0))?
+            self.db().row(&INSERT_RETURNING, &args, |r| r.int(0))?
         } else {
             // No `RETURNING` on SQLite: it would make this a statement with
             // a journal of its own (and flush the search index's pending
             // rows each time); the rowid is the connection's last insert.
-            match self.db().exec(&insert, &args)? {
+            match self.db().exec(insert, &args)? {
                 0 => None,
                 _ => Some(self.sqlite()?.last_insert_rowid()),
             }

@@ -238,12 +238,10 @@ impl Tx<'_> {
     /// The intention a provider message id names (on the intention or one
     /// of its attempts), without recording anything.
     pub fn intention_by_message_id(&self, mid: &str) -> Result<Option<i64>> {
-        Ok(self.db().row(
-            "SELECT id FROM intentions WHERE provider_message_id = ?1
-             UNION ALL SELECT intention_id FROM attempts WHERE message_id = ?1 LIMIT 1",
-            &vals![mid],
-            |r| r.int(0),
-        )?)
+        match self.intention_of_provider_message(mid)? {
+            Some(id) => Ok(Some(id)),
+            None => self.intention_of_attempt_message(mid),
+        }
     }
 
     /// The pending status events that belong to this intention (by its
