@@ -38,8 +38,6 @@
 //! the correlation lookups, mark it, store core's decision for a report,
 //! [`domain::webhook::report_row`], through `Tx::signal`); their order and
 //! the choices between them are the application's (`unavez_app::status`).
-//! Left over for now: `Tx::abandon_attempt` composes facts →
-//! `domain::recovery::abandon` → rows for the worker that calls it.
 //!
 //! **Layering:** on top of `unavez-core` only (re-exported here under its
 //! module names so `crate::domain::…` paths read as before). It knows

@@ -22,6 +22,20 @@ pub(crate) fn expire_leases(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<Vec<i64>>
     Ok(plan.moved())
 }
 
+/// Shutdown (or a send task that died) with attempts still in flight: the
+/// requests may have been processed, so their intentions become
+/// `uncertain` (the rule is `domain::recovery::abandon`). Returns the ids
+/// moved.
+pub(crate) fn abandon_attempts(tx: &Tx<'_>, attempt_ids: &[i64], why: &str, now: DateTime<Utc>) -> Result<Vec<i64>> {
+    if attempt_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let plan = recovery::abandon(&RecoveryTx::lease_facts_of_attempts(tx, attempt_ids)?, why, now);
+    tx.write_attempts(&plan.attempts)?;
+    tx.apply_records(&plan.records)?;
+    Ok(plan.moved())
+}
+
 /// Records one reconciliation try that did not settle the intention.
 pub(crate) fn note(tx: &Tx<'_>, id: i64, note: &str, evidence: Option<&str>, now: DateTime<Utc>) -> Result<()> {
     let state = tx.intention(id)?.state;

@@ -286,9 +286,7 @@ impl Results {
                 out.push(abandon_unsent(tx, *attempt_id, &holder, why, &s.rules, now)?);
             }
         }
-        for a in &self.dead {
-            tx.abandon_attempt(*a, self.why(), now)?;
-        }
+        super::reconcile::recovery::abandon_attempts(tx, &self.dead, self.why(), now)?;
         Ok(out)
     }
 }

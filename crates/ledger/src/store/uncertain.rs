@@ -11,7 +11,7 @@ use super::intents::IntentionRow;
 use super::queries::{ATTEMPT_COLS, AttemptRow};
 use super::{ContactRow, Result, StoreError, Tx, from_ms, ms};
 use crate::domain::lifecycle::OperatingDay;
-use crate::domain::recovery::{self, LeaseFacts};
+use crate::domain::recovery::LeaseFacts;
 use crate::domain::state::IntentionState;
 use crate::rows::{Cols, INTENTION_COLS, intention_row};
 use crate::vals;
@@ -63,18 +63,6 @@ impl Tx<'_> {
             }
         }
         group_lease_facts(rows)
-    }
-
-    /// Shutdown with an attempt still in flight: the request may have been
-    /// processed, so the intention becomes `uncertain`. The rule is
-    /// [`recovery::abandon`]; this only reads its facts and stores its
-    /// rows, for the worker that still calls it by this name (the app's
-    /// `reconcile::recovery::abandon_attempts` is the same, set-based).
-    pub fn abandon_attempt(&self, attempt_id: i64, why: &str, now: DateTime<Utc>) -> Result<bool> {
-        let plan = recovery::abandon(&self.lease_facts_of_attempts(&[attempt_id])?, why, now);
-        self.write_attempts(&plan.attempts)?;
-        self.apply_records(&plan.records)?;
-        Ok(!plan.moved().is_empty())
     }
 
     /// Takes up to `limit` uncertain intentions due for reconciliation and
