@@ -106,7 +106,19 @@ pub fn fingerprint(v: &Value) -> String {
 /// `sha256:` + hex of canonical JSON text already written (by
 /// [`write_canonical`] and [`push_canonical_str`]).
 pub fn fingerprint_of_canonical(canonical: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(canonical)))
+    prefixed_hex("sha256:", &Sha256::digest(canonical))
+}
+
+/// `prefix` followed by the lowercase hex of `bytes`, written into one
+/// buffer: every reservation computes two of these (fingerprint and
+/// correlation id), and `hex::encode`'s char-by-char collection into a new
+/// string showed in the import's profile.
+pub fn prefixed_hex(prefix: &str, bytes: &[u8]) -> String {
+    let mut buf = vec![0u8; prefix.len() + bytes.len() * 2];
+    buf[..prefix.len()].copy_from_slice(prefix.as_bytes());
+    // The slice is exactly twice the input's length, so this cannot fail.
+    let _ = hex::encode_to_slice(bytes, &mut buf[prefix.len()..]);
+    String::from_utf8(buf).unwrap_or_default()
 }
 
 /// The content of one intention that the fingerprint covers.
@@ -169,6 +181,14 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
     use serde_json::json;
+
+    #[test]
+    fn prefixed_hex_is_the_prefix_and_lowercase_hex() {
+        assert_eq!(prefixed_hex("sha256:", &[0x00, 0xab, 0x7f, 0xff]), "sha256:00ab7fff");
+        assert_eq!(prefixed_hex("", &[]), "");
+        let d = Sha256::digest(b"x");
+        assert_eq!(prefixed_hex("uv-", &d), format!("uv-{}", hex::encode(d)));
+    }
 
     fn content(recipient: &str, params: &[&str], expires_h: u32) -> String {
         let params: Vec<String> = params.iter().map(|s| s.to_string()).collect();

@@ -61,7 +61,7 @@ impl NewIntention {
 /// with the intention and sent on every attempt.
 pub fn correlation_id(key: &IntentionKey) -> String {
     let d = Sha256::digest(key.as_str().as_bytes());
-    format!("uv-{}", &hex::encode(d)[..20])
+    super::fingerprint::prefixed_hex("uv-", &d[..10])
 }
 
 pub fn operating_day(t: DateTime<Utc>, tz: Tz) -> OperatingDay {

@@ -85,6 +85,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("migrations/0002_counts_at_commit.sql")),
     (3, include_str!("migrations/0003_console_queries.sql")),
     (4, include_str!("migrations/0004_narrow_commitment_index.sql")),
+    (5, include_str!("migrations/0005_one_day_index.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).

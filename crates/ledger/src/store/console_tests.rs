@@ -183,7 +183,7 @@ fn migration_0002_backfills_an_existing_database() {
              DROP TRIGGER intention_counts_delete; DROP TRIGGER intentions_starts_at_insert;
              DROP TRIGGER commitments_starts_at_copy; DROP TABLE intention_counts;
              DROP INDEX intentions_attention; DROP INDEX commitments_reschedule; DROP INDEX contacts_opt_out;
-             DROP INDEX intentions_day_due; DROP INDEX intentions_day_state;
+             DROP INDEX intentions_day_state;
              CREATE INDEX intentions_day_state ON intentions(day, state);
              ALTER TABLE intentions DROP COLUMN starts_at;
              DROP TRIGGER commitment_search_insert; DROP TRIGGER commitment_search_update;

@@ -71,9 +71,10 @@ impl Tx<'_> {
 /// until, then the reached states and the closed ones, so its text depends
 /// only on the two sets' sizes and is cached per shape.
 ///
-/// `+i.due_at` keeps SQLite from choosing `intentions_day_due` for the
-/// range (which would read every row of the table) over the covering
-/// `intentions_day_state`.
+/// `+i.due_at` keeps the due-time range a filter on the covering
+/// `intentions_day_state` (ledgers before migration 0010 also had a
+/// `(day, due_at)` index SQLite preferred, which read every row of the
+/// table).
 fn timings_sql(n_reached: usize, n_closed: usize) -> String {
     let list = |from: usize, n: usize| {
         if n == 0 {

@@ -138,6 +138,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_dispatchers_alerts.sql")),
     (8, include_str!("migrations/0008_reserve_speed.sql")),
     (9, include_str!("migrations/0009_narrow_commitment_index.sql")),
+    (10, include_str!("migrations/0010_one_day_index.sql")),
 ];
 
 impl Tx<'_> {
