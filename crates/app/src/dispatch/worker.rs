@@ -228,20 +228,34 @@ pub(crate) async fn dispatch_loop(
             // More may be due right now: keep filling before waiting.
             continue;
         }
-        tokio::select! {
-            first = inflight.join_next_with_id() => {
-                collect(first, &mut attempts, &mut results.done, &mut results.dead);
-                while let Some(next) = inflight.try_join_next_with_id() {
-                    collect(Some(next), &mut attempts, &mut results.done, &mut results.dead);
-                }
-            }
-            _ = tokio::time::sleep(settings.poll), if !full_batch => {}
-            _ = stop.cancelled() => {}
-        }
+        let poll = (!full_batch).then_some(settings.poll);
+        wait_for_sends(&mut inflight, &mut attempts, &mut results, poll, &stop).await;
     }
     record(&db, &settings, results.take(), &mut report, &ctl).await;
     drain(&db, &settings, &mut inflight, &mut attempts, &mut report, &ctl).await;
     Ok(report)
+}
+
+/// Waits until a send finishes (then collects every finished one), the
+/// poll interval passes (`None`: more is due now, wait for sends only) or
+/// the run is told to stop.
+async fn wait_for_sends(
+    inflight: &mut JoinSet<Done>,
+    attempts: &mut HashMap<Id, i64>,
+    results: &mut Results,
+    poll: Option<std::time::Duration>,
+    stop: &CancellationToken,
+) {
+    tokio::select! {
+        first = inflight.join_next_with_id() => {
+            collect(first, attempts, &mut results.done, &mut results.dead);
+            while let Some(next) = inflight.try_join_next_with_id() {
+                collect(Some(next), attempts, &mut results.done, &mut results.dead);
+            }
+        }
+        _ = tokio::time::sleep(poll.unwrap_or_default()), if poll.is_some() => {}
+        _ = stop.cancelled() => {}
+    }
 }
 
 /// Answers of finished sends, and the attempts of send tasks that died,
