@@ -169,7 +169,15 @@ fn a_real_run_reports_its_progress_and_the_screen_draws_a_gauge() {
     });
     let mut app = fx.app("tecnico", Role::Technician);
     fx.act(&mut app, Action::Goto(Screen::Reprocess));
+    // Only the uncertain ones (cursor on `planned`: untoggle it). Which
+    // planned intentions are due depends on the wall clock the run uses,
+    // while the fixture's day is fixed; an uncertain one is reconciled
+    // whatever the time, so the steps and the screen do not depend on
+    // when the suite runs.
+    fx.act(&mut app, Action::ToggleState);
+    assert_eq!(app.reprocess.states, vec![IntentionState::Uncertain]);
     let plan = app.reprocess.plan.clone().unwrap();
+    assert!(plan.iter().all(|i| i.action == Plan::Reconcile), "{plan:?}");
     let acted = plan
         .iter()
         .filter(|i| matches!(i.action, Plan::Dispatch | Plan::Cancel | Plan::Defer | Plan::Reconcile))

@@ -440,7 +440,11 @@ pub fn sent_keys(log: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(log) else {
         return Vec::new();
     };
-    text.lines()
+    // The simulator may be appending while this reads: a last line without
+    // its newline is still being written, and is counted on the next read.
+    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+    complete
+        .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();

@@ -190,7 +190,13 @@ pub fn run(
     // The engine's webhooks go to a server run by the harness itself (the
     // real `crate::server` router on its own port), so they keep arriving
     // while the dispatchers are being killed, as with a separate web process.
-    let hook_port = procs::free_port()?;
+    // Bound now and held: a port found free and released here could be
+    // taken by the simulator's own ephemeral bind before the server binds.
+    let hook_listener = procs::loopback_listener()?;
+    let hook_port = hook_listener
+        .local_addr()
+        .map_err(|e| ChaosError::Io(e.to_string()))?
+        .port();
     let webhook = format!("http://127.0.0.1:{hook_port}/webhooks/motor");
     let config = dir.join("unavez.toml");
     let ledger_setting = backend.setting();
@@ -205,15 +211,24 @@ pub fn run(
     // The simulator first (its port goes into the configurations); each
     // dispatcher has a configuration of its own for its HTTP port.
     write(&config, &config_text(&ledger_setting, 0, 0))?;
-    let (sim, sim_port) = env.start_sim(0, plan.sim_seed, &plan.sim_faults, &webhook)?;
-    write(&config, &config_text(&ledger_setting, sim_port, 0))?;
-    for i in 0..n {
-        let c = dir.join(format!("unavez-d{i}.toml"));
-        write(&c, &config_text(&ledger_setting, sim_port, procs::free_port()?))?;
-        env.dispatchers.push((c, backend.child_db(&format!("dispatcher-{i}"))));
-    }
-    let store = backend.store("harness")?;
-    let hooks = Hooks::start(&config, backend, hook_port)?;
+    let (mut sim, sim_port) = env.start_sim(0, plan.sim_seed, &plan.sim_faults, &webhook)?;
+    // Until the run owns the simulator, a failed step must not leave it running.
+    let started = (|| -> Result<_, ChaosError> {
+        write(&config, &config_text(&ledger_setting, sim_port, 0))?;
+        for i in 0..n {
+            let c = dir.join(format!("unavez-d{i}.toml"));
+            write(&c, &config_text(&ledger_setting, sim_port, procs::free_port()?))?;
+            env.dispatchers.push((c, backend.child_db(&format!("dispatcher-{i}"))));
+        }
+        Ok((
+            backend.store("harness")?,
+            Hooks::start(&config, backend, hook_listener)?,
+        ))
+    })();
+    let (store, hooks) = started.inspect_err(|_| {
+        let _ = sim.kill();
+        let _ = sim.wait();
+    })?;
     let mut run = Run {
         plan: &plan,
         backend,
@@ -511,7 +526,7 @@ struct Hooks {
 }
 
 impl Hooks {
-    fn start(config_path: &Path, backend: &Backend, port: u16) -> Result<Hooks, ChaosError> {
+    fn start(config_path: &Path, backend: &Backend, listener: std::net::TcpListener) -> Result<Hooks, ChaosError> {
         let text = std::fs::read_to_string(config_path).map_err(|e| ChaosError::Io(e.to_string()))?;
         let config = crate::config::Config::parse(&text, config_path).map_err(|e| ChaosError::Io(e.to_string()))?;
         let secrets = crate::server::Secrets {
@@ -537,14 +552,17 @@ impl Hooks {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let ledger = unavez::ledger::Ledger::open_location(&backend.location("hooks")?, &OpenOptions::CREATE)?;
         let handle = rt.block_on(async move {
-            let listener = crate::server::bind(&format!("127.0.0.1:{port}")).await?;
+            let listener = listener
+                .set_nonblocking(true)
+                .and_then(|()| tokio::net::TcpListener::from_std(listener))
+                .map_err(|e| ChaosError::Io(format!("the webhook server's listener: {e}")))?;
             let state =
                 crate::server::AppState::on_ledger(config, crate::templates::Templates::embedded(), ledger, secrets);
             crate::server::spawn(state, listener, async move {
                 let _ = rx.await;
             })
-        });
-        let handle = handle.map_err(|e| ChaosError::Io(format!("starting the webhook server: {e}")))?;
+            .map_err(|e| ChaosError::Io(format!("starting the webhook server: {e}")))
+        })?;
         Ok(Hooks {
             rt,
             stop: Some(tx),

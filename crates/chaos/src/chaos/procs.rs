@@ -241,11 +241,17 @@ pub fn aborted(s: &ExitStatus) -> bool {
     s.signal() == Some(6)
 }
 
-/// A free loopback port (bound and released; good enough on loopback).
+/// A listener on a free loopback port, for a server of this process.
+pub fn loopback_listener() -> Result<std::net::TcpListener, ChaosError> {
+    std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| ChaosError::Io(format!("finding a free port: {e}")))
+}
+
+/// A free loopback port for a child process to bind (bound and released:
+/// another bind may take it meanwhile, so only where the child binds it at
+/// once).
 pub fn free_port() -> Result<u16, ChaosError> {
-    let l =
-        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| ChaosError::Io(format!("finding a free port: {e}")))?;
-    l.local_addr()
+    loopback_listener()?
+        .local_addr()
         .map(|a| a.port())
         .map_err(|e| ChaosError::Io(e.to_string()))
 }
