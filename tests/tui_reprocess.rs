@@ -222,5 +222,12 @@ fn a_real_run_reports_its_progress_and_the_screen_draws_a_gauge() {
     let screen = render(&app, 100, 30);
     let label = format!("Reprocesando: {} de {acted}", mid.done);
     assert!(screen.contains(&label), "{screen}");
-    insta::assert_snapshot!("reprocess_gauge", screen);
+    assert!(screen.contains("Hecho: reprocesar 2026-12-01: conciliar 5"), "{screen}");
+    // The gauge's box only: the rest shows each intention's state after the
+    // run (and any alert it raised), which depends on when the suite runs —
+    // a repeat is checked for validity on the wall clock, the fixture's day
+    // is fixed.
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines.iter().position(|l| l.contains("Reprocesando:")).unwrap();
+    insta::assert_snapshot!("reprocess_gauge", lines[at - 1..=at + 1].join("\n"));
 }

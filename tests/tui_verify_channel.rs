@@ -6,8 +6,8 @@ mod tui_support;
 
 use std::sync::Arc;
 
-use unavez::channel::Channel;
 use unavez::channel::motor::MotorChannel;
+use unavez::channel::{Channel, SendRequest};
 use unavez::config::{MotorConfig, Role};
 use unavez::dispatch::Settings;
 use unavez::dispatch::request::send_request;
@@ -218,7 +218,14 @@ fn cancelling_a_command_that_already_went_out_is_explained_and_changes_nothing()
     let (mut fx, channel) = clinic_with_engine(&rt, engine.base_url(), 1000);
     let id = uncertain(&mut fx)[0];
     let row = fx.store.read(|tx| tx.intention(id)).unwrap();
-    let out = rt.block_on(channel.send(&send_request(&row, None, tui_support::now())));
+    // The engine expires commands on the wall clock, the fixture's
+    // appointments are on a fixed day: without an expiry this one goes out
+    // whenever the suite runs.
+    let req = SendRequest {
+        expires_at: None,
+        ..send_request(&row, None, tui_support::now())
+    };
+    let out = rt.block_on(channel.send(&req));
     let unavez::channel::SendOutcome::Accepted {
         command_id: Some(cmd), ..
     } = out
