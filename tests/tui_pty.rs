@@ -40,7 +40,9 @@ fn ids_in(db: &Path, state: IntentionState) -> Vec<(i64, String)> {
 
 #[test]
 fn cancel_and_resend_from_the_console_with_reason_and_responsible() {
-    let fx = tui_support::clinic(40);
+    // Around the wall clock: the console process authorizes the resend
+    // only while the appointment is ahead.
+    let fx = tui_support::clinic_at(40, chrono::Utc::now());
     let db = fx.db.clone();
     let dir = fx.dir.path().to_path_buf();
     drop(fx.store);

@@ -30,8 +30,16 @@ pub struct Fixture {
     pub ctx: WorkerCtx,
 }
 
-/// A clinic of `appointments` appointments with showcase outcomes.
+/// A clinic of `appointments` appointments with showcase outcomes, on the
+/// fixed day of [`now`] (what snapshots need).
 pub fn clinic(appointments: usize) -> Fixture {
+    clinic_at(appointments, now())
+}
+
+/// The same clinic around `now`: for a test that runs the real binary,
+/// which checks validity on the wall clock (a fixture on a fixed day
+/// would hold only past appointments once that day is over).
+pub fn clinic_at(appointments: usize, now: DateTime<Utc>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("console.db");
     let mut store = Store::open(&db).unwrap();
@@ -47,9 +55,9 @@ pub fn clinic(appointments: usize) -> Fixture {
             templates: &templates,
             tz: config.tz(),
         };
-        demo::seed_clinic(&mut store, &planner, now(), DemoOptions { appointments, seed: 7 }).unwrap();
+        demo::seed_clinic(&mut store, &planner, now, DemoOptions { appointments, seed: 7 }).unwrap();
     }
-    demo::showcase_outcomes(&mut store, now()).unwrap();
+    demo::showcase_outcomes(&mut store, now).unwrap();
     // A customer replied REPROGRAMAR: the request lands in Atención.
     store
         .write(|tx| match tx.commitment("cita-1012")? {
@@ -57,7 +65,7 @@ pub fn clinic(appointments: usize) -> Fixture {
                 c.id,
                 "REPROGRAMAR",
                 "fixture-inbound-1",
-                now() - chrono::Duration::minutes(10),
+                now - chrono::Duration::minutes(10),
             ),
             None => Ok(()),
         })
