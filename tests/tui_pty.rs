@@ -40,8 +40,9 @@ fn ids_in(db: &Path, state: IntentionState) -> Vec<(i64, String)> {
 
 #[test]
 fn cancel_and_resend_from_the_console_with_reason_and_responsible() {
-    // Around the wall clock: the console process authorizes the resend
-    // only while the appointment is ahead.
+    // Around the wall clock: the console process judges the resend on it,
+    // and on the fixed fixture day no resend was authorized from the
+    // evening of that day on.
     let fx = tui_support::clinic_at(40, chrono::Utc::now());
     let db = fx.db.clone();
     let dir = fx.dir.path().to_path_buf();
