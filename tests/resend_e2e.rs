@@ -80,21 +80,6 @@ fn wait_for_state(l: &Ledger, key: &str, state: IntentionState) {
     }
 }
 
-/// Keys in the simulator's log of messages that went out, in order.
-fn sent(log: &std::path::Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
-}
-
 fn resend(l: &Ledger, key: &str, acknowledge: bool) -> resend_support::Run {
     let mut args = vec![
         "intents",
@@ -200,7 +185,7 @@ fn a_resend_after_an_earlier_resend_was_read_needs_the_acknowledgement(backend: 
 
     // Ground truth: each authorized message reached the engine once, and
     // nothing that was refused did.
-    let keys = sent(&log);
+    let keys = unavez_testkit::sent_keys(&log);
     for k in [KEY, first.as_str(), second.as_str()] {
         assert_eq!(keys.iter().filter(|s| s.as_str() == k).count(), 1, "{k} in {keys:?}");
     }

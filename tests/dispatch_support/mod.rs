@@ -435,23 +435,7 @@ pub fn phone(n: usize) -> String {
     format!("+5199{:07}", n)
 }
 
-/// Keys in a ground-truth log (one JSON line per message that went out).
-pub fn sent_keys(log: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(log) else {
-        return Vec::new();
-    };
-    // The simulator may be appending while this reads: a last line without
-    // its newline is still being written, and is counted on the next read.
-    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
-    complete
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["key"].as_str().unwrap().to_string()
-        })
-        .collect()
-}
+pub use unavez_testkit::sent_keys;
 
 /// Key → times it went out.
 pub fn sent_counts(log: &Path) -> HashMap<String, usize> {

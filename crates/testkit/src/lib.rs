@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`PgSchema`] | a PostgreSQL schema of its own for one test, dropped afterwards, addressed by a `postgres://` URL that any unavez command or ledger call accepts |
 //! | [`Backend`], [`TestLedger`], [`on_both!`] | the conformance suite: one test body, run once per backend (`NAME::sqlite`, `NAME::postgres`) |
+//! | [`sent_keys`] | the keys in the engine simulator's ground-truth log (`sent.jsonl`), the independent record the tests judge sends by |
 //!
 //! **Where the server is:** `UNAVEZ_TEST_PG` (`.ci/run` creates one
 //! database per run and drops it afterwards), or the local server's
@@ -17,6 +18,25 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Keys in a ground-truth log (one JSON line per message that went out),
+/// in order; none when the log does not exist yet.
+pub fn sent_keys(log: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(log) else {
+        return Vec::new();
+    };
+    // The simulator may be appending while this reads: a last line without
+    // its newline is still being written, and is counted on the next read.
+    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+    complete
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["key"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
 
 /// Which ledger a conformance test runs on; [`on_both!`] runs each body on
 /// both, so the two backends pass one suite, not two copies of it.
