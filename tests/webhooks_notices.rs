@@ -362,8 +362,16 @@ async fn engine_events_for_another_instance_are_refused_and_split_ones_parked(ba
     assert_eq!(body["results"][0]["reason"], "key_message_mismatch");
     assert_eq!(h.intention(&a).state, IntentionState::Accepted);
     assert_eq!(h.intention(&b).state, IntentionState::Accepted);
+    // Its repeat is a duplicate of the stored event: no second note.
+    let r = h
+        .post_motor(&engine_event("evt-split", "clinica-principal", &a, "wamid.B"))
+        .await;
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["results"][0]["outcome"], "duplicate", "{body}");
     for id in [ida, idb] {
-        assert!(h.history(id).iter().any(|r| r.signal == "event_parked" && !r.applied));
+        let notes = h.history(id).iter().filter(|r| r.signal == "event_parked").count();
+        assert_eq!(notes, 1, "one note for #{id}, applied to neither");
+        assert!(h.history(id).iter().all(|r| r.signal != "event_parked" || !r.applied));
     }
     let mut store = h.store();
     let parked = store.read(|tx| tx.parked_channel_events(10)).unwrap();

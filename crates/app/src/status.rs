@@ -26,12 +26,43 @@ type Result<T> = std::result::Result<T, StoreError>;
 /// The periodic sweep retries pending statuses this recent.
 pub const SWEEP_WINDOW_HOURS: i64 = 72;
 
-/// Records a status event and applies it once: the whole path for one
-/// Cloud status or engine event.
+/// Records a Cloud API status and applies it once: the whole path for one
+/// status.
 pub fn ingest_status(
     tx: &Tx<'_>,
     ev: &NewChannelEvent<'_>,
     report: &Report,
+    at: DateTime<Utc>,
+) -> Result<StatusOutcome> {
+    ingest(tx, ev, report, Split::Apply, at)
+}
+
+/// Records an engine event and applies it once, unless its intention key
+/// and message id name two different intentions: then it is parked with
+/// [`PARKED_KEY_MESSAGE_MISMATCH`], applied to neither, and both get a
+/// history note.
+pub fn ingest_engine_status(
+    tx: &Tx<'_>,
+    ev: &NewChannelEvent<'_>,
+    report: &Report,
+    at: DateTime<Utc>,
+) -> Result<StatusOutcome> {
+    ingest(tx, ev, report, Split::Park, at)
+}
+
+/// What to do with an event whose two names disagree.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Split {
+    Park,
+    /// The Cloud API names a message only by its id: nothing to compare.
+    Apply,
+}
+
+fn ingest(
+    tx: &Tx<'_>,
+    ev: &NewChannelEvent<'_>,
+    report: &Report,
+    split: Split,
     at: DateTime<Utc>,
 ) -> Result<StatusOutcome> {
     // A copy is counted on the stored event, never a history row per
@@ -40,7 +71,13 @@ pub fn ingest_status(
         Recorded::New(row) => row,
         Recorded::Duplicate { intention_id, .. } => return Ok(StatusOutcome::Duplicate { intention_id }),
     };
-    match correlate(tx, ev.message_id, ev.intention_key, at)? {
+    let mut names = Names::new(ev.intention_key, ev.message_id);
+    if split == Split::Park
+        && let Some(parked) = park_if_split(tx, ev, row, &mut names, at)?
+    {
+        return Ok(parked);
+    }
+    match correlate_names(tx, &mut names, at)? {
         Some(id) => {
             let (moved, state) = tx.apply_report(id, report, at)?;
             tx.mark_channel_event(row, "applied", Some(id), at)?;
@@ -57,30 +94,90 @@ pub fn ingest_status(
     }
 }
 
+/// Where the ledger found a message id.
+#[derive(Clone, Copy)]
+enum ByMessage {
+    /// On the intention itself.
+    Intention(i64),
+    /// Only on one of its attempts (the intention has not learnt it).
+    Attempt(i64),
+}
+
+impl ByMessage {
+    fn id(self) -> i64 {
+        match self {
+            ByMessage::Intention(id) | ByMessage::Attempt(id) => id,
+        }
+    }
+}
+
+/// An event's two names for its intention (the key it carried, the
+/// message id) and the ledger's answer for each, read at most once: the
+/// engine path asks them to detect a split and again to correlate.
+struct Names<'a> {
+    key: Option<&'a str>,
+    message_id: Option<&'a str>,
+    by_key: Option<Option<i64>>,
+    by_message: Option<Option<ByMessage>>,
+}
+
+impl<'a> Names<'a> {
+    fn new(key: Option<&'a str>, message_id: Option<&'a str>) -> Self {
+        Names {
+            key: key.filter(|k| !k.is_empty()),
+            message_id,
+            by_key: None,
+            by_message: None,
+        }
+    }
+
+    fn by_key(&mut self, tx: &Tx<'_>) -> Result<Option<i64>> {
+        if let Some(found) = self.by_key {
+            return Ok(found);
+        }
+        let found = self.key.map(|k| tx.intention_id(k)).transpose()?.flatten();
+        self.by_key = Some(found);
+        Ok(found)
+    }
+
+    fn by_message(&mut self, tx: &Tx<'_>) -> Result<Option<ByMessage>> {
+        if let Some(found) = self.by_message {
+            return Ok(found);
+        }
+        let found = match self.message_id {
+            None => None,
+            Some(mid) => match tx.intention_of_provider_message(mid)? {
+                Some(id) => Some(ByMessage::Intention(id)),
+                None => tx.intention_of_attempt_message(mid)?.map(ByMessage::Attempt),
+            },
+        };
+        self.by_message = Some(found);
+        Ok(found)
+    }
+}
+
 /// Finds the intention a status is about: by provider message id (on the
 /// intention, then on any of its attempts), then by the key the message
 /// carried. Correlating by attempt or key teaches the intention its
 /// message id; a key whose intention already knows another message id is
 /// evidence that a second message reached WhatsApp, noted for a person.
 pub fn correlate(tx: &Tx<'_>, message_id: Option<&str>, key: Option<&str>, at: DateTime<Utc>) -> Result<Option<i64>> {
-    if let Some(mid) = message_id {
-        if let Some(id) = tx.intention_of_provider_message(mid)? {
+    correlate_names(tx, &mut Names::new(key, message_id), at)
+}
+
+fn correlate_names(tx: &Tx<'_>, names: &mut Names<'_>, at: DateTime<Utc>) -> Result<Option<i64>> {
+    match names.by_message(tx)? {
+        Some(ByMessage::Intention(id)) => return Ok(Some(id)),
+        Some(ByMessage::Attempt(id)) => {
+            tx.set_provider_refs(id, None, names.message_id, at)?;
             return Ok(Some(id));
         }
-        if let Some(id) = tx.intention_of_attempt_message(mid)? {
-            tx.set_provider_refs(id, None, Some(mid), at)?;
-            return Ok(Some(id));
-        }
+        None => {}
     }
-    let Some(id) = key
-        .filter(|k| !k.is_empty())
-        .map(|k| tx.intention_id(k))
-        .transpose()?
-        .flatten()
-    else {
+    let Some(id) = names.by_key(tx)? else {
         return Ok(None);
     };
-    if let Some(mid) = message_id {
+    if let Some(mid) = names.message_id {
         match tx.provider_message_id(id)? {
             Some(first) if first != mid => {
                 let (evidence, note) = webhook::second_message_id(mid, &first);
@@ -94,24 +191,28 @@ pub fn correlate(tx: &Tx<'_>, message_id: Option<&str>, key: Option<&str>, at: D
     Ok(Some(id))
 }
 
-/// An event whose intention key and message id name two different
-/// intentions is stored, parked with [`PARKED_KEY_MESSAGE_MISMATCH`] and
-/// applied to neither; both intentions get a history note. `None` when
-/// they agree (or either is unknown): apply it as usual.
-pub fn park_if_split(tx: &Tx<'_>, ev: &NewChannelEvent<'_>, at: DateTime<Utc>) -> Result<Option<StatusOutcome>> {
-    let (Some(key), Some(mid)) = (ev.intention_key.filter(|k| !k.is_empty()), ev.message_id) else {
+/// Parks the recorded event `row` when its key and message id name two
+/// different intentions (both known); `None` when they agree or either is
+/// unknown.
+fn park_if_split(
+    tx: &Tx<'_>,
+    ev: &NewChannelEvent<'_>,
+    row: i64,
+    names: &mut Names<'_>,
+    at: DateTime<Utc>,
+) -> Result<Option<StatusOutcome>> {
+    let (Some(key), Some(mid)) = (names.key, names.message_id) else {
         return Ok(None);
     };
-    let (Some(by_key), Some(by_mid)) = (tx.intention_id(key)?, tx.intention_by_message_id(mid)?) else {
+    let Some(by_key) = names.by_key(tx)? else {
+        return Ok(None);
+    };
+    let Some(by_mid) = names.by_message(tx)?.map(ByMessage::id) else {
         return Ok(None);
     };
     if by_key == by_mid {
         return Ok(None);
     }
-    let row = match tx.record_channel_event(ev, at)? {
-        Recorded::New(row) => row,
-        Recorded::Duplicate { intention_id, .. } => return Ok(Some(StatusOutcome::Duplicate { intention_id })),
-    };
     tx.set_channel_event_reason(row, "parked", PARKED_KEY_MESSAGE_MISMATCH)?;
     if let Some(source) = Source::parse(ev.source) {
         tx.bump_counter(Counter::WebhookParked(source, Parking::KeyMessageMismatch), 1)?;

@@ -126,10 +126,7 @@ pub fn apply(
             Recorded::Duplicate { intention_id, .. } => Ok(StatusOutcome::Duplicate { intention_id }),
         };
     }
-    if let Some(parked) = unavez_app::status::park_if_split(tx, &new, now)? {
-        return Ok(parked);
-    }
-    let out = unavez_app::status::ingest_status(tx, &new, &motor_report(ev), now)?;
+    let out = unavez_app::status::ingest_engine_status(tx, &new, &motor_report(ev), now)?;
     if let StatusOutcome::Applied { intention_id, .. } = &out {
         let cmd = Some(ev.command_id.as_str()).filter(|c| !c.is_empty());
         tx.set_provider_refs(*intention_id, cmd, ev.provider_message_id.as_deref(), now)?;
