@@ -26,43 +26,25 @@ type Result<T> = std::result::Result<T, StoreError>;
 /// The periodic sweep retries pending statuses this recent.
 pub const SWEEP_WINDOW_HOURS: i64 = 72;
 
-/// Records a Cloud API status and applies it once: the whole path for one
-/// status.
+/// What to do with an event whose intention key and message id name two
+/// different intentions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnSplit {
+    /// Park it with [`PARKED_KEY_MESSAGE_MISMATCH`], apply it to neither,
+    /// and note it in both histories (engine events).
+    Park,
+    /// Correlate by message id first, as for any other status (Cloud API
+    /// statuses, whose only other name is the callback data we sent).
+    Correlate,
+}
+
+/// Records a status event (a Cloud status or an engine event) and applies
+/// it once: the whole path for one event.
 pub fn ingest_status(
     tx: &Tx<'_>,
     ev: &NewChannelEvent<'_>,
     report: &Report,
-    at: DateTime<Utc>,
-) -> Result<StatusOutcome> {
-    ingest(tx, ev, report, Split::Apply, at)
-}
-
-/// Records an engine event and applies it once, unless its intention key
-/// and message id name two different intentions: then it is parked with
-/// [`PARKED_KEY_MESSAGE_MISMATCH`], applied to neither, and both get a
-/// history note.
-pub fn ingest_engine_status(
-    tx: &Tx<'_>,
-    ev: &NewChannelEvent<'_>,
-    report: &Report,
-    at: DateTime<Utc>,
-) -> Result<StatusOutcome> {
-    ingest(tx, ev, report, Split::Park, at)
-}
-
-/// What to do with an event whose two names disagree.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Split {
-    Park,
-    /// The Cloud API names a message only by its id: nothing to compare.
-    Apply,
-}
-
-fn ingest(
-    tx: &Tx<'_>,
-    ev: &NewChannelEvent<'_>,
-    report: &Report,
-    split: Split,
+    on_split: OnSplit,
     at: DateTime<Utc>,
 ) -> Result<StatusOutcome> {
     // A copy is counted on the stored event, never a history row per
@@ -72,7 +54,7 @@ fn ingest(
         Recorded::Duplicate { intention_id, .. } => return Ok(StatusOutcome::Duplicate { intention_id }),
     };
     let mut names = Names::new(ev.intention_key, ev.message_id);
-    if split == Split::Park
+    if on_split == OnSplit::Park
         && let Some(parked) = park_if_split(tx, ev, row, &mut names, at)?
     {
         return Ok(parked);

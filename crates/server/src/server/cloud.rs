@@ -28,6 +28,7 @@ use super::{ApiError, AppState};
 use crate::domain::counter::{Counter, Rejection, Source};
 use crate::domain::status::CloudStatus;
 use crate::store::{NewChannelEvent, SOURCE_CLOUD, StatusOutcome, StoreError, Tx};
+use unavez_app::status::OnSplit;
 
 /// Meta's signature header: HMAC-SHA256 of the raw body with the app secret.
 pub const SIGNATURE_HEADER: &str = "X-Hub-Signature-256";
@@ -273,5 +274,5 @@ fn process_status(tx: &Tx<'_>, v: Value, now: DateTime<Utc>) -> Result<Result<St
         intention_key: status.biz_opaque_callback_data.as_deref(),
         payload: &payload,
     };
-    unavez_app::status::ingest_status(tx, &ev, &status.report(), now).map(Ok)
+    unavez_app::status::ingest_status(tx, &ev, &status.report(), OnSplit::Correlate, now).map(Ok)
 }

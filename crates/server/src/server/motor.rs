@@ -29,6 +29,7 @@ use crate::channel::motor_event::{MotorEvent, SIGNATURE_HEADER};
 use crate::domain::counter::{Counter, Rejection, Source};
 use crate::domain::status::motor_report;
 use crate::store::{NewChannelEvent, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_MOTOR, StatusOutcome, StoreError, Tx};
+use unavez_app::status::OnSplit;
 
 #[derive(Debug, Serialize)]
 pub struct MotorSummary {
@@ -126,7 +127,7 @@ pub fn apply(
             Recorded::Duplicate { intention_id, .. } => Ok(StatusOutcome::Duplicate { intention_id }),
         };
     }
-    let out = unavez_app::status::ingest_engine_status(tx, &new, &motor_report(ev), now)?;
+    let out = unavez_app::status::ingest_status(tx, &new, &motor_report(ev), OnSplit::Park, now)?;
     if let StatusOutcome::Applied { intention_id, .. } = &out {
         let cmd = Some(ev.command_id.as_str()).filter(|c| !c.is_empty());
         tx.set_provider_refs(*intention_id, cmd, ev.provider_message_id.as_deref(), now)?;
