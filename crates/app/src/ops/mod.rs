@@ -74,17 +74,10 @@ impl OpKind {
         Self::Resolve,
     ];
 
+    /// The stored word: the history signal's, so an action reads the same
+    /// in `operator_actions` and in the intention's history.
     pub fn as_str(self) -> &'static str {
-        match self {
-            OpKind::Cancel => "cancel",
-            OpKind::Verify => "verify",
-            OpKind::AuthorizeResend => "authorize_resend",
-            OpKind::ManualContact => "manual_contact",
-            OpKind::Reprocess => "reprocess",
-            OpKind::PauseDispatch => "pause_dispatch",
-            OpKind::ResumeDispatch => "resume_dispatch",
-            OpKind::Resolve => "resolve",
-        }
+        self.history_signal().as_str()
     }
 
     /// The history row an action writes on its intention: the typed
@@ -475,14 +468,27 @@ pub fn cancel(
 mod tests {
     use super::*;
 
-    /// An action's history rows keep the word `operator_actions` stores,
-    /// so no stored history changes meaning (and no migration is needed).
+    /// The words `operator_actions` has stored since the first version
+    /// (a rename would change what stored rows mean), each read back as
+    /// the action's typed history signal.
     #[test]
-    fn every_action_writes_its_own_word_as_a_typed_signal() {
+    fn every_action_keeps_its_stored_word_as_a_typed_signal() {
+        let words = OpKind::ALL.map(OpKind::as_str);
+        assert_eq!(
+            words,
+            [
+                "cancel",
+                "verify",
+                "authorize_resend",
+                "manual_contact",
+                "reprocess",
+                "pause_dispatch",
+                "resume_dispatch",
+                "resolve"
+            ]
+        );
         for op in OpKind::ALL {
-            let h = op.history_signal();
-            assert_eq!(h.as_str(), op.as_str(), "{op:?}");
-            assert_eq!(HistorySignal::parse(op.as_str()), Some(h));
+            assert_eq!(HistorySignal::parse(op.as_str()), Some(op.history_signal()), "{op:?}");
         }
     }
 }
