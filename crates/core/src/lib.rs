@@ -6,7 +6,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`domain`] | intention states and transitions, idempotency keys, content fingerprints, commitment versions, the booking-event contract, validity, inbound keywords, operators and roles, channel status words, dispatcher heartbeats (alive or gone) and alert thresholds (crossed or not) |
+//! | [`domain`] | intention states and transitions, idempotency keys, content fingerprints, commitment versions, the booking-event contract, validity, inbound keywords, operators, roles and which actions each may take, channel status words, dispatcher heartbeats (alive or gone) and alert thresholds (crossed or not) |
 //! | [`planner`] | which messages a commitment change calls for, and which planned ones it closes |
 //! | [`policy`] | what to send and when (`[policy]`) and the inbound keywords (`[inbound]`), with validation |
 //! | [`templates`] | WhatsApp-shaped message templates (parsed from text; the embedded set) and Spanish date formatting |

@@ -33,6 +33,10 @@ pub use resend::{ResendEvidence, ResendGuard, authorize_resend, resend_evidence}
 pub use run::{OpEnv, PendingOp, run};
 pub use verify::{Verification, VerifyOutcome, verify};
 
+/// The actions and who may do them are domain vocabulary (core); re-exported
+/// here, where they are carried out.
+pub use crate::domain::operator::{OpKind, allowed};
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -45,72 +49,6 @@ use crate::domain::state::{CancelReason, IntentionState, Signal, Transition};
 use crate::ingest::{IngestError, Outcome, ingest};
 use crate::planner::Planner;
 use crate::store::{IntentionRow, OperatorAction, StoreError, Tx};
-
-/// The operator actions, as stored in `operator_actions.action`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpKind {
-    Cancel,
-    Verify,
-    AuthorizeResend,
-    ManualContact,
-    Reprocess,
-    /// Stop new claims of the embedded dispatcher.
-    PauseDispatch,
-    ResumeDispatch,
-    /// "Marcar atendido": the case needs nothing else.
-    Resolve,
-}
-
-impl OpKind {
-    pub const ALL: [OpKind; 8] = [
-        Self::Cancel,
-        Self::Verify,
-        Self::AuthorizeResend,
-        Self::ManualContact,
-        Self::Reprocess,
-        Self::PauseDispatch,
-        Self::ResumeDispatch,
-        Self::Resolve,
-    ];
-
-    /// The stored word: the history signal's, so an action reads the same
-    /// in `operator_actions` and in the intention's history.
-    pub fn as_str(self) -> &'static str {
-        self.history_signal().as_str()
-    }
-
-    /// The history row an action writes on its intention: the typed
-    /// signal whose stored word is the action's own (a cancel writes the
-    /// state machine's `cancel`).
-    pub fn history_signal(self) -> HistorySignal {
-        match self {
-            OpKind::Cancel => HistorySignal::Cancel,
-            OpKind::Verify => HistorySignal::Verify,
-            OpKind::AuthorizeResend => HistorySignal::AuthorizeResend,
-            OpKind::ManualContact => HistorySignal::ManualContact,
-            OpKind::Reprocess => HistorySignal::Reprocess,
-            OpKind::PauseDispatch => HistorySignal::PauseDispatch,
-            OpKind::ResumeDispatch => HistorySignal::ResumeDispatch,
-            OpKind::Resolve => HistorySignal::Resolve,
-        }
-    }
-}
-
-/// Which roles may do what. The console's key registry and the library
-/// both ask this one function, so a hidden key is also a refused call.
-pub fn allowed(role: Role, op: OpKind) -> bool {
-    match op {
-        OpKind::Cancel | OpKind::ManualContact => matches!(role, Role::FrontDesk | Role::Supervisor),
-        // Anyone who works a case may say it needs nothing else.
-        OpKind::Verify | OpKind::Resolve => true,
-        OpKind::AuthorizeResend => role == Role::Supervisor,
-        OpKind::Reprocess => role == Role::Technician,
-        // The desk works the lists; stopping the sends is a call for the
-        // people who answer for the whole queue.
-        OpKind::PauseDispatch | OpKind::ResumeDispatch => matches!(role, Role::Supervisor | Role::Technician),
-    }
-}
 
 /// The signed-in operator.
 #[derive(Debug, Clone, Copy)]
@@ -462,33 +400,4 @@ pub fn cancel(
             _ => OpOutcome::Refused(cancel_refusal(row)),
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The words `operator_actions` has stored since the first version
-    /// (a rename would change what stored rows mean), each read back as
-    /// the action's typed history signal.
-    #[test]
-    fn every_action_keeps_its_stored_word_as_a_typed_signal() {
-        let words = OpKind::ALL.map(OpKind::as_str);
-        assert_eq!(
-            words,
-            [
-                "cancel",
-                "verify",
-                "authorize_resend",
-                "manual_contact",
-                "reprocess",
-                "pause_dispatch",
-                "resume_dispatch",
-                "resolve"
-            ]
-        );
-        for op in OpKind::ALL {
-            assert_eq!(HistorySignal::parse(op.as_str()), Some(op.history_signal()), "{op:?}");
-        }
-    }
 }
