@@ -75,9 +75,8 @@ fn every_signal_cause_and_reprocess_action_is_said_in_both_languages() {
     // The typed vocabularies list themselves (`webhook` is only a prefix).
     use crate::domain::history::{Cause, HistorySignal};
     signals.extend(
-        HistorySignal::ALL
-            .iter()
-            .filter(|h| **h != HistorySignal::Webhook)
+        HistorySignal::all()
+            .filter(|h| *h != HistorySignal::Webhook)
             .map(|h| h.as_str().to_string()),
     );
     causes.extend(Cause::ALL.iter().map(|c| c.as_str().to_string()));

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::operator::OpKind;
 use super::state::{IntentionState, Signal, Transition, transition};
 
 /// Who caused a signal, as recorded in history.
@@ -108,20 +109,16 @@ pub enum HistorySignal {
     /// An engine event naming this and another intention: applied to
     /// neither, parked for a technician.
     EventParked,
-    // --- operator actions (the words of `operator_actions.action`; a
-    // cancel writes [`HistorySignal::Cancel`]) ---
-    Verify,
-    AuthorizeResend,
-    ManualContact,
-    Reprocess,
-    PauseDispatch,
-    ResumeDispatch,
-    /// The case was marked handled: it needs nothing else.
-    Resolve,
+    /// An operator action other than a cancel (which writes
+    /// [`HistorySignal::Cancel`]): the row carries the action's own word,
+    /// the one `operator_actions.action` stores.
+    Action(OpKind),
 }
 
 impl HistorySignal {
-    pub const ALL: [HistorySignal; 35] = [
+    /// Every signal but the operator actions' ([`HistorySignal::all`]
+    /// lists those too).
+    pub const PLAIN: [HistorySignal; 28] = [
         Self::Reserved,
         Self::Claim,
         Self::Release,
@@ -150,14 +147,14 @@ impl HistorySignal {
         Self::Webhook,
         Self::TemplateBlocked,
         Self::EventParked,
-        Self::Verify,
-        Self::AuthorizeResend,
-        Self::ManualContact,
-        Self::Reprocess,
-        Self::PauseDispatch,
-        Self::ResumeDispatch,
-        Self::Resolve,
     ];
+
+    /// Every signal: the plain ones, then one per operator action that is
+    /// not a cancel.
+    pub fn all() -> impl Iterator<Item = HistorySignal> {
+        let actions = OpKind::ALL.into_iter().filter(|op| *op != OpKind::Cancel);
+        Self::PLAIN.into_iter().chain(actions.map(Self::Action))
+    }
 
     /// The stored word (`webhook` is a prefix: rows read `webhook:<status>`).
     pub fn as_str(self) -> &'static str {
@@ -190,13 +187,7 @@ impl HistorySignal {
             Self::Webhook => "webhook",
             Self::TemplateBlocked => "template_blocked",
             Self::EventParked => "event_parked",
-            Self::Verify => "verify",
-            Self::AuthorizeResend => "authorize_resend",
-            Self::ManualContact => "manual_contact",
-            Self::Reprocess => "reprocess",
-            Self::PauseDispatch => "pause_dispatch",
-            Self::ResumeDispatch => "resume_dispatch",
-            Self::Resolve => "resolve",
+            Self::Action(op) => op.as_str(),
         }
     }
 
@@ -205,7 +196,7 @@ impl HistorySignal {
         if s.starts_with("webhook:") {
             return Some(Self::Webhook);
         }
-        Self::ALL.into_iter().find(|h| *h != Self::Webhook && h.as_str() == s)
+        Self::all().find(|h| *h != Self::Webhook && h.as_str() == s)
     }
 
     /// The row a state machine signal writes.
@@ -366,7 +357,7 @@ mod tests {
 
     #[test]
     fn every_history_signal_round_trips() {
-        for h in HistorySignal::ALL {
+        for h in HistorySignal::all() {
             if h == HistorySignal::Webhook {
                 assert_eq!(HistorySignal::parse("webhook:delivered"), Some(h));
                 assert_eq!(HistorySignal::parse("webhook"), None);
@@ -376,8 +367,8 @@ mod tests {
             assert_eq!(h.as_str().parse::<HistorySignal>(), Ok(h));
         }
         assert!("sending".parse::<HistorySignal>().is_err());
-        let words: std::collections::HashSet<_> = HistorySignal::ALL.iter().map(|h| h.as_str()).collect();
-        assert_eq!(words.len(), HistorySignal::ALL.len(), "two signals share a word");
+        let words: std::collections::HashSet<_> = HistorySignal::all().map(|h| h.as_str()).collect();
+        assert_eq!(words.len(), HistorySignal::all().count(), "two signals share a word");
     }
 
     #[test]

@@ -63,10 +63,19 @@ impl OpKind {
         Self::Resolve,
     ];
 
-    /// The stored word: the history signal's, so an action reads the same
-    /// in `operator_actions` and in the intention's history.
+    /// The stored word, in `operator_actions` and in the intention's
+    /// history ([`OpKind::history_signal`]).
     pub fn as_str(self) -> &'static str {
-        self.history_signal().as_str()
+        match self {
+            OpKind::Cancel => "cancel",
+            OpKind::Verify => "verify",
+            OpKind::AuthorizeResend => "authorize_resend",
+            OpKind::ManualContact => "manual_contact",
+            OpKind::Reprocess => "reprocess",
+            OpKind::PauseDispatch => "pause_dispatch",
+            OpKind::ResumeDispatch => "resume_dispatch",
+            OpKind::Resolve => "resolve",
+        }
     }
 
     /// The history row an action writes on its intention: the typed
@@ -75,13 +84,7 @@ impl OpKind {
     pub fn history_signal(self) -> HistorySignal {
         match self {
             OpKind::Cancel => HistorySignal::Cancel,
-            OpKind::Verify => HistorySignal::Verify,
-            OpKind::AuthorizeResend => HistorySignal::AuthorizeResend,
-            OpKind::ManualContact => HistorySignal::ManualContact,
-            OpKind::Reprocess => HistorySignal::Reprocess,
-            OpKind::PauseDispatch => HistorySignal::PauseDispatch,
-            OpKind::ResumeDispatch => HistorySignal::ResumeDispatch,
-            OpKind::Resolve => HistorySignal::Resolve,
+            op => HistorySignal::Action(op),
         }
     }
 }
