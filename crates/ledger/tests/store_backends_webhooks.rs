@@ -136,7 +136,6 @@ fn pending_statuses_are_found_by_key_message_id_or_attempt_and_by_age() {
         // An attempt learns the message id: found through it.
         fx.attempt(401, 301, 1, Some(1000), "accepted", Some("w9"));
         assert_eq!(ok(store.read(|tx| tx.intention_of_attempt_message("w9"))), Some(301));
-        assert_eq!(ok(store.read(|tx| tx.intention_by_message_id("w9"))), Some(301));
         assert_eq!(ok(store.read(|tx| tx.intention_of_provider_message("w9"))), None);
         let waiting = ok(store.read(|tx| tx.pending_statuses_for(301)));
         assert_eq!(waiting.len(), 1);

@@ -235,15 +235,6 @@ impl Tx<'_> {
         self.note(id, &entry, at)
     }
 
-    /// The intention a provider message id names (on the intention or one
-    /// of its attempts), without recording anything.
-    pub fn intention_by_message_id(&self, mid: &str) -> Result<Option<i64>> {
-        match self.intention_of_provider_message(mid)? {
-            Some(id) => Ok(Some(id)),
-            None => self.intention_of_attempt_message(mid),
-        }
-    }
-
     /// The pending status events that belong to this intention (by its
     /// key, its provider message id or an attempt's message id), in
     /// received order.
