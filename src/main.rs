@@ -11,12 +11,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     match unavez::cli::run() {
         Ok(code) => code,
-        Err(e) => {
-            // Errors quote input and stored text (keys, file rows): inert,
-            // so a control character in them never acts on the terminal.
-            eprintln!("error: {}", unavez::domain::text::inert(&describe(&e)));
-            ExitCode::FAILURE
-        }
+        // Errors quote input and stored text (keys, file rows): `fail`
+        // makes them inert, so a control character in them never acts on
+        // the terminal; with --json they are one JSON document on stdout.
+        Err(e) => match e.downcast_ref::<unavez::cli::errors::Said>() {
+            Some(said) => unavez::cli::errors::fail(said.code, &said.message, said.exit),
+            None => unavez::cli::errors::fail("error", &describe(&e), 1),
+        },
     }
 }
 

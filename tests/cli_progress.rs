@@ -14,11 +14,13 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 /// A booking file large enough to take a moment in a debug build.
 fn large_file(dir: &Path, events: usize) -> std::path::PathBuf {
     let f = dir.join("large.jsonl");
+    // Ahead of the real clock, within the default `[import] max_days_ahead`.
+    let first = chrono::Utc::now() + chrono::Duration::days(30);
     let text: String = (0..events)
         .map(|i| {
             format!(
-                "{{\"event_id\":\"e{i}\",\"type\":\"appointment.scheduled\",\"ref\":\"cita-{i}\",\"starts_at\":\"2031-05-{:02}T10:00:00-05:00\",\"contact\":{{\"phone\":\"+5198{i:07}\"}}}}\n",
-                1 + i % 28
+                "{{\"event_id\":\"e{i}\",\"type\":\"appointment.scheduled\",\"ref\":\"cita-{i}\",\"starts_at\":\"{}\",\"contact\":{{\"phone\":\"+5198{i:07}\"}}}}\n",
+                (first + chrono::Duration::days((i % 28) as i64)).format("%Y-%m-%dT10:00:00-05:00")
             )
         })
         .collect();

@@ -71,7 +71,8 @@ async fn accepted_with_wamid_and_logged() {
         LookupOutcome::Unavailable { .. }
     ));
     assert_eq!(ch.cancel("x").await, CancelOutcome::Unsupported);
-    // A wrong token is a definitive failure (code 190).
+    // A wrong token is the channel's failure, not the message's (Graph 190:
+    // docs/design.md, "A channel that refuses us").
     let bad = CloudChannel::with_token(
         &CloudConfig {
             base_url: fake.base_url(),
@@ -81,7 +82,13 @@ async fn accepted_with_wamid_and_logged() {
         "wrong",
     )
     .unwrap();
-    assert!(matches!(bad.send(&req("k3", true)).await, SendOutcome::Failed { code, .. } if code == "190"));
+    assert!(matches!(
+        bad.send(&req("k3", true)).await,
+        SendOutcome::ChannelDown {
+            fault: unavez::domain::fault::ChannelFault::CredentialRejected,
+            ..
+        }
+    ));
     fake.shutdown().await;
 }
 

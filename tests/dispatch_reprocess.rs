@@ -96,13 +96,13 @@ fn reprocess_dry_run_changes_nothing_and_the_real_run_never_resends_accepted_one
         "--reason",
         "caída del motor",
     ]);
-    assert!(text.contains("nothing was changed (dry run)"), "{text}");
+    assert!(text.contains("no se cambió nada (simulación)"), "{text}");
     assert_eq!(snapshot(&env), before);
 
     // An unknown operator or a blank reason is refused before anything runs.
     let bad = env.run(&["reprocess", "--day", &day, "--operator", "nadie", "--reason", "x"]);
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown operator"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no existe el operador"));
     let bad = env.run(&["reprocess", "--day", &day, "--operator", "tecnico", "--reason", "  "]);
     assert!(!bad.status.success());
     assert_eq!(snapshot(&env), before);

@@ -364,6 +364,14 @@ fn rejections_metrics_and_healthz_answer_within_100ms_while_another_process_hold
 fn healthz_is_503_with_the_reason_when_the_ledger_cannot_be_written() {
     let _serial = serial();
     let site = Site::new("", "");
+    // On every address, so that a caller from outside loopback can ask.
+    std::fs::write(
+        &site.config,
+        std::fs::read_to_string(&site.config)
+            .unwrap()
+            .replace("listen = \"127.0.0.1:", "listen = \"0.0.0.0:"),
+    )
+    .unwrap();
     site.ok(&["init"]);
     // The child's file size limit makes the ledger "full" soon after the
     // start: every file it writes may not grow past it (SIGXFSZ ignored, so
@@ -395,12 +403,13 @@ fn healthz_is_503_with_the_reason_when_the_ledger_cannot_be_written() {
         .is_some_and(|r| r.0 == 200)));
     // Fill it: booking events until a write fails.
     let mut n = 0;
+    let starts = (chrono::Utc::now() + chrono::Duration::days(30)).to_rfc3339();
     let failed = wait_until(Duration::from_secs(60), || {
         n += 1;
         let events: Vec<String> = (0..50)
             .map(|i| {
                 format!(
-                    r#"{{"event_id":"evt-{n}-{i}","type":"appointment.scheduled","ref":"cita-{n}-{i}","starts_at":"2031-01-01T10:00:00-05:00","contact":{{"phone":"+5198765{:04}","name":"{}"}}}}"#,
+                    r#"{{"event_id":"evt-{n}-{i}","type":"appointment.scheduled","ref":"cita-{n}-{i}","starts_at":"{starts}","contact":{{"phone":"+5198765{:04}","name":"{}"}}}}"#,
                     i,
                     "N".repeat(100)
                 )
@@ -427,7 +436,62 @@ fn healthz_is_503_with_the_reason_when_the_ledger_cannot_be_written() {
         text.contains("cannot be written") || text.contains("last write failed"),
         "{text}"
     );
-    serve.stop();
+    // That reason is for loopback and for the token's holder; anyone else
+    // reads the status and a short code (issue 24).
+    let code = text
+        .trim()
+        .strip_prefix("unhealthy: ")
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !code.is_empty() && code.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+        "{text}"
+    );
+    let short = format!("unhealthy: {code}");
+    let proxied = [("X-Forwarded-For", "203.0.113.9")];
+    let (s, body) = serve.request("GET", "/healthz", &proxied, b"").unwrap();
+    assert_eq!((s, body.trim()), (503, short.as_str()));
+    let (s, body) = serve
+        .request("GET", "/healthz", &[proxied[0], ("Authorization", "Bearer wrong")], b"")
+        .unwrap();
+    assert_eq!((s, body.trim()), (503, short.as_str()));
+    let (s, body) = serve
+        .request("GET", "/healthz", &[proxied[0], ("Authorization", "Bearer tok")], b"")
+        .unwrap();
+    assert_eq!(s, 503);
+    assert!(
+        body.contains("cannot be written") || body.contains("last write failed"),
+        "{body}"
+    );
+    match outside_address() {
+        Some(ip) => {
+            let (s, body) = request_at((ip, site.port).into(), "/healthz").unwrap();
+            assert_eq!((s, body.trim()), (503, short.as_str()), "from {ip}");
+        }
+        None => eprintln!("no address but loopback on this host: strangers checked through a proxy's header only"),
+    }
+    let log = serve.stop();
+    assert!(log.contains("health check failed") && log.contains(&code), "{log}");
+}
+
+/// A local address other than loopback, if this host has one.
+fn outside_address() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// One GET to `addr`: (status, body).
+fn request_at(addr: std::net::SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).ok()?;
+    parse_response(&out)
 }
 
 #[test]

@@ -127,3 +127,237 @@ on_both!(
     verify_records_what_the_customer_said,
     resolve_takes_a_failed_message_off_the_queue_and_contact_closes_reminders,
 );
+
+// --- issue 25 §8 (words): the command line speaks like the console ---
+
+/// An unknown key is said in Spanish by default, in English by config;
+/// never the old `no intention with key or id "…"`.
+fn errors_are_in_the_configured_language(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
+    l.book(&["cita-r1"], "Ana");
+    for args in [
+        vec!["intents", "show", "99999"],
+        vec!["intents", "cancel", "99999", "--operator", "recepcion", "--reason", "x"],
+        vec![
+            "intents",
+            "resend",
+            "99999",
+            "--operator",
+            "supervisora",
+            "--reason",
+            "x",
+        ],
+    ] {
+        let r = l.run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert_eq!(
+            r.stderr.trim(),
+            "error: no existe un aviso con clave o id «99999»",
+            "{args:?}"
+        );
+    }
+    let r = twin(&l, "cancel", KEY, "nadie", &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no existe el operador «nadie»"), "{}", r.stderr);
+    let r = l.run(&["intents", "cancel", KEY, "--operator", "recepcion", "--reason", " "]);
+    assert!(
+        r.stderr.contains("hace falta un motivo para cancelar envío"),
+        "{}",
+        r.stderr
+    );
+    let en = l.dir.path().join("en.toml");
+    let text = std::fs::read_to_string(&l.config)
+        .unwrap()
+        .replacen("\n", "\nlanguage = \"en\"\n", 1);
+    std::fs::write(&en, text).unwrap();
+    let r = l.run_with(&en, &["intents", "show", "99999"]);
+    assert_eq!(r.stderr.trim(), "error: no message with key or id «99999»");
+}
+
+/// With `--json`, every error and refusal is one JSON document on stdout
+/// with an `error` object, and the exit code is the same as without.
+fn json_errors_are_json_on_stdout_with_the_same_exit_codes(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
+    l.book(&["cita-r1"], "Ana");
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["intents", "show", "99999", "--json"], 2, "no_intention"),
+        (
+            vec![
+                "intents",
+                "cancel",
+                "99999",
+                "--operator",
+                "recepcion",
+                "--reason",
+                "x",
+                "--json",
+            ],
+            2,
+            "no_intention",
+        ),
+        (
+            vec![
+                "intents",
+                "cancel",
+                KEY,
+                "--operator",
+                "nadie",
+                "--reason",
+                "x",
+                "--json",
+            ],
+            2,
+            "unknown_operator",
+        ),
+        (
+            vec![
+                "intents",
+                "cancel",
+                KEY,
+                "--operator",
+                "recepcion",
+                "--reason",
+                " ",
+                "--json",
+            ],
+            2,
+            "reason_required",
+        ),
+        (
+            vec![
+                "intents",
+                "cancel",
+                KEY,
+                "--operator",
+                "tecnico",
+                "--reason",
+                "x",
+                "--json",
+            ],
+            3,
+            "role",
+        ),
+        (
+            vec![
+                "intents",
+                "verify",
+                KEY,
+                "--operator",
+                "recepcion",
+                "--reason",
+                "x",
+                "--outcome",
+                "quizas",
+                "--json",
+            ],
+            2,
+            "usage",
+        ),
+        (
+            vec![
+                "reprocess",
+                "--day",
+                "2026-12-01",
+                "--operator",
+                "tecnico",
+                "--reason",
+                " ",
+                "--json",
+            ],
+            2,
+            "reason_required",
+        ),
+        (
+            vec![
+                "reprocess",
+                "--day",
+                "2026-12-01",
+                "--operator",
+                "nadie",
+                "--reason",
+                "x",
+                "--json",
+            ],
+            2,
+            "unknown_operator",
+        ),
+    ];
+    for (args, code, error) in cases {
+        let r = l.run(&args);
+        assert_eq!(r.code, code, "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.is_empty(), "{args:?} wrote to stderr: {}", r.stderr);
+        let j = r.json();
+        assert_eq!(j["error"]["code"], error, "{args:?}: {j}");
+        assert!(!j["error"]["message"].as_str().unwrap_or("").is_empty(), "{j}");
+    }
+    let r = l.run(&["intents", "show", "99999", "--json"]);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "no existe un aviso con clave o id «99999»"
+    );
+    let r = l.run(&["commitments", "show", "cita-nada", "--json"]);
+    assert_eq!((r.code, r.json()["error"]["code"].as_str()), (2, Some("no_commitment")));
+    let r = l.run(&["commitments", "show", "cita-nada"]);
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (2, "error: no existe una cita ni un pedido con referencia «cita-nada»")
+    );
+    // A refusal of the ledger keeps its fields and gains the error object.
+    twin(&l, "cancel", KEY, "recepcion", &[]);
+    let r = twin(&l, "cancel", KEY, "recepcion", &["--json"]);
+    let j = r.json();
+    assert_eq!((r.code, j["rule"].as_str()), (3, Some("closed")));
+    assert_eq!(j["error"]["code"], "closed");
+    assert_eq!(j["error"]["message"], j["message"]);
+}
+
+/// `--operator` as a person types it: accents and capitals do not matter.
+fn operator_names_are_found_as_typed(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
+    l.book(&["cita-r1"], "Ana");
+    for name in ["recepción", "RECEPCIÓN", "Recepcion"] {
+        let r = twin(&l, "resolve", KEY, name, &["--json"]);
+        assert_eq!(r.code, 0, "{name}: {}{}", r.stdout, r.stderr);
+    }
+    assert!(l.actions().iter().all(|a| a.operator == "recepcion"));
+}
+
+/// `--outcome recibido|no_recibido` beside `received|not_received`.
+fn outcome_words_in_spanish_work_too(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
+    l.book(&["cita-r1", "cita-r2"], "Ana");
+    for (key, word, state) in [
+        (KEY, "recibido", "delivered"),
+        ("cita-r2:aviso-reserva:v1", "NO_RECIBIDO", "failed"),
+    ] {
+        l.signals(key, &[Signal::Claim, Signal::Accepted]);
+        let r = twin(&l, "verify", key, "recepcion", &["--outcome", word, "--json"]);
+        assert_eq!(r.code, 0, "{word}: {}{}", r.stdout, r.stderr);
+        assert_eq!(r.json()["state"], state, "{word}");
+    }
+}
+
+/// `intents show` opens with the verdict and speaks Spanish.
+fn show_speaks_spanish(backend: Backend) {
+    let l = Ledger::new(backend, Extra::default());
+    l.book(&["cita-r1"], "Ana");
+    l.signals(KEY, FAILED);
+    let r = l.run(&["intents", "show", KEY]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let first = r.stdout.lines().next().unwrap();
+    assert!(first.starts_with("No le llegó el aviso de reserva"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("historia:") && r.stdout.contains("registrada"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("history:"), "{}", r.stdout);
+}
+
+on_both!(
+    errors_are_in_the_configured_language,
+    json_errors_are_json_on_stdout_with_the_same_exit_codes,
+    operator_names_are_found_as_typed,
+    outcome_words_in_spanish_work_too,
+    show_speaks_spanish,
+);

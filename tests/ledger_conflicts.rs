@@ -304,7 +304,15 @@ fn a_message_over_whatsapps_limit_is_held_for_review_with_its_reason(backend: Ba
     )
     .unwrap();
     let config = dir.path().join("unavez.toml");
-    std::fs::write(&config, format!("templates = {:?}\n", templates.to_str().unwrap())).unwrap();
+    // The fixtures' appointments are years ahead of the real clock.
+    std::fs::write(
+        &config,
+        format!(
+            "templates = {:?}\n[import]\nmax_days_ahead = 3660\n",
+            templates.to_str().unwrap()
+        ),
+    )
+    .unwrap();
     let f = write(
         dir.path(),
         "a.jsonl",

@@ -399,7 +399,7 @@ fn human_listings_work_and_mask_phones(backend: Backend) {
         assert!(!out.contains("+51987654322"), "{args:?} shows a full phone:\n{out}");
     }
     let show = stdout(&run(&db, &["intents", "show", "cita-2002:aviso-cambio:v2"]));
-    assert!(show.contains("history:") && show.contains("reserved"), "{show}");
+    assert!(show.contains("historia:") && show.contains("registrada"), "{show}");
 }
 
 on_both!(

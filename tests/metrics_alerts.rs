@@ -8,6 +8,7 @@ mod webhooks_support;
 use std::collections::BTreeSet;
 
 use chrono::{Duration, Utc};
+use unavez::domain::fault::{ChannelFault, ChannelPause};
 use unavez::domain::heartbeat::{DispatcherState, Heartbeat};
 use unavez::store::{NewChannelEvent, NewRefusal, Recorded, StoreError, TemplateStatus};
 use unavez_testkit::{Backend, on_both};
@@ -44,7 +45,7 @@ fn emitted(exposition: &str) -> BTreeSet<String> {
 }
 
 /// A refused booking event, a template WhatsApp paused, and a dispatcher
-/// beating now.
+/// beating now whose channel rejected its key.
 fn seed(h: &Harness) {
     h.schedule("cita-1", 3);
     let now = Utc::now();
@@ -102,6 +103,11 @@ fn seed(h: &Harness) {
                 started_at: now - Duration::minutes(1),
                 beat_at: now,
                 interval: Duration::seconds(5),
+                // Its channel rejected the key: sending is paused on it.
+                channel: Some(ChannelPause {
+                    fault: ChannelFault::CredentialRejected,
+                    secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
+                }),
             })?;
             Ok::<_, StoreError>(())
         })
@@ -118,6 +124,9 @@ async fn every_alert_is_a_gauge_and_the_rules_name_only_emitted_metrics(backend:
     let m = metrics(&h).await;
     for want in [
         "unavez_alert{kind=\"template_blocked\"} 1",
+        "unavez_alert{kind=\"channel_paused\"} 1",
+        "unavez_channel_paused{code=\"credential_rejected\"} 1",
+        "unavez_channel_paused{code=\"instance_unknown\"} 0",
         "unavez_alert{kind=\"refused_events\"} 1",
         "unavez_alert{kind=\"due_unsent\"} 0",
         "unavez_alert{kind=\"oldest_uncertain\"} 0",

@@ -556,6 +556,9 @@ async fn webhooks_keep_per_command_order_without_reorder_and_retry_non_2xx() {
         ));
     }
     until("40 events", || received.lock().unwrap().len() == 40).await;
+    // The simulator counts a delivery once its answer is read, which can
+    // come after the receiver stored the event.
+    until("40 counted", || sim.stats().webhooks_delivered == 40).await;
     let got = received.lock().unwrap().clone();
     for i in 0..10 {
         let key = format!("ord-{i}");

@@ -110,12 +110,23 @@ fn cancelling_a_delivered_message_is_refused_and_explained() {
     let id = first_in(&mut fx, IntentionState::Delivered);
     let mut app = fx.app("recepcion", Role::FrontDesk);
     open_detail(&mut fx, &mut app, id);
-    fill_form(&mut fx, &mut app, OpKind::Cancel, "ya no aplica");
-    fx.act(&mut app, Action::Confirm);
-    assert_eq!(state_of(&mut fx, id), IntentionState::Delivered);
+    // The console refuses before any form (issue 25 §3): nothing typed,
+    // nothing recorded.
+    fx.act(&mut app, Action::Op(OpKind::Cancel));
+    assert_eq!(app.mode, Mode::Normal);
     let flash = app.flash.clone().unwrap();
     assert_eq!(flash.kind, FlashKind::Refused);
     assert!(flash.text.contains("entregado"), "{}", flash.text);
+    assert!(actions(&mut fx).is_empty());
+    // The library refuses it too, and records the refusal.
+    let desk = Actor {
+        name: "recepcion",
+        role: Role::FrontDesk,
+    };
+    fx.store
+        .write(|tx| ops::cancel(tx, &desk, id, None, "ya no aplica", now()))
+        .unwrap();
+    assert_eq!(state_of(&mut fx, id), IntentionState::Delivered);
     let a = &actions(&mut fx)[0];
     assert_eq!(a.result, "refused");
     assert!(a.detail.as_deref().unwrap().contains("already delivered"));
@@ -130,8 +141,9 @@ fn cancelling_an_uncertain_message_asks_to_verify_first() {
     let id = first_in(&mut fx, IntentionState::Uncertain);
     let mut app = fx.app("recepcion", Role::FrontDesk);
     open_detail(&mut fx, &mut app, id);
-    fill_form(&mut fx, &mut app, OpKind::Cancel, "duda");
-    fx.act(&mut app, Action::Confirm);
+    // Refused before any form, with what to do instead.
+    fx.act(&mut app, Action::Op(OpKind::Cancel));
+    assert_eq!(app.mode, Mode::Normal);
     assert_eq!(state_of(&mut fx, id), IntentionState::Uncertain);
     assert!(app.flash.as_ref().unwrap().text.contains("verifique"));
 }
@@ -204,10 +216,17 @@ fn a_supervisor_authorizes_a_resend_as_a_new_related_intention() {
     assert!(new.reason.as_deref().unwrap().contains("número nuevo"));
     assert_eq!(actions(&mut fx)[0].action, "authorize_resend");
 
-    // A second authorization while the first is pending is refused.
+    // A second authorization while the first is pending: its confirmation
+    // shows the refusal and takes no `s` (issue 25 §3).
     fill_form(&mut fx, &mut app, OpKind::AuthorizeResend, "otra vez");
     fx.act(&mut app, Action::Confirm);
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
+    let refusal = app
+        .confirm
+        .as_ref()
+        .and_then(|c| c.resend.as_ref()?.evidence.as_ref()?.refusal.clone());
+    assert_eq!(refusal.map(|r| r.rule()), Some("resend_pending"));
+    fx.act(&mut app, Action::Abort);
+    assert!(app.confirm.is_none());
     assert!(
         fx.store
             .read(|tx| tx.find_intention(&format!("{}:reenvio:2", original.key)))

@@ -106,7 +106,7 @@ fn a_crossed_threshold_is_a_banner_on_every_screen_readable_without_colour() {
         let banner = text.lines().nth(1).unwrap();
         assert!(
             banner.starts_with(&format!(
-                " ⚠ plantilla bloqueada: cita_recordatorio (PAUSED) · {due} vencidos sin enviar"
+                " ⚠ plantilla bloqueada: cita_recordatorio (PAUSED) · {due} con atraso > 10 min"
             )),
             "{screen:?}: {banner}"
         );
@@ -141,7 +141,7 @@ fn a_crossed_threshold_is_a_banner_on_every_screen_readable_without_colour() {
     let banner = text.lines().nth(1).unwrap();
     assert!(
         banner.contains(&format!(
-            "⚠ template blocked: cita_recordatorio (PAUSED) · {due} due, not sent · 1 refused events"
+            "⚠ template blocked: cita_recordatorio (PAUSED) · {due} late > 10 min · 1 refused events"
         )),
         "{banner}"
     );
@@ -197,12 +197,15 @@ fn the_write_lock_turns_a_spinner_in_the_banner_and_the_header_keeps_the_clock()
         started_at: now() - Duration::hours(1),
         beat_at: now(),
         interval: Duration::seconds(5),
+        channel: None,
     }]);
     let wide = render(&app, 120, 30);
     let header = wide.lines().next().unwrap();
     assert!(header.contains("⏸ despachador: en pausa · caja-2 4242"), "{header}");
+    // An unverified identity is said once, in `?` help, never in the
+    // header (issue 25 §5).
     assert!(
-        header.contains("[identidad no verificada]") && header.contains("01/12 08:00"),
+        !header.contains("identidad no verificada") && header.contains("01/12 08:00"),
         "{header}"
     );
     let narrow = render(&app, 80, 24);
@@ -317,6 +320,9 @@ fn a_technician_sees_parked_and_refused_channel_events_with_their_reason_and_wor
     fx.type_text(&mut app, "es de la otra sede, ya avisada");
     fx.act(&mut app, Action::Submit);
     fx.act(&mut app, Action::Confirm);
+    // Sent now, without waiting out the grace (tests/tui_calls.rs).
+    let reqs = app.commit_pending();
+    fx.run(&mut app, reqs);
     assert!(
         app.attention
             .rows
@@ -342,5 +348,56 @@ fn a_technician_sees_parked_and_refused_channel_events_with_their_reason_and_wor
             .map(|r| (r.kind, r.subject_id))
             .collect::<Vec<_>>(),
         [(RowKind::ChannelEvent, foreign)]
+    );
+}
+
+/// Issue 24: a dispatcher (this console's or another process's) whose
+/// channel rejected its key is the banner's first alert, naming the
+/// variable to check and that unavez must be restarted, in Spanish by
+/// default and in English by configuration; gone once it resumes.
+#[test]
+fn a_paused_channel_is_the_first_banner_alert_and_names_the_variable() {
+    use unavez::domain::fault::{ChannelFault, ChannelPause};
+    let mut fx = clinic(3);
+    let beat = |channel: Option<ChannelPause>| Heartbeat {
+        id: "dispatcher-77-1".into(),
+        host: "caja-1".into(),
+        pid: 77,
+        owner: None,
+        state: DispatcherState::Running,
+        last_error: Some("channel paused".into()),
+        last_error_at: Some(now()),
+        started_at: now() - Duration::minutes(5),
+        beat_at: now(),
+        interval: Duration::seconds(5),
+        channel,
+    };
+    let pause = ChannelPause {
+        fault: ChannelFault::CredentialRejected,
+        secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
+    };
+    fx.store.write(|tx| tx.beat(&beat(Some(pause.clone())))).unwrap();
+    let app = loaded(&mut fx, Role::FrontDesk, "recepcion");
+    assert_eq!(app.alerts[0].kind.as_str(), "channel_paused", "{:?}", app.alerts);
+    let text = render(&app, 120, 30);
+    let banner = text.lines().nth(1).unwrap();
+    assert!(
+        banner.starts_with(" ⚠ credencial del canal rechazada: revise UNAVEZ_MOTOR_API_KEY y reinicie unavez"),
+        "{banner}"
+    );
+    fx.ctx.config.language = Language::En;
+    let en = loaded(&mut fx, Role::FrontDesk, "recepcion");
+    let banner = render(&en, 120, 30).lines().nth(1).unwrap().to_string();
+    assert!(
+        banner.contains("channel credential rejected: check UNAVEZ_MOTOR_API_KEY and restart unavez"),
+        "{banner}"
+    );
+    // The probe passed: the row says so and the alert is gone.
+    fx.store.write(|tx| tx.beat(&beat(None))).unwrap();
+    let app = loaded(&mut fx, Role::FrontDesk, "recepcion");
+    assert!(
+        app.alerts.iter().all(|r| r.kind.as_str() != "channel_paused"),
+        "{:?}",
+        app.alerts
     );
 }

@@ -46,6 +46,9 @@ fn a_locked_ledger_is_said_in_spanish_and_shown_whole_on_enter() {
     fx.type_text(&mut app, "nada más que hacer");
     fx.act(&mut app, Action::Submit);
     fx.act(&mut app, Action::Confirm);
+    // Sent now, without waiting out the grace (tests/tui_calls.rs).
+    let reqs = app.commit_pending();
+    fx.run(&mut app, reqs);
 
     let flash = app.flash.clone().unwrap();
     assert_eq!(flash.kind, FlashKind::Error);

@@ -99,13 +99,21 @@ fn names_services_places_errors_and_reasons_are_shown_as_visible_escapes() {
     let screen = render(&app, 160, 30);
     assert_inert(&screen);
     assert!(screen.contains("cita-evil"), "{screen}");
-    assert!(screen.contains("engine said \\e[31mRE"), "{screen}");
+    // The channel's own words are not on a front-desk list (issue 25 §2).
+    assert!(!screen.contains("engine said"), "{screen}");
 
     let screen = detail(&mut fx, &mut app, KEY);
     assert_inert(&screen);
     assert!(screen.contains(EVIL_SHOWN), "{screen}");
     assert!(screen.contains("Odonto\\e]0;pwned\\alogía"), "{screen}");
     assert!(screen.contains("Sede\\rB"), "{screen}");
+    // Detalle's technical view (`e`) shows them, inert.
+    fx.act(&mut app, Action::ToggleTechnical);
+    let screen = render(&app, 120, 40);
+    assert_inert(&screen);
+    assert!(screen.contains("engine said \\e[31mRE"), "{screen}");
+    assert!(screen.contains("detail \\e[31mRE"), "{screen}");
+    fx.act(&mut app, Action::ToggleTechnical);
 
     // A resend whose reason carries a carriage return and a bell: the
     // form, the confirmation and the new intention's detail stay inert.

@@ -55,8 +55,12 @@ fn cancel_and_resend_from_the_console_with_reason_and_responsible() {
     // --- a supervisor cancels one intention and authorizes a resend ---
     let mut console = Console::start(&db, &dir, "supervisora");
     console.wait_for("cita-10");
+    // Detalle speaks plainly; the key is in its technical view (`e`).
     console.keys(&format!(":detalle {review_id}\r"));
+    console.keys("e");
     console.wait_for(&review_key);
+    console.keys("e");
+    console.wait_for("espera revisión");
     console.keys("c");
     console.wait_for("Motivo:");
     console.keys("paciente pidió anular el aviso\r");
@@ -69,7 +73,10 @@ fn cancel_and_resend_from_the_console_with_reason_and_responsible() {
     console.wait_for("Hecho");
 
     console.keys(&format!(":detalle {failed_id}\r"));
+    console.keys("e");
     console.wait_for(&failed_key);
+    console.keys("e");
+    console.wait_for("No le llegó");
     console.keys("a");
     console.wait_for("Motivo:");
     console.keys("la paciente confirmó su número por teléfono\r");
@@ -108,19 +115,40 @@ fn cancel_and_resend_from_the_console_with_reason_and_responsible() {
     );
     assert_eq!(auth.intention_id, Some(failed_id));
 
-    // --- a front-desk operator is refused the resend ---
+    // --- a front-desk operator may not resend: `a` asks a supervisor ---
+    // (issue 25 §3: "pedir reenvío", reason required, nothing is sent)
     let mut console = Console::start(&db, &dir, "recepcion");
     console.wait_for("cita-10");
     console.keys(&format!(":detalle {other_failed_id}\r"));
+    console.keys("e");
     console.wait_for(&other_failed_key);
+    console.keys("e");
+    console.wait_for("No le llegó");
     console.keys("a");
-    console.wait_for("no puede autorizar reenvío");
-    // No form opened: typing now does nothing harmful, and nothing was written.
+    console.wait_for("pedir reenvío");
+    console.wait_for("Motivo:");
+    console.keys("la paciente no recibió la reserva\r");
+    console.wait_for("s confirmar");
+    console.keys("s");
+    poll("the request", || {
+        let actions = store.read(|tx| tx.operator_actions(10)).unwrap();
+        actions.iter().any(|a| a.action == "request_resend").then_some(())
+    });
     console.quit();
     assert_eq!(store.read(|tx| tx.resend_count(other_failed_id)).unwrap(), 0);
     let actions = store.read(|tx| tx.operator_actions(10)).unwrap();
-    assert_eq!(actions.len(), 2, "{actions:?}");
-    assert!(actions.iter().all(|a| a.operator == "supervisora"));
+    assert_eq!(actions.len(), 3, "{actions:?}");
+    let request = &actions[0];
+    assert_eq!(
+        (
+            request.action.as_str(),
+            request.operator.as_str(),
+            request.role.as_str(),
+            request.result.as_str()
+        ),
+        ("request_resend", "recepcion", "front_desk", "done")
+    );
+    assert_eq!(request.intention_id, Some(other_failed_id));
 }
 
 #[test]
@@ -138,7 +166,7 @@ fn an_unknown_operator_is_refused_before_the_screen_changes() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown operator \"nadie\""), "{err}");
+    assert!(err.contains("no existe el operador «nadie»"), "{err}");
 }
 
 #[test]
@@ -169,6 +197,16 @@ fn the_demo_opens_the_console_as_a_supervisor_with_the_dispatcher_running() {
     let output = console.quit();
     let text = String::from_utf8_lossy(&output);
     assert!(text.contains("STATE"), "no summary after the console closed");
+    // No false alarms (issue 25 §5): the demo is the only process, and a
+    // single-user installation where identity does not matter.
+    assert!(
+        !text.contains("otro proceso"),
+        "the demo's own lock read as another process"
+    );
+    assert!(
+        !text.contains("identidad no verificada"),
+        "identity flagged in a single-user demo"
+    );
     let db = dir.path().join("unavez-demo.db");
     assert!(db.exists());
     let log = Store::open(&db).unwrap().read(|tx| tx.operator_actions(10)).unwrap();

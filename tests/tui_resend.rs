@@ -95,7 +95,7 @@ fn a_read_message_shows_its_evidence_and_needs_the_typed_word() {
         "leído 01/12 07:40",
         "lo planificó el sistema",
         "Reenvíos autorizados hoy: 0 de 2",
-        "ATENCIÓN: el cliente ya recibió este mensaje.",
+        "ATENCIÓN: ya recibió este aviso.",
         "Escriba REENVIAR y enter",
     ] {
         assert!(screen.contains(expected), "missing {expected:?} in\n{screen}");
@@ -179,9 +179,14 @@ fn a_failed_message_without_delivery_evidence_confirms_with_s() {
     assert!(screen.contains(&format!("reenvío #{}", d.intention.id)), "{screen}");
     assert!(screen.contains("autorizó supervisora"), "{screen}");
     assert!(screen.contains("Se rechazará: regla de reenvío pendiente"), "{screen}");
-    fx.act(&mut app, Action::Confirm);
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Refused);
-    assert!(app.flash.as_ref().unwrap().text.contains("reenvío pendiente"));
+    // A confirmation that will be refused never offers `s`, and `s` does
+    // nothing there (issue 25 §3).
+    assert!(!screen.contains("s confirmar"), "{screen}");
+    assert!(screen.contains("No se puede confirmar: reenvío en curso"), "{screen}");
+    assert!(app.on_action(Action::Confirm).is_empty());
+    assert_eq!(app.mode, Mode::Confirm);
+    fx.act(&mut app, Action::Abort);
+    assert_eq!(app.mode, Mode::Normal);
 }
 
 /// The issue's reproduction: the original failed, a first resend was

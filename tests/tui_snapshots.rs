@@ -143,3 +143,61 @@ fn attention_in_the_light_theme() {
     term.draw(|f| unavez::tui::view::draw(f, &app)).unwrap();
     insta::assert_debug_snapshot!("attention_light_80x24", term.backend().buffer());
 }
+
+// --- issue 25 §2 (words): Detalle for the front desk ---
+
+/// Detalle opens with the verdict and names the patient, the service and
+/// the appointment's local time; the channel's own words are one key (`e`)
+/// away, never the default view.
+#[test]
+fn detail_at_80x24_and_120x40_and_its_technical_view() {
+    let (mut fx, mut app) = loaded(Role::FrontDesk, "recepcion");
+    fx.act(&mut app, Action::Open);
+    assert_eq!(app.screen, Screen::Detail);
+    let small = render(&app, 80, 24);
+    insta::assert_snapshot!("detail_80x24", small);
+    let big = render(&app, 120, 40);
+    insta::assert_snapshot!("detail_120x40", big);
+    for raw in [
+        "demo fixture",
+        "cita-",
+        ":aviso-",
+        "Compromiso",
+        "Día 20",
+        "UTC",
+        "T0",
+        "_",
+    ] {
+        assert!(!big.contains(raw), "{raw:?} on the default Detalle:\n{big}");
+    }
+    fx.act(&mut app, Action::ToggleTechnical);
+    let tech = render(&app, 120, 40);
+    insta::assert_snapshot!("detail_technical_120x40", tech);
+    assert!(tech.contains("demo fixture") && tech.contains(":aviso-"), "{tech}");
+    fx.act(&mut app, Action::ToggleTechnical);
+    assert_eq!(render(&app, 120, 40), big);
+}
+
+/// A title longer than the screen leaves parts out whole (the service
+/// first), never cuts a word.
+#[test]
+fn detail_title_leaves_out_what_does_not_fit() {
+    let (mut fx, mut app) = loaded(Role::FrontDesk, "recepcion");
+    fx.act(&mut app, Action::Open);
+    let c = &mut app.detail.as_mut().unwrap().commitment.as_mut().unwrap().commitment;
+    c.name = Some("María de los Ángeles Fernández Quispe".into());
+    c.service = Some("Medicina física y rehabilitación pediátrica".into());
+    let screen = render(&app, 80, 24);
+    let title = screen.lines().find(|l| l.contains("┌ Detalle")).unwrap();
+    assert!(
+        title.contains("María de los Ángeles Fernández Quispe · hoy 10:40"),
+        "{title}"
+    );
+    assert!(!title.contains("Medicina"), "{title}");
+    let screen = render(&app, 120, 40);
+    let title = screen.lines().find(|l| l.contains("┌ Detalle")).unwrap();
+    assert!(
+        title.contains("Quispe · Medicina física y rehabilitación pediátrica · hoy 10:40"),
+        "{title}"
+    );
+}

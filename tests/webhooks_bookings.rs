@@ -45,7 +45,7 @@ async fn invalid_events_get_a_reason_each_and_nothing_half_applied(backend: Back
         scheduled("evt-b", "cita-b", "987654321"),
         // Valid shape, refused by the ledger: reschedule of an unknown ref.
         {"event_id": "evt-c", "type": "appointment.rescheduled", "ref": "cita-zz",
-         "starts_at": "2030-01-01T09:00:00-05:00"},
+         "starts_at": "2026-12-15T09:00:00-05:00"},
         {"event_id": "evt-d", "type": "appointment.moved", "ref": "cita-d"},
     ]);
     let r = h.post_bookings(&batch.to_string()).await;

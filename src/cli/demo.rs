@@ -108,6 +108,7 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
         DemoOptions {
             appointments: a.appointments,
             seed: a.seed,
+            ..DemoOptions::default()
         },
     )?;
     // One handle for the demo's console, dispatcher and webhook server.
@@ -144,12 +145,15 @@ pub fn demo(ctx: &Ctx, a: DemoArgs) -> anyhow::Result<ExitCode> {
             ledger: ledger.clone(),
             operator: op,
             role: Role::Supervisor,
-            // The demo is a single-user installation.
-            identity_verified: false,
+            // The demo is a single-user installation: identity does not
+            // matter there, so nothing says it is unverified.
+            identity_verified: true,
+            account: String::new(),
             read_only: false,
             refresh: Duration::from_secs(1),
             dispatcher_running: Some(true),
             dispatcher_error: None,
+            dispatcher_stop: None,
             control: Some(background.control()),
         })
     };

@@ -14,6 +14,7 @@ use crate::dispatch::{self, Control, Db, ServiceState, ServiceStatus, Settings, 
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
+use crate::i18n::fill;
 use crate::ledger::Ledger;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -204,6 +205,7 @@ pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
             .stop(ServiceStatus {
                 state: ServiceState::Stopped,
                 last_error,
+                channel: None,
             })
             .await;
         tracker.close();
@@ -219,6 +221,15 @@ pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
         );
         println!("{}", reconciled_line(&r));
     }
+    if let Some(p) = &d.channel_paused {
+        // A one-shot run stops at a channel that refuses us: the messages
+        // stay planned for the next run, and cron sees the failure.
+        eprintln!(
+            "unavez dispatch: {}",
+            dispatch::gate::explain(p.fault, p.secret_env.as_deref(), "see the attempts' error", None)
+        );
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -226,14 +237,24 @@ pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {
 /// or the pre-send check stopped (nothing sent for either).
 fn reconciled_line(r: &dispatch::ReconcileReport) -> String {
     format!(
-        "reconciled: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}, repeats refused by validity {}, repeats stopped before sending {}",
-        r.expired_leases, r.resolved, r.waiting, r.review, r.repeats, r.repeats_refused, r.repeats_not_sent
+        "reconciled: expired leases {}, resolved {}, still waiting {}, review {}, repeats {}, repeats refused by validity {}, repeats stopped before sending {}, orphaned attempts closed {}, status polls {} (moved {})",
+        r.expired_leases,
+        r.resolved,
+        r.waiting,
+        r.review,
+        r.repeats,
+        r.repeats_refused,
+        r.repeats_not_sent,
+        r.orphans_closed,
+        r.polled,
+        r.polled_moved
     )
 }
 
 pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     let op = ctx
-        .identity(args.operator.as_deref(), crate::ops::OpKind::Reprocess.as_str())?
+        .identity(args.operator.as_deref(), crate::ops::OpKind::Reprocess.as_str())
+        .map_err(|e| super::errors::identity(ctx, &e))?
         .operator;
     let req = reprocess::Request {
         day: args.day,
@@ -243,6 +264,11 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
         role: Some(op.role),
         reason: args.reason.clone(),
     };
+    if req.reason.trim().is_empty() {
+        let t = crate::i18n::strings(ctx.config.language);
+        let message = fill(t.cli.reason_required, &[("action", t.act_reprocess)]);
+        return Err(super::errors::Said::new("reason_required", message, 2).into());
+    }
     reprocess::validate(&req)?;
     // The dry run needs no channel; the real run does.
     let channel: Arc<dyn Channel> = if args.dry_run {
@@ -266,57 +292,17 @@ pub fn reprocess(ctx: &Ctx, args: ReprocessArgs) -> anyhow::Result<ExitCode> {
     ));
     drop(bar);
     let report = report?;
+    if let Some(p) = report.dispatch.as_ref().and_then(|d| d.channel_paused.as_ref()) {
+        eprintln!(
+            "unavez reprocess: {}",
+            dispatch::gate::explain(p.fault, p.secret_env.as_deref(), "see the attempts' error", None)
+        );
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "{} {} ({} intention(s){})",
-        if report.dry_run { "dry run for" } else { "reprocessed" },
-        report.day,
-        report.items.len(),
-        if report.states.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ", states {}",
-                report.states.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
-            )
-        }
-    );
-    for i in &report.items {
-        let result = i.result.map(|r| format!(" → now {r}")).unwrap_or_default();
-        println!(
-            "  #{:<6} {:<40} {:<11} {:<15} {}{result}",
-            i.id,
-            inert(&i.key),
-            i.state.as_str(),
-            i.action.as_str(),
-            inert(&i.why)
-        );
-    }
-    let summary: Vec<String> = report
-        .summary
-        .iter()
-        .map(|(a, n)| format!("{} {n}", a.as_str()))
-        .collect();
-    println!(
-        "summary: {}",
-        if summary.is_empty() {
-            "nothing".into()
-        } else {
-            summary.join(", ")
-        }
-    );
-    if let Some(id) = report.operator_action_id {
-        println!(
-            "recorded as operator action #{id} by {} ({})",
-            req.operator,
-            req.role.map(|r| r.as_str()).unwrap_or_default()
-        );
-    } else {
-        println!("nothing was changed (dry run)");
-    }
+    print_reprocess(ctx, &req, &report);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -362,5 +348,72 @@ impl Channel for NoChannel {
         _command_id: &'a str,
     ) -> crate::channel::async_trait_shim::BoxFuture<'a, crate::channel::CancelOutcome> {
         Box::pin(async { crate::channel::CancelOutcome::Unsupported })
+    }
+    fn probe(&self) -> crate::channel::async_trait_shim::BoxFuture<'_, crate::channel::ProbeOutcome> {
+        Box::pin(async {
+            crate::channel::ProbeOutcome::Unavailable {
+                detail: "dry run: no channel".into(),
+            }
+        })
+    }
+}
+
+/// A reprocess run's report in the configured language: what each
+/// message was and what was done with it, then the totals.
+fn print_reprocess(ctx: &Ctx, req: &reprocess::Request, report: &reprocess::Report) {
+    let t = crate::i18n::strings(ctx.config.language);
+    let c = t.cli;
+    let states = if report.states.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = report.states.iter().map(|s| t.state(s.as_str())).collect();
+        fill(c.reprocess_states, &[("states", &names.join(", "))])
+    };
+    let day = report.day.to_string();
+    let n = report.items.len().to_string();
+    let head = if report.dry_run {
+        c.reprocess_dry
+    } else {
+        c.reprocess_done
+    };
+    println!("{}", fill(head, &[("day", &day), ("n", &n), ("states", &states)]));
+    for i in &report.items {
+        let result = i
+            .result
+            .map(|r| fill(c.reprocess_now, &[("state", t.state(r.as_str()))]))
+            .unwrap_or_default();
+        println!(
+            "  #{:<6} {:<40} {:<11} {:<15} {}{result}",
+            i.id,
+            inert(&i.key),
+            t.state(i.state.as_str()),
+            t.reprocess_action(i.action),
+            inert(&i.why)
+        );
+    }
+    let summary: Vec<String> = report
+        .summary
+        .iter()
+        .map(|(a, n)| format!("{} {n}", t.reprocess_action(*a)))
+        .collect();
+    let what = if summary.is_empty() {
+        c.reprocess_nothing.to_string()
+    } else {
+        summary.join(", ")
+    };
+    println!("{}", fill(c.reprocess_summary, &[("what", &what)]));
+    match report.operator_action_id {
+        Some(id) => println!(
+            "{}",
+            fill(
+                c.reprocess_recorded,
+                &[
+                    ("id", &id.to_string()),
+                    ("operator", &inert(&req.operator)),
+                    ("role", req.role.map(|r| t.role(r)).unwrap_or_default()),
+                ],
+            )
+        ),
+        None => println!("{}", c.reprocess_unchanged),
     }
 }

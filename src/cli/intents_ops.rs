@@ -1,4 +1,5 @@
-//! `unavez intents cancel|verify|contact|resolve KEY --operator --reason`:
+//! `unavez intents cancel|verify|contact|resolve|reopen|request-resend|decline-resend
+//! KEY --operator --reason` and `intents call-outcome KEY --operator --outcome`:
 //! the command-line twins of the console's actions, run by the same
 //! library runner (`ops::run`) with the same roles, reasons and audit
 //! trail. (`intents resend` is `resend.rs`, with its guard.)
@@ -14,6 +15,7 @@ use serde::Serialize;
 
 use super::Ctx;
 use crate::config::Operator;
+use crate::domain::call::CallOutcome;
 use crate::domain::text::inert;
 use crate::i18n::{fill, strings};
 use crate::ops::{
@@ -51,15 +53,57 @@ pub struct CaseArgs {
 pub struct VerifyArgs {
     #[command(flatten)]
     pub case: CaseArgs,
-    /// What the customer said.
-    #[arg(long, value_enum)]
+    /// What the customer said: received (recibido) or not_received
+    /// (no_recibido), in any case.
+    #[arg(long, value_enum, ignore_case = true)]
     pub outcome: Outcome,
+}
+
+/// `intents call-outcome`: what came of a call; the outcome is the reason.
+#[derive(Debug, clap::Args)]
+pub struct CallArgs {
+    /// Idempotency key (or numeric id) of the message.
+    pub key: String,
+    /// Who called (see `--operator` of the other twins).
+    #[arg(long)]
+    pub operator: Option<String>,
+    /// confirmo | no_contesta | reprogramar | numero_equivocado (or
+    /// confirmed | no_answer | reschedule_requested | wrong_number).
+    #[arg(long, value_parser = parse_call_outcome)]
+    pub outcome: CallOutcome,
+    /// One JSON document (result, rule, message, action, state).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_call_outcome(s: &str) -> Result<CallOutcome, String> {
+    CallOutcome::parse(s).ok_or_else(|| "expected confirmo, no_contesta, reprogramar or numero_equivocado".to_string())
+}
+
+impl CallArgs {
+    /// The twin and the case arguments every twin takes: the outcome's
+    /// word is the recorded reason.
+    pub fn into_case(self) -> (Twin, CaseArgs) {
+        let case = CaseArgs {
+            key: self.key,
+            who: Responsible {
+                operator: self.operator,
+                reason: self.outcome.as_str().to_string(),
+            },
+            json: self.json,
+        };
+        (Twin::Call(self.outcome), case)
+    }
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 #[value(rename_all = "snake_case")]
 pub enum Outcome {
+    /// Also `recibido`.
+    #[value(alias = "recibido")]
     Received,
+    /// Also `no_recibido`.
+    #[value(alias = "no_recibido", alias = "no-recibido", alias = "not-received")]
     NotReceived,
 }
 
@@ -73,6 +117,14 @@ pub enum Twin {
     Contact,
     /// Mark the case handled.
     Resolve,
+    /// The front desk asks a supervisor for a resend.
+    RequestResend,
+    /// A supervisor declines that request.
+    DeclineResend,
+    /// What came of a call.
+    Call(CallOutcome),
+    /// Take the case's "handled" mark back.
+    Reopen,
 }
 
 impl From<Outcome> for VerifyOutcome {
@@ -97,6 +149,27 @@ pub(super) struct Verdict<'a> {
     pub refusal: Option<&'a Refusal>,
     /// What a person reads, in the configured language.
     pub message: String,
+    /// A refusal as every command's error reads with `--json`:
+    /// `{"code": rule, "message": …}` (absent when done or recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+/// The `error` object of a `--json` document.
+#[derive(Debug, Serialize)]
+pub(super) struct ErrorBody {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// The error of a refused verdict (`result` is `refused`).
+    pub fn of(result: &str, rule: Option<&'static str>, message: &str) -> Option<ErrorBody> {
+        (result == "refused").then(|| ErrorBody {
+            code: rule.unwrap_or("refused"),
+            message: message.to_string(),
+        })
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -118,9 +191,8 @@ pub(super) struct IntentionRef<'a> {
     pub key: &'a str,
 }
 
-fn bad_input(message: String) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(EXIT_BAD_INPUT)
+fn bad_input(code: &str, message: String) -> ExitCode {
+    super::errors::fail(code, &message, EXIT_BAD_INPUT)
 }
 
 /// What every operator command checks before it opens the ledger: who
@@ -128,33 +200,44 @@ fn bad_input(message: String) -> ExitCode {
 /// reason `to` do it. `Err` is the exit code, the error already printed:
 /// 2 for a name or reason that is not usable, 3 for an identity refused.
 pub(super) fn operator_for(ctx: &Ctx, who: &Responsible, kind: OpKind, to: &str) -> Result<Operator, ExitCode> {
+    let t = strings(ctx.config.language);
     let op = match ctx.identity(who.operator.as_deref(), kind.as_str()) {
         Ok(id) => id.operator,
-        Err(e @ (IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. })) => {
-            return Err(bad_input(inert(&e.to_string()).into_owned()));
-        }
         Err(e) => {
-            eprintln!("error: {}", inert(&e.to_string()));
-            return Err(ExitCode::from(EXIT_REFUSED));
+            let (code, message) = t.cli.identity(&e);
+            let exit = match e {
+                IdentityError::UnknownOperator { .. } | IdentityError::FlagRequired { .. } => EXIT_BAD_INPUT,
+                _ => EXIT_REFUSED,
+            };
+            return Err(super::errors::fail(code, &message, exit));
         }
     };
     if who.reason.trim().is_empty() {
-        return Err(bad_input(format!("--reason: a reason is required to {to}")));
+        return Err(bad_input(
+            "reason_required",
+            fill(t.cli.reason_required, &[("action", to)]),
+        ));
     }
     Ok(op)
 }
 
 /// The intention a command names by key or numeric id; `Ok(Err(2))`, the
 /// error printed, when there is none.
-pub(super) fn find_intention(store: &mut Store, key: &str) -> anyhow::Result<Result<IntentionRow, ExitCode>> {
+pub(super) fn find_intention(
+    ctx: &Ctx,
+    store: &mut Store,
+    key: &str,
+) -> anyhow::Result<Result<IntentionRow, ExitCode>> {
     match store.read(|tx| tx.find_intention(key)) {
         Ok(row) => Ok(Ok(row)),
-        Err(StoreError::NoIntention(_)) => Ok(Err(bad_input(format!(
-            "no intention with key or id \"{}\"",
-            inert(key)
-        )))),
+        Err(StoreError::NoIntention(_)) => Ok(Err(bad_input("no_intention", no_intention(ctx, key)))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// "no existe un aviso con clave o id «99999»", in the configured language.
+pub(super) fn no_intention(ctx: &Ctx, key: &str) -> String {
+    fill(strings(ctx.config.language).cli.no_intention, &[("key", &inert(key))])
 }
 
 /// Runs one twin.
@@ -165,8 +248,12 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         Twin::Verify(_) => OpKind::Verify,
         Twin::Contact => OpKind::ManualContact,
         Twin::Resolve => OpKind::Resolve,
+        Twin::RequestResend => OpKind::RequestResend,
+        Twin::DeclineResend => OpKind::DeclineResend,
+        Twin::Call(_) => OpKind::CallOutcome,
+        Twin::Reopen => OpKind::Reopen,
     };
-    let op = match operator_for(ctx, &a.who, kind, kind.as_str()) {
+    let op = match operator_for(ctx, &a.who, kind, t.op_label(kind)) {
         Ok(op) => op,
         Err(code) => return Ok(code),
     };
@@ -178,7 +265,7 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         return print(&a, kind, None, message, Some("role"), EXIT_REFUSED);
     }
     let mut store = ctx.open_existing()?;
-    let row = match find_intention(&mut store, &a.key)? {
+    let row = match find_intention(ctx, &mut store, &a.key)? {
         Ok(row) => row,
         Err(code) => return Ok(code),
     };
@@ -193,6 +280,15 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
             intention_id: Some(row.id),
         },
         Twin::Resolve => PendingOp::Resolve {
+            case: Case::intention(row.id),
+        },
+        Twin::RequestResend => PendingOp::RequestResend { intention_id: row.id },
+        Twin::DeclineResend => PendingOp::DeclineResend { intention_id: row.id },
+        Twin::Call(outcome) => PendingOp::CallOutcome {
+            intention_id: row.id,
+            outcome,
+        },
+        Twin::Reopen => PendingOp::Reopen {
             case: Case::intention(row.id),
         },
     };
@@ -211,8 +307,12 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
     };
     let report = match ops::run(&mut store, &env, &pending, &actor, &a.who.reason, None, Utc::now()) {
         Ok(r) => r,
-        Err(e @ OpsError::NotAllowed { .. }) => {
-            return print(&a, kind, None, e.to_string(), Some("role"), EXIT_REFUSED);
+        Err(OpsError::NotAllowed { .. }) => {
+            let message = fill(
+                t.flash_role_refused,
+                &[("role", t.role(op.role)), ("action", t.op_label(kind))],
+            );
+            return print(&a, kind, None, message, Some("role"), EXIT_REFUSED);
         }
         Err(e) => return Err(e.into()),
     };
@@ -241,14 +341,16 @@ fn print(
             OpOutcome::Refused(r) => Some(r),
             _ => None,
         });
+        let result = match report.map(|r| &r.outcome) {
+            Some(OpOutcome::Done { .. }) => "done",
+            Some(OpOutcome::Recorded { .. }) => "recorded",
+            _ => "refused",
+        };
         let verdict = Verdict {
-            result: match report.map(|r| &r.outcome) {
-                Some(OpOutcome::Done { .. }) => "done",
-                Some(OpOutcome::Recorded { .. }) => "recorded",
-                _ => "refused",
-            },
+            result,
             rule,
             refusal,
+            error: ErrorBody::of(result, rule, &message),
             message,
         };
         let out = Output {

@@ -18,7 +18,7 @@ use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 use crate::import::{ImportError, ImportOptions, import_file_progress};
-use crate::store::{CommitmentRow, IntentFilter, IntentionDetail, IntentionRow, RefusedEventRow, StoreError, Tx};
+use crate::store::{CommitmentRow, IntentFilter, IntentionRow, RefusedEventRow, StoreError, Tx};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -184,7 +184,7 @@ macro_rules! out {
     };
 }
 
-fn closed_pipe(e: std::io::Error) -> anyhow::Result<ExitCode> {
+pub(super) fn closed_pipe(e: std::io::Error) -> anyhow::Result<ExitCode> {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         Ok(ExitCode::SUCCESS)
     } else {
@@ -215,7 +215,15 @@ pub fn commitments(ctx: &Ctx, c: CommitmentsCmd) -> anyhow::Result<ExitCode> {
             json_or(json, &rows, || commitment_table(&rows, tz))
         }
         CommitmentsCmd::Show { reference, json } => {
-            let d = store.read(|tx| CommitmentDetail::read(tx, &reference))?;
+            let d = match store.read(|tx| CommitmentDetail::read(tx, &reference)) {
+                Ok(d) => d,
+                Err(StoreError::NoCommitment(_)) => {
+                    let t = crate::i18n::strings(ctx.config.language);
+                    let message = crate::i18n::fill(t.cli.no_commitment, &[("reference", &inert(&reference))]);
+                    return Err(super::errors::Said::new("no_commitment", message, 2).into());
+                }
+                Err(e) => return Err(e.into()),
+            };
             json_or(json, &d.document(), || show_commitment(&d, tz))
         }
     }
@@ -382,8 +390,16 @@ pub fn intents(ctx: &Ctx, c: IntentsCmd) -> anyhow::Result<ExitCode> {
             json_or(json, &rows, || intention_table(&rows, tz))
         }
         IntentsCmd::Show { id_or_key, json } => {
-            let d = store.read(|tx| tx.intention_detail(&id_or_key))?;
-            json_or(json, &d, || show_intention(&d, tz))
+            let d = match store.read(|tx| tx.intention_detail(&id_or_key)) {
+                Ok(d) => d,
+                Err(StoreError::NoIntention(_)) => {
+                    let message = super::intents_ops::no_intention(ctx, &id_or_key);
+                    return Err(super::errors::Said::new("no_intention", message, 2).into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let t = crate::i18n::strings(ctx.config.language);
+            json_or(json, &d, || super::show::show_intention(t, &d, tz))
         }
     }
 }
@@ -407,94 +423,6 @@ fn intention_table(rows: &[IntentionRow], tz: Tz) -> anyhow::Result<ExitCode> {
             mask_phone(&r.recipient),
             inert(r.state_reason.as_deref().unwrap_or_default())
         );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `intents show ID|KEY`: content, history in order, attempts, related.
-fn show_intention(d: &IntentionDetail, tz: Tz) -> anyhow::Result<ExitCode> {
-    let i = &d.intention;
-    out!("#{} {}", i.id, inert(i.key.as_str()));
-    out!(
-        "  state      {}{}",
-        i.state,
-        i.state_reason
-            .as_deref()
-            .map(|r| format!(" ({})", inert(r)))
-            .unwrap_or_default()
-    );
-    out!("  commitment {} v{}", inert(&i.commitment_ref), i.commitment_version);
-    out!(
-        "  to         {} ({}, {})",
-        mask_phone(&i.recipient),
-        i.category,
-        inert(&i.channel)
-    );
-    let params: Vec<_> = i.parameters.iter().map(|p| inert(p)).collect();
-    out!(
-        "  template   {} [{}] {:?}",
-        inert(&i.template),
-        inert(&i.language),
-        params
-    );
-    out!("  text       {}", inert(&i.body));
-    out!(
-        "  due        {}",
-        i.due_at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z")
-    );
-    if let Some(e) = i.expires_at {
-        out!("  expires    {}", e.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z"));
-    }
-    out!("  fingerprint {}", inert(&i.fingerprint));
-    if let Some(r) = &i.reason {
-        out!(
-            "  reason     {} (by {}, authorized by {})",
-            inert(r),
-            inert(&i.created_by),
-            inert(i.authorized_by.as_deref().unwrap_or("-"))
-        );
-    }
-    out!("history:");
-    for h in &d.history {
-        out!(
-            "  {} {:<11} → {:<11} {:<3} {:<16} {:<10} {}{}",
-            h.at.with_timezone(&tz).format("%m-%d %H:%M:%S%.3f"),
-            inert(h.from_state.as_deref().unwrap_or("-")),
-            inert(&h.to_state),
-            if h.applied { "" } else { "(r)" },
-            inert(&h.signal),
-            inert(&h.cause),
-            h.evidence
-                .as_deref()
-                .map(|e| format!("[{}] ", inert(e)))
-                .unwrap_or_default(),
-            inert(h.note.as_deref().unwrap_or(""))
-        );
-    }
-    out!("attempts:");
-    for a in &d.attempts {
-        out!(
-            "  {} {} {:<9} http {} cmd {} msg {} {}",
-            a.n,
-            a.started_at.with_timezone(&tz).format("%m-%d %H:%M:%S"),
-            inert(a.outcome.as_str()),
-            a.http_status.map(|s| s.to_string()).unwrap_or("-".into()),
-            inert(a.command_id.as_deref().unwrap_or("-")),
-            inert(a.message_id.as_deref().unwrap_or("-")),
-            inert(a.error_detail.as_deref().unwrap_or(""))
-        );
-    }
-    if !d.related.is_empty() {
-        out!("related:");
-        for r in &d.related {
-            out!(
-                "  #{} {} {} ({})",
-                r.id,
-                inert(r.key.as_str()),
-                inert(&r.state.to_string()),
-                inert(&r.relation.to_string())
-            );
-        }
     }
     Ok(ExitCode::SUCCESS)
 }

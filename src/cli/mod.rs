@@ -6,10 +6,12 @@ mod background;
 mod copy;
 mod demo;
 mod dispatch;
+pub mod errors;
 mod intents_ops;
 mod ledger;
 mod progress;
 mod resend;
+mod show;
 mod sim;
 mod tui;
 
@@ -97,6 +99,22 @@ pub enum IntentsCmd {
     /// Mark the case handled ("marcar atendido"): it leaves Atención until
     /// something new happens to it.
     Resolve(intents_ops::CaseArgs),
+    /// Ask a supervisor to authorize a resend (the front desk, which may
+    /// not resend). Refused when a resend would be refused now, or a request
+    /// is already open. Exit 0 asked, 3 refused, 2 unknown key, operator or
+    /// blank reason.
+    RequestResend(intents_ops::CaseArgs),
+    /// Decline the front desk's open request for a resend (supervisors),
+    /// saying why. Exit 0 declined, 3 refused (no open request), 2 as above.
+    DeclineResend(intents_ops::CaseArgs),
+    /// Record what came of a call to the patient: confirmo, no_contesta,
+    /// reprogramar or numero_equivocado (the outcome is the reason).
+    /// Exit 0 done, 3 refused, 2 unknown key, operator or outcome.
+    CallOutcome(intents_ops::CallArgs),
+    /// Reopen a case marked handled (a compensating action; the mark's
+    /// action stays in the log). Exit 0 done, 3 refused (not handled),
+    /// 2 unknown key, operator or blank reason.
+    Reopen(intents_ops::CaseArgs),
 }
 
 /// What every command needs: configuration, database path and templates.
@@ -220,7 +238,20 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = Cli::parse_from(args);
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    errors::set_json(args.iter().skip(1).any(|a| a == "--json"));
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        // Help and version are not errors; a usage error with --json is
+        // a JSON document like every other error.
+        Err(e) if errors::json() && e.use_stderr() => {
+            let message = e.kind().to_string();
+            let detail = e.to_string();
+            let first = detail.lines().next().unwrap_or(&message).trim_start_matches("error: ");
+            return Ok(errors::fail("usage", first, 2));
+        }
+        Err(e) => e.exit(),
+    };
     init_tracing(matches!(cli.command, Command::Tui(_) | Command::Demo(_)));
     let ctx = Ctx::load(&cli)?;
     match cli.command {
@@ -239,6 +270,13 @@ where
         }
         Command::Intents(IntentsCmd::Contact(a)) => intents_ops::run(&ctx, intents_ops::Twin::Contact, a),
         Command::Intents(IntentsCmd::Resolve(a)) => intents_ops::run(&ctx, intents_ops::Twin::Resolve, a),
+        Command::Intents(IntentsCmd::RequestResend(a)) => intents_ops::run(&ctx, intents_ops::Twin::RequestResend, a),
+        Command::Intents(IntentsCmd::DeclineResend(a)) => intents_ops::run(&ctx, intents_ops::Twin::DeclineResend, a),
+        Command::Intents(IntentsCmd::CallOutcome(a)) => {
+            let (twin, case) = a.into_case();
+            intents_ops::run(&ctx, twin, case)
+        }
+        Command::Intents(IntentsCmd::Reopen(a)) => intents_ops::run(&ctx, intents_ops::Twin::Reopen, a),
         Command::Demo(a) => demo::demo(&ctx, a),
         Command::Tui(a) => tui::tui(&ctx, a),
         Command::Sim(a) => sim::run(&ctx, a),

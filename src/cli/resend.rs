@@ -11,7 +11,7 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::Ctx;
-use super::intents_ops::{EXIT_REFUSED, IntentionRef, Responsible, Verdict, find_intention, operator_for};
+use super::intents_ops::{EXIT_REFUSED, ErrorBody, IntentionRef, Responsible, Verdict, find_intention, operator_for};
 use crate::domain::text::inert;
 use crate::i18n::{Strings, fill, strings};
 use crate::ops::{self, Actor, OpKind, OpOutcome, OpReport, OpsError, Refusal, ResendEvidence, ResendGuard};
@@ -52,7 +52,7 @@ struct Output<'a> {
 pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
     let t = strings(ctx.config.language);
     let kind = OpKind::AuthorizeResend;
-    let op = match operator_for(ctx, &a.who, kind, "authorize a resend") {
+    let op = match operator_for(ctx, &a.who, kind, t.act_resend) {
         Ok(op) => op,
         Err(code) => return Ok(code),
     };
@@ -68,15 +68,17 @@ pub fn run(ctx: &Ctx, a: ResendArgs) -> anyhow::Result<ExitCode> {
         return refused_by_role(a.json, message);
     }
     let mut store = ctx.open_existing()?;
-    let id = match find_intention(&mut store, &a.key)? {
+    let id = match find_intention(ctx, &mut store, &a.key)? {
         Ok(row) => row.id,
         Err(code) => return Ok(code),
     };
     let (tz, now) = (ctx.config.tz(), Utc::now());
     let guard = ResendGuard::from_policy(&ctx.config.policy, a.acknowledge_delivered);
-    // The evidence is read in the same transaction that decides, so what is
-    // printed is exactly what the guard saw.
+    // The evidence is read in the same transaction that decides, once the
+    // case is locked, so what is printed is exactly what the guard saw: a
+    // supervisor racing another one sees the resend the other committed.
     let (evidence, report) = store.write(|tx| -> Result<_, OpsError> {
+        ops::lock_intention(tx, id)?;
         let evidence = ops::resend_evidence(tx, id, guard.max_per_day, tz, now)?;
         let report = ops::authorize_resend(tx, &actor, id, &a.who.reason, guard, tz, now)?;
         Ok((evidence, report))
@@ -90,6 +92,7 @@ fn refused_by_role(json: bool, message: String) -> anyhow::Result<ExitCode> {
             result: "refused",
             rule: Some("role"),
             refusal: None,
+            error: ErrorBody::of("refused", Some("role"), &message),
             message,
         };
         let out = Output {
@@ -148,6 +151,10 @@ fn print_outcome(
             result: if refusal.is_some() { "refused" } else { "done" },
             rule: refusal.map(Refusal::rule),
             refusal,
+            error: refusal.map(|r| ErrorBody {
+                code: r.rule(),
+                message: message.clone(),
+            }),
             message,
         };
         let out = Output {

@@ -34,6 +34,10 @@ pub struct SimArgs {
     /// Journal of the engine's memory; a restart with the same file keeps every key.
     #[arg(long)]
     pub state: Option<PathBuf>,
+    /// An instance this engine has (repeat the flag for more). Without it
+    /// any instance id is one; with it, others get `404 instancia_desconocida`.
+    #[arg(long = "instance")]
+    pub instances: Vec<String>,
     /// Milliseconds from `en_cola` to `enviado`.
     #[arg(long, default_value_t = SimTiming::default().send_ms)]
     pub send_ms: u64,
@@ -68,6 +72,7 @@ pub fn run(_ctx: &Ctx, args: SimArgs) -> anyhow::Result<ExitCode> {
         webhook: args.webhook,
         webhook_secret,
         api_key,
+        instances: (!args.instances.is_empty()).then_some(args.instances),
         state: args.state,
         timing: SimTiming {
             send_ms: args.send_ms,

@@ -35,7 +35,9 @@ pub struct TuiArgs {
 }
 
 pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
-    let identity = ctx.identity(a.operator.as_deref(), "console")?;
+    let identity = ctx
+        .identity(a.operator.as_deref(), "console")
+        .map_err(|e| super::errors::identity(ctx, &e))?;
     let op = &identity.operator;
     // The process's one handle to the ledger: the console, and the
     // embedded dispatcher if it runs, take their connections from it.
@@ -83,10 +85,14 @@ pub fn tui(ctx: &Ctx, a: TuiArgs) -> anyhow::Result<ExitCode> {
         ledger: ledger.clone(),
         operator: op.name.clone(),
         role: op.role,
-        identity_verified: identity.verified,
+        // "Not verified" only where identity matters: operators are mapped
+        // to OS accounts and this account is not the operator's.
+        identity_verified: identity.verified || !ctx.config.identity_verified(),
+        account: identity.account.clone(),
         read_only: a.read_only,
         refresh: Duration::from_secs(a.refresh),
         dispatcher_running: running,
+        dispatcher_stop: error.as_ref().map(|e| stop_cause(ctx, e)),
         dispatcher_error: error,
         control: background.as_ref().map(|b| b.control()),
     });
@@ -136,4 +142,15 @@ fn check_ledger(ctx: &Ctx, read_only: bool) -> anyhow::Result<Store> {
     };
     store.check_serviceable().map_err(|e| ctx.ledger_error(e))?;
     Ok(store)
+}
+
+/// Why the embedded dispatcher did not start, typed for the header's words:
+/// a channel secret missing from its variable is the common case (the
+/// channel says which variable); anything else as the error said it.
+fn stop_cause(ctx: &Ctx, error: &str) -> crate::tui::app::StopCause {
+    use crate::tui::app::StopCause;
+    match crate::channel::from_config(&ctx.config.channel) {
+        Err(crate::channel::ChannelError::MissingSecret { var, .. }) => StopCause::MissingKey { var },
+        _ => StopCause::Other(error.to_string()),
+    }
 }

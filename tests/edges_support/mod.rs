@@ -97,8 +97,14 @@ api_key_env = "UNAVEZ_TEST_MOTOR_KEY"
 
     /// `unavez serve`, waiting until it answers `/healthz`.
     pub fn serve(&self) -> Serve {
+        self.serve_with(&[])
+    }
+
+    /// [`Site::serve`] with more environment variables.
+    pub fn serve_with(&self, env: &[(&str, &str)]) -> Serve {
         let child = self
             .command(&["serve"])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -25,8 +25,23 @@ pub fn unavez_armed(db: &Path, spec: &str) -> Command {
     prepare(failpoint_support::armed(spec), db)
 }
 
+/// A configuration whose one setting is the widest `[import]
+/// max_days_ahead`: the fixtures' appointments are years ahead of the real
+/// clock, past the default 400 days. A test's own `--config` replaces it.
+fn wide_horizon() -> PathBuf {
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::temp_dir().join(format!("unavez-wide-horizon-{}.toml", std::process::id()));
+        std::fs::write(&path, "[import]\nmax_days_ahead = 3660\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        path
+    })
+    .clone()
+}
+
 fn prepare(mut c: Command, db: &Path) -> Command {
-    c.env_remove("UNAVEZ_CONFIG")
+    c.env("UNAVEZ_CONFIG", wide_horizon())
         .env_remove("UNAVEZ_DB")
         .env("RUST_LOG", "warn")
         .arg("--db")

@@ -55,7 +55,13 @@ pub fn clinic_at(appointments: usize, now: DateTime<Utc>) -> Fixture {
             templates: &templates,
             tz: config.tz(),
         };
-        demo::seed_clinic(&mut store, &planner, now, DemoOptions { appointments, seed: 7 }).unwrap();
+        // A clinic whose morning already went by: cases have waited.
+        let opts = DemoOptions {
+            appointments,
+            seed: 7,
+            replay: demo::Replay::AtEventTimes,
+        };
+        demo::seed_clinic(&mut store, &planner, now, opts).unwrap();
     }
     demo::showcase_outcomes(&mut store, now).unwrap();
     // A customer replied REPROGRAMAR: the request lands in Atención.
@@ -85,13 +91,15 @@ pub fn clinic_at(appointments: usize, now: DateTime<Utc>) -> Fixture {
 
 impl Fixture {
     pub fn app(&self, operator: &str, role: Role) -> App {
-        App::new(
+        let mut app = App::new(
             unavez::i18n::strings(self.ctx.config.language),
             operator,
             Access { role, read_only: false },
             self.ctx.config.tz(),
             now(),
-        )
+        );
+        app.due_grace_minutes = self.ctx.config.alerts.thresholds().due_grace.num_minutes();
+        app
     }
 
     /// Runs requests (and the requests their answers call for) to the end.
@@ -107,6 +115,28 @@ impl Fixture {
     pub fn act(&mut self, app: &mut App, a: Action) {
         let reqs = app.on_action(a);
         self.run(app, reqs);
+    }
+
+    /// A console for `operator` in `role` with its screens loaded.
+    pub fn loaded(&mut self, role: Role, operator: &str) -> App {
+        let mut app = self.app(operator, role);
+        let reqs = app.load();
+        self.run(&mut app, reqs);
+        app
+    }
+
+    /// Types `text` into `/` and submits it.
+    pub fn search(&mut self, app: &mut App, text: &str) {
+        self.act(app, Action::OpenFilter);
+        self.type_text(app, text);
+        self.act(app, Action::Submit);
+    }
+
+    /// Types `text` into `:` and submits it.
+    pub fn command(&mut self, app: &mut App, text: &str) {
+        self.act(app, Action::OpenCommand);
+        self.type_text(app, text);
+        self.act(app, Action::Submit);
     }
 
     pub fn type_text(&mut self, app: &mut App, text: &str) {

@@ -6,12 +6,12 @@
 //! ([`Tx::day_timings`]); what they mean is decided here, so the rules are
 //! plain code a test reads:
 //!
-//! - **Latency** runs from due to the first applied move into accepted or
-//!   a later evidence state (`/metrics` starts at the later of due and
-//!   creation; the two differ only for messages planned after their due
-//!   time, and reading each row's creation would cost the Tablero most of
-//!   its speed at a million intentions). It is counted in the hour the
-//!   acceptance happened, as the outcomes chart counts each outcome.
+//! - **Latency** runs from when the message could first be sent — its due
+//!   time, or its creation when it was planned after its due time (a
+//!   booking learned late, a backdated feed) — to the first applied move
+//!   into accepted or a later evidence state, as `/metrics` counts it. It
+//!   is counted in the hour the acceptance happened, as the outcomes chart
+//!   counts each outcome.
 //! - **Queue depth**: an intention waits from its due time until it first
 //!   reaches acceptance (or later) or is closed (failed, cancelled, sent
 //!   to review: a person's work then, not the dispatcher's). Each hour
@@ -94,6 +94,12 @@ fn left_at(r: &DayTiming) -> Option<DateTime<Utc>> {
     }
 }
 
+/// When the message could first be sent: its due time, or its creation
+/// when it was created later.
+pub fn sendable_from(r: &DayTiming) -> DateTime<Utc> {
+    r.created_at.map_or(r.due_at, |c| c.max(r.due_at))
+}
+
 /// The figures of `rows`, the intentions of the day `[day_start, day_end)`,
 /// up to `now`.
 pub fn figures(rows: &[DayTiming], day_start: DateTime<Utc>, day_end: DateTime<Utc>, now: DateTime<Utc>) -> DayFigures {
@@ -110,7 +116,7 @@ pub fn figures(rows: &[DayTiming], day_start: DateTime<Utc>, day_end: DateTime<U
     let mut all = Vec::new();
     for r in rows {
         let Some(at) = r.reached_at else { continue };
-        let ms = (at - r.due_at).num_milliseconds().max(0);
+        let ms = (at - sendable_from(r)).num_milliseconds().max(0);
         all.push(ms);
         if let Some(h) = hour_of(at).filter(|h| *h < n_hours) {
             by_hour[h].push(ms);

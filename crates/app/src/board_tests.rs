@@ -74,6 +74,7 @@ fn timings(rows: &[Known]) -> Vec<DayTiming> {
             state: k.state,
             reached_at: k.reached,
             closed_at: k.closed,
+            created_at: None,
         })
         .collect();
     v.sort_by_key(|t| t.due_at);
@@ -120,6 +121,36 @@ fn figures_of_a_known_day() {
         day_start() + Duration::days(1),
         now(),
     ));
+}
+
+/// A message created after its due time (a booking learned late, the
+/// demo's backdated feed) could not be sent before it existed: its latency
+/// runs from its creation, not from a due time in the past.
+#[test]
+fn latency_runs_from_creation_when_it_is_later_than_due() {
+    let late = DayTiming {
+        due_at: at(9, 30),
+        state: Read,
+        reached_at: Some(at(10, 0) + Duration::seconds(3)),
+        closed_at: None,
+        created_at: Some(at(10, 0)),
+    };
+    let early = DayTiming {
+        due_at: at(9, 0),
+        state: Accepted,
+        reached_at: Some(at(9, 2)),
+        closed_at: None,
+        created_at: Some(at(8, 0)),
+    };
+    assert_eq!(sendable_from(&late), at(10, 0));
+    assert_eq!(sendable_from(&early), at(9, 0));
+    let f = figures(&[early, late], day_start(), day_start() + Duration::days(1), now());
+    assert_eq!(
+        f.hours[10].latency_p50_ms,
+        Some(3_000),
+        "seconds, not the 30 min of backdating"
+    );
+    assert_eq!(f.hours[9].latency_p50_ms, min(2));
 }
 
 #[test]

@@ -146,6 +146,10 @@ pub struct StorageConfig {
     /// accounts): new files get mode 0660 and this group. Without one,
     /// 0600 (only the account that created them).
     pub group: Option<String>,
+    /// Refuse to start on a configuration file that other accounts can
+    /// write (group- or world-writable): whoever can edit it can point
+    /// `base_url` at their own server. Off: a warning at start.
+    pub strict: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -164,6 +168,10 @@ pub struct DispatcherConfig {
     /// How often a running dispatcher writes its heartbeat row; three
     /// missed beats and other processes count it as gone.
     pub heartbeat_ms: u64,
+    /// How often a channel paused because it refused us (a rejected
+    /// credential, an unknown or unlinked instance, TLS) is probed with a
+    /// request that sends nothing.
+    pub channel_probe_ms: u64,
 }
 
 impl Default for DispatcherConfig {
@@ -175,6 +183,7 @@ impl Default for DispatcherConfig {
             poll_ms: 500,
             shutdown_grace_ms: 5_000,
             heartbeat_ms: 5_000,
+            channel_probe_ms: 60_000,
         }
     }
 }
@@ -265,7 +274,14 @@ pub struct ImportConfig {
     /// Where a phone typed as text is looked for, in this order, after
     /// `X-UNAVEZ-PHONE` and an `ATTENDEE` with a `tel:` URI.
     pub phone_properties: Vec<String>,
+    /// The furthest ahead an appointment may start, in days from the
+    /// import (or the booking API's request): anything later is refused at
+    /// the door, naming the line and `starts_at` (a mistyped year).
+    pub max_days_ahead: u32,
 }
+
+/// The widest `[import] max_days_ahead`: about ten years.
+pub const MAX_DAYS_AHEAD_LIMIT: u32 = 3660;
 
 /// The text properties `[import] phone_properties` may name.
 pub const PHONE_PROPERTIES: [&str; 5] = ["SUMMARY", "DESCRIPTION", "LOCATION", "COMMENT", "CONTACT"];
@@ -276,6 +292,7 @@ impl Default for ImportConfig {
             default_country: "PE".into(),
             recurrence_days: 60,
             phone_properties: vec!["SUMMARY".into(), "DESCRIPTION".into(), "LOCATION".into()],
+            max_days_ahead: 400,
         }
     }
 }
@@ -306,6 +323,24 @@ impl ImportConfig {
             return Err((
                 "import.recurrence_days".into(),
                 format!("must be between 1 and 731 days, got {}", self.recurrence_days),
+            ));
+        }
+        if !(1..=MAX_DAYS_AHEAD_LIMIT).contains(&self.max_days_ahead) {
+            return Err((
+                "import.max_days_ahead".into(),
+                format!(
+                    "must be between 1 and {MAX_DAYS_AHEAD_LIMIT} days, got {}",
+                    self.max_days_ahead
+                ),
+            ));
+        }
+        if self.recurrence_days > self.max_days_ahead {
+            return Err((
+                "import.recurrence_days".into(),
+                format!(
+                    "{} days would expand occurrences past import.max_days_ahead ({})",
+                    self.recurrence_days, self.max_days_ahead
+                ),
             ));
         }
         if let Some(p) = self
@@ -361,7 +396,41 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::parse(&text, path)
+        let cfg = Self::parse(&text, path)?;
+        cfg.check_file_mode(path)?;
+        Ok(cfg)
+    }
+
+    /// A configuration file that other accounts can write lets them
+    /// redirect the channel (`base_url`) or the ledger: a warning, or a
+    /// refusal under `[storage] strict`.
+    fn check_file_mode(&self, path: &Path) -> Result<(), ConfigError> {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(());
+        };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o022 == 0 {
+            return Ok(());
+        }
+        let who = if mode & 0o002 != 0 {
+            "every account"
+        } else {
+            "its group"
+        };
+        let message = format!(
+            "{} can be written by {who} (mode {mode:o}): whoever can edit it can redirect base_url; chmod go-w it",
+            path.display()
+        );
+        if self.storage.strict {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                field: "storage.strict".into(),
+                message,
+            });
+        }
+        tracing::warn!("configuration {message} (refused with [storage] strict = true)");
+        Ok(())
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
@@ -406,6 +475,15 @@ impl Config {
             return Err(invalid(
                 "dispatcher",
                 "concurrency and batch_size must be at least 1".into(),
+            ));
+        }
+        if !(100..=3_600_000).contains(&self.dispatcher.channel_probe_ms) {
+            return Err(invalid(
+                "dispatcher.channel_probe_ms",
+                format!(
+                    "must be between 100 and 3600000, got {}",
+                    self.dispatcher.channel_probe_ms
+                ),
             ));
         }
         if !(500..=60_000).contains(&self.dispatcher.heartbeat_ms) {
@@ -460,6 +538,23 @@ impl Config {
         self.operators.iter().any(|o| o.os_user.is_some())
     }
 
+    /// Atención's rule for this installation: with a channel that cannot
+    /// be asked about a message (the Cloud API), accepted or sent messages
+    /// without news for `[policy] status_poll_minutes` are cases ("sin
+    /// confirmación de entrega"); the engine is polled instead.
+    pub fn attention_rule(&self) -> crate::domain::attention::AttentionRule {
+        let minutes = i64::try_from(
+            self.policy
+                .status_poll_minutes
+                .min(crate::policy::MAX_STATUS_POLL_MINUTES),
+        )
+        .unwrap_or(60);
+        crate::domain::attention::AttentionRule {
+            unconfirmed_window: (self.channel.kind == ChannelKind::Cloud).then(|| chrono::Duration::minutes(minutes)),
+            ..Default::default()
+        }
+    }
+
     /// The configured time zone (validated at load).
     pub fn tz(&self) -> Tz {
         self.timezone.parse().unwrap_or(chrono_tz::America::Lima)
@@ -478,8 +573,20 @@ impl Config {
         Ok(Templates::parse(&text, &path.display().to_string())?)
     }
 
+    /// The operator `name` names: exactly, or else as a person types it
+    /// (any case, with or without accents) when only one matches so.
     pub fn operator(&self, name: &str) -> Option<&Operator> {
-        self.operators.iter().find(|o| o.name == name)
+        if let Some(op) = self.operators.iter().find(|o| o.name == name) {
+            return Some(op);
+        }
+        let mut loose = self
+            .operators
+            .iter()
+            .filter(|o| crate::domain::operator::name_matches(name, &o.name));
+        match (loose.next(), loose.next()) {
+            (Some(op), None) => Some(op),
+            _ => None,
+        }
     }
 
     /// The gid of `[storage] group`, looked up in the system's group

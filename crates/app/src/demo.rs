@@ -28,6 +28,8 @@ pub struct DemoOptions {
     /// Appointments to book (spread over three days).
     pub appointments: usize,
     pub seed: u64,
+    /// When the ledger learns of the events.
+    pub replay: Replay,
 }
 
 impl Default for DemoOptions {
@@ -35,8 +37,23 @@ impl Default for DemoOptions {
         DemoOptions {
             appointments: 300,
             seed: 42,
+            replay: Replay::Now,
         }
     }
+}
+
+/// When the demo's booking events reach the ledger. The events themselves
+/// happened half an hour ago either way (booked, then changed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replay {
+    /// All at `now`, as a feed replayed at start-up: the messages they
+    /// plan are due now, so a live demo's latency is the dispatcher's
+    /// seconds, not the events' age (`unavez demo`).
+    #[default]
+    Now,
+    /// Each at the moment it happened: a clinic whose morning already
+    /// went by, for fixtures that show cases waiting for a while.
+    AtEventTimes,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -134,6 +151,7 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
             occurred_at: Some(booked_at),
             operator: None,
             note: None,
+            raw: None,
         });
         let change = |kind: EventType, suffix: &str, starts_at: Option<DateTime<Utc>>| BookingEvent {
             event_id: format!("demo-{reference}-{suffix}"),
@@ -147,6 +165,7 @@ pub fn clinic_events(now: DateTime<Utc>, tz: Tz, opts: DemoOptions) -> Vec<Booki
             occurred_at: Some(changed_at),
             operator: None,
             note: None,
+            raw: None,
         };
         let roll = rng.below(100);
         if roll < 10 {
@@ -185,6 +204,7 @@ fn order_events(rng: &mut Rng, changed_at: DateTime<FixedOffset>) -> Vec<Booking
             occurred_at: Some(changed_at),
             operator: None,
             note: None,
+            raw: None,
         };
         events.push(order(EventType::OrderConfirmed, "confirmado"));
         if i == 0 {
@@ -234,9 +254,10 @@ pub fn seed_clinic(
             s.rejected += 1;
             continue;
         }
-        // Each event is applied at the moment it happened, as a live feed
-        // would have delivered it.
-        let at = ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(now);
+        let at = match opts.replay {
+            Replay::Now => now,
+            Replay::AtEventTimes => ev.occurred_at.map(|t| t.with_timezone(&Utc)).unwrap_or(now),
+        };
         let r = store.write(|tx| match ingest(tx, planner, &ev, "demo", at) {
             Err(IngestError::Rejected(_)) => Ok(None),
             Err(source) => Err(DemoError::Ingest {
@@ -331,3 +352,7 @@ pub fn showcase_outcomes(store: &mut Store, now: DateTime<Utc>) -> Result<usize,
     })?;
     Ok(moved)
 }
+
+#[cfg(test)]
+#[path = "demo_tests.rs"]
+mod tests;

@@ -153,6 +153,7 @@ fn keep_refusal(
 ) -> Result<Outcome, IngestError> {
     if let Err(IngestError::Conflict(c)) = &result {
         let value = serde_json::to_value(ev).map_err(|e| IngestError::Rejected(e.to_string()))?;
+        let payload = logged_payload(ev)?;
         let reason = c.to_string();
         let refusal = NewRefusal {
             event_id: &ev.event_id,
@@ -163,7 +164,7 @@ fn keep_refusal(
             fields: &c.fields,
             reason: &reason,
             source,
-            payload: &value.to_string(),
+            payload: &payload,
             fingerprint: &fingerprint(&value),
         };
         tx.atomically(|tx| tx.record_refusal(&refusal, now))?;
@@ -200,13 +201,44 @@ fn apply_all(
         let applied = group::apply(tx, planner, rest, source, now, &mut outcomes)?;
         rest = &rest[applied..];
     }
+    // A phone reported wrong on a call gets nothing more (`ops::call`).
+    for o in &mut outcomes {
+        if let Outcome::Stored { planned, held, .. } = o {
+            let wrong = crate::ops::hold_wrong_numbers(tx, planned, now).map_err(|e| match e {
+                crate::ops::OpsError::Store(e) => IngestError::Store(e),
+                other => IngestError::Rejected(other.to_string()),
+            })?;
+            planned.retain(|k| !wrong.contains(k));
+            held.extend(wrong);
+        }
+    }
     Ok(outcomes)
+}
+
+/// What the event log keeps of an event: the text it was received as
+/// when it came as JSON, else its serialization.
+fn logged_payload(ev: &BookingEvent) -> Result<String, IngestError> {
+    match &ev.raw {
+        Some(raw) => Ok(raw.clone()),
+        None => serde_json::to_string(ev).map_err(|e| IngestError::Rejected(e.to_string())),
+    }
+}
+
+/// A logged payload as the event it describes, so that a received text
+/// (with fields we ignore, other spacing) compares by content with the
+/// same event sent again; a payload that is no event compares as it is.
+fn logged_content(payload: &str) -> Value {
+    let value: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
+    serde_json::from_value::<BookingEvent>(value.clone())
+        .ok()
+        .and_then(|ev| serde_json::to_value(ev).ok())
+        .unwrap_or(value)
 }
 
 /// An event id already in the log: a duplicate when its content is the
 /// same, a conflict otherwise.
 fn repeated(tx: &Tx<'_>, ev: &BookingEvent, value: &Value, seen: LoggedEvent) -> Result<Outcome, IngestError> {
-    let stored: Value = serde_json::from_str(&seen.payload).unwrap_or(Value::Null);
+    let stored = logged_content(&seen.payload);
     let fields = differing_fields(&stored, value);
     if fields.is_empty() {
         tx.bump_counter(Counter::DuplicateEvents, 1)?;

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
-use super::{EventConflict, IngestError, Outcome, repeated};
+use super::{EventConflict, IngestError, Outcome, logged_payload, repeated};
 use crate::domain::commitment::{Change, Commitment, Effect, apply as apply_event};
 use crate::domain::counter::Counter;
 use crate::domain::event::{BookingEvent, ConflictKind};
@@ -47,6 +47,10 @@ pub(super) fn apply(
     let candidates = distinct_prefix(events);
     let ids: Vec<&str> = candidates.iter().map(|e| e.event_id.as_str()).collect();
     let refs: Vec<&str> = candidates.iter().map(|e| e.reference.as_str()).collect();
+    // Before anything is read: an operator action on one of these cases
+    // (which locks the same rows) then runs wholly before this group or
+    // wholly after it, never on what this group is about to change.
+    tx.lock_commitments(&refs)?;
     let mut logged = tx.logged_events(&ids)?;
     let mut stored = tx.commitments_by_ref(&refs)?;
     let mut group = Group {
@@ -146,7 +150,7 @@ impl<'e> Group<'e> {
         current: Option<&CommitmentRow>,
         now: DateTime<Utc>,
     ) -> Result<(), IngestError> {
-        let value = serde_json::to_value(ev).map_err(|e| IngestError::Rejected(e.to_string()))?;
+        let payload = logged_payload(ev)?;
         let before = current.map(|c| c.commitment.version);
         let (effect, after_version, what) = match apply_event(current.map(|c| &c.commitment), ev, now) {
             Effect::Conflict { version, fields } => {
@@ -176,7 +180,7 @@ impl<'e> Group<'e> {
         };
         self.entries.push(Entry::Staged(Staged {
             ev,
-            payload: value.to_string(),
+            payload,
             effect,
             before,
             after_version,

@@ -36,6 +36,9 @@ pub fn generate(path: &Path, total: u64, now: DateTime<Utc>) -> Result<f64, Stor
         ledger_shape::write(&mut conn, |c| ledger_shape::generate_intentions(c, &shape, from, to))?;
         from = to;
     }
+    // The generator writes names by plain SQL; the ledger files the words
+    // of the names it saves in its typo index, here done once for all.
+    Store::open(path)?.write(|tx| tx.file_name_words())?;
     Ok(t.elapsed().as_secs_f64())
 }
 

@@ -46,6 +46,163 @@ fn mix(i: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Common first names in Peru, for generated patients: with [`SURNAMES`],
+/// names collide as a real clinic's do (many María, many Quispe), so the
+/// search is measured on look-alikes, not on unique strings.
+pub const FIRST_NAMES: [&str; 50] = [
+    "María",
+    "José",
+    "Juan",
+    "Rosa",
+    "Luis",
+    "Carmen",
+    "Carlos",
+    "Ana",
+    "Jorge",
+    "Luz",
+    "Miguel",
+    "Elena",
+    "Pedro",
+    "Julia",
+    "Víctor",
+    "Lucía",
+    "César",
+    "Gloria",
+    "Manuel",
+    "Teresa",
+    "Jesús",
+    "Sofía",
+    "Ángel",
+    "Isabel",
+    "Raúl",
+    "Patricia",
+    "Jhon",
+    "Milagros",
+    "Edwin",
+    "Flor",
+    "Héctor",
+    "Mario",
+    "Marta",
+    "Ricardo",
+    "Silvia",
+    "Óscar",
+    "Verónica",
+    "Alberto",
+    "Yolanda",
+    "Fernando",
+    "Norma",
+    "Walter",
+    "Gladys",
+    "Roberto",
+    "Liliana",
+    "Daniel",
+    "Susana",
+    "Javier",
+    "Mónica",
+    "Wilmer",
+];
+
+/// Common surnames in Peru (see [`FIRST_NAMES`]).
+pub const SURNAMES: [&str; 80] = [
+    "Quispe",
+    "Flores",
+    "Sánchez",
+    "Rodríguez",
+    "García",
+    "Rojas",
+    "Huamán",
+    "Mamani",
+    "Vásquez",
+    "Chávez",
+    "Ramos",
+    "Ramírez",
+    "Díaz",
+    "Torres",
+    "Mendoza",
+    "Castillo",
+    "Espinoza",
+    "López",
+    "Gonzales",
+    "Pérez",
+    "Cruz",
+    "Gutiérrez",
+    "Vargas",
+    "Romero",
+    "Fernández",
+    "Salazar",
+    "Morales",
+    "Herrera",
+    "Córdova",
+    "Ríos",
+    "Medina",
+    "Castro",
+    "Jiménez",
+    "Aguilar",
+    "Ruiz",
+    "Cáceres",
+    "Paredes",
+    "Silva",
+    "Reyes",
+    "Álvarez",
+    "Condori",
+    "Ccahuana",
+    "Huanca",
+    "Cusi",
+    "Palomino",
+    "Villanueva",
+    "Soto",
+    "Campos",
+    "Vega",
+    "Ortiz",
+    "Chumpitaz",
+    "Benites",
+    "Navarro",
+    "Muñoz",
+    "Salas",
+    "Valdivia",
+    "Zapata",
+    "Arias",
+    "Alvarado",
+    "Cárdenas",
+    "Guerrero",
+    "Tello",
+    "Cabrera",
+    "Peña",
+    "Meza",
+    "Lozano",
+    "Delgado",
+    "Valverde",
+    "Inga",
+    "Apaza",
+    "Ticona",
+    "Yupanqui",
+    "Poma",
+    "Ccori",
+    "Nina",
+    "Limachi",
+    "Ñahui",
+    "Arce",
+    "Núñez",
+    "Ochoa",
+];
+
+/// Generated contact `id`'s name: a first name and two surnames, picked by
+/// hash (deterministic, spread evenly).
+pub fn patient_name(id: u64) -> String {
+    format!(
+        "{} {} {}",
+        FIRST_NAMES[(mix(id ^ 0xf1) % FIRST_NAMES.len() as u64) as usize],
+        SURNAMES[(mix(id ^ 0x5a1) % SURNAMES.len() as u64) as usize],
+        SURNAMES[(mix(id ^ 0x5a2) % SURNAMES.len() as u64) as usize]
+    )
+}
+
+/// Generated contact `id`'s phone: a Peruvian mobile, `+519` and eight
+/// digits.
+pub fn patient_phone(id: u64) -> String {
+    format!("+519{id:08}")
+}
+
 /// The state of generated intention `i` given whether it is already due:
 /// past days look like a working clinic's history, future days are mostly
 /// planned with some cancellations.
@@ -111,19 +268,14 @@ pub fn raw_insert(c: &Connection, key: &str, payload: &str, at: i64) -> Result<(
     Ok(())
 }
 
-/// Inserts `n` contacts (`+5190…`), ids 1..=n.
+/// Inserts `n` contacts ([`patient_phone`], [`patient_name`]), ids 1..=n.
 pub fn generate_contacts(c: &Connection, n: u64, now: DateTime<Utc>) -> Result<()> {
     let mut stmt = c.prepare_cached(
         "INSERT INTO contacts(id, phone, name, language, consent_marketing, created_at, updated_at)
          VALUES (?1, ?2, ?3, 'es', 0, ?4, ?4)",
     )?;
     for id in 1..=n {
-        stmt.execute(params![
-            id as i64,
-            format!("+519{:08}", id),
-            format!("Paciente {id}"),
-            ms(now)
-        ])?;
+        stmt.execute(params![id as i64, patient_phone(id), patient_name(id), ms(now)])?;
     }
     Ok(())
 }
@@ -160,7 +312,8 @@ pub fn generate_intentions(c: &Connection, shape: &LedgerShape, from: u64, to: u
     for i in from..to {
         let cid = (i / 3 + 1) as i64;
         let contact = (i / 3 % shape.contacts.max(1) + 1) as i64;
-        let phone = format!("+519{:08}", contact);
+        let phone = patient_phone(contact as u64);
+        let name = patient_name(contact as u64);
         let reference = format!("cita-{cid:06}");
         // Appointments spread evenly over the whole span, between 08:00
         // and 20:00 local-ish, so every operating day has its share.
@@ -195,9 +348,9 @@ pub fn generate_intentions(c: &Connection, shape: &LedgerShape, from: u64, to: u
         let (state, reason) = state_for(i, past);
         let day = operating_day(due, shape.tz);
         let when = day.clone();
-        let params_json = format!("[\"Paciente {contact}\",\"{when}\",\"09:30\",\"Sede Miraflores\"]");
+        let params_json = format!("[\"{name}\",\"{when}\",\"09:30\",\"Sede Miraflores\"]");
         let body = format!(
-            "Hola Paciente {contact}, le recordamos su cita de Odontología el {when} a las 09:30 en Sede Miraflores. Responda 1 para confirmar."
+            "Hola {name}, le recordamos su cita de Odontología el {when} a las 09:30 en Sede Miraflores. Responda 1 para confirmar."
         );
         let fp = hex::encode(Sha256::digest(format!("{key}|{body}").as_bytes()));
         let corr = format!("uv-{}", &fp[..20]);

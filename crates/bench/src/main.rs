@@ -13,6 +13,7 @@
 //! |---|---|
 //! | `raw` | the disk's limit: durable inserts of intention-sized rows |
 //! | `reserve` | ingest: reserve + plan, intentions per second |
+//! | `import` | `unavez import` of one agenda as CSV and as JSONL, and their ratio |
 //! | `dispatch` | the dispatcher in-process and over HTTP, latency at a steady load, reprocess |
 //! | `peer` | the river peer queue, one run |
 //! | `versus` | unavez dispatch against river: each side's sweep, three interleaved repeats, the median ratio |
@@ -27,6 +28,7 @@
 
 mod console;
 mod dispatch;
+mod import;
 mod ledger_shape;
 mod peer;
 mod pg;
@@ -64,7 +66,7 @@ struct Args {
     /// Ten times smaller sizes, to check the harness itself quickly.
     #[arg(long)]
     quick: bool,
-    /// Only these sections (comma-separated): raw, reserve, console, dispatch, http, webhook, reprocess, peer, pg.
+    /// Only these sections (comma-separated): raw, reserve, import, console, dispatch, http, webhook, reprocess, peer, pg.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// The peer binary (default: benches/river/target/release/unavez-river-peer).
@@ -251,6 +253,25 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
             r.seconds,
             r.events as f64 / r.seconds
         )));
+    }
+
+    if run.wants("import") {
+        let rows = run.scale(200_000);
+        run.say(&format!("import: one {rows}-row agenda as JSONL, then as CSV"));
+        let r = import::run(&dir, rows)?;
+        run.figures.push(
+            Figure::new(format!("import CSV ({} rows)", r.rows), r.csv_s, "s")
+                .baseline("same rows as JSONL", r.jsonl_s)
+                // Issue 27: CSV within 2x of JSONL (it was quadratic).
+                .target(Target::AtMost(2.0 * r.jsonl_s))
+                .note(format!(
+                    "{} events stored from each file; JSONL {:.2} s, CSV {:.2} s ({:.2}x)",
+                    r.stored,
+                    r.jsonl_s,
+                    r.csv_s,
+                    r.csv_s / r.jsonl_s
+                )),
+        );
     }
 
     if run.wants("console") {

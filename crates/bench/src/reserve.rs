@@ -50,6 +50,7 @@ fn event(prefix: &str, i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
         occurred_at: Some(now.fixed_offset()),
         operator: None,
         note: None,
+        raw: None,
     }
 }
 

@@ -68,7 +68,8 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
     let day = |k: usize| operating_day(now + Duration::days(k as i64 % 90 - 60), tz);
     let (mut att, mut up, mut board, mut counter, mut detail, mut point) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
-    let (mut search, mut search_up) = (vec![], vec![]);
+    let mut search: Vec<Vec<f64>> = vec![vec![]; SEARCH_FORMS.len()];
+    let mut search_up: Vec<Vec<f64>> = vec![vec![]; SEARCH_FORMS.len()];
     let contacts = (intentions / 10 + 1).max(1) as u64;
     let commitments = (intentions / 3).max(1) as u64;
     for k in 0..samples {
@@ -86,21 +87,17 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
                 reason: None,
             };
             counter.push(time_ms(|| tx.counter_rows(&cq, 50, 0))?.0);
-            // A patient who calls: by name, the phone's last digits, the
-            // reference, or a key read out from a message.
+            // A patient who calls: by every form the front desk types
+            // (see `search_forms`), each timed on both searched screens.
             let contact = crate::mix(k as u64 ^ 0x5eed) % contacts + 1;
             let cid = crate::mix(k as u64 ^ 0xc1d) % commitments + 1;
-            let text = match k % 4 {
-                0 => format!("Paciente {contact}"),
-                1 => format!("{:04}", contact % 10_000),
-                2 => format!("cita-{cid:06}"),
-                _ => format!("cita-{cid:06}:recordatorio-24h"),
-            };
-            let mut q = AttentionQuery::new(now);
-            q.filter = Some(text.clone());
-            search.push(time_ms(|| tx.attention(&q))?.0);
-            let from = now - Duration::days(60);
-            search_up.push(time_ms(|| tx.upcoming(from, from + Duration::days(90), Some(&text), 50, 0))?.0);
+            for (f, text) in search_forms(contact, cid).into_iter().enumerate() {
+                let mut q = AttentionQuery::new(now);
+                q.filter = Some(text.clone());
+                search[f].push(time_ms(|| tx.attention(&q))?.0);
+                let from = now - Duration::days(60);
+                search_up[f].push(time_ms(|| tx.upcoming(from, from + Duration::days(90), Some(&text), 50, 0))?.0);
+            }
             let (ms, row) = time_ms(|| tx.intention(id))?;
             point.push(ms);
             detail.push(time_ms(|| tx.intention_detail(&row.key))?.0);
@@ -113,19 +110,76 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
         open_ms,
         first_frame_ms,
         first_frame_kind: "console load requests through the worker + draw into a 120x40 TestBackend".into(),
-        queries: vec![
+        queries: [
             summarize("Atención (attention page)", att),
             summarize("Próximas citas (upcoming day)", up),
             summarize("Tablero (board of a day)", board),
             summarize("Tablero counter rows", counter),
             summarize("Detalle (intention detail)", detail),
-            summarize("search: Atención (name, phone digits, reference, key)", search),
-            summarize("search: Próximas citas (same texts, 90 days)", search_up),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            SEARCH_FORMS
+                .iter()
+                .zip(search)
+                .map(|(form, v)| summarize(&format!("search: Atención, {form}"), v)),
+        )
+        .chain(
+            SEARCH_FORMS
+                .iter()
+                .zip(search_up)
+                .map(|(form, v)| summarize(&format!("search: Próximas citas (90 days), {form}"), v)),
+        )
+        .collect(),
         point_p50_ms: percentile(&point, 50.0),
         point_p95_ms: percentile(&point, 95.0),
         peak_rss_mib: peak_rss_mib().unwrap_or(f64::NAN),
     })
+}
+
+/// What the front desk types to find a patient, one figure each.
+const SEARCH_FORMS: [&str; 9] = [
+    "phone as dialled (9xx xxx xxx)",
+    "phone with country code (+51 9xx-xxx-xxx)",
+    "last 6 digits",
+    "last 4 digits",
+    "name (first name, surname)",
+    "name, surname first",
+    "name with one typo",
+    "reference",
+    "key read out",
+];
+
+/// The texts of [`SEARCH_FORMS`] for generated contact `contact` (phone
+/// and name as `ledger_shape` generates them) and commitment `cid`.
+fn search_forms(contact: u64, cid: u64) -> [String; 9] {
+    let phone = crate::ledger_shape::patient_phone(contact);
+    let national = &phone[3..];
+    let name = crate::ledger_shape::patient_name(contact);
+    let words: Vec<&str> = name.split(' ').collect();
+    [
+        format!("{} {} {}", &national[..3], &national[3..6], &national[6..]),
+        format!("+51 {}-{}-{}", &national[..3], &national[3..6], &national[6..]),
+        national[national.len() - 6..].to_string(),
+        national[national.len() - 4..].to_string(),
+        format!("{} {}", words[0], words[1]),
+        format!("{} {}", words[1].to_lowercase(), words[0].to_lowercase()),
+        format!("{} {}", words[0].to_lowercase(), one_typo(&words[1].to_lowercase())),
+        format!("cita-{cid:06}"),
+        format!("cita-{cid:06}:recordatorio-24h"),
+    ]
+}
+
+/// `word` with its second and third letters swapped (replaced when they
+/// are the same letter): one typo, as a hurried receptionist makes.
+fn one_typo(word: &str) -> String {
+    let mut c: Vec<char> = word.chars().collect();
+    if c[1] == c[2] {
+        c[2] = if c[2] == 'x' { 'y' } else { 'x' };
+    } else {
+        c.swap(1, 2);
+    }
+    c.into_iter().collect()
 }
 
 /// How many intentions the probed ledger holds, on either backend.

@@ -6,9 +6,10 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`domain`] | intention states and transitions, idempotency keys, content fingerprints, commitment versions, the booking-event contract, validity, inbound keywords, operators, roles and which actions each may take, channel status words, dispatcher heartbeats (alive or gone) and alert thresholds (crossed or not) |
+//! | [`domain`] | intention states and transitions, idempotency keys, content fingerprints, commitment versions, the booking-event contract (strict JSON: no key given twice), validity, inbound keywords, operators, roles and which actions each may take, channel status words, dispatcher heartbeats (alive or gone) and alert thresholds (crossed or not) |
 //! | [`planner`] | which messages a commitment change calls for, and which planned ones it closes |
 //! | [`policy`] | what to send and when (`[policy]`) and the inbound keywords (`[inbound]`), with validation |
+//! | [`search`] | finding a patient: a typed query read as phone digits or name tokens, accents folded, one typo (OSA distance) forgiven, exact before fuzzy |
 //! | [`templates`] | WhatsApp-shaped message templates (parsed from text; the embedded set) and Spanish date formatting |
 //!
 //! **Layering:** the bottom of the workspace. It depends on no other unavez
@@ -17,4 +18,5 @@
 pub mod domain;
 pub mod planner;
 pub mod policy;
+pub mod search;
 pub mod templates;

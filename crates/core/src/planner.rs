@@ -15,7 +15,7 @@ use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::{IntentionKey, KeyError, Purpose};
 use crate::domain::state::CancelReason;
 use crate::policy::Policy;
-use crate::templates::{MAX_BODY_CHARS, Templates, date_es, time_hhmm};
+use crate::templates::{MAX_BODY_CHARS, Templates, date_es_seen_at, time_hhmm};
 
 /// Which still-planned intentions of the commitment to close, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,7 +288,10 @@ impl<'a> Planner<'a> {
         let params = vec![
             c.name.clone().unwrap_or_default(),
             c.service.clone().unwrap_or_default(),
-            c.starts_at.map(|s| date_es(s, self.tz)).unwrap_or_default(),
+            // With the year when the customer reads it in another year.
+            c.starts_at
+                .map(|s| date_es_seen_at(s, due, self.tz))
+                .unwrap_or_default(),
             c.starts_at.map(|s| time_hhmm(s, self.tz)).unwrap_or_default(),
             c.location.clone().unwrap_or_default(),
         ];

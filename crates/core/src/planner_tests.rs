@@ -311,3 +311,29 @@ fn a_new_phone_on_an_order_moves_its_waiting_notice_and_never_resends_one() {
     let (_, plan) = run(Some(&o2), &mk("order.updated", "+51911222333"));
     assert!(plan.intentions.is_empty() && plan.closures.is_empty());
 }
+
+#[test]
+fn a_text_names_the_year_only_when_it_is_not_the_year_the_message_is_due() {
+    // Planned 2026-11-29; the appointment is 2027-01-01 09:30 Lima. The
+    // booking notice (due now, in 2026) says the year; the reminders (due
+    // 2026-12-31 and 2027-01-01) say it only where it differs.
+    let (_, plan) = run(
+        None,
+        &ev("appointment.scheduled", r#","starts_at":"2027-01-01T09:30:00-05:00""#),
+    );
+    let body = |key: &str| {
+        plan.intentions
+            .iter()
+            .find(|i| i.key.as_str() == key)
+            .map(|i| i.body.clone())
+            .unwrap()
+    };
+    assert!(body("cita-1042:aviso-reserva:v1").contains("viernes 1 de enero de 2027"));
+    assert!(body("cita-1042:recordatorio-24h:v1").contains("viernes 1 de enero de 2027"));
+    let r2 = plan
+        .intentions
+        .iter()
+        .find(|i| i.key.as_str() == "cita-1042:recordatorio-2h:v1")
+        .unwrap();
+    assert_eq!(r2.parameters[2], "viernes 1 de enero");
+}

@@ -37,6 +37,12 @@ pub struct Policy {
     pub uncertain_review_minutes: u64,
     /// Engine: reconciliation tries for an uncertain command before `review`.
     pub max_reconcile_attempts: u32,
+    /// Minutes an acknowledged message (accepted, sent, delivered) may go
+    /// without news before the engine is asked for its command's state
+    /// (status webhooks can be lost for good); on the Cloud API, which
+    /// cannot be asked, an accepted or sent one becomes a front-desk case
+    /// ("sin confirmación de entrega"). 0 asks at the next pass.
+    pub status_poll_minutes: u64,
     /// Channel name in order keys (`pedido-88:enviado:v5:whatsapp`).
     pub order_channel: String,
     /// Resends a supervisor may authorize for one intention (the original
@@ -64,11 +70,15 @@ impl Default for Policy {
             lease_seconds: 60,
             uncertain_review_minutes: 30,
             max_reconcile_attempts: 20,
+            status_poll_minutes: 60,
             order_channel: "whatsapp".into(),
             max_resends_per_day: 2,
         }
     }
 }
+
+/// The longest `status_poll_minutes` accepted: a year.
+pub const MAX_STATUS_POLL_MINUTES: u64 = 60 * 24 * 365;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -105,6 +115,17 @@ impl Policy {
         }
         if self.max_attempts == 0 {
             return invalid("max_attempts", "must be at least 1".into());
+        }
+        // A longer window could not be added to a date (and asks nothing
+        // a person would still wait for).
+        if self.status_poll_minutes > MAX_STATUS_POLL_MINUTES {
+            return invalid(
+                "status_poll_minutes",
+                format!(
+                    "at most {MAX_STATUS_POLL_MINUTES} (a year), got {}",
+                    self.status_poll_minutes
+                ),
+            );
         }
         if self.backoff_seconds.is_empty() {
             return invalid("backoff_seconds", "needs at least one value".into());
@@ -151,5 +172,23 @@ impl Default for InboundConfig {
             reschedule: v(&["REPROGRAMAR"]),
             opt_out_blocks_transactional: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_poll_window_is_bounded() {
+        let mut p = Policy::default();
+        assert_eq!(p.status_poll_minutes, 60);
+        p.status_poll_minutes = 0;
+        assert!(p.validate().is_ok());
+        p.status_poll_minutes = MAX_STATUS_POLL_MINUTES;
+        assert!(p.validate().is_ok());
+        p.status_poll_minutes = u64::MAX;
+        let e = p.validate().unwrap_err();
+        assert_eq!(e.field, "status_poll_minutes");
     }
 }

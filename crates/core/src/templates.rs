@@ -115,6 +115,11 @@ impl Templates {
     pub fn for_purpose(&self, purpose: &str) -> Option<&Template> {
         self.by_purpose.get(purpose)
     }
+
+    /// Whether a template of this WhatsApp name is one of ours.
+    pub fn names(&self, name: &str) -> bool {
+        self.by_purpose.values().any(|t| t.name == name)
+    }
 }
 
 impl Template {
@@ -174,6 +179,19 @@ pub fn date_es(t: DateTime<Utc>, tz: Tz) -> String {
     )
 }
 
+/// [`date_es`] as a message due at `due` says it: with the year
+/// (`martes 5 de enero de 2027`) when it is not the year of `due`, the
+/// moment the customer reads it. Both are fixed when the message is
+/// reserved, so its text never depends on when it is planned again.
+pub fn date_es_seen_at(t: DateTime<Utc>, due: DateTime<Utc>, tz: Tz) -> String {
+    let day = date_es(t, tz);
+    let year = t.with_timezone(&tz).year();
+    match year == due.with_timezone(&tz).year() {
+        true => day,
+        false => format!("{day} de {year}"),
+    }
+}
+
 /// `09:30` in the operating time zone.
 pub fn time_hhmm(t: DateTime<Utc>, tz: Tz) -> String {
     let l = t.with_timezone(&tz);
@@ -223,6 +241,23 @@ mod tests {
         let t = Utc.with_ymd_and_hms(2026, 12, 1, 14, 30, 0).unwrap();
         assert_eq!(date_es(t, chrono_tz::America::Lima), "martes 1 de diciembre");
         assert_eq!(time_hhmm(t, chrono_tz::America::Lima), "09:30");
+    }
+
+    #[test]
+    fn a_date_in_another_year_than_the_message_says_its_year() {
+        let lima = chrono_tz::America::Lima;
+        let t = Utc.with_ymd_and_hms(2027, 1, 5, 14, 30, 0).unwrap();
+        let dec = Utc.with_ymd_and_hms(2026, 12, 1, 14, 0, 0).unwrap();
+        assert_eq!(date_es_seen_at(t, dec, lima), "martes 5 de enero de 2027");
+        assert_eq!(
+            date_es_seen_at(t, t - chrono::Duration::days(2), lima),
+            "martes 5 de enero"
+        );
+        // The year is the local one: 2027-01-01 03:00 UTC is still 2026 in Lima.
+        let eve = Utc.with_ymd_and_hms(2027, 1, 1, 3, 0, 0).unwrap();
+        assert_eq!(date_es_seen_at(eve, dec, lima), "jueves 31 de diciembre");
+        let far = Utc.with_ymd_and_hms(9999, 12, 31, 14, 0, 0).unwrap();
+        assert_eq!(date_es_seen_at(far, dec, lima), "viernes 31 de diciembre de 9999");
     }
 
     #[test]

@@ -134,7 +134,13 @@ fn analyze_statement() -> String {
     let tables: Vec<&str> = COPIED_TABLES
         .iter()
         .copied()
-        .chain(["intention_counts", "commitment_search"])
+        .chain([
+            "intention_counts",
+            "commitment_search",
+            "commitment_search_names",
+            "contact_phone_suffixes",
+            "name_word_deletes",
+        ])
         .collect();
     format!("ANALYZE {}", tables.join(", "))
 }

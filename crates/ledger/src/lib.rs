@@ -27,7 +27,9 @@
 //! (a time, a limit, a state or template the caller names, a rule's
 //! thresholds passed in), keep storage invariants one statement holds (a
 //! unique key, a compare-and-set on the state a decision read, "the first
-//! opt-out time stays", "a known reference is never overwritten"), and
+//! opt-out time stays", "a known reference is never overwritten"), take
+//! the row locks a caller asks for (`Tx::lock_case`, `Tx::lock_commitments`:
+//! which writers serialize on a case is the application's choice), and
 //! count what it stored. What it **may not** do: choose an outcome — which
 //! state change, which history signal or cause, the words of a note, retry
 //! or review, whether something expired or counts as evidence. Those come

@@ -38,6 +38,9 @@ fn generated(path: &std::path::Path) {
     };
     ledger_shape::write(&mut c, |c| ledger_shape::generate_contacts(c, 100, now())).unwrap();
     ledger_shape::write(&mut c, |c| ledger_shape::generate_intentions(c, &shape, 0, 3000)).unwrap();
+    // Names written by plain SQL: filed in the typo index as the ledger
+    // files the names it saves.
+    Store::open(path).unwrap().write(|tx| tx.file_name_words()).unwrap();
     let t = now().timestamp_millis();
     c.execute_batch(&format!(
         "UPDATE intentions SET state = 'uncertain', state_reason = 'timeout' WHERE id % 13 = 0 AND state = 'read';
@@ -67,10 +70,19 @@ fn screens(store: &mut Store) -> Vec<String> {
     let day = "2026-11-29".parse().unwrap();
     let day_start = Utc.with_ymd_and_hms(2026, 11, 29, 5, 0, 0).unwrap();
     let mut queries = Vec::new();
+    // A generated patient's name, surname first, and with a typo (the
+    // fuzzy matches rank after the exact ones on both).
+    let name: Vec<String> = ledger_shape::patient_name(4)
+        .split(' ')
+        .map(str::to_lowercase)
+        .collect();
+    let reversed = format!("{} {}", name[1], name[0]);
+    let typo = format!("{} {}x", name[0], name[1]);
     for (filter, offset) in [
         (None, 0),
         (None, 50),
-        (Some("Paciente 4"), 0),
+        (Some(reversed.as_str()), 0),
+        (Some(typo.as_str()), 0),
         (Some("00"), 0),
         (Some("cita"), 0),
     ] {
@@ -89,7 +101,14 @@ fn screens(store: &mut Store) -> Vec<String> {
             for q in &queries {
                 out.push(format!("{:?}", tx.attention(q)?));
             }
-            for filter in [None, Some("Paciente 1"), Some("12")] {
+            let name = ledger_shape::patient_name(1);
+            for filter in [
+                None,
+                Some(name.as_str()),
+                Some("+51 900 000 001"),
+                Some("0001"),
+                Some("12"),
+            ] {
                 out.push(format!(
                     "{:?}",
                     tx.upcoming(now(), now() + Duration::days(3), filter, 20, 0)?

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`PgSchema`] | a PostgreSQL schema of its own for one test, dropped afterwards, addressed by a `postgres://` URL that any unavez command or ledger call accepts |
 //! | [`Backend`], [`TestLedger`], [`on_both!`] | the conformance suite: one test body, run once per backend (`NAME::sqlite`, `NAME::postgres`) |
+//! | [`PrivatePg`] | a PostgreSQL cluster of the test's own (initdb into a temporary directory, its own port), for tests that restart or stop the server |
 //! | [`sent_keys`] | the keys in the engine simulator's ground-truth log (`sent.jsonl`), the independent record the tests judge sends by |
 //!
 //! **Where the server is:** `UNAVEZ_TEST_PG` (`.ci/run` creates one
@@ -222,4 +223,172 @@ fn shown(url: &str) -> String {
         }
         _ => url.to_string(),
     }
+}
+
+/// A PostgreSQL cluster of the test's own: `initdb` into a temporary
+/// directory, its own port and socket directory, stopped (immediately)
+/// and removed when this drops. For tests that restart or stop the server:
+/// the shared server on 5432 serves every other test at the same time and
+/// must never be stopped (docs/testing.md).
+///
+/// The binaries are PostgreSQL 15's (`/usr/lib/postgresql/15/bin`, or
+/// `UNAVEZ_PG_BIN`). PostgreSQL refuses to run as root, so under root they
+/// run as the `postgres` OS user (`runuser -u postgres --`), which then
+/// owns the directory.
+pub struct PrivatePg {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    pub port: u16,
+    /// `postgres://postgres@127.0.0.1:PORT/postgres`: the cluster's own
+    /// maintenance database, trusted, no password.
+    pub url: String,
+}
+
+impl PrivatePg {
+    /// Creates and starts a cluster; panics, with the tool's output, when
+    /// it cannot.
+    pub fn start() -> PrivatePg {
+        let bin = PathBuf::from(std::env::var("UNAVEZ_PG_BIN").unwrap_or_else(|_| "/usr/lib/postgresql/15/bin".into()));
+        let dir = tempfile::Builder::new()
+            .prefix("unavez-pg-")
+            .tempdir()
+            .expect("temporary directory");
+        std::fs::create_dir(dir.path().join("sock")).expect("socket directory");
+        if is_root() {
+            run_ok(
+                std::process::Command::new("chown")
+                    .args(["-R", "postgres:postgres"])
+                    .arg(dir.path()),
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let pg = PrivatePg {
+            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            dir,
+            bin,
+            port,
+        };
+        run_ok(&mut pg.tool(
+            "initdb",
+            &[
+                "-D",
+                &pg.data(),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+        ));
+        pg.start_server();
+        pg
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    /// `bin/NAME ARGS`, as the `postgres` user when we are root.
+    fn tool(&self, name: &str, args: &[&str]) -> std::process::Command {
+        let exe = self.bin.join(name);
+        let mut c = if is_root() {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(exe);
+            c
+        } else {
+            std::process::Command::new(exe)
+        };
+        c.args(args).current_dir(self.dir.path());
+        c
+    }
+
+    /// The server's options: its port, its own socket directory, loopback
+    /// only, no fsync (a test's data need not survive a power cut).
+    fn options(&self) -> String {
+        format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60",
+            self.port,
+            self.dir.path().join("sock").display()
+        )
+    }
+
+    fn log_path(&self) -> String {
+        self.dir.path().join("server.log").display().to_string()
+    }
+
+    fn start_server(&self) {
+        let (opts, log) = (self.options(), self.log_path());
+        run_ok(&mut self.tool(
+            "pg_ctl",
+            &["-D", &self.data(), "-o", &opts, "-l", &log, "-w", "-t", "30", "start"],
+        ));
+    }
+
+    /// Starts the server again after [`PrivatePg::stop`].
+    pub fn resume(&self) {
+        self.start_server();
+    }
+
+    /// Stops the server at once (`-m immediate`: no shutdown checkpoint,
+    /// every connection cut, as a crash would).
+    pub fn stop(&self) {
+        run_ok(&mut self.tool("pg_ctl", &["-D", &self.data(), "-m", "immediate", "-w", "stop"]));
+    }
+
+    /// `pg_ctl restart -m immediate`: every connection cut, crash recovery
+    /// on start, the same port.
+    pub fn restart_immediate(&self) {
+        let (opts, log) = (self.options(), self.log_path());
+        run_ok(&mut self.tool(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-o",
+                &opts,
+                "-l",
+                &log,
+                "-m",
+                "immediate",
+                "-w",
+                "-t",
+                "30",
+                "restart",
+            ],
+        ));
+    }
+
+    /// The server's log so far (for a failing test's message).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for PrivatePg {
+    fn drop(&mut self) {
+        let _ = self
+            .tool("pg_ctl", &["-D", &self.data(), "-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
+
+/// Whether this process runs as root (the owner of `/proc/self`).
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+fn run_ok(c: &mut std::process::Command) {
+    let out = c.output().unwrap_or_else(|e| panic!("cannot run {c:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{c:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

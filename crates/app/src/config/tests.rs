@@ -96,9 +96,37 @@ fn the_import_section_is_read_and_checked() {
         ("default_country = \"XX\"", "import.default_country"),
         ("recurrence_days = 0", "import.recurrence_days"),
         ("phone_properties = [\"DTSTART\"]", "import.phone_properties"),
+        ("max_days_ahead = 0", "import.max_days_ahead"),
+        ("max_days_ahead = 30\nrecurrence_days = 60", "import.recurrence_days"),
     ] {
         let e = Config::parse(&format!("[import]\n{bad}\n"), Path::new("c.toml")).unwrap_err();
         assert!(e.to_string().contains(field), "{e}");
+    }
+}
+
+#[test]
+fn a_config_file_others_can_write_is_refused_under_strict_storage() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unavez.toml");
+    let load = |text: &str, mode: u32| {
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        Config::load(&path)
+    };
+    assert_eq!(Config::default().import.max_days_ahead, 400);
+    assert!(!Config::default().storage.strict);
+    let strict = "[storage]\nstrict = true\n";
+    // Private or read-only to others: fine either way.
+    assert!(load(strict, 0o600).is_ok());
+    assert!(load(strict, 0o644).is_ok());
+    // Writable by others: a warning only, unless strict.
+    assert!(load("", 0o664).is_ok());
+    assert!(load("", 0o666).is_ok());
+    for mode in [0o664, 0o646, 0o666] {
+        let e = load(strict, mode).unwrap_err().to_string();
+        assert!(e.contains("storage.strict") && e.contains("base_url"), "{mode:o}: {e}");
+        assert!(e.contains(&path.display().to_string()), "{e}");
     }
 }
 

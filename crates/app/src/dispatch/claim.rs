@@ -222,7 +222,11 @@ fn refusal(f: &ClaimFacts, v: Verdict, now: DateTime<Utc>) -> (Option<Record>, O
                 .evidence("validity_at_claim")
                 .note(note)
                 .version(version);
-            let r = Some(history::note(id, IntentionState::Planned, s, now));
+            // Deferred again to the very instant it was already deferred
+            // to: the same deferral, already in the history (a clock
+            // that does not move forward must not write a row per poll).
+            let again = f.intention.next_attempt_at == Some(until);
+            let r = (!again).then(|| history::note(id, IntentionState::Planned, s, now));
             (
                 r,
                 Some((id, Some(until))),

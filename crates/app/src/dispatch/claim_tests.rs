@@ -470,3 +470,44 @@ fn a_shared_ledger_claims_on_the_database_clock_not_the_hosts() {
         "the lease counts from the database's now ({lease} vs host {behind})"
     );
 }
+
+#[test]
+fn a_deferral_to_the_instant_already_deferred_to_adds_no_history_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = setup(&dir);
+    let now = Utc::now();
+    schedule(
+        &mut store,
+        "cita-quieta",
+        "appointment.scheduled",
+        1,
+        now + Duration::days(2),
+        now,
+    );
+    let mut facts = store
+        .read(|tx| {
+            let ids = tx.due_ids(&ClaimScope::Due, 10, now)?;
+            tx.claim_facts(&ids, None)
+        })
+        .unwrap();
+    let mut f = facts.remove(0);
+    let until = now + Duration::hours(1);
+    let defer = || {
+        Verdict::Validity(Validity::Defer {
+            until,
+            why: "quiet hours: deferred to the end of the window".into(),
+        })
+    };
+    let (record, deferral, _) = refusal(&f, defer(), now);
+    assert!(record.is_some(), "the first deferral is recorded");
+    assert_eq!(deferral, Some((f.intention.id, Some(until))));
+    // Due again with the same verdict (a clock that did not move on): the
+    // due time is written again, the history is not.
+    f.intention.next_attempt_at = Some(until);
+    let (record, deferral, _) = refusal(&f, defer(), now);
+    assert!(record.is_none(), "{record:?}");
+    assert_eq!(deferral, Some((f.intention.id, Some(until))));
+    // Another instant is another deferral.
+    f.intention.next_attempt_at = Some(until - Duration::minutes(5));
+    assert!(refusal(&f, defer(), now).0.is_some());
+}

@@ -18,6 +18,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::domain::fault::ChannelPause;
+
 /// A counter bumped after each committed batch of results (dispatcher,
 /// reconciler, webhook server). Readers only learn "something changed":
 /// they re-read the ledger, so a missed or coalesced bump costs nothing.
@@ -56,6 +58,19 @@ pub struct ServiceStatus {
     pub state: ServiceState,
     /// The last error a service survived (or died of), and when.
     pub last_error: Option<(DateTime<Utc>, String)>,
+    /// The channel refused us and sending on it is paused until a probe
+    /// passes (docs/design.md, "A channel that refuses us").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<ChannelHold>,
+}
+
+/// A channel paused because it refused us: why, since when, and what the
+/// channel said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChannelHold {
+    pub pause: ChannelPause,
+    pub since: DateTime<Utc>,
+    pub detail: String,
 }
 
 struct Shared {
@@ -65,6 +80,9 @@ struct Shared {
     changes: watch::Sender<u64>,
     stopped: AtomicBool,
     last_error: Mutex<Option<(DateTime<Utc>, String)>>,
+    /// Sending paused because the channel refused us; claims wait for it
+    /// to clear as they wait for `paused`.
+    channel: watch::Sender<Option<ChannelHold>>,
     activity: Activity,
     /// The run's heartbeat id, once services run under this control: a
     /// console leaves its own row out of the others it shows.
@@ -94,6 +112,7 @@ impl Control {
             changes: watch::channel(0).0,
             stopped: AtomicBool::new(false),
             last_error: Mutex::new(None),
+            channel: watch::channel(None).0,
             activity,
             run_id: Mutex::new(None),
         }))
@@ -136,7 +155,44 @@ impl Control {
             ServiceState::Running
         };
         let last_error = self.0.last_error.lock().map(|e| e.clone()).unwrap_or(None);
-        ServiceStatus { state, last_error }
+        ServiceStatus {
+            state,
+            last_error,
+            channel: self.channel_hold(),
+        }
+    }
+
+    /// The channel's pause, while it refuses us.
+    pub fn channel_hold(&self) -> Option<ChannelHold> {
+        self.0.channel.borrow().clone()
+    }
+
+    /// Pauses sending on the channel (or updates why); the first pause is
+    /// also the last error. Returns whether it was running before.
+    pub(crate) fn channel_down(&self, hold: ChannelHold) -> bool {
+        let was_up = self.0.channel.borrow().is_none();
+        let changed = self.0.channel.send_if_modified(|h| match h {
+            Some(old) if old.pause == hold.pause && old.detail == hold.detail => false,
+            _ => {
+                *h = Some(ChannelHold {
+                    since: h.as_ref().map_or(hold.since, |o| o.since),
+                    ..hold.clone()
+                });
+                true
+            }
+        });
+        if was_up {
+            self.error(&hold.detail);
+        } else {
+            self.changed(changed);
+        }
+        was_up
+    }
+
+    /// The probe passed: sending resumes. Returns whether it was paused.
+    pub(crate) fn channel_up(&self) -> bool {
+        let changed = self.0.channel.send_if_modified(|h| h.take().is_some());
+        self.changed(changed)
     }
 
     /// The heartbeat id of the services this control drives (`None`
@@ -198,6 +254,35 @@ mod tests {
         let s = c.status();
         assert_eq!(s.state, ServiceState::Stopped);
         assert_eq!(s.last_error.map(|e| e.1).as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn a_channel_pause_is_part_of_the_status_until_it_clears() {
+        use crate::domain::fault::ChannelFault;
+        let c = Control::new();
+        let hold = |detail: &str| ChannelHold {
+            pause: ChannelPause {
+                fault: ChannelFault::CredentialRejected,
+                secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
+            },
+            since: Utc::now(),
+            detail: detail.into(),
+        };
+        let mut changes = c.changes();
+        assert!(c.channel_down(hold("HTTP 401")));
+        assert!(changes.has_changed().unwrap());
+        changes.borrow_and_update();
+        let first = c.status().channel.unwrap();
+        // The same refusal again changes nothing and keeps its start.
+        assert!(!c.channel_down(hold("HTTP 401")));
+        assert!(!changes.has_changed().unwrap());
+        assert_eq!(c.status().channel.unwrap().since, first.since);
+        assert_eq!(c.status().last_error.unwrap().1, "HTTP 401");
+        // The operator's pause is another switch.
+        assert_eq!(c.status().state, ServiceState::Running);
+        assert!(c.channel_up());
+        assert!(!c.channel_up());
+        assert_eq!(c.status().channel, None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::log_limit::LogLimit;
 use super::{Control, Db, Result, ServiceState, ServiceStatus, Settings};
 use crate::domain::heartbeat::Heartbeat;
 use crate::ledger::Ledger;
@@ -57,6 +58,7 @@ impl Run {
             started_at: self.started_at,
             beat_at: now,
             interval: Duration::from_std(self.interval).unwrap_or(Duration::seconds(5)),
+            channel: status.channel.as_ref().map(|h| h.pause.clone()),
         }
     }
 }
@@ -102,7 +104,13 @@ impl Beating {
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
-        write(&self.db, self.run.row(&status, Utc::now()), false).await;
+        write(
+            &self.db,
+            self.run.row(&status, Utc::now()),
+            false,
+            &mut LogLimit::default(),
+        )
+        .await;
     }
 }
 
@@ -116,8 +124,10 @@ impl Drop for Beating {
 
 /// Writes one row; a beat that cannot be written (the ledger locked for
 /// longer than the busy timeout, a full disk) is only late: the next one
-/// tries again, and readers tolerate two missed beats.
-async fn write(db: &Db, row: Heartbeat, prune: bool) {
+/// tries again, and readers tolerate two missed beats. A beat also follows
+/// every change of the services' status, and a failing ledger changes it
+/// on every poll: `limit` keeps that to one line a minute.
+async fn write(db: &Db, row: Heartbeat, prune: bool, limit: &mut LogLimit) {
     let r = db
         .call(move |s| {
             s.write(|tx| {
@@ -129,8 +139,11 @@ async fn write(db: &Db, row: Heartbeat, prune: bool) {
             Ok(())
         })
         .await;
-    if let Err(e) = r {
-        tracing::warn!(error = %e, "could not write the dispatcher's heartbeat");
+    match r {
+        Ok(()) => {
+            limit.clear();
+        }
+        Err(e) => crate::warn_limited!(*limit, "could not write the dispatcher's heartbeat: {e}"),
     }
 }
 
@@ -141,6 +154,7 @@ async fn beat_loop(db: Db, run: Run, control: Control, stop: CancellationToken) 
     let mut tick = tokio::time::interval(run.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut first = true;
+    let mut limit = LogLimit::default();
     loop {
         if !first {
             tokio::select! {
@@ -161,7 +175,7 @@ async fn beat_loop(db: Db, run: Run, control: Control, stop: CancellationToken) 
             tick.tick().await;
         }
         let status = control.status();
-        write(&db, run.row(&status, Utc::now()), first).await;
+        write(&db, run.row(&status, Utc::now()), first, &mut limit).await;
         first = false;
         if status.state == ServiceState::Stopped {
             // Ended on its own (an error): the row says so, and nothing

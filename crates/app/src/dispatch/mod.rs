@@ -8,8 +8,11 @@
 //! | `worker.rs` | claim due intentions in batches, send with bounded concurrency, record results |
 //! | [`claim`] | which due intentions a claim takes: guard, validity (cancel, defer) and the claim itself, decided from one set-based read |
 //! | [`finish`] | recording results in batches (the decision is `domain::finish`), and attempts the pre-send check stopped |
+//! | [`gate`] | a channel that refuses us: sending paused on it, probed with a request that sends nothing, resumed when the probe passes |
+//! | [`log_limit`] | repeated identical log lines of a loop that keeps failing, logged once a minute with a count |
 //! | [`heartbeat`] | the run's heartbeat row: who, where, running/paused/stopped and the last error, every few seconds and on every change |
 //! | `reconcile.rs` | expired leases → `uncertain`; resolve uncertain outcomes per channel capabilities, never by a blind resend |
+//! | `status_poll.rs` | acknowledged messages without news for `status_poll_minutes`: the engine is asked for the command's state, applied as evidence |
 //! | `repeat.rs` | a reconciliation repeat is a send: validity in the transaction that records it, withdraw or review when no longer valid |
 //! | [`presend`] | the check right before each request leaves: commitment version, cancellation and the sender's own hold, re-read on a separate connection |
 //! | [`reprocess`] | re-evaluate one operating day by state, with a dry run |
@@ -22,7 +25,9 @@
 pub mod claim;
 pub mod control;
 pub mod finish;
+pub mod gate;
 pub mod heartbeat;
+pub mod log_limit;
 pub mod presend;
 mod reconcile;
 pub mod reprocess;
@@ -43,11 +48,12 @@ use tokio_util::task::TaskTracker;
 use crate::channel::Channel;
 use crate::config::Config;
 use crate::domain::attempt::{Backoff, RetryPolicy};
+use crate::domain::recovery::StatusPoll;
 use crate::domain::validity::Rules;
 use crate::ledger::{Ledger, Session};
 use crate::store::{Store, StoreError};
 
-pub use control::{Activity, Control, ServiceState, ServiceStatus};
+pub use control::{Activity, ChannelHold, Control, ServiceState, ServiceStatus};
 pub use reconcile::{ReconcileReport, reconcile_once};
 pub use worker::{DispatchReport, dispatch_once, dispatch_until_idle};
 
@@ -83,11 +89,19 @@ pub struct Settings {
     pub uncertain_review: Duration,
     /// Idempotent channels: reconciliation tries before `review`.
     pub max_reconcile_attempts: u32,
+    /// When an acknowledged message without news is asked about
+    /// (`[policy] status_poll_minutes`).
+    pub status_poll: StatusPoll,
     /// How often the heartbeat row is written.
     pub heartbeat: StdDuration,
     /// Who runs this dispatcher, for its heartbeat row: the console's
     /// operator, else the OS account (when the system says).
     pub run_by: Option<String>,
+    /// How often a channel that refused us is probed.
+    pub channel_probe: StdDuration,
+    /// The environment variable the channel's secret comes from, named
+    /// when the channel rejects it.
+    pub secret_env: Option<String>,
 }
 
 impl Settings {
@@ -115,8 +129,15 @@ impl Settings {
             },
             uncertain_review: Duration::minutes(i64::try_from(p.uncertain_review_minutes).unwrap_or(30)),
             max_reconcile_attempts: p.max_reconcile_attempts.max(1),
+            status_poll: StatusPoll {
+                window: Duration::minutes(
+                    i64::try_from(p.status_poll_minutes.min(crate::policy::MAX_STATUS_POLL_MINUTES)).unwrap_or(60),
+                ),
+            },
             heartbeat: StdDuration::from_millis(cfg.dispatcher.heartbeat_ms.max(100)),
             run_by: crate::ops::identity::current_account().ok(),
+            channel_probe: StdDuration::from_millis(cfg.dispatcher.channel_probe_ms.max(100)),
+            secret_env: Some(crate::channel::secret_env(&cfg.channel).to_string()),
         }
     }
 

@@ -20,6 +20,11 @@
 //!
 //!    A try that settles nothing is recorded in history (`reconcile`) and
 //!    rescheduled with the backoff policy; too many → `review`.
+//! 3. Attempts left open on intentions that moved on without them (their
+//!    answer was lost while the ledger was down, a webhook moved the
+//!    intention since) are closed with what is known (`recovery.rs`).
+//! 4. Acknowledged messages without news for `status_poll_minutes` are
+//!    asked about (`status_poll.rs`).
 
 use std::sync::Arc;
 
@@ -28,6 +33,7 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::log_limit::LogLimit;
 use super::request::{evidence_for, send_request};
 use super::{Db, Result, Settings};
 use crate::channel::{Capabilities, Channel, LookupOutcome};
@@ -39,6 +45,8 @@ use crate::store::{Finished, UncertainItem};
 pub(crate) mod recovery;
 #[path = "repeat.rs"]
 mod repeat;
+#[path = "status_poll.rs"]
+pub(crate) mod status_poll;
 use repeat::repeat;
 
 /// Counts of what reconciliation did.
@@ -46,6 +54,13 @@ use repeat::repeat;
 pub struct ReconcileReport {
     /// Leases found expired and turned into `uncertain`.
     pub expired_leases: u64,
+    /// Attempts left open on intentions that moved on without them,
+    /// closed with what is known.
+    pub orphans_closed: u64,
+    /// Acknowledged messages asked about after `status_poll_minutes`
+    /// without news, and how many of those the answer moved.
+    pub polled: u64,
+    pub polled_moved: u64,
     pub examined: u64,
     /// Settled by evidence (accepted, sent, delivered, read, failed, withdrawn).
     pub resolved: u64,
@@ -65,6 +80,9 @@ pub struct ReconcileReport {
 impl ReconcileReport {
     pub fn merge(&mut self, o: &ReconcileReport) {
         self.expired_leases += o.expired_leases;
+        self.orphans_closed += o.orphans_closed;
+        self.polled += o.polled;
+        self.polled_moved += o.polled_moved;
         self.examined += o.examined;
         self.resolved += o.resolved;
         self.waiting += o.waiting;
@@ -131,21 +149,60 @@ pub(crate) async fn reconcile_loop(
     control: super::Control,
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
+    let mut limit = LogLimit::default();
+    let mut polled_at: Option<std::time::Instant> = None;
     loop {
         if stop.is_cancelled() {
             break;
         }
-        match reconcile_once(&db, &settings, &channel, None).await {
+        // A channel that refuses us (docs/design.md, "A channel that
+        // refuses us") would answer every lookup and repeat with the same
+        // refusal, and each would count as a try towards `review`: while
+        // sending is paused, only the ledger's own recovery runs.
+        let channel_down = control.channel_hold().is_some();
+        let pass = if channel_down {
+            recover_ledger(&db, &settings)
+                .await
+                .map(|(expired, orphans)| ReconcileReport {
+                    expired_leases: expired,
+                    orphans_closed: orphans,
+                    ..ReconcileReport::default()
+                })
+        } else {
+            reconcile_once(&db, &settings, &channel, None).await
+        };
+        match pass {
             Ok(r) => {
-                if r.expired_leases > 0 || r.examined > 0 {
+                if r.expired_leases > 0 || r.examined > 0 || r.orphans_closed > 0 {
                     control.bump();
                 }
-                report.merge(&r)
+                report.merge(&r);
+                limit.clear();
             }
             Err(e) => {
                 control.error(&e);
                 report.store_errors += 1;
-                tracing::warn!("reconciliation pass failed, retrying: {e}");
+                crate::warn_limited!(limit, "reconciliation pass failed, retrying: {e}");
+            }
+        }
+        // The status poll asks about messages quiet for minutes: it looks
+        // for them every quarter window (`StatusPoll::pass_every`), not on
+        // every short poll.
+        let every = settings.status_poll.pass_every().to_std().unwrap_or_default();
+        if !channel_down && polled_at.is_none_or(|t| t.elapsed() >= every) {
+            polled_at = Some(std::time::Instant::now());
+            match status_poll::poll_once(&db, &settings, &channel).await {
+                Ok((asked, moved)) => {
+                    report.polled += asked;
+                    report.polled_moved += moved;
+                    if moved > 0 {
+                        control.bump();
+                    }
+                }
+                Err(e) => {
+                    report.store_errors += 1;
+                    crate::warn_limited!(limit, "status poll failed, retrying: {e}");
+                }
             }
         }
         tokio::select! {
@@ -154,6 +211,28 @@ pub(crate) async fn reconcile_loop(
         }
     }
     Ok(report)
+}
+
+/// The ledger-only part of a pass, which asks the channel nothing: dead
+/// leases become `uncertain` and orphaned attempts are closed. Returns how
+/// many of each.
+async fn recover_ledger(db: &Db, settings: &Arc<Settings>) -> Result<(u64, u64)> {
+    // An attempt open for two leases on an intention nobody holds is no
+    // send in flight: a send outlives neither its lease nor the channel's
+    // timeout, which is far shorter.
+    let grace = settings.lease * 2;
+    let (expired, orphans) = db
+        .call(move |store| {
+            Ok(store.write(|tx| {
+                let now = Utc::now();
+                Ok::<_, crate::store::StoreError>((
+                    recovery::expire_leases(tx, now)?,
+                    recovery::close_orphans(tx, now, grace)?,
+                ))
+            })?)
+        })
+        .await?;
+    Ok((expired.len() as u64, orphans as u64))
 }
 
 /// One pass: expire dead leases, then reconcile the uncertain intentions due
@@ -165,10 +244,7 @@ pub async fn reconcile_once(
     only: Option<Vec<i64>>,
 ) -> Result<ReconcileReport> {
     let mut report = ReconcileReport::default();
-    let expired = db
-        .call(|store| Ok(store.write(|tx| recovery::expire_leases(tx, Utc::now()))?))
-        .await?;
-    report.expired_leases = expired.len() as u64;
+    (report.expired_leases, report.orphans_closed) = recover_ledger(db, settings).await?;
     loop {
         let s = settings.clone();
         let only_now = only.clone();

@@ -22,6 +22,20 @@ pub(crate) fn expire_leases(tx: &Tx<'_>, now: DateTime<Utc>) -> Result<Vec<i64>>
     Ok(plan.moved())
 }
 
+/// Attempts left open on intentions no dispatcher holds, started longer
+/// than `grace` ago (no send is in flight that long: leases and the
+/// channel's timeout are shorter), closed with what the intention knows
+/// (`domain::recovery::close_orphans`). How many.
+pub(crate) fn close_orphans(tx: &Tx<'_>, now: DateTime<Utc>, grace: chrono::Duration) -> Result<usize> {
+    let orphans = RecoveryTx::orphaned_attempts(tx, now - grace, ORPHANS_PER_PASS)?;
+    tx.write_attempts(&recovery::close_orphans(&orphans, now))?;
+    Ok(orphans.len())
+}
+
+/// Orphans closed per pass: a backlog (an old ledger's) is worked off over
+/// a few passes instead of in one long transaction.
+const ORPHANS_PER_PASS: u32 = 500;
+
 /// Shutdown (or a send task that died) with attempts still in flight: the
 /// requests may have been processed, so their intentions become
 /// `uncertain` (the rule is `domain::recovery::abandon`). Returns the ids
@@ -53,19 +67,46 @@ pub(crate) fn evidence(
     note: &str,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let (command_id, message_id) = refs;
-    let known = command_id.is_some() || message_id.is_some();
-    if known {
-        tx.set_channel_refs(&[(id, command_id.map(str::to_string), message_id.map(str::to_string))])?;
-    }
+    let known = learn_refs(tx, id, refs)?;
     let state = tx.intention(id)?.state;
-    let record = recovery::reconcile_evidence(id, state, signal, command_id.or(message_id), note, now);
+    let record = recovery::reconcile_evidence(id, state, signal, refs.0.or(refs.1), note, now);
     let moved = record.as_ref().is_some_and(|r| r.applied);
     tx.apply_records(record.as_slice())?;
     if known {
         crate::status::apply_pending(tx, &[id], now)?;
     }
     Ok(moved)
+}
+
+/// Applies a status poll's answer, only if it moves the intention
+/// (`domain::recovery::poll_evidence`): the channel's references, the
+/// row, and any status webhook that waited for them. Whether it moved.
+pub(crate) fn poll_evidence(
+    tx: &Tx<'_>,
+    id: i64,
+    signal: Signal,
+    refs: (Option<&str>, Option<&str>),
+    note: &str,
+    now: DateTime<Utc>,
+) -> Result<bool> {
+    let state = tx.intention(id)?.state;
+    let Some(record) = recovery::poll_evidence(id, state, signal, refs.0.or(refs.1), note, now) else {
+        return Ok(false);
+    };
+    learn_refs(tx, id, refs)?;
+    tx.apply_records(&[record])?;
+    crate::status::apply_pending(tx, &[id], now)?;
+    Ok(true)
+}
+
+/// Stores the channel's references (command id, message id) an answer
+/// carried, if any; whether it carried one.
+fn learn_refs(tx: &Tx<'_>, id: i64, (command_id, message_id): (Option<&str>, Option<&str>)) -> Result<bool> {
+    let known = command_id.is_some() || message_id.is_some();
+    if known {
+        tx.set_channel_refs(&[(id, command_id.map(str::to_string), message_id.map(str::to_string))])?;
+    }
+    Ok(known)
 }
 
 /// Hands an intention to a person with the reconciler's explanation.

@@ -9,7 +9,14 @@
 //! | uncertain | reconciliation |
 //! | accepted, sent, delivered, read | keep their evidence |
 //! | cancelled | stay cancelled |
+//! | failed, every attempt ended before reaching the channel, `--state failed` named | back to planned, then dispatch (a technician's action) |
 //! | failed, review | stay for a person |
+//!
+//! The one way back from `failed` is core's explicit exception
+//! (`domain::state::replan_failed`): a "failure" that was the channel
+//! refusing us (a rejected credential, before unavez told the two apart)
+//! or a request that never left. A failed message that may have reached
+//! the channel never goes back.
 //!
 //! The dry run computes exactly this plan in a read transaction and writes
 //! nothing. The real run executes it with the dispatcher's and reconciler's
@@ -25,9 +32,10 @@ use serde::Serialize;
 use super::worker::{Mode, dispatch_loop};
 use super::{Db, DispatchError, ReconcileReport, Result, Settings, reconcile_once};
 use crate::channel::Channel;
+use crate::domain::history::{self, Cause, HistorySignal, Said};
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::operator::Role;
-use crate::domain::state::IntentionState;
+use crate::domain::state::{AttemptTrace, IntentionState, replan_failed};
 use crate::domain::validity::Validity;
 use crate::store::{IntentionRow, OperatorAction, StoreError};
 
@@ -44,6 +52,9 @@ pub enum Action {
     KeepEvidence,
     StayCancelled,
     StayForPerson,
+    /// A failed intention whose attempts all ended before anything reached
+    /// the channel: back to planned, then dispatched.
+    Replan,
 }
 
 impl Action {
@@ -58,6 +69,7 @@ impl Action {
             Action::KeepEvidence => "keep_evidence",
             Action::StayCancelled => "stay_cancelled",
             Action::StayForPerson => "stay_for_person",
+            Action::Replan => "replan",
         }
     }
 }
@@ -133,6 +145,8 @@ pub async fn plan(
 ) -> Result<Vec<Item>> {
     let s = settings.clone();
     let states = states.to_vec();
+    // Only a run that names `failed` may take a failed message back.
+    let replan = states.contains(&IntentionState::Failed);
     db.call(move |store| {
         let now = Utc::now();
         Ok(store.read(|tx| {
@@ -164,6 +178,7 @@ pub async fn plan(
                         Action::StayCancelled,
                         format!("cancelled ({})", r.state_reason.as_deref().unwrap_or("no reason")),
                     ),
+                    IntentionState::Failed if replan => failed(tx, &r)?,
                     IntentionState::Failed | IntentionState::Review => (
                         Action::StayForPerson,
                         format!(
@@ -218,6 +233,76 @@ fn planned(
     })
 }
 
+/// What the exception makes of a failed intention: back to planned when
+/// every attempt ended before reaching the channel, else it stays.
+fn failed(tx: &crate::store::Tx<'_>, r: &IntentionRow) -> std::result::Result<(Action, String), StoreError> {
+    let attempts = traces(tx, r.id)?;
+    let refs = r.provider_command_id.is_some() || r.provider_message_id.is_some();
+    Ok(match replan_failed(r.state, &attempts, refs) {
+        Ok(_) => (
+            Action::Replan,
+            format!(
+                "failed, but none of its {} attempt(s) reached the channel (it refused us or the request never \
+                 left): back to planned",
+                attempts.len()
+            ),
+        ),
+        Err(why) => (Action::StayForPerson, format!("failed: waits for a person ({why})")),
+    })
+}
+
+fn traces(tx: &crate::store::Tx<'_>, id: i64) -> std::result::Result<Vec<AttemptTrace>, StoreError> {
+    Ok(tx
+        .attempts(id)?
+        .into_iter()
+        .map(|a| AttemptTrace {
+            outcome: a.outcome,
+            http_status: a.http_status.and_then(|h| u16::try_from(h).ok()),
+            error_code: a.error_code,
+        })
+        .collect())
+}
+
+/// Returns the planned-to-replan intentions to `planned` in one write
+/// transaction, each checked again by core's exception on what the ledger
+/// holds now and recorded in its history with who and why. Returns the
+/// ones that went back.
+async fn replan(db: &Db, req: &Request, ids: Vec<i64>) -> Result<Vec<i64>> {
+    if ids.is_empty() {
+        return Ok(ids);
+    }
+    if req.role != Some(Role::Technician) {
+        return Err(DispatchError::Invalid(
+            "returning failed messages to planned is a technician's action".into(),
+        ));
+    }
+    let note = format!(
+        "{} (technician): {}; every attempt ended before reaching the channel",
+        req.operator, req.reason
+    );
+    db.call(move |store| {
+        Ok(store.write(|tx| {
+            let now = tx.clock(Utc::now())?;
+            let mut back = Vec::with_capacity(ids.len());
+            for &id in &ids {
+                let i = tx.intention(id)?;
+                let refs = i.provider_command_id.is_some() || i.provider_message_id.is_some();
+                let Ok(to) = replan_failed(i.state, &traces(tx, id)?, refs) else {
+                    continue;
+                };
+                let said = Said::new(HistorySignal::Replan, Cause::Operator)
+                    .evidence("reprocess")
+                    .note(note.clone());
+                tx.apply_records(&[history::replanned(id, to, said, now)])?;
+                tx.set_next_attempt(&[(id, None)], now)?;
+                back.push(id);
+            }
+            Ok::<_, StoreError>(back)
+        })?)
+    })
+    .await
+}
+
 /// How far a real run is: intentions acted on (dispatched, cancelled,
 /// deferred or reconciled) out of those the plan acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -257,10 +342,17 @@ pub async fn run_with_progress(
         report.items = items;
         return Ok(report);
     }
+    let to_replan: Vec<i64> = items
+        .iter()
+        .filter(|i| i.action == Action::Replan)
+        .map(|i| i.id)
+        .collect();
+    let replanned = replan(db, req, to_replan).await?;
     let to_claim: Vec<i64> = items
         .iter()
         .filter(|i| matches!(i.action, Action::Dispatch | Action::Cancel | Action::Defer))
         .map(|i| i.id)
+        .chain(replanned)
         .collect();
     let to_reconcile: Vec<i64> = items
         .iter()
@@ -287,6 +379,11 @@ pub async fn run_with_progress(
         add_dispatch(report.dispatch.get_or_insert_with(Default::default), &d);
         done += ids.len();
         progress(Progress { done, total });
+        if d.channel_paused.is_some() {
+            // The channel refuses us: the rest stays planned, and another
+            // slice would only be refused again.
+            break;
+        }
     }
     for ids in to_reconcile.chunks(slice) {
         let r = reconcile_once(db, settings, channel, Some(ids.to_vec())).await?;
@@ -320,6 +417,9 @@ fn add_dispatch(sum: &mut super::DispatchReport, d: &super::DispatchReport) {
     sum.not_sent += d.not_sent;
     sum.abandoned += d.abandoned;
     sum.store_errors += d.store_errors;
+    if d.channel_paused.is_some() {
+        sum.channel_paused = d.channel_paused.clone();
+    }
 }
 
 fn summary_as_object<S: serde::Serializer>(v: &[(Action, usize)], s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -342,6 +442,7 @@ fn summarize(items: &[Item]) -> Vec<(Action, usize)> {
         Action::KeepEvidence,
         Action::StayCancelled,
         Action::StayForPerson,
+        Action::Replan,
     ];
     order
         .into_iter()

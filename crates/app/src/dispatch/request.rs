@@ -81,6 +81,15 @@ pub fn attempt_result(o: &SendOutcome) -> AttemptResult<'_> {
             detail,
             http_status: *http_status,
         },
+        SendOutcome::ChannelDown {
+            fault,
+            detail,
+            http_status,
+        } => AttemptResult::ChannelDown {
+            fault: *fault,
+            detail,
+            http_status: *http_status,
+        },
     }
 }
 

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::claim::{ClaimDecision, Claimant, Claimed, claim_batch};
 use super::finish::{abandon_unsent, finish_attempts};
+use super::gate::Gate;
 use super::presend::Clearance;
 use super::presend::Holder;
 use super::request::{attempt_result, send_request};
@@ -42,6 +43,10 @@ pub struct DispatchReport {
     pub abandoned: u64,
     /// Store errors survived (the loop retries after the poll interval).
     pub store_errors: u64,
+    /// The channel refused us and sending on it is paused (a one-shot run
+    /// ends there; `serve` probes and resumes by itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel_paused: Option<crate::domain::fault::ChannelPause>,
 }
 
 impl DispatchReport {
@@ -136,7 +141,8 @@ async fn between_reconciliations(
         Control::new(),
     )
     .await?;
-    let more = super::reconcile_once(&db, &settings, &channel, None).await?;
+    let mut more = super::reconcile_once(&db, &settings, &channel, None).await?;
+    (more.polled, more.polled_moved) = super::reconcile::status_poll::poll_once(&db, &settings, &channel).await?;
     rec.merge(&more);
     Ok((report, rec))
 }
@@ -166,14 +172,25 @@ pub(crate) async fn dispatch_loop(
     // next turn, in the same transaction as the claim that refills the
     // freed slots (one commit and one fsync for both), or alone.
     let mut results = Results::default();
+    // A channel that refuses us pauses claims until a probe passes.
+    let mut gate = Gate::new(&settings);
+    // A ledger that is down fails every claim, every poll.
+    let mut limit = super::log_limit::LogLimit::default();
     loop {
         if stop.is_cancelled() {
+            break;
+        }
+        let one_shot = !matches!(mode, Mode::Forever);
+        if gate.ends_run(&channel, &ctl, one_shot, inflight.is_empty()).await {
             break;
         }
         let free = settings.concurrency.saturating_sub(inflight.len());
         let mut full_batch = false;
         let mut claimed_any = false;
-        if free > 0 && !*paused.borrow_and_update() && !(matches!(mode, Mode::Once) && claimed_once) {
+        // Claims stop while an operator paused the dispatcher or the
+        // channel refused us.
+        let held = *paused.borrow_and_update() || gate.down(&ctl);
+        if free > 0 && !held && !(matches!(mode, Mode::Once) && claimed_once) {
             claimed_once = true;
             let want = u32::try_from(free).unwrap_or(u32::MAX).min(settings.batch_size);
             let scope = match &mode {
@@ -184,6 +201,7 @@ pub(crate) async fn dispatch_loop(
             recorded.note(&mut report, &ctl);
             match claimed {
                 Ok(decisions) => {
+                    limit.clear();
                     if !decisions.is_empty() {
                         ctl.bump();
                     }
@@ -204,7 +222,7 @@ pub(crate) async fn dispatch_loop(
                 Err(e) => {
                     ctl.error(&e);
                     report.store_errors += 1;
-                    tracing::warn!("claim failed, retrying after the poll interval: {e}");
+                    crate::warn_limited!(limit, "claim failed, retrying after the poll interval: {e}");
                 }
             }
         } else if !results.is_empty() {
@@ -217,8 +235,9 @@ pub(crate) async fn dispatch_loop(
             if !matches!(mode, Mode::Forever) {
                 break;
             }
+            let wait = gate.until_probe(&ctl).map_or(settings.poll, |p| p.min(settings.poll));
             tokio::select! {
-                _ = tokio::time::sleep(settings.poll) => {}
+                _ = tokio::time::sleep(wait) => {}
                 _ = stop.cancelled() => {}
                 _ = paused.changed() => {}
             }
@@ -230,8 +249,10 @@ pub(crate) async fn dispatch_loop(
         }
         let poll = (!full_batch).then_some(settings.poll);
         wait_for_sends(&mut inflight, &mut attempts, &mut results, poll, &stop).await;
+        gate.note(results.answers(), &ctl);
     }
     record(&db, &settings, results.take(), &mut report, &ctl).await;
+    report.channel_paused = ctl.channel_hold().map(|h| h.pause);
     drain(&db, &settings, &mut inflight, &mut attempts, &mut report, &ctl).await;
     Ok(report)
 }
@@ -275,6 +296,14 @@ impl Results {
 
     fn take(&mut self) -> Results {
         std::mem::take(self)
+    }
+
+    /// The channel's answers among the results.
+    fn answers(&self) -> impl Iterator<Item = &SendOutcome> {
+        self.done.iter().filter_map(|(_, sent)| match sent {
+            Sent::Answered(o) => Some(o),
+            Sent::NotSent(_) => None,
+        })
     }
 
     fn why(&self) -> &'static str {

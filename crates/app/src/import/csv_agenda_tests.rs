@@ -112,3 +112,25 @@ fn every_column_is_part_of_the_event_id() {
     let (_, errors) = parse(&format!("{head}{}", row.replace("Ana", &"A".repeat(121))), "a.csv");
     assert_eq!(errors[0].field, "name", "{errors:?}");
 }
+
+#[test]
+fn line_numbers_hold_across_quoted_newlines_comments_and_many_rows() {
+    let mut text = String::from("ref,starts_at,phone,name,service,location,status\n");
+    text.push_str("cita-1,2026-12-01T09:30:00-05:00,+51987654321,\"Ana\nQuispe\",X,Y,scheduled\n");
+    text.push_str("# a reason line of a rejects file\n");
+    for i in 0..2000 {
+        text.push_str(&format!(
+            "cita-{},2026-12-01T09:30:00-05:00,+51987654321,Ana,X,Y,scheduled\n",
+            i + 10
+        ));
+    }
+    text.push_str("cita-bad,2026-12-01T10:30:00-05:00,987,Luis,X,Y,scheduled\n");
+    let (rows, errors) = parse(&text, "a.csv");
+    assert_eq!(rows.len(), 2001);
+    // header 1, the quoted row 2-3, the comment 4, 2000 rows 5-2004, the bad row 2005
+    assert_eq!(
+        (errors[0].line, errors[0].field.as_str()),
+        (2005, "phone"),
+        "{errors:?}"
+    );
+}

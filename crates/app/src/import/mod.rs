@@ -380,7 +380,27 @@ pub fn default_rejects_path(file: &Path) -> PathBuf {
 /// none of them fails; also how often the progress bar moves.
 pub const IMPORT_BATCH: usize = 256;
 
-/// Parses and applies a file in one transaction.
+/// The rows whose appointment starts within `max_days` of `now`, and an
+/// error (`file:line: starts_at: …`) for each of the others.
+fn within_horizon(rows: Vec<Row>, file: &str, max_days: u32, now: DateTime<Utc>) -> (Vec<Row>, Vec<RowError>) {
+    let mut far = Vec::new();
+    let rows = rows
+        .into_iter()
+        .filter_map(|row| match row.event.check_horizon(now, max_days) {
+            Ok(()) => Some(row),
+            Err(e) => {
+                far.extend(row_errors(file, row.line, &row.raw, vec![e]));
+                None
+            }
+        })
+        .collect();
+    (rows, far)
+}
+
+/// Parses and applies a file in one transaction, with the `[import]`
+/// defaults but the widest horizon (`max_days_ahead`): for library
+/// callers with a clock of their own; `unavez import` applies the
+/// configured one ([`import_file_progress`]).
 pub fn import_file(
     store: &mut Store,
     planner: &Planner<'_>,
@@ -388,15 +408,11 @@ pub fn import_file(
     opts: &ImportOptions,
     now: DateTime<Utc>,
 ) -> Result<ImportReport, ImportError> {
-    import_file_progress(
-        store,
-        planner,
-        path,
-        opts,
-        &ImportConfig::default(),
-        now,
-        &mut |_, _| {},
-    )
+    let calendar = ImportConfig {
+        max_days_ahead: crate::config::MAX_DAYS_AHEAD_LIMIT,
+        ..ImportConfig::default()
+    };
+    import_file_progress(store, planner, path, opts, &calendar, now, &mut |_, _| {})
 }
 
 /// [`import_file`] with the `[import]` settings, telling `progress` how
@@ -419,13 +435,15 @@ pub fn import_file_progress(
         calendar: counts,
         notes,
     } = parse_file_with(path, planner.tz, calendar, now)?;
+    let file = path.display().to_string();
+    let (rows, far) = within_horizon(rows, &file, calendar.max_days_ahead, now);
+    rejected.extend(far);
     if !rejected.is_empty() && !opts.skip_invalid {
         return Err(ImportError::Rejected {
             rows: rejected,
             encoding: Some(encoding),
         });
     }
-    let file = path.display().to_string();
     let mut report = ImportReport {
         file: file.clone(),
         encoding,

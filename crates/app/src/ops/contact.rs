@@ -16,18 +16,21 @@ pub fn manual_contact(
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
     check(actor, OpKind::ManualContact, reason)?;
+    // A cancellation import locks the same row: whichever commits first,
+    // the other sees it (a contact after a cancellation is refused).
+    match intention_id {
+        Some(id) => lock_intention(tx, id)?,
+        None => tx.lock_case(commitment_id, &[])?,
+    }
     let c = tx.commitment_by_id(commitment_id)?;
     let row = match intention_id {
         Some(id) => Some(tx.intention(id)?),
         None => None,
     };
-    let refusal = if c.commitment.kind != crate::domain::commitment::CommitmentKind::Appointment {
-        Some(Refusal::NotAnAppointment)
-    } else if c.commitment.is_cancelled() {
-        Some(Refusal::CommitmentCancelled)
-    } else {
-        None
-    };
+    let refusal = crate::domain::guard::contact_refusal(
+        c.commitment.kind == crate::domain::commitment::CommitmentKind::Appointment,
+        c.commitment.is_cancelled(),
+    );
     let outcome = match refusal {
         Some(r) => OpOutcome::Refused(r),
         None => {
@@ -71,5 +74,6 @@ fn contact_event(reference: &str, actor: &Actor<'_>, reason: &str, now: DateTime
         occurred_at: Some(now.fixed_offset()),
         operator: Some(actor.name.to_string()),
         note: Some(reason.trim().to_string()),
+        raw: None,
     }
 }

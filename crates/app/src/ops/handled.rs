@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use super::{
     Actor, OpKind, OpOutcome, OpReport, OpsError, Record, action_row, check, note_text, operator_said, write_note,
 };
-use crate::store::{NewMark, OperatorAction, RowKind, Tx};
+use crate::store::{CaseInfo, IntentionRow, NewMark, OperatorAction, RowKind, StoreError, Tx};
 
 /// A case of the Atención list, by what it is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -29,12 +29,16 @@ impl Case {
     }
 }
 
-/// Whether an action of this kind, done, settles the case it was taken on.
-fn handles(op: OpKind) -> bool {
-    matches!(
-        op,
-        OpKind::Cancel | OpKind::Verify | OpKind::AuthorizeResend | OpKind::ManualContact | OpKind::Resolve
-    )
+/// Whether this action, done, settles the case it was taken on. A call
+/// outcome's reason is the outcome: an unanswered call leaves the case open.
+fn handles(op: OpKind, reason: &str) -> bool {
+    match op {
+        OpKind::CallOutcome => crate::domain::call::CallOutcome::from_stored(reason).is_some_and(|o| o.settles()),
+        _ => matches!(
+            op,
+            OpKind::Cancel | OpKind::Verify | OpKind::AuthorizeResend | OpKind::ManualContact | OpKind::Resolve
+        ),
+    }
 }
 
 /// After an operator action is recorded: a done (or recorded) action on a
@@ -47,7 +51,7 @@ pub(super) fn mark_after(
     action_id: i64,
     now: DateTime<Utc>,
 ) -> Result<(), OpsError> {
-    if !handles(rec.op) || matches!(rec.outcome, OpOutcome::Refused(_)) {
+    if !handles(rec.op, rec.reason) || matches!(rec.outcome, OpOutcome::Refused(_)) {
         return Ok(());
     }
     if let Some(r) = rec.row {
@@ -92,6 +96,21 @@ pub fn ensure_unchanged(tx: &Tx<'_>, case: Case, seen: Option<DateTime<Utc>>) ->
     }
 }
 
+/// Locks a case (docs/design.md, "One case, one action at a time") and
+/// reads it: its commitment and situation, and its intention when it is
+/// one. An unknown case is an error.
+pub(super) fn locked_case(tx: &Tx<'_>, case: Case) -> Result<(CaseInfo, Option<IntentionRow>), OpsError> {
+    super::lock_case(tx, case)?;
+    let info = tx
+        .case_info(case.kind, case.subject_id)?
+        .ok_or_else(|| StoreError::NoIntention(format!("{} {}", case.kind.as_str(), case.subject_id)))?;
+    let row = match case.kind {
+        RowKind::Intention => Some(tx.intention(case.subject_id)?),
+        _ => None,
+    };
+    Ok((info, row))
+}
+
 /// "Marcar atendido": the case needs nothing else; the reason says why.
 pub fn resolve(
     tx: &Tx<'_>,
@@ -101,13 +120,7 @@ pub fn resolve(
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
     check(actor, OpKind::Resolve, reason)?;
-    let info = tx
-        .case_info(case.kind, case.subject_id)?
-        .ok_or_else(|| crate::store::StoreError::NoIntention(format!("{} {}", case.kind.as_str(), case.subject_id)))?;
-    let row = match case.kind {
-        RowKind::Intention => Some(tx.intention(case.subject_id)?),
-        _ => None,
-    };
+    let (info, row) = locked_case(tx, case)?;
     let scope = match (&row, info.commitment_id) {
         (Some(r), _) => format!("intention #{} {}", r.id, r.key),
         (None, Some(_)) => format!(

@@ -98,7 +98,9 @@ pub fn resolve(config: &Config, flag: Option<&str>, account: &str) -> Result<Ide
         (None, None) => Err(IdentityError::UnmappedAccount {
             account: account.to_string(),
         }),
-        (Some(name), Some(op)) if op.name == name => Ok(identity(op.clone(), true)),
+        (Some(name), Some(op)) if config.operator(name).is_some_and(|o| o.name == op.name) => {
+            Ok(identity(op.clone(), true))
+        }
         (Some(name), _) if config.allow_operator_flag => Ok(identity(by_name(name)?, false)),
         (Some(name), Some(op)) => Err(IdentityError::NotYou {
             requested: name.to_string(),

@@ -9,26 +9,39 @@
 //! error: it is recorded as a refusal and returned with a [`Refusal`] the
 //! console explains in the operator's language.
 //!
+//! Every action first locks its case (`lock.rs`), so two operators, or an
+//! operator and a booking import, acting on one case are ordered on every
+//! backend and each decides on what the other committed.
+//!
 //! `verify.rs` holds verification (by a call or through the channel);
-//! `contact.rs` manual contact; `handled.rs` marking cases handled;
+//! `contact.rs` manual contact; `call.rs` call outcomes and reopening; `handled.rs` marking cases handled;
 //! `pause.rs` pausing and resuming the embedded dispatcher; `resend.rs`
-//! authorizing a resend and the guard around it; `run.rs` running one
-//! confirmed action, channel question first.
+//! authorizing a resend and the guard around it; `request.rs` the front
+//! desk's request for one, its answer, and the facts every guard reads
+//! (`domain::guard`); `run.rs` running one confirmed action, channel
+//! question first.
 
+mod call;
 mod contact;
 mod handled;
 pub mod identity;
+mod lock;
 mod pause;
 mod refusal;
+mod request;
 mod resend;
 mod run;
 mod verify;
 
+pub(crate) use call::hold_wrong_numbers;
+pub use call::{call_outcome, call_tries, reopen};
 pub use contact::manual_contact;
 pub use handled::{Case, ensure_unchanged, resolve};
 pub use identity::{Identity, IdentityError};
+pub use lock::{lock_case, lock_intention};
 pub use pause::switch_dispatch;
 pub use refusal::Refusal;
+pub use request::{decline_resend, guard_facts, request_resend};
 pub use resend::{ResendEvidence, ResendGuard, authorize_resend, resend_evidence};
 pub use run::{OpEnv, PendingOp, run};
 pub use verify::{Verification, VerifyOutcome, verify};
@@ -212,6 +225,8 @@ impl<'r> Record<'r> {
             OpOutcome::Done {
                 state: Some(s), closed, ..
             } => format!("state {s}; {closed} closed"),
+            OpOutcome::Done { .. } if self.op == OpKind::RequestResend => "resend requested".to_string(),
+            OpOutcome::Done { .. } if self.op == OpKind::DeclineResend => "resend request declined".to_string(),
             OpOutcome::Done { closed, .. } => format!("{closed} planned reminders closed"),
         };
         match self.extra {
@@ -328,6 +343,7 @@ pub(crate) fn act_on_intention(
     decide: impl FnOnce(&IntentionRow) -> Result<OpOutcome, OpsError>,
 ) -> Result<OpReport, OpsError> {
     check(actor, op, reason)?;
+    lock_intention(tx, intention_id)?;
     let row = tx.intention(intention_id)?;
     let outcome = decide(&row)?;
     let note_history = matches!(outcome, OpOutcome::Refused(_));
@@ -338,19 +354,10 @@ pub(crate) fn act_on_intention(
     record(tx, actor, rec, now)
 }
 
-/// Why a cancel from `state` is refused.
+/// Why a cancel from the intention's state is refused: the pure rule
+/// (`domain::guard`), so the console's hint says the same.
 fn cancel_refusal(row: &IntentionRow) -> Refusal {
-    use IntentionState as S;
-    match row.state {
-        S::Dispatching => Refusal::InFlight,
-        S::Uncertain => Refusal::Uncertain,
-        S::Accepted | S::Sent => Refusal::ChannelHasIt { state: row.state },
-        S::Delivered | S::Read => Refusal::Delivered { state: row.state },
-        S::Planned | S::Review | S::Failed | S::Cancelled => Refusal::Closed {
-            state: row.state,
-            reason: row.state_reason.clone(),
-        },
-    }
+    crate::domain::guard::cancel_refusal(row.state, row.state_reason.as_deref())
 }
 
 /// Cancels an intention that has not left (planned, or in review), or one

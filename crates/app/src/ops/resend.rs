@@ -23,10 +23,13 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
+use super::lock::original_of;
 use super::{
-    Actor, OpKind, OpOutcome, OpReport, OpsError, Record, Refusal, check, note_text, operator_said, record, write_note,
+    Actor, OpKind, OpOutcome, OpReport, OpsError, Record, Refusal, check, lock_intention, note_text, operator_said,
+    record, write_note,
 };
 use crate::config::Policy;
+use crate::domain::guard;
 use crate::domain::history::HistorySignal;
 use crate::domain::intention::{NewIntention, correlation_id, operating_day};
 use crate::domain::key::IntentionKey;
@@ -88,29 +91,21 @@ fn has_reached(m: &FamilyMember) -> bool {
 }
 
 /// Everything the guard reads, in the caller's transaction.
-struct Family {
+pub(super) struct Family {
     /// The member the supervisor selected.
-    row: IntentionRow,
-    original: IntentionRow,
-    commitment: CommitmentRow,
-    evidence: ResendEvidence,
+    pub row: IntentionRow,
+    pub original: IntentionRow,
+    pub commitment: CommitmentRow,
+    pub evidence: ResendEvidence,
 }
 
-/// The original of a family: resends made before the guard existed could
-/// relate to another resend, so follow the chain up.
-fn original_of(tx: &Tx<'_>, row: &IntentionRow) -> Result<IntentionRow, OpsError> {
-    let mut current = row.clone();
-    // A chain longer than this is a corrupt ledger, not a family.
-    for _ in 0..64 {
-        match current.related_id {
-            Some(parent) => current = tx.intention(parent)?,
-            None => break,
-        }
-    }
-    Ok(current)
-}
-
-fn load(tx: &Tx<'_>, intention_id: i64, max_per_day: u32, tz: Tz, now: DateTime<Utc>) -> Result<Family, OpsError> {
+pub(super) fn load(
+    tx: &Tx<'_>,
+    intention_id: i64,
+    max_per_day: u32,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> Result<Family, OpsError> {
     let row = tx.intention(intention_id)?;
     let original = original_of(tx, &row)?;
     let commitment = tx.commitment_by_id(original.commitment_id)?;
@@ -128,7 +123,7 @@ fn load(tx: &Tx<'_>, intention_id: i64, max_per_day: u32, tz: Tz, now: DateTime<
         max_per_day,
         refusal: None,
     };
-    evidence.refusal = rule_refusal(&original, &commitment, &evidence, now);
+    evidence.refusal = rule_refusal(&original, &commitment, &evidence, tz, now);
     Ok(Family {
         row,
         original,
@@ -137,33 +132,29 @@ fn load(tx: &Tx<'_>, intention_id: i64, max_per_day: u32, tz: Tz, now: DateTime<
     })
 }
 
-/// Every rule but the acknowledgement, in the order a supervisor can act
-/// on them: what the original is, whether its content is still the truth,
-/// what is still pending, and the day's cap.
+/// Every rule but the acknowledgement: the pure rule
+/// (`domain::guard::resend_refusal`) on what the family is now.
 fn rule_refusal(
     original: &IntentionRow,
     commitment: &CommitmentRow,
     ev: &ResendEvidence,
+    tz: Tz,
     now: DateTime<Utc>,
 ) -> Option<Refusal> {
-    match original.state {
-        IntentionState::Planned => return Some(Refusal::NotSentYet { state: original.state }),
-        IntentionState::Dispatching => return Some(Refusal::InFlight),
-        IntentionState::Uncertain => return Some(Refusal::Uncertain),
-        _ => {}
-    }
-    if commitment.commitment.is_cancelled() {
-        return Some(Refusal::CommitmentCancelled);
-    }
-    if commitment.commitment.version != original.commitment_version {
-        return Some(Refusal::StaleVersion {
-            planned: original.commitment_version,
-            current: commitment.commitment.version,
-        });
-    }
-    if original.expires_at.is_some_and(|e| e <= now) {
-        return Some(Refusal::Expired);
-    }
+    guard::resend_refusal(
+        &resend_facts(original, commitment, ev, tz, now),
+        commitment.commitment.is_cancelled(),
+    )
+}
+
+/// What the resend rules read about a family.
+pub(super) fn resend_facts(
+    original: &IntentionRow,
+    commitment: &CommitmentRow,
+    ev: &ResendEvidence,
+    tz: Tz,
+    now: DateTime<Utc>,
+) -> guard::ResendFacts {
     let pending = ev.messages.iter().find(|m| {
         m.id != original.id
             && matches!(
@@ -171,16 +162,19 @@ fn rule_refusal(
                 IntentionState::Planned | IntentionState::Dispatching | IntentionState::Uncertain
             )
     });
-    if let Some(p) = pending {
-        return Some(Refusal::ResendPending { key: p.key.clone() });
+    guard::ResendFacts {
+        original: original.state,
+        planned_version: original.commitment_version,
+        current_version: commitment.commitment.version,
+        expired: original.expires_at.is_some_and(|e| e <= now),
+        pending: pending.map(|p| guard::PendingResend {
+            key: p.key.clone(),
+            authorized_by: p.authorized_by.clone(),
+            authorized_at: p.created_at.with_timezone(&tz).fixed_offset(),
+        }),
+        authorized_today: ev.authorized_today,
+        max_per_day: ev.max_per_day,
     }
-    if ev.authorized_today >= ev.max_per_day {
-        return Some(Refusal::DailyCap {
-            limit: ev.max_per_day,
-            authorized_today: ev.authorized_today,
-        });
-    }
-    None
 }
 
 /// The evidence a supervisor sees before authorizing a resend of
@@ -209,6 +203,10 @@ pub fn authorize_resend(
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
     check(actor, OpKind::AuthorizeResend, reason)?;
+    // The guard's facts (pending members, today's count, what reached the
+    // customer, the commitment) are read only once the case is locked: a
+    // second supervisor decides on what the first one committed.
+    lock_intention(tx, intention_id)?;
     let fam = load(tx, intention_id, guard.max_per_day, tz, now)?;
     let last_reached = fam.evidence.reached().last().cloned();
     let refusal = fam.evidence.refusal.clone().or_else(|| match &last_reached {
@@ -329,41 +327,7 @@ mod tests {
 
     #[test]
     fn a_refusal_names_its_rule_as_its_json_tag() {
-        let all = [
-            Refusal::InFlight,
-            Refusal::Uncertain,
-            Refusal::ChannelHasIt {
-                state: IntentionState::Sent,
-            },
-            Refusal::Delivered {
-                state: IntentionState::Read,
-            },
-            Refusal::Closed {
-                state: IntentionState::Failed,
-                reason: None,
-            },
-            Refusal::NotSentYet {
-                state: IntentionState::Planned,
-            },
-            Refusal::ResendPending { key: "k".into() },
-            Refusal::AcknowledgeDelivery {
-                key: "k".into(),
-                state: IntentionState::Read,
-            },
-            Refusal::DailyCap {
-                limit: 2,
-                authorized_today: 2,
-            },
-            Refusal::StaleVersion { planned: 1, current: 2 },
-            Refusal::CommitmentCancelled,
-            Refusal::Expired,
-            Refusal::NotAnAppointment,
-            Refusal::NoLookup,
-            Refusal::ChannelUnsure,
-            Refusal::ChannelNoRecord,
-            Refusal::NoCommandId,
-            Refusal::ChannelUnavailable { detail: "x".into() },
-        ];
+        let all = Refusal::examples();
         for r in all {
             let json = serde_json::to_value(&r).unwrap();
             assert_eq!(json["refusal"], r.rule(), "{r:?}");

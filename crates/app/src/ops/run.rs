@@ -1,5 +1,6 @@
 //! One confirmed operator action, run the same way from the console and
-//! from the command line (`unavez intents cancel|verify|contact|resolve`):
+//! from the command line (`unavez intents cancel|verify|contact|resolve|
+//! request-resend|decline-resend`):
 //! ask the channel first where the action needs it (outside any
 //! transaction, so a slow channel never holds the write lock), then decide
 //! in one write that also checks the case did not change since the
@@ -56,6 +57,23 @@ pub enum PendingOp {
     /// switch; not [`run`]).
     PauseDispatch,
     ResumeDispatch,
+    /// The front desk asks a supervisor for a resend.
+    RequestResend {
+        intention_id: i64,
+    },
+    /// A supervisor declines the front desk's request.
+    DeclineResend {
+        intention_id: i64,
+    },
+    /// What came of a call to the patient.
+    CallOutcome {
+        intention_id: i64,
+        outcome: crate::domain::call::CallOutcome,
+    },
+    /// Take a case's "handled" mark back.
+    Reopen {
+        case: Case,
+    },
 }
 
 impl PendingOp {
@@ -69,6 +87,10 @@ impl PendingOp {
             PendingOp::Reprocess { .. } => OpKind::Reprocess,
             PendingOp::PauseDispatch => OpKind::PauseDispatch,
             PendingOp::ResumeDispatch => OpKind::ResumeDispatch,
+            PendingOp::RequestResend { .. } => OpKind::RequestResend,
+            PendingOp::DeclineResend { .. } => OpKind::DeclineResend,
+            PendingOp::CallOutcome { .. } => OpKind::CallOutcome,
+            PendingOp::Reopen { .. } => OpKind::Reopen,
         }
     }
 
@@ -78,11 +100,14 @@ impl PendingOp {
             PendingOp::Cancel { intention_id }
             | PendingOp::Verify { intention_id, .. }
             | PendingOp::Resend { intention_id, .. }
-            | PendingOp::VerifyChannel { intention_id } => Some(Case::intention(*intention_id)),
+            | PendingOp::VerifyChannel { intention_id }
+            | PendingOp::RequestResend { intention_id }
+            | PendingOp::DeclineResend { intention_id }
+            | PendingOp::CallOutcome { intention_id, .. } => Some(Case::intention(*intention_id)),
             PendingOp::ManualContact {
                 intention_id: Some(id), ..
             } => Some(Case::intention(*id)),
-            PendingOp::Resolve { case } => Some(*case),
+            PendingOp::Resolve { case } | PendingOp::Reopen { case } => Some(*case),
             _ => None,
         }
     }
@@ -124,6 +149,8 @@ pub fn run(
     };
     store.write(|tx| {
         if let Some(case) = op.case() {
+            // Locked before the "changed meanwhile" check reads the case.
+            super::lock_case(tx, case)?;
             super::ensure_unchanged(tx, case, seen)?;
         }
         match op {
@@ -149,6 +176,18 @@ pub fn run(
                 super::verify(tx, actor, *intention_id, by, reason, now)
             }
             PendingOp::Resolve { case } => super::resolve(tx, actor, *case, reason, now),
+            PendingOp::RequestResend { intention_id } => {
+                let max = env.config.policy.max_resends_per_day;
+                super::request_resend(tx, actor, *intention_id, reason, max, tz, now)
+            }
+            PendingOp::DeclineResend { intention_id } => {
+                let max = env.config.policy.max_resends_per_day;
+                super::decline_resend(tx, actor, *intention_id, reason, max, tz, now)
+            }
+            PendingOp::CallOutcome { intention_id, outcome } => {
+                super::call_outcome(tx, &planner, actor, *intention_id, *outcome, now)
+            }
+            PendingOp::Reopen { case } => super::reopen(tx, actor, *case, reason, now),
             PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
                 Err(OpsError::NotAllowed {
                     role: actor.role.as_str(),

@@ -8,9 +8,20 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::http::{Http, path_segment, transport_before_sending};
-use super::{AsyncChannel, Capabilities, ChannelError, ChannelState, SendOutcome, SendRequest};
+use super::http::{Http, path_segment, probe_transport, transport_before_sending};
+use super::{AsyncChannel, Capabilities, ChannelError, ChannelState, ProbeOutcome, SendOutcome, SendRequest};
 use crate::channel::config::CloudConfig;
+use crate::domain::fault::ChannelFault;
+
+/// Graph's "access token" error: expired, revoked, password changed,
+/// app removed… (every subcode means the token no longer works).
+pub const OAUTH_EXCEPTION: i64 = 190;
+
+/// Whether a Graph answer refuses the caller rather than the message: HTTP
+/// 401/403, or error code 190 whatever its subcode and status.
+pub fn channel_fault(status: StatusCode, code: Option<i64>) -> Option<ChannelFault> {
+    (matches!(status.as_u16(), 401 | 403) || code == Some(OAUTH_EXCEPTION)).then_some(ChannelFault::CredentialRejected)
+}
 
 pub(super) const KIND: &str = "cloud";
 /// What the bearer secret is, in errors.
@@ -22,6 +33,8 @@ pub struct CloudChannel {
     http: Http,
     /// `{base}/{version}/{phone_number_id}/messages`.
     url: String,
+    /// `{base}/{version}/{phone_number_id}`: read by the probe.
+    phone_url: String,
 }
 
 /// Classifies a complete Cloud API answer.
@@ -62,6 +75,27 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
+    if let Some(fault) = channel_fault(status, code) {
+        let subcode = err.and_then(|e| e.get("error_subcode")).and_then(Value::as_i64);
+        let raw: String = String::from_utf8_lossy(body).chars().take(300).collect();
+        let detail = match code {
+            Some(c) => format!(
+                "Cloud API error {c}{} (HTTP {}): {title}",
+                subcode.map(|s| format!("/{s}")).unwrap_or_default(),
+                status.as_u16()
+            ),
+            None => format!(
+                "HTTP {} {}: {raw}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            ),
+        };
+        return SendOutcome::ChannelDown {
+            fault,
+            detail,
+            http_status,
+        };
+    }
     let Some(code) = code else {
         let raw: String = String::from_utf8_lossy(body).chars().take(300).collect();
         let detail = format!(
@@ -129,12 +163,9 @@ impl CloudChannel {
         )?;
         let hint = " (the id from the WhatsApp Manager)";
         let phone = path_segment(KIND, "phone_number_id", &cfg.phone_number_id, hint)?;
-        let url = format!(
-            "{}/{}/{phone}/messages",
-            http.base_url,
-            cfg.api_version.trim().trim_matches('/')
-        );
-        Ok(CloudChannel { http, url })
+        let phone_url = format!("{}/{}/{phone}", http.base_url, cfg.api_version.trim().trim_matches('/'));
+        let url = format!("{phone_url}/messages");
+        Ok(CloudChannel { http, url, phone_url })
     }
 
     /// The Cloud API message: free text inside the 24-hour service window,
@@ -197,6 +228,38 @@ impl AsyncChannel for CloudChannel {
             Ok(body) => classify_send(status, &headers, &body),
             Err(e) => classify_transport(&e),
         }
+    }
+
+    /// `GET /{version}/{phone_number_id}`: reads the number's profile,
+    /// which needs the token and sends nothing.
+    async fn probe(&self) -> ProbeOutcome {
+        let resp = match self.http.get(self.phone_url.clone()).send().await {
+            Ok(r) => r,
+            Err(e) => return probe_transport(&e),
+        };
+        let status = resp.status();
+        let body = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+        classify_probe(status, &body)
+    }
+}
+
+/// The Cloud API's answer to the probe: 2xx takes us again; a refusal of
+/// the caller ([`channel_fault`]) still refuses; anything else cannot tell.
+pub fn classify_probe(status: StatusCode, body: &[u8]) -> ProbeOutcome {
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let code = json
+        .as_ref()
+        .and_then(|v| v.pointer("/error/code"))
+        .and_then(Value::as_i64);
+    let raw: String = String::from_utf8_lossy(body).chars().take(300).collect();
+    let detail = format!("HTTP {}: {raw}", status.as_u16());
+    if let Some(fault) = channel_fault(status, code) {
+        return ProbeOutcome::Down { fault, detail };
+    }
+    if status.is_success() {
+        ProbeOutcome::Ok
+    } else {
+        ProbeOutcome::Unavailable { detail }
     }
 }
 

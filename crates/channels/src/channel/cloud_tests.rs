@@ -22,7 +22,7 @@ fn graph_errors_are_classified() {
         SendOutcome::Accepted { message_id: Some(m), command_id: None, .. } if m == "wamid.1"
     ));
     assert!(matches!(classify(200, json!({})), SendOutcome::Uncertain { .. }));
-    for code in [131026, 131049, 131047, 100, 190] {
+    for code in [131026, 131049, 131047, 100] {
         assert!(
             matches!(classify(400, graph(code)), SendOutcome::Failed { code: c, .. } if c == code.to_string()),
             "{code}"
@@ -90,4 +90,52 @@ fn construction_errors_name_the_field() {
     cfg.api_version = "/v21.0/".into();
     let ch = CloudChannel::with_token(&cfg, "t").unwrap();
     assert_eq!(ch.url, "https://graph.facebook.com/v21.0/123/messages");
+}
+
+#[test]
+fn a_rejected_token_is_the_channel_refusing_us_not_a_failed_message() {
+    let expired = json!({"error": {"message": "Error validating access token: Session has expired",
+        "type": "OAuthException", "code": 190, "error_subcode": 463}});
+    // Graph 190 and its subcodes, whatever the HTTP status; 401 and 403
+    // whatever the body.
+    for (status, body) in [
+        (401, expired.clone()),
+        (400, expired),
+        (401, graph(190)),
+        (401, json!("no body")),
+        (403, graph(10)),
+    ] {
+        match classify(status, body.clone()) {
+            SendOutcome::ChannelDown {
+                fault,
+                http_status,
+                detail,
+            } => {
+                assert_eq!(fault, ChannelFault::CredentialRejected, "{status} {body}");
+                assert_eq!(http_status, Some(status));
+                assert!(!detail.is_empty());
+            }
+            other => panic!("{status} {body}: {other:?}"),
+        }
+    }
+    let d = match classify(
+        401,
+        json!({"error": {"message": "m", "code": 190, "error_subcode": 463}}),
+    ) {
+        SendOutcome::ChannelDown { detail, .. } => detail,
+        o => panic!("{o:?}"),
+    };
+    assert!(d.contains("190/463"), "{d}");
+    // The probe reads the same refusal, and a 200 as the token working.
+    let probe =
+        |status: u16, body: Value| classify_probe(StatusCode::from_u16(status).unwrap(), body.to_string().as_bytes());
+    assert!(matches!(
+        probe(401, graph(190)),
+        ProbeOutcome::Down {
+            fault: ChannelFault::CredentialRejected,
+            ..
+        }
+    ));
+    assert_eq!(probe(200, json!({"id": "1234567890"})), ProbeOutcome::Ok);
+    assert!(matches!(probe(500, json!("x")), ProbeOutcome::Unavailable { .. }));
 }

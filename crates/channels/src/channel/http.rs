@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::{ChannelError, SendOutcome};
+use super::{ChannelError, ProbeOutcome, SendOutcome};
+use crate::domain::fault::ChannelFault;
 
 /// A channel's endpoint, checked: every request carries the bearer secret.
 #[derive(Debug, Clone)]
@@ -95,7 +96,15 @@ pub(crate) fn path_segment(
 /// have been processed, and each channel says what that means for it.
 /// `who` names the other side in the detail.
 pub(crate) fn transport_before_sending(e: &reqwest::Error, who: &str) -> Option<SendOutcome> {
-    if e.is_connect() {
+    if let Some(detail) = tls_failure(e) {
+        // The handshake comes before the request: nothing left, and nothing
+        // will until someone fixes the certificate or the URL.
+        Some(SendOutcome::ChannelDown {
+            fault: ChannelFault::Tls,
+            detail: format!("{who}: TLS handshake failed (not sent): {detail}"),
+            http_status: None,
+        })
+    } else if e.is_connect() {
         Some(SendOutcome::Retry {
             detail: format!("{who} unreachable (not sent): {e}"),
             http_status: None,
@@ -109,5 +118,40 @@ pub(crate) fn transport_before_sending(e: &reqwest::Error, who: &str) -> Option<
         })
     } else {
         None
+    }
+}
+
+/// The TLS error behind a transport error, if the handshake is what failed
+/// (a certificate not trusted, expired or for another name; a peer that
+/// does not speak TLS). rustls reports it inside I/O errors of the
+/// connection (nested: the connector wraps the stream's own), which hide
+/// it from `source()`, so each I/O error is opened too.
+pub(crate) fn tls_failure(e: &reqwest::Error) -> Option<String> {
+    fn rustls_in<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+        if let Some(t) = err.downcast_ref::<rustls::Error>() {
+            return Some(t);
+        }
+        let inner = err.downcast_ref::<std::io::Error>()?.get_ref()?;
+        rustls_in(inner)
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(t) = rustls_in(err) {
+            return Some(t.to_string());
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// A probe's transport error: a failed handshake is still the channel's
+/// fault; anything else says only that we could not ask.
+pub(crate) fn probe_transport(e: &reqwest::Error) -> ProbeOutcome {
+    match tls_failure(e) {
+        Some(detail) => ProbeOutcome::Down {
+            fault: ChannelFault::Tls,
+            detail: format!("TLS handshake failed: {detail}"),
+        },
+        None => ProbeOutcome::Unavailable { detail: e.to_string() },
     }
 }

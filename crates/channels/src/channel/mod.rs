@@ -26,6 +26,8 @@ use async_trait_shim::BoxFuture;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::domain::fault::ChannelFault;
+
 /// What a channel can do, declared up front so the dispatcher and reconciler
 /// choose a safe strategy without knowing the channel's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -109,6 +111,27 @@ pub enum SendOutcome {
     /// The channel reports a conflict a person must look at (409 on the
     /// engine: same key, other content; or a generation mismatch).
     Conflict { detail: String, http_status: Option<u16> },
+    /// The channel refused *us*, not the message (a rejected credential,
+    /// an unknown or unlinked engine instance, a failed TLS handshake):
+    /// nothing reached it, and no message can go out until the channel is
+    /// fixed (docs/design.md, "A channel that refuses us").
+    ChannelDown {
+        fault: ChannelFault,
+        detail: String,
+        http_status: Option<u16>,
+    },
+}
+
+/// Answer to a probe: a request that sends nothing, made while the channel
+/// is paused to learn whether it takes us again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProbeOutcome {
+    /// The channel takes our requests again.
+    Ok,
+    /// It still refuses us, and why.
+    Down { fault: ChannelFault, detail: String },
+    /// Could not tell (down, timeout, an answer we do not understand).
+    Unavailable { detail: String },
 }
 
 /// A channel's report of where a command is, mapped onto our evidence.
@@ -170,6 +193,9 @@ pub trait Channel: Send + Sync {
     /// lookup answer [`LookupOutcome::Unavailable`].
     fn lookup<'a>(&'a self, req: &'a SendRequest, command_id: Option<&'a str>) -> BoxFuture<'a, LookupOutcome>;
     fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome>;
+    /// A request that sends nothing, to learn whether a paused channel
+    /// takes us again.
+    fn probe(&self) -> BoxFuture<'_, ProbeOutcome>;
 }
 
 /// How a channel is written: its name and capabilities as constants and
@@ -200,6 +226,11 @@ pub trait AsyncChannel: Send + Sync {
     fn cancel(&self, _command_id: &str) -> impl Future<Output = CancelOutcome> + Send {
         async { CancelOutcome::Unsupported }
     }
+
+    /// A channel that never refuses us (in process) keeps this answer.
+    fn probe(&self) -> impl Future<Output = ProbeOutcome> + Send {
+        async { ProbeOutcome::Ok }
+    }
 }
 
 impl<T: AsyncChannel> Channel for T {
@@ -221,6 +252,10 @@ impl<T: AsyncChannel> Channel for T {
 
     fn cancel<'a>(&'a self, command_id: &'a str) -> BoxFuture<'a, CancelOutcome> {
         Box::pin(AsyncChannel::cancel(self, command_id))
+    }
+
+    fn probe(&self) -> BoxFuture<'_, ProbeOutcome> {
+        Box::pin(AsyncChannel::probe(self))
     }
 }
 
@@ -248,6 +283,15 @@ pub enum ChannelError {
         channel: &'static str,
         source: reqwest::Error,
     },
+}
+
+/// The environment variable the configured channel's secret comes from:
+/// what an operator must check when the channel rejects the credential.
+pub fn secret_env(cfg: &ChannelConfig) -> &str {
+    match cfg.kind {
+        ChannelKind::Motor => &cfg.motor.api_key_env,
+        ChannelKind::Cloud => &cfg.cloud.token_env,
+    }
 }
 
 /// Builds the channel selected by `[channel] kind`, reading its secret

@@ -10,12 +10,40 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::http::{Http, path_segment, transport_before_sending};
+use super::http::{Http, path_segment, probe_transport, transport_before_sending};
 use super::motor_event::estado;
 use super::{
-    AsyncChannel, CancelOutcome, Capabilities, ChannelError, ChannelState, LookupOutcome, SendOutcome, SendRequest,
+    AsyncChannel, CancelOutcome, Capabilities, ChannelError, ChannelState, LookupOutcome, ProbeOutcome, SendOutcome,
+    SendRequest,
 };
 use crate::channel::config::MotorConfig;
+use crate::domain::fault::ChannelFault;
+
+/// The engine's error words for a channel that refuses us (docs/design.md,
+/// "The WhatsApp engine contract", "Errors of the channel, not the message").
+pub mod fault_word {
+    /// `401`: no bearer key, or one the engine does not know.
+    pub const NO_AUTORIZADO: &str = "no_autorizado";
+    /// `403`: the key is known but may not use this instance.
+    pub const PROHIBIDO: &str = "prohibido";
+    /// `404` on an instance route: no instance by that id in this app.
+    pub const INSTANCIA_DESCONOCIDA: &str = "instancia_desconocida";
+    /// `503` on a send: the instance exists but no phone is linked now.
+    pub const INSTANCIA_DESCONECTADA: &str = "instancia_desconectada";
+}
+
+/// Whether an engine answer is the channel refusing us rather than the
+/// message: 401/403 whatever the body, 404 `instancia_desconocida`, 503
+/// `instancia_desconectada`. Any other 404 or 503 keeps its meaning.
+pub fn channel_fault(status: StatusCode, body: Option<&Value>) -> Option<ChannelFault> {
+    let word = body.and_then(|v| v.get("error")).and_then(Value::as_str);
+    match (status.as_u16(), word) {
+        (401 | 403, _) => Some(ChannelFault::CredentialRejected),
+        (404, Some(fault_word::INSTANCIA_DESCONOCIDA)) => Some(ChannelFault::InstanceUnknown),
+        (503, Some(fault_word::INSTANCIA_DESCONECTADA)) => Some(ChannelFault::InstanceDisconnected),
+        _ => None,
+    }
+}
 
 /// [`Channel::kind`](super::Channel::kind) of the engine contract, over HTTP or in process.
 pub const KIND: &str = "motor";
@@ -142,6 +170,13 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
             detail: format!("HTTP {} without a command in the body", status.as_u16()),
         };
     }
+    if let Some(fault) = channel_fault(status, json.as_ref()) {
+        return SendOutcome::ChannelDown {
+            fault,
+            detail: error_detail(status, body),
+            http_status,
+        };
+    }
     if status == StatusCode::CONFLICT {
         return SendOutcome::Conflict {
             detail: error_detail(status, body),
@@ -167,6 +202,39 @@ pub fn classify_send(status: StatusCode, headers: &reqwest::header::HeaderMap, b
         http_status,
     }
 }
+
+/// Classifies the engine's answer to the probe (`GET /v1/instances/{id}`):
+/// `200` with `estado` `conectada` takes us again, `desconectada` is an
+/// unlinked instance, and the refusals of [`channel_fault`] still refuse.
+pub fn classify_probe(status: StatusCode, body: &[u8]) -> ProbeOutcome {
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    if let Some(fault) = channel_fault(status, json.as_ref()) {
+        return ProbeOutcome::Down {
+            fault,
+            detail: error_detail(status, body),
+        };
+    }
+    // Any other 404 is an engine without the instance route: the key
+    // worked (a wrong one is a 401 on every route), which is what we ask.
+    if status == StatusCode::NOT_FOUND {
+        return ProbeOutcome::Ok;
+    }
+    if !status.is_success() {
+        return ProbeOutcome::Unavailable {
+            detail: error_detail(status, body),
+        };
+    }
+    match json.as_ref().and_then(|v| v.get("estado")).and_then(Value::as_str) {
+        Some(INSTANCIA_DESCONECTADA_ESTADO) => ProbeOutcome::Down {
+            fault: ChannelFault::InstanceDisconnected,
+            detail: "the engine reports the instance disconnected (no phone linked)".into(),
+        },
+        _ => ProbeOutcome::Ok,
+    }
+}
+
+/// `estado` of an instance with no phone linked, in the probe's answer.
+pub const INSTANCIA_DESCONECTADA_ESTADO: &str = "desconectada";
 
 /// Classifies a transport error: only a failure to connect proves the
 /// request never left; anything later (timeout, reset, truncated body)
@@ -335,6 +403,27 @@ impl AsyncChannel for MotorChannel {
                 detail: error_chain(&e),
             },
         }
+    }
+
+    /// `GET /v1/instances/{instance_id}`: it proves the key (401/403), that
+    /// the instance exists (404 `instancia_desconocida`) and whether a
+    /// phone is linked (`estado`), and sends nothing.
+    async fn probe(&self) -> ProbeOutcome {
+        let url = format!("{}/v1/instances/{}", self.http.base_url, self.instance_id);
+        let resp = match self.http.get(url).send().await {
+            Ok(r) => r,
+            Err(e) => return probe_transport(&e),
+        };
+        let status = resp.status();
+        let body = match resp.bytes().await {
+            Ok(b) => b.to_vec(),
+            Err(e) => {
+                return ProbeOutcome::Unavailable {
+                    detail: error_chain(&e),
+                };
+            }
+        };
+        classify_probe(status, &body)
     }
 
     async fn cancel(&self, command_id: &str) -> CancelOutcome {

@@ -43,7 +43,19 @@ fn every_engine_answer_has_one_class() {
     assert!(
         matches!(classify(422, json!({"error": "clave_invalida"})), SendOutcome::Failed { code, .. } if code == "clave_invalida")
     );
-    assert!(matches!(classify(401, json!({})), SendOutcome::Failed { code, .. } if code == "http_401"));
+    assert!(matches!(
+        classify(401, json!({})),
+        SendOutcome::ChannelDown {
+            fault: ChannelFault::CredentialRejected,
+            http_status: Some(401),
+            ..
+        }
+    ));
+    // A 404 that is not about the instance keeps its meaning.
+    assert!(matches!(
+        classify(404, json!({"error": "x"})),
+        SendOutcome::Failed { .. }
+    ));
     assert!(matches!(
         classify(503, json!({})),
         SendOutcome::Retry {
@@ -100,4 +112,65 @@ fn construction_errors_name_the_problem() {
     cfg.connect_timeout_ms = 0;
     let e = MotorChannel::with_api_key(&cfg, "k").unwrap_err().to_string();
     assert!(e.contains("channel.motor.timeout_ms"), "{e}");
+}
+
+#[test]
+fn the_engine_refusing_us_is_told_apart_from_refusing_the_message() {
+    use ChannelFault as F;
+    for (status, body, want) in [
+        (
+            401,
+            json!({"error": "no_autorizado", "detail": "api key desconocida"}),
+            F::CredentialRejected,
+        ),
+        (403, json!({"error": "prohibido"}), F::CredentialRejected),
+        (404, json!({"error": "instancia_desconocida"}), F::InstanceUnknown),
+        (503, json!({"error": "instancia_desconectada"}), F::InstanceDisconnected),
+    ] {
+        match classify(status, body.clone()) {
+            SendOutcome::ChannelDown {
+                fault,
+                detail,
+                http_status,
+            } => {
+                assert_eq!((fault, http_status), (want, Some(status)), "{body}");
+                assert!(detail.contains(&status.to_string()), "{detail}");
+            }
+            other => panic!("{status} {body}: {other:?}"),
+        }
+    }
+    // The engine itself paused (`motor_no_disponible`) is a retry, as before.
+    assert!(matches!(
+        classify(503, json!({"error": "motor_no_disponible"})),
+        SendOutcome::Retry { .. }
+    ));
+    // The probe: the key, the instance, whether a phone is linked.
+    let probe =
+        |status: u16, body: Value| classify_probe(StatusCode::from_u16(status).unwrap(), body.to_string().as_bytes());
+    assert_eq!(
+        probe(200, json!({"instance_id": "i", "estado": "conectada"})),
+        ProbeOutcome::Ok
+    );
+    assert!(matches!(
+        probe(200, json!({"estado": "desconectada"})),
+        ProbeOutcome::Down {
+            fault: F::InstanceDisconnected,
+            ..
+        }
+    ));
+    assert!(matches!(
+        probe(401, json!({"error": "no_autorizado"})),
+        ProbeOutcome::Down {
+            fault: F::CredentialRejected,
+            ..
+        }
+    ));
+    assert!(matches!(
+        probe(404, json!({"error": "instancia_desconocida"})),
+        ProbeOutcome::Down {
+            fault: F::InstanceUnknown,
+            ..
+        }
+    ));
+    assert!(matches!(probe(500, json!({})), ProbeOutcome::Unavailable { .. }));
 }

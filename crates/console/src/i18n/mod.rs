@@ -162,6 +162,8 @@ pub struct Strings {
     pub ref_closed: &'static str,
     pub ref_not_sent: &'static str,
     pub ref_resend_pending: &'static str,
+    /// The same, naming who authorized the pending resend and when.
+    pub ref_resend_pending_by: &'static str,
     pub ref_stale: &'static str,
     pub ref_commitment_cancelled: &'static str,
     pub ref_expired: &'static str,
@@ -270,6 +272,30 @@ pub struct Strings {
     pub failure_no_channel: &'static str,
     pub failure_no_dispatcher: &'static str,
     pub failure_other: &'static str,
+    // --- §1/§7 (issue 25): patient card, chooser, help scrolling, footer ---
+    /// The card's screen title, followed by the patient's name.
+    pub screen_patient: &'static str,
+    pub patient_usage: &'static str,
+    /// `{text}`: what was searched.
+    pub patient_none: &'static str,
+    pub patient_many: &'static str,
+    pub patient_window: &'static str,
+    pub patient_empty: &'static str,
+    pub patient_actions: &'static str,
+    pub patient_no_actions: &'static str,
+    pub patient_open: &'static str,
+    pub chooser_title: &'static str,
+    pub chooser_hint: &'static str,
+    pub help_scroll: &'static str,
+    pub help_commands: &'static str,
+    /// A message's state as one sentence for the patient card, by state
+    /// code (see `tui::sentence`).
+    pub message_sentences: &'static [(&'static str, &'static str)],
+    /// Short footer labels for the main actions on a narrow screen.
+    pub hint_cancel: &'static str,
+    pub hint_resend: &'static str,
+    pub hint_resolve: &'static str,
+    pub hint_manual_contact: &'static str,
     // alerts and heartbeat
     /// Another process's live dispatcher: `{state} · {host} {pid}`.
     pub dispatcher_elsewhere: &'static str,
@@ -289,6 +315,13 @@ pub struct Strings {
     pub alert_oldest_uncertain: &'static str,
     pub alert_review: &'static str,
     pub alert_refused_events: &'static str,
+    /// A dispatcher paused its channel (`channel_paused`), by fault: the
+    /// credential (`{env}`: the variable it came from), the engine
+    /// instance, TLS. The words say whether a restart is needed.
+    pub alert_channel_credential: &'static str,
+    pub alert_channel_instance_unknown: &'static str,
+    pub alert_channel_instance_disconnected: &'static str,
+    pub alert_channel_tls: &'static str,
     /// A ledger file that does not exist (`unavez tui`, the read-only
     /// commands): `{path}`.
     pub missing_ledger: &'static str,
@@ -300,10 +333,77 @@ pub struct Strings {
     /// `(reason code, a few words)` for a channel event's row: the full
     /// reason is in `reasons`.
     pub channel_event_reasons: &'static [(&'static str, &'static str)],
+    // issue 25 §2 (words): the verdict, Detalle's header and the
+    // translated history.
+    pub words: &'static words::Words,
+    // issue 25 §8 (words): the command line's errors and summaries.
+    pub cli: &'static cli::CliWords,
+    // --- issue 25 §3 (guards): hints from guards, dimmed keys, "pedir reenvío" ---
+    pub act_request_resend: &'static str,
+    pub act_decline_resend: &'static str,
+    pub scope_request_resend: &'static str,
+    pub scope_decline_resend: &'static str,
+    /// `{by}` already asked for the resend.
+    pub ref_resend_requested: &'static str,
+    pub ref_no_resend_request: &'static str,
+    /// The row's request: asked by `{by}` because `{reason}`, or declined.
+    pub ask_requested: &'static str,
+    pub ask_declined: &'static str,
+    /// `(rule, words)`: a refusal in two or three words, beside a dimmed
+    /// key in the footer and in `?` help.
+    pub refusal_short: &'static [(&'static str, &'static str)],
+    /// A dimmed key's reason when the role may not.
+    pub short_role: &'static str,
+    /// The confirmation of an action its guard refuses: no `s`.
+    pub confirm_refused: &'static str,
+    // --- issue 25 §5 (guards): no false alarms ---
+    /// The help/about line when operators are mapped to OS accounts and
+    /// this session's account is not one of them.
+    pub identity_unmapped: &'static str,
+    /// A stopped dispatcher's header: `{why}`.
+    pub dispatcher_stopped_because: &'static str,
+    /// The channel's key variable `{var}` is not set.
+    pub cause_missing_key: &'static str,
+    /// Any other start-up error: `{detail}`.
+    pub cause_other: &'static str,
+    /// The header's count of messages due now and not sent, and the
+    /// banner's count of those late by more than the grace: each says what
+    /// it counts, so the two never read as one number that disagrees.
+    pub header_due_now: &'static str,
+    pub alert_due_unsent_for: &'static str,
+    // --- issue 25 §4: the call list, call outcomes, undo, reopen ---
+    pub act_call_outcome: &'static str,
+    pub act_reopen: &'static str,
+    pub ref_not_handled: &'static str,
+    /// `{commitment}`, `{key}`, `{outcome}`, `{operator}`.
+    pub scope_call_outcome: &'static str,
+    pub scope_reopen: &'static str,
+    /// `(CallOutcome::as_str, label)`, in the chooser's order.
+    pub call_outcomes: &'static [(&'static str, &'static str)],
+    pub act_call_list: &'static str,
+    pub act_call: &'static str,
+    pub act_undo: &'static str,
+    /// `{action}` withdrawn.
+    pub undo_done: &'static str,
+    pub undo_nothing: &'static str,
+    /// `{action}`, `{seconds}`.
+    pub undo_countdown: &'static str,
+    /// The same on its row, where the column is narrow.
+    pub undo_countdown_row: &'static str,
+    pub call_list_title: &'static str,
+    pub call_chooser_title: &'static str,
+    /// Under the chooser: sends and cancellations are never undone.
+    pub call_chooser_note: &'static str,
+    /// `{n}` unanswered calls this session.
+    pub call_tries: &'static str,
+    /// `r` outside the day's handled cases.
+    pub reopen_where: &'static str,
 }
 
+pub mod cli;
 mod en;
 mod es;
+pub mod words;
 
 pub use en::EN;
 pub use es::ES;
@@ -333,6 +433,15 @@ impl Strings {
             .unwrap_or(code)
     }
 
+    /// The label of a call outcome.
+    pub fn call_outcome(&self, o: crate::domain::call::CallOutcome) -> &'static str {
+        self.call_outcomes
+            .iter()
+            .find(|(c, _)| *c == o.as_str())
+            .map(|(_, l)| *l)
+            .unwrap_or(o.as_str())
+    }
+
     pub fn role(&self, role: Role) -> &'static str {
         match role {
             Role::FrontDesk => self.role_front_desk,
@@ -351,6 +460,10 @@ impl Strings {
             OpKind::PauseDispatch => self.act_pause_dispatch,
             OpKind::ResumeDispatch => self.act_resume_dispatch,
             OpKind::Resolve => self.act_resolve,
+            OpKind::RequestResend => self.act_request_resend,
+            OpKind::DeclineResend => self.act_decline_resend,
+            OpKind::CallOutcome => self.act_call_outcome,
+            OpKind::Reopen => self.act_reopen,
         }
     }
 
@@ -377,6 +490,10 @@ impl Strings {
                     ("key", &inert(key)),
                 ],
             )),
+            // Issue 25 §3: a request or its decline closes nothing.
+            OpOutcome::Done { .. } if matches!(r.op, OpKind::RequestResend | OpKind::DeclineResend) => {
+                done(format!("{action} {target}"))
+            }
             OpOutcome::Done { .. } if r.op == OpKind::Resolve => done(fill(
                 self.cli_resolved,
                 &[("target", &target), ("action", &r.action_id.to_string())],
@@ -409,7 +526,7 @@ impl Strings {
     /// below keeps that from happening).
     pub fn signal(&self, code: &str) -> String {
         if let Some(status) = code.strip_prefix("webhook:") {
-            return fill(self.webhook_signal, &[("status", self.state(status))]);
+            return fill(self.webhook_signal, &[("status", self.words.channel_word(status))]);
         }
         lookup(self.signals, code).unwrap_or(code).to_string()
     }
@@ -441,6 +558,15 @@ impl Strings {
         }
     }
 
+    /// A refusal in a few words, beside a dimmed key.
+    pub fn refusal_short(&self, r: &Refusal) -> &'static str {
+        lookup(self.refusal_short, r.rule()).unwrap_or(self.ref_short_fallback())
+    }
+
+    fn ref_short_fallback(&self) -> &'static str {
+        lookup(self.refusal_short, "other").unwrap_or("")
+    }
+
     /// Explains a ledger refusal in this language.
     pub fn refusal(&self, r: &Refusal) -> String {
         match r {
@@ -459,7 +585,19 @@ impl Strings {
                 )
             }
             Refusal::NotSentYet { state } => fill(self.ref_not_sent, &[("state", self.state(state.as_str()))]),
-            Refusal::ResendPending { key } => fill(self.ref_resend_pending, &[("key", &inert(key))]),
+            Refusal::ResendPending {
+                key,
+                authorized_by: Some(who),
+                authorized_at: at,
+            } => fill(
+                self.ref_resend_pending_by,
+                &[
+                    ("key", &inert(key)),
+                    ("who", &inert(who)),
+                    ("at", &at.format("%d/%m %H:%M:%S").to_string()),
+                ],
+            ),
+            Refusal::ResendPending { key, .. } => fill(self.ref_resend_pending, &[("key", &inert(key))]),
             Refusal::AcknowledgeDelivery { key, state } => fill(
                 self.ref_acknowledge_delivery,
                 &[
@@ -482,11 +620,14 @@ impl Strings {
             Refusal::CommitmentCancelled => self.ref_commitment_cancelled.into(),
             Refusal::Expired => self.ref_expired.into(),
             Refusal::NotAnAppointment => self.ref_not_appointment.into(),
+            Refusal::NotHandled => self.ref_not_handled.into(),
             Refusal::NoLookup => self.ref_no_lookup.into(),
             Refusal::ChannelUnsure => self.ref_channel_unsure.into(),
             Refusal::ChannelNoRecord => self.ref_channel_no_record.into(),
             Refusal::NoCommandId => self.ref_no_command_id.into(),
             Refusal::ChannelUnavailable { detail } => fill(self.ref_channel_unavailable, &[("detail", &inert(detail))]),
+            Refusal::ResendRequested { by } => fill(self.ref_resend_requested, &[("by", &inert(by))]),
+            Refusal::NoResendRequest => self.ref_no_resend_request.into(),
         }
     }
 

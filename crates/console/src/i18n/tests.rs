@@ -81,7 +81,7 @@ fn every_signal_cause_and_reprocess_action_is_said_in_both_languages() {
     );
     causes.extend(Cause::ALL.iter().map(|c| c.as_str().to_string()));
     assert!(
-        signals.len() > 20 && causes.len() == 6 && actions.len() == 9,
+        signals.len() > 20 && causes.len() == 6 && actions.len() == 10,
         "{signals:?} {causes:?} {actions:?}"
     );
     for t in [&ES, &EN] {
@@ -110,6 +110,18 @@ fn every_next_step_is_said_in_both_languages() {
     }
 }
 
+/// Every refusal has a few words beside a dimmed key, in both languages
+/// (issue 25 §3).
+#[test]
+fn every_refusal_is_said_short_in_both_languages() {
+    for t in [&ES, &EN] {
+        for r in crate::ops::Refusal::examples() {
+            assert!(lookup(t.refusal_short, r.rule()).is_some(), "{}", r.rule());
+            assert!(!t.refusal(&r).is_empty(), "{}", r.rule());
+        }
+    }
+}
+
 /// The reasons a refused repeat goes to review with (dispatch/repeat.rs)
 /// are said in both languages, never shown as their code.
 #[test]
@@ -131,9 +143,10 @@ fn refused_repeat_reasons_are_said_in_both_languages() {
 /// a technician in Atención, in both languages.
 #[test]
 fn parked_and_refused_event_reasons_are_said_in_both_languages() {
-    use crate::store::{PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE};
+    use crate::store::{PARKED_KEY_MESSAGE_MISMATCH, PARKED_UNKNOWN_STATE, REFUSED_FOREIGN_INSTANCE};
     for code in [
         PARKED_KEY_MESSAGE_MISMATCH,
+        PARKED_UNKNOWN_STATE,
         REFUSED_FOREIGN_INSTANCE,
         "template_blocked",
     ] {
@@ -143,7 +156,11 @@ fn parked_and_refused_event_reasons_are_said_in_both_languages() {
     assert!(ES.reason(PARKED_KEY_MESSAGE_MISMATCH).contains("apartado"));
     // A few words each for the row of a technician's Atención.
     for t in [&ES, &EN] {
-        for code in [PARKED_KEY_MESSAGE_MISMATCH, REFUSED_FOREIGN_INSTANCE] {
+        for code in [
+            PARKED_KEY_MESSAGE_MISMATCH,
+            PARKED_UNKNOWN_STATE,
+            REFUSED_FOREIGN_INSTANCE,
+        ] {
             assert!(lookup(t.channel_event_reasons, code).is_some(), "{code}");
         }
     }

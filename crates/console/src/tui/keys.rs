@@ -22,6 +22,9 @@ pub enum Screen {
     Counter,
     Detail,
     Reprocess,
+    /// One patient's card (a contact: one phone), from a filtered row or
+    /// `:paciente`.
+    Patient,
 }
 
 impl Screen {
@@ -32,6 +35,7 @@ impl Screen {
             Screen::Board | Screen::Counter => t.screen_board,
             Screen::Detail => t.screen_detail,
             Screen::Reprocess => t.screen_reprocess,
+            Screen::Patient => t.screen_patient,
         }
     }
 
@@ -69,6 +73,10 @@ pub enum Mode {
     /// Every live dispatcher, this console's and other processes'
     /// (`:despachadores`).
     Dispatchers,
+    /// Several patients match `:paciente`: pick one.
+    Chooser,
+    /// The call-outcome chooser (`t`): one digit records the outcome.
+    CallChooser,
 }
 
 /// The signed-in operator's powers.
@@ -119,6 +127,14 @@ pub enum Action {
     Submit,
     Confirm,
     Abort,
+    // --- issue 25 §2 (words) ---
+    /// Detalle: the channel's own words (evidence ids, HTTP lines, raw
+    /// notes) instead of the plain history, and back.
+    ToggleTechnical,
+    /// Atención: the call list instead of every case (`l`).
+    CallList,
+    /// Withdraws the action waiting out its grace period (`u`).
+    Undo,
 }
 
 /// A key as the registry names it.
@@ -212,8 +228,17 @@ impl Command {
     }
 
     /// Whether this operator may use (and see) the command.
+    /// The operator action whose right the command needs: its own, or,
+    /// for the call list, recording what came of a call.
+    pub fn gate(&self) -> Option<OpKind> {
+        match self.action {
+            Action::CallList => Some(OpKind::CallOutcome),
+            _ => self.op(),
+        }
+    }
+
     pub fn permitted(&self, access: Access) -> bool {
-        match self.op() {
+        match self.gate() {
             Some(op) => !access.read_only && allowed(access.role, op),
             None => true,
         }
@@ -225,8 +250,16 @@ impl Command {
 }
 
 use Screen as S;
-const ROWS: &[Screen] = &[S::Attention, S::Detail, S::Counter];
-const LISTS: &[Screen] = &[S::Attention, S::Upcoming, S::Counter, S::Board, S::Detail, S::Reprocess];
+const ROWS: &[Screen] = &[S::Attention, S::Detail, S::Counter, S::Patient];
+const LISTS: &[Screen] = &[
+    S::Attention,
+    S::Upcoming,
+    S::Counter,
+    S::Board,
+    S::Detail,
+    S::Reprocess,
+    S::Patient,
+];
 
 /// The one list of commands.
 pub static REGISTRY: &[Command] = &[
@@ -263,7 +296,7 @@ pub static REGISTRY: &[Command] = &[
         action: Action::Op(OpKind::ManualContact),
         label: |t| t.act_manual_contact,
         hint: true,
-        screens: &[S::Attention, S::Upcoming, S::Detail, S::Counter],
+        screens: &[S::Attention, S::Upcoming, S::Detail, S::Counter, S::Patient],
     },
     Command {
         keys: &[KeySpec::Char('x')],
@@ -301,14 +334,16 @@ pub static REGISTRY: &[Command] = &[
         action: Action::Open,
         label: |t| t.act_open,
         hint: true,
-        screens: &[S::Attention, S::Upcoming, S::Board, S::Counter],
+        screens: &[S::Attention, S::Upcoming, S::Board, S::Counter, S::Patient],
     },
     Command {
         keys: &[KeySpec::Char('/')],
         action: Action::OpenFilter,
         label: |t| t.act_filter,
         hint: true,
-        screens: &[S::Attention, S::Upcoming],
+        // Every screen: off a list it searches Atención (the caller is on
+        // the phone whatever screen is open).
+        screens: &[],
     },
     Command {
         keys: &[KeySpec::Char('L')],
@@ -443,12 +478,66 @@ pub static REGISTRY: &[Command] = &[
         hint: false,
         screens: &[],
     },
+    // --- issue 25 §4: the call list, call outcomes, undo ---
+    Command {
+        keys: &[KeySpec::Char('l')],
+        action: Action::CallList,
+        label: |t| t.act_call_list,
+        hint: true,
+        screens: &[S::Attention],
+    },
+    Command {
+        keys: &[KeySpec::Char('t')],
+        action: Action::Op(OpKind::CallOutcome),
+        label: |t| t.act_call,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        // "Reabrir", in the day's handled cases (`h`).
+        keys: &[KeySpec::Char('r')],
+        action: Action::Op(OpKind::Reopen),
+        label: |t| t.act_reopen,
+        hint: false,
+        screens: &[S::Attention],
+    },
+    Command {
+        keys: &[KeySpec::Char('u')],
+        action: Action::Undo,
+        label: |t| t.act_undo,
+        hint: false,
+        screens: &[],
+    },
     Command {
         keys: &[KeySpec::Char('q')],
         action: Action::Quit,
         label: |t| t.act_quit,
         hint: true,
         screens: &[],
+    },
+    // --- issue 25 §2 (words) ---
+    Command {
+        keys: &[KeySpec::Char('e')],
+        action: Action::ToggleTechnical,
+        label: |t| t.words.act_technical,
+        hint: true,
+        screens: &[S::Detail],
+    },
+    // --- issue 25 §3 (guards): the front desk asks for a resend on the
+    // supervisor's `a`; a supervisor declines with `d` ---
+    Command {
+        keys: &[KeySpec::Char('a')],
+        action: Action::Op(OpKind::RequestResend),
+        label: |t| t.act_request_resend,
+        hint: true,
+        screens: ROWS,
+    },
+    Command {
+        keys: &[KeySpec::Char('d')],
+        action: Action::Op(OpKind::DeclineResend),
+        label: |t| t.act_decline_resend,
+        hint: false,
+        screens: ROWS,
     },
 ];
 
@@ -487,15 +576,44 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::Char('n' | 'N') | KeyCode::Esc => Some(Action::Abort),
             _ => None,
         },
-        Mode::Help | Mode::Log | Mode::Error | Mode::Dispatchers => match key.code {
+        Mode::Help => help_action(key),
+        Mode::Chooser => match key.code {
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
+            KeyCode::Enter => Some(Action::Submit),
+            KeyCode::Esc | KeyCode::Char('q') => Some(Action::Abort),
+            KeyCode::Char(c @ '1'..='9') => Some(Action::Input(c)),
+            _ => None,
+        },
+        Mode::CallChooser => match key.code {
+            KeyCode::Char(c) if c.is_ascii_digit() => Some(Action::Input(c)),
+            _ => Some(Action::Abort),
+        },
+        // The session's log scrolls (`L` shows every action of it).
+        Mode::Log => match key.code {
+            KeyCode::Char('q') => Some(Action::Quit),
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
+            KeyCode::PageUp => Some(Action::PageUp),
+            KeyCode::PageDown => Some(Action::PageDown),
+            _ => Some(Action::Back),
+        },
+        Mode::Error | Mode::Dispatchers => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::Back),
         },
         Mode::Normal => {
+            // One key may name one action per role (`a`: a supervisor
+            // resends, the front desk asks for it): the operator's own first.
             let find = |k: &KeyEvent| {
-                REGISTRY
+                let mut on = REGISTRY
                     .iter()
-                    .find(|c| c.on(screen) && c.keys.iter().any(|s| s.matches(k)))
+                    .filter(|c| c.on(screen) && c.keys.iter().any(|s| s.matches(k)));
+                let all: Vec<&Command> = on.by_ref().collect();
+                all.iter()
+                    .find(|c| c.permitted(access))
+                    .or_else(|| all.first())
+                    .copied()
             };
             // Caps Lock: an uppercase letter with no binding of its own acts
             // as its lowercase (`Q` quits); pairs bound on purpose (`g`/`G`)
@@ -511,11 +629,33 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             if !goto_permitted(cmd.action, access.role) {
                 return None;
             }
-            match cmd.op() {
+            match cmd.gate() {
                 Some(_) if access.read_only => Some(Action::ReadOnly),
                 Some(op) if !allowed(access.role, op) => Some(Action::Refused(op)),
                 _ => Some(cmd.action),
             }
         }
+    }
+}
+
+// --- §1/§7 (issue 25): patient card, chooser, help scrolling ---
+
+#[cfg(test)]
+#[path = "keys_tests.rs"]
+mod tests;
+
+/// `?` help scrolls (`j`/`k`, arrows, PgUp/PgDn, `g`/`G`); `esc`, `q` or
+/// `?` close it, and other keys do nothing (a stray key no longer
+/// closes what is being read).
+fn help_action(key: &KeyEvent) -> Option<Action> {
+    match key.code {
+        KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
+        KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),
+        KeyCode::PageUp => Some(Action::PageUp),
+        KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::PageDown),
+        KeyCode::Home | KeyCode::Char('g') => Some(Action::Top),
+        KeyCode::End | KeyCode::Char('G') => Some(Action::Bottom),
+        KeyCode::Esc | KeyCode::Char('q' | 'Q' | '?') | KeyCode::F(1) => Some(Action::Back),
+        _ => None,
     }
 }

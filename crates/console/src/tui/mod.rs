@@ -12,7 +12,8 @@
 //!   their own;
 //! - [`theme`]: the colour palettes (dark, light) every view draws with;
 //! - [`failure`]: the worker's errors, typed so they are said in the
-//!   operator's language.
+//!   operator's language;
+//! - [`sentence`]: a message's state as one sentence (the patient card).
 //!
 //! The embedded dispatcher and the demo's in-process simulator are started
 //! by the binary (`cli/background.rs`), so the console needs neither the
@@ -23,6 +24,7 @@ pub mod failure;
 pub mod keys;
 pub mod listen;
 pub mod refresh;
+pub mod sentence;
 pub mod term;
 pub mod theme;
 pub mod view;

@@ -38,9 +38,12 @@ pub struct ConsoleOptions {
     pub ledger: Ledger,
     pub operator: String,
     pub role: Role,
-    /// The OS account vouches for `operator` (see `ops::identity`); the
-    /// header says so when it does not.
+    /// The OS account vouches for `operator` (see `ops::identity`), or
+    /// identity does not matter (no operator is mapped to an account);
+    /// `?` help says so when neither holds.
     pub identity_verified: bool,
+    /// The OS account running the console.
+    pub account: String,
     pub read_only: bool,
     /// How often visible panels refresh.
     pub refresh: Duration,
@@ -48,6 +51,8 @@ pub struct ConsoleOptions {
     pub dispatcher_running: Option<bool>,
     /// Why the embedded dispatcher could not start, for the header.
     pub dispatcher_error: Option<String>,
+    /// The same, typed, for the header's words.
+    pub dispatcher_stop: Option<super::app::StopCause>,
     /// The channel reprocessing sends through (`None`: dry runs only).
     pub channel: Option<Arc<dyn Channel>>,
     /// The runtime the channel lives on: the console's async work (channel
@@ -136,13 +141,18 @@ fn new_app(opts: &ConsoleOptions) -> App {
         Utc::now(),
     );
     app.identity_unverified = !opts.identity_verified;
+    app.os_account = opts.account.clone();
     app.dispatcher.running = opts.dispatcher_running;
     // https://no-color.org: present and not empty.
     app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let colorfgbg = std::env::var("COLORFGBG").ok();
     app.palette = Palette::of(shade(opts.config.console.theme, colorfgbg.as_deref()));
     app.channel_verify = opts.channel.is_some();
+    app.attention_rule = opts.config.attention_rule();
     app.dispatcher.last_error = opts.dispatcher_error.clone();
+    app.dispatcher.stopped_because = opts.dispatcher_stop.clone();
+    app.max_resends_per_day = opts.config.policy.max_resends_per_day;
+    app.due_grace_minutes = opts.config.alerts.thresholds().due_grace.num_minutes();
     app
 }
 
@@ -181,6 +191,7 @@ fn event_loop(
                 Err(mpsc::TryRecvError::Disconnected) => return Err(ConsoleError::WorkerGone),
             }
         }
+        send(req_tx, app.grace_clock(Utc::now()))?;
         if refresh.due(Instant::now()) {
             let reqs = app.tick(Utc::now());
             send(req_tx, reqs)?;

@@ -145,7 +145,7 @@ impl Palette {
     /// An intention state (or `stuck` / `reschedule`) in a list.
     pub fn state(&self, state: &str) -> Style {
         match state {
-            "uncertain" | "stuck" => self.fg(self.warn),
+            "uncertain" | "stuck" | "unconfirmed" => self.fg(self.warn),
             "review" | "reschedule" => self.fg(self.review),
             "failed" => self.fg(self.error),
             "delivered" | "read" => self.fg(self.ok),

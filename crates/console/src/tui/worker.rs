@@ -18,13 +18,15 @@ use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
 use crate::domain::alert::{self, BlockedTemplate, Reading};
+use crate::domain::fault::ChannelPause;
 use crate::domain::heartbeat::{self, Heartbeat};
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::ledger::Ledger;
 use crate::ops::{self, Actor, OpKind, OpReport, ResendEvidence};
 use crate::store::{
-    AttentionQuery, AttentionRow, Board, CounterQuery, HourCount, IntentionDetail, Page, Store, UpcomingRow,
+    AttentionQuery, AttentionRow, Board, CounterQuery, HourCount, IntentionDetail, Page, PatientCard, PatientMatch,
+    Store, UpcomingRow,
 };
 use crate::templates::Templates;
 
@@ -84,8 +86,27 @@ pub enum Request {
         intention_id: i64,
         now: DateTime<Utc>,
     },
+    /// The unanswered calls recorded for the call list's cases.
+    CallTries {
+        ids: Vec<i64>,
+    },
+    /// Why the day's handled cases were handled: their actions' reasons.
+    ActionReasons {
+        ids: Vec<i64>,
+    },
     Status {
         now: DateTime<Utc>,
+    },
+    /// `:paciente`: the patients a search finds (at most `limit`).
+    Patients {
+        text: String,
+        limit: u32,
+    },
+    /// One patient's card: their commitments starting in `[from, to)`.
+    PatientCard {
+        phone: String,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
     },
     Op {
         op: PendingOp,
@@ -127,14 +148,27 @@ pub enum Response {
         /// the blocked templates behind `template_blocked`.
         alerts: Vec<Reading>,
         blocked: Vec<BlockedTemplate>,
+        /// The channels live dispatchers paused (behind `channel_paused`).
+        paused: Vec<ChannelPause>,
         /// Another process holds the ledger's write lock: actions wait.
         locked: bool,
     },
     Op(Result<OpReport, OpError>),
+    Patients {
+        text: String,
+        found: Result<Vec<PatientMatch>, Failure>,
+    },
+    PatientCard {
+        phone: String,
+        card: Result<Option<Box<PatientCard>>, Failure>,
+    },
     ResendEvidence {
         intention_id: i64,
         evidence: Result<Box<ResendEvidence>, Failure>,
     },
+    /// By intention: how many calls went unanswered, and the last one.
+    CallTries(Result<Vec<(i64, crate::domain::call::Tries)>, Failure>),
+    ActionReasons(Result<Vec<(i64, String)>, Failure>),
 }
 
 /// Why an action did not run.
@@ -286,6 +320,21 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
                 .map(Box::new)
                 .map_err(s),
         ),
+        Request::ActionReasons { ids } => {
+            Response::ActionReasons(store.read(|tx| tx.action_reasons(&ids)).map_err(|e| Failure::from(&e)))
+        }
+        Request::CallTries { ids } => Response::CallTries(
+            store
+                .read(|tx| {
+                    ids.iter()
+                        .map(|id| {
+                            tx.call_tries(*id)
+                                .map(|(count, last_at)| (*id, crate::domain::call::Tries { count, last_at }))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(|e| Failure::from(&e)),
+        ),
         Request::ResendEvidence { intention_id, now } => {
             let (cap, tz) = (ctx.config.policy.max_resends_per_day, ctx.config.tz());
             Response::ResendEvidence {
@@ -297,6 +346,17 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             }
         }
         Request::Status { now } => status(store, ctx, now),
+        Request::Patients { text, limit } => Response::Patients {
+            found: store.read(|tx| tx.patients(&text, limit)).map_err(s),
+            text,
+        },
+        Request::PatientCard { phone, from, to } => Response::PatientCard {
+            card: store
+                .read(|tx| tx.patient_card(&phone, from, to))
+                .map(|c| c.map(Box::new))
+                .map_err(s),
+            phone,
+        },
         Request::Op {
             op,
             operator,
@@ -332,9 +392,10 @@ fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
             tx.alert_measures(now, grace)?,
         ))
     });
-    let locked = store.write_locked().unwrap_or(false);
+    let locked = locked_by_another(store);
     match read {
-        Ok((queue, last_error, beats, measures)) => {
+        Ok((queue, last_error, beats, mut measures)) => {
+            measures.paused_channels = heartbeat::paused_channels(&beats, now);
             let own = ctx.control.as_ref().and_then(|c| c.run_id());
             let others = heartbeat::live(&beats, own.as_deref(), now)
                 .into_iter()
@@ -347,6 +408,7 @@ fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
                 others: Some(others),
                 alerts: alert::crossed(&measures, &ctx.config.alerts.thresholds(), now),
                 blocked: measures.blocked_templates,
+                paused: measures.paused_channels,
                 locked,
             }
         }
@@ -357,9 +419,20 @@ fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
             others: None,
             alerts: Vec::new(),
             blocked: Vec::new(),
+            paused: Vec::new(),
             locked,
         },
     }
+}
+
+/// The write lock is held, and not by this process: a lock taken by this
+/// console's own dispatcher or import is no "otro proceso" (issue 25 §5).
+/// SQLite's write lock has one holder, so while this process has a write
+/// open, the lock is its own.
+pub fn locked_by_another(store: &Store) -> bool {
+    let own_before = crate::store::own_writers();
+    let locked = store.write_locked().unwrap_or(false);
+    locked && own_before == 0 && crate::store::own_writers() == 0
 }
 
 /// Runs one confirmed operator action through the library's runner (the
@@ -424,6 +497,8 @@ pub fn spawn(
     rx: Receiver<Request>,
     tx: Sender<Response>,
 ) -> std::io::Result<JoinHandle<()>> {
+    // A phone searched without its country code is the clinic's.
+    store.set_phone_country(ctx.config.import.country());
     std::thread::Builder::new()
         .name("unavez-console-db".into())
         .spawn(move || {

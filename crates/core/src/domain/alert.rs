@@ -10,6 +10,8 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::fault::ChannelPause;
+
 /// One thing that can pile up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -28,11 +30,16 @@ pub enum AlertKind {
     /// Templates WhatsApp rejected, paused or disabled. Always an alert:
     /// every message that uses one waits in review.
     TemplateBlocked,
+    /// A live dispatcher paused its channel: the channel refused us (a
+    /// rejected credential, an unknown or unlinked engine instance, TLS).
+    /// Always an alert: nothing goes out until someone fixes the channel.
+    ChannelPaused,
 }
 
 impl AlertKind {
     /// In the order the banner lists them (the most urgent first).
-    pub const ALL: [AlertKind; 5] = [
+    pub const ALL: [AlertKind; 6] = [
+        AlertKind::ChannelPaused,
         AlertKind::TemplateBlocked,
         AlertKind::DueUnsent,
         AlertKind::OldestUncertain,
@@ -48,6 +55,7 @@ impl AlertKind {
             AlertKind::DueUnsent => "due_unsent",
             AlertKind::RefusedEvents => "refused_events",
             AlertKind::TemplateBlocked => "template_blocked",
+            AlertKind::ChannelPaused => "channel_paused",
         }
     }
 }
@@ -72,6 +80,9 @@ pub struct Measures {
     pub due_unsent: i64,
     pub refused_events: i64,
     pub blocked_templates: Vec<BlockedTemplate>,
+    /// Channels live dispatchers paused (read from their heartbeat rows:
+    /// `heartbeat::paused_channels`, filled in by whoever read the rows).
+    pub paused_channels: Vec<ChannelPause>,
 }
 
 /// The thresholds (`[alerts]`); `None` turns an alert off. A measure at or
@@ -116,6 +127,7 @@ pub fn evaluate(m: &Measures, t: &Thresholds, now: DateTime<Utc>) -> Vec<Reading
                 AlertKind::DueUnsent => (m.due_unsent, t.due_unsent),
                 AlertKind::RefusedEvents => (m.refused_events, t.refused_events),
                 AlertKind::TemplateBlocked => (m.blocked_templates.len() as i64, Some(1)),
+                AlertKind::ChannelPaused => (m.paused_channels.len() as i64, Some(1)),
             };
             // A threshold of 0 or less would be crossed by nothing at all
             // (an alert that is always on says nothing): it is off.
@@ -174,6 +186,7 @@ mod tests {
             due_unsent: 19,
             refused_events: 0,
             blocked_templates: vec![],
+            paused_channels: vec![],
         };
         assert!(crossed(&just_below, &t, now()).is_empty());
         let at = Measures {
@@ -182,6 +195,7 @@ mod tests {
             due_unsent: 20,
             refused_events: 1,
             blocked_templates: vec![],
+            paused_channels: vec![],
         };
         assert_eq!(
             kinds(&crossed(&at, &t, now())),
@@ -192,7 +206,7 @@ mod tests {
                 AlertKind::RefusedEvents
             ]
         );
-        let age = evaluate(&at, &t, now())[2];
+        let age = evaluate(&at, &t, now())[3];
         assert_eq!(
             (age.kind, age.value, age.threshold),
             (AlertKind::OldestUncertain, 1800, Some(1800))
@@ -224,6 +238,34 @@ mod tests {
     }
 
     #[test]
+    fn a_paused_channel_is_always_the_first_alert() {
+        use crate::domain::fault::ChannelFault;
+        let m = Measures {
+            paused_channels: vec![ChannelPause {
+                fault: ChannelFault::CredentialRejected,
+                secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
+            }],
+            blocked_templates: vec![BlockedTemplate {
+                name: "x".into(),
+                language: "es".into(),
+                status: "PAUSED".into(),
+                held: 1,
+            }],
+            ..Measures::default()
+        };
+        let off = Thresholds {
+            oldest_uncertain: None,
+            review: None,
+            due_unsent: None,
+            due_grace: Duration::zero(),
+            refused_events: None,
+        };
+        let got = crossed(&m, &off, now());
+        assert_eq!(kinds(&got), [AlertKind::ChannelPaused, AlertKind::TemplateBlocked]);
+        assert_eq!((got[0].value, got[0].threshold), (1, Some(1)));
+    }
+
+    #[test]
     fn off_and_zero_thresholds_never_cross() {
         let mut t = thresholds();
         t.review = Some(0);
@@ -245,7 +287,7 @@ mod tests {
             oldest_uncertain_since: Some(now() + Duration::minutes(5)),
             ..Measures::default()
         };
-        let r = evaluate(&m, &thresholds(), now())[2];
+        let r = evaluate(&m, &thresholds(), now())[3];
         assert_eq!((r.kind, r.value), (AlertKind::OldestUncertain, 0));
     }
 }

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use chrono::Duration;
 use serde::{Deserialize, Serialize};
 
+use super::fault::ChannelFault;
 use super::state::Signal;
 
 /// How an attempt ended, as stored in `attempts.outcome`.
@@ -125,6 +126,14 @@ pub enum AttemptResult<'a> {
         detail: &'a str,
         http_status: Option<u16>,
     },
+    /// The channel refused us, not the message (docs/design.md, "A
+    /// channel that refuses us"): nothing reached it. Closed `not_sent`,
+    /// the intention waits planned, and the attempt counts against nothing.
+    ChannelDown {
+        fault: ChannelFault,
+        detail: &'a str,
+        http_status: Option<u16>,
+    },
 }
 
 impl AttemptResult<'_> {
@@ -137,6 +146,7 @@ impl AttemptResult<'_> {
             Self::Retry { .. } => AttemptOutcome::Retry,
             Self::Uncertain { .. } => AttemptOutcome::Uncertain,
             Self::Conflict { .. } => AttemptOutcome::Conflict,
+            Self::ChannelDown { .. } => AttemptOutcome::NotSent,
         }
     }
 
@@ -145,7 +155,8 @@ impl AttemptResult<'_> {
             Self::Acknowledged { http_status, .. }
             | Self::Failed { http_status, .. }
             | Self::Retry { http_status, .. }
-            | Self::Conflict { http_status, .. } => *http_status,
+            | Self::Conflict { http_status, .. }
+            | Self::ChannelDown { http_status, .. } => *http_status,
             Self::Uncertain { .. } => None,
         }
     }
@@ -167,6 +178,7 @@ impl AttemptResult<'_> {
             Self::Acknowledged { evidence: None, .. } => Some("ambiguo"),
             Self::Failed { code, .. } => Some(code),
             Self::Conflict { .. } => Some("conflict"),
+            Self::ChannelDown { fault, .. } => Some(fault.as_str()),
             _ => None,
         }
     }
@@ -177,7 +189,8 @@ impl AttemptResult<'_> {
             Self::Failed { detail, .. }
             | Self::Retry { detail, .. }
             | Self::Uncertain { detail }
-            | Self::Conflict { detail, .. } => Some(detail),
+            | Self::Conflict { detail, .. }
+            | Self::ChannelDown { detail, .. } => Some(detail),
         }
     }
 }
@@ -326,6 +339,16 @@ mod tests {
             (conflict.outcome(), conflict.error_code()),
             (AttemptOutcome::Conflict, Some("conflict"))
         );
+        let down = AttemptResult::ChannelDown {
+            fault: ChannelFault::CredentialRejected,
+            detail: "HTTP 401",
+            http_status: Some(401),
+        };
+        assert_eq!(
+            (down.outcome(), down.error_code(), down.http_status()),
+            (AttemptOutcome::NotSent, Some("credential_rejected"), Some(401))
+        );
+        assert!(!down.outcome().may_have_reached_channel());
     }
 
     #[test]

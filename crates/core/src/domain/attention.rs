@@ -10,6 +10,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::operator::OpKind;
 use super::state::IntentionState;
 
 /// One way an intention becomes a case for a person.
@@ -25,12 +26,18 @@ pub enum Clause {
     /// In this state with its lease expired: a dispatch that never came
     /// back (shown as "stuck").
     LeaseExpired(IntentionState),
+    /// Acknowledged by a channel that cannot be asked (the Cloud API), no
+    /// news for the rule's `unconfirmed_window`, and due within its
+    /// `failed_window`: "sin confirmación de entrega" (shown as
+    /// `unconfirmed`). A channel that can be asked is polled instead
+    /// (`recovery::StatusPoll`).
+    Unconfirmed(IntentionState),
 }
 
 impl Clause {
     pub fn state(self) -> IntentionState {
         match self {
-            Clause::Always(s) | Clause::DueWithinWindow(s) | Clause::LeaseExpired(s) => s,
+            Clause::Always(s) | Clause::DueWithinWindow(s) | Clause::LeaseExpired(s) | Clause::Unconfirmed(s) => s,
         }
     }
 }
@@ -47,6 +54,10 @@ pub struct AttentionRule {
     /// long after they arrived: an event of another installation from last
     /// month tells nobody anything new.
     pub channel_event_window: Duration,
+    /// Acknowledged messages with no news for this long are cases
+    /// ([`Clause::Unconfirmed`]); `None` when the channel can be asked
+    /// about them (the engine), which is the default.
+    pub unconfirmed_window: Option<Duration>,
 }
 
 impl Default for AttentionRule {
@@ -55,6 +66,7 @@ impl Default for AttentionRule {
             failed_window: Duration::days(3),
             reschedule_window: Duration::days(7),
             channel_event_window: Duration::days(7),
+            unconfirmed_window: None,
         }
     }
 }
@@ -65,6 +77,8 @@ pub struct CaseFacts {
     pub state: IntentionState,
     pub due_at: DateTime<Utc>,
     pub lease_until: Option<DateTime<Utc>>,
+    /// When the intention's state last changed (its last news).
+    pub state_changed_at: DateTime<Utc>,
 }
 
 impl AttentionRule {
@@ -76,8 +90,22 @@ impl AttentionRule {
         Clause::LeaseExpired(IntentionState::Dispatching),
     ];
 
+    /// The clauses with, after them, the unconfirmed messages of a
+    /// channel that cannot be asked.
+    pub const CLAUSES_UNCONFIRMED: [Clause; 6] = [
+        Clause::Always(IntentionState::Uncertain),
+        Clause::Always(IntentionState::Review),
+        Clause::DueWithinWindow(IntentionState::Failed),
+        Clause::LeaseExpired(IntentionState::Dispatching),
+        Clause::Unconfirmed(IntentionState::Accepted),
+        Clause::Unconfirmed(IntentionState::Sent),
+    ];
+
     pub fn clauses(&self) -> &'static [Clause] {
-        &Self::CLAUSES
+        match self.unconfirmed_window {
+            None => &Self::CLAUSES,
+            Some(_) => &Self::CLAUSES_UNCONFIRMED,
+        }
     }
 
     /// The clause that makes `facts` a case now, if any.
@@ -88,8 +116,21 @@ impl AttentionRule {
                     Clause::Always(_) => true,
                     Clause::DueWithinWindow(_) => facts.due_at >= now - self.failed_window,
                     Clause::LeaseExpired(_) => facts.lease_until.is_some_and(|l| l < now),
+                    Clause::Unconfirmed(_) => {
+                        facts.due_at >= now - self.failed_window
+                            && facts.state_changed_at <= self.unconfirmed_since(now)
+                    }
                 }
         })
+    }
+
+    /// The latest state change an [`Clause::Unconfirmed`] case can have
+    /// (the far past when the rule has no such clause).
+    pub fn unconfirmed_since(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        match self.unconfirmed_window {
+            Some(w) => now - w,
+            None => DateTime::<Utc>::MIN_UTC,
+        }
     }
 
     /// The earliest due time a `DueWithinWindow` clause still accepts.
@@ -124,15 +165,16 @@ pub enum CaseKind {
     ChannelEvent,
 }
 
-/// What the front desk should do next with a case: each Atención row says
-/// it in words.
+/// What this person should do next with a case: each Atención row says
+/// it in words. Chosen by `domain::guard::hint` from the actions whose
+/// guards accept them for this role and case now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NextStep {
-    /// Call the customer: we do not know whether the message arrived, or a
-    /// person must decide (review).
+    /// Call the customer (manual contact): a person must decide (review),
+    /// or the message did not arrive and no resend is possible.
     Call,
-    /// The message did not arrive: send it again (supervisor) or call.
+    /// The message did not arrive: a supervisor sends it again.
     Resend,
     /// The channel will still report: wait for its confirmation.
     WaitForChannel,
@@ -143,16 +185,47 @@ pub enum NextStep {
     /// A channel event was kept but applied to nothing: a technician reads
     /// why (its reason) and checks which message it was about.
     CheckEvent,
+    /// The channel took the message and never said it arrived (and cannot
+    /// be asked): call to check that it did.
+    ConfirmDelivery,
+    // --- issue 25 §3: hints from guards ---
+    /// The front desk may not resend: it asks a supervisor to.
+    RequestResend,
+    /// The front desk asked; a supervisor answers.
+    WaitForSupervisor,
+    /// A supervisor answers the front desk's request: authorize or decline.
+    AnswerRequest,
+    /// A supervisor can only decline the request (a resend would be
+    /// refused now).
+    DeclineRequest,
+    /// The appointment was cancelled: tell the patient by phone, then mark
+    /// the case handled.
+    CallAboutCancellation,
+    /// The customer already confirmed: nothing to chase; mark it handled.
+    AlreadyConfirmed,
+    /// Verify what happened (a technician on a review).
+    Verify,
+    /// Nothing this person can do but mark it handled.
+    MarkHandled,
 }
 
 impl NextStep {
-    pub const ALL: [NextStep; 6] = [
+    pub const ALL: [NextStep; 15] = [
         NextStep::Call,
         NextStep::Resend,
         NextStep::WaitForChannel,
         NextStep::CheckConflict,
         NextStep::Reschedule,
         NextStep::CheckEvent,
+        NextStep::ConfirmDelivery,
+        NextStep::RequestResend,
+        NextStep::WaitForSupervisor,
+        NextStep::AnswerRequest,
+        NextStep::DeclineRequest,
+        NextStep::CallAboutCancellation,
+        NextStep::AlreadyConfirmed,
+        NextStep::Verify,
+        NextStep::MarkHandled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -163,21 +236,33 @@ impl NextStep {
             NextStep::CheckConflict => "check_conflict",
             NextStep::Reschedule => "reschedule",
             NextStep::CheckEvent => "check_event",
+            NextStep::ConfirmDelivery => "confirm_delivery",
+            NextStep::RequestResend => "request_resend",
+            NextStep::WaitForSupervisor => "wait_for_supervisor",
+            NextStep::AnswerRequest => "answer_request",
+            NextStep::DeclineRequest => "decline_request",
+            NextStep::CallAboutCancellation => "call_about_cancellation",
+            NextStep::AlreadyConfirmed => "already_confirmed",
+            NextStep::Verify => "verify",
+            NextStep::MarkHandled => "mark_handled",
         }
     }
-}
 
-/// The next step for a case. An uncertain outcome is the reconciler's to
-/// settle with the channel (never by a blind resend), so the desk waits
-/// for it unless a person is asked (review).
-pub fn next_step(kind: CaseKind) -> NextStep {
-    match kind {
-        CaseKind::RescheduleRequest => NextStep::Reschedule,
-        CaseKind::RefusedEvent => NextStep::CheckConflict,
-        CaseKind::ChannelEvent => NextStep::CheckEvent,
-        CaseKind::Intention(IntentionState::Failed) => NextStep::Resend,
-        CaseKind::Intention(IntentionState::Dispatching | IntentionState::Uncertain) => NextStep::WaitForChannel,
-        CaseKind::Intention(_) => NextStep::Call,
+    /// The operator actions the step names: each must be accepted by its
+    /// guard whenever the hint says the step (`guard` tests).
+    pub fn actions(self) -> &'static [OpKind] {
+        match self {
+            NextStep::Call | NextStep::Reschedule => &[OpKind::ManualContact],
+            NextStep::Resend => &[OpKind::AuthorizeResend],
+            NextStep::RequestResend => &[OpKind::RequestResend],
+            NextStep::AnswerRequest => &[OpKind::AuthorizeResend, OpKind::DeclineResend],
+            NextStep::DeclineRequest => &[OpKind::DeclineResend],
+            NextStep::CallAboutCancellation | NextStep::AlreadyConfirmed | NextStep::MarkHandled => &[OpKind::Resolve],
+            NextStep::Verify | NextStep::ConfirmDelivery => &[OpKind::Verify],
+            NextStep::WaitForChannel | NextStep::WaitForSupervisor | NextStep::CheckConflict | NextStep::CheckEvent => {
+                &[]
+            }
+        }
     }
 }
 
@@ -195,6 +280,7 @@ mod tests {
             state,
             due_at: now() - Duration::days(due_days_ago),
             lease_until: lease_min.map(|m| now() + Duration::minutes(m)),
+            state_changed_at: now() - Duration::days(due_days_ago),
         }
     }
 
@@ -227,11 +313,49 @@ mod tests {
             state: IntentionState::Failed,
             due_at: rule.failed_since(now()),
             lease_until: None,
+            state_changed_at: now(),
         };
         assert_eq!(
             rule.matches(&f, now()),
             Some(Clause::DueWithinWindow(IntentionState::Failed))
         );
+    }
+
+    /// With a channel that cannot be asked, acknowledged messages without
+    /// news for the window become cases ("sin confirmación de entrega");
+    /// with one that can (the default), they never do.
+    #[test]
+    fn unconfirmed_messages_are_cases_only_where_the_channel_cannot_be_asked() {
+        let asked = AttentionRule::default();
+        let cloud = AttentionRule {
+            unconfirmed_window: Some(Duration::minutes(30)),
+            ..AttentionRule::default()
+        };
+        assert_eq!(asked.clauses(), &AttentionRule::CLAUSES);
+        assert_eq!(&cloud.clauses()[..4], &AttentionRule::CLAUSES);
+        let quiet = |state, quiet_min: i64, due_days_ago: i64| CaseFacts {
+            state,
+            due_at: now() - Duration::days(due_days_ago),
+            lease_until: None,
+            state_changed_at: now() - Duration::minutes(quiet_min),
+        };
+        for state in IntentionState::ALL {
+            let f = quiet(state, 31, 0);
+            let want = matches!(state, IntentionState::Accepted | IntentionState::Sent);
+            let got = cloud.matches(&f, now());
+            if want {
+                assert_eq!(got, Some(Clause::Unconfirmed(state)), "{state}");
+                assert_eq!(asked.matches(&f, now()), None, "{state}");
+            } else {
+                assert_eq!(got, asked.matches(&f, now()), "{state}");
+            }
+        }
+        let s = IntentionState::Accepted;
+        // News within the window, or due before the desk's window: no case.
+        assert_eq!(cloud.matches(&quiet(s, 29, 0), now()), None);
+        assert!(cloud.matches(&quiet(s, 30, 0), now()).is_some());
+        assert_eq!(cloud.matches(&quiet(s, 60 * 24 * 5, 4), now()), None);
+        assert_eq!(cloud.unconfirmed_since(now()), now() - Duration::minutes(30));
     }
 
     #[test]
@@ -240,19 +364,5 @@ mod tests {
         assert!(handled_covers(t, t));
         assert!(!handled_covers(t, t - Duration::seconds(1)));
         assert!(!handled_covers(t, t + Duration::milliseconds(1)));
-    }
-
-    #[test]
-    fn every_case_has_a_next_step() {
-        use IntentionState as S;
-        assert_eq!(next_step(CaseKind::RescheduleRequest), NextStep::Reschedule);
-        assert_eq!(next_step(CaseKind::RefusedEvent), NextStep::CheckConflict);
-        assert_eq!(next_step(CaseKind::ChannelEvent), NextStep::CheckEvent);
-        assert_eq!(next_step(CaseKind::Intention(S::Failed)), NextStep::Resend);
-        assert_eq!(next_step(CaseKind::Intention(S::Review)), NextStep::Call);
-        assert_eq!(next_step(CaseKind::Intention(S::Uncertain)), NextStep::WaitForChannel);
-        assert_eq!(next_step(CaseKind::Intention(S::Dispatching)), NextStep::WaitForChannel);
-        let names: std::collections::HashSet<_> = NextStep::ALL.iter().map(|s| s.as_str()).collect();
-        assert_eq!(names.len(), NextStep::ALL.len());
     }
 }

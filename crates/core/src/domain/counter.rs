@@ -102,14 +102,18 @@ pub enum Parking {
     /// Its idempotency key and its provider message id name two
     /// different intentions.
     KeyMessageMismatch,
+    /// An engine event whose `estado` the engine contract does not name:
+    /// what happened to the message cannot be read from it.
+    UnknownState,
 }
 
 impl Parking {
-    pub const ALL: [Parking; 1] = [Self::KeyMessageMismatch];
+    pub const ALL: [Parking; 2] = [Self::KeyMessageMismatch, Self::UnknownState];
 
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::KeyMessageMismatch => "key_message_mismatch",
+            Self::UnknownState => "unknown_state",
         }
     }
 }

@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use super::fingerprint::canonical_json;
+use super::json::parse_strict;
 use super::key::check_ref;
 use super::lifecycle::OrderState;
+pub use super::phone::{check_phone, is_e164};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EventType {
@@ -145,6 +147,12 @@ pub struct BookingEvent {
     pub operator: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The JSON text the event was received as (a `.jsonl` line, an item
+    /// of a `POST /v1/bookings/events` body), which the event log keeps
+    /// as it is; `None` for events built from other formats (CSV,
+    /// iCalendar) or by us, whose log entry is their serialization.
+    #[serde(skip)]
+    pub raw: Option<String>,
 }
 
 /// Why an event was refused as a conflict.
@@ -209,22 +217,19 @@ pub const MAX_NOTE_CHARS: usize = 1000;
 /// keeps "the next version" of a version-less event from overflowing.
 pub const MAX_VERSION: i64 = 9_007_199_254_740_991;
 
-/// E.164: `+`, a non-zero country digit, 8 to 15 digits in all.
-pub fn is_e164(phone: &str) -> bool {
-    let Some(digits) = phone.strip_prefix('+') else {
-        return false;
-    };
-    (8..=15).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit()) && !digits.starts_with('0')
-}
-
 impl BookingEvent {
-    /// Parses one JSON object, reporting the *first* field that is wrong
+    /// Parses one JSON object (refusing a key given twice), keeping its
+    /// text as [`BookingEvent::raw`], and reporting the *first* field that is wrong
     /// (serde stops there) or every semantic problem found by [`validate`].
     ///
     /// [`validate`]: BookingEvent::validate
     pub fn from_json(text: &str) -> Result<BookingEvent, Vec<FieldError>> {
-        let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| vec![err("json", e.to_string())])?;
-        Self::from_value(raw)
+        // Strict: a key given twice would be read one way here and
+        // another way by the sender (see `domain::json`).
+        let value = parse_strict(text).map_err(|e| vec![err("json", e.to_string())])?;
+        let mut ev = Self::from_value(value)?;
+        ev.raw = Some(text.to_string());
+        Ok(ev)
     }
 
     pub fn from_value(raw: serde_json::Value) -> Result<BookingEvent, Vec<FieldError>> {
@@ -270,9 +275,9 @@ impl BookingEvent {
             errors.push(err("ref", e.to_string()));
         }
         if let Some(c) = &self.contact
-            && !is_e164(&c.phone)
+            && let Err(reason) = check_phone(&c.phone)
         {
-            errors.push(err("contact.phone", format!("invalid E.164 phone {:?}", c.phone)));
+            errors.push(err("contact.phone", reason));
         }
         match self.kind {
             EventType::AppointmentScheduled => {
@@ -327,6 +332,23 @@ impl BookingEvent {
 
     pub fn starts_at_utc(&self) -> Option<DateTime<Utc>> {
         self.starts_at.map(|t| t.with_timezone(&Utc))
+    }
+
+    /// Refuses a start more than `max_days` after `now` (`[import]
+    /// max_days_ahead`): a mistyped year (`9999`) is a typo, not a booking,
+    /// and its notices would name a day without the year.
+    pub fn check_horizon(&self, now: DateTime<Utc>, max_days: u32) -> Result<(), FieldError> {
+        let limit = now + chrono::Duration::days(max_days.into());
+        match self.starts_at {
+            Some(s) if s.with_timezone(&Utc) > limit => Err(err(
+                "starts_at",
+                format!(
+                    "{} is more than {max_days} days ahead (import.max_days_ahead): check the year",
+                    s.to_rfc3339()
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -386,6 +408,24 @@ mod tests {
     }
 
     #[test]
+    fn a_start_past_the_horizon_is_refused_naming_starts_at() {
+        let now = DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z").unwrap().to_utc();
+        let at = |t: &str| {
+            BookingEvent::from_json(&GOOD.replace("2026-12-01T09:30:00-05:00", t))
+                .unwrap()
+                .check_horizon(now, 400)
+        };
+        assert!(at("2026-12-01T09:30:00-05:00").is_ok());
+        assert!(at("2028-01-05T12:00:00Z").is_ok());
+        let e = at("9999-12-31T09:00:00-05:00").unwrap_err();
+        assert_eq!(e.field, "starts_at");
+        assert!(e.reason.contains("9999-12-31") && e.reason.contains("400 days"), "{e}");
+        assert!(at("2028-01-05T12:00:01Z").is_err());
+        // Past starts are not this rule's business (the planner notes them).
+        assert!(at("2020-01-01T09:00:00Z").is_ok());
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let bad = GOOD.replace("+51987654321", "987654321");
         let e = BookingEvent::from_json(&bad).unwrap_err();
@@ -405,12 +445,35 @@ mod tests {
     }
 
     #[test]
-    fn e164() {
-        assert!(is_e164("+51987654321"));
-        assert!(!is_e164("51987654321"));
-        assert!(!is_e164("+0987654321"));
-        assert!(!is_e164("+51 987 654 321"));
-        assert!(!is_e164("+5198"));
+    fn an_invalid_phone_names_the_field() {
+        let e = BookingEvent::from_json(&GOOD.replace("+51987654321", "+51000000000")).unwrap_err();
+        assert_eq!(e[0].field, "contact.phone");
+        assert!(e[0].reason.contains("not a valid phone number"), "{:?}", e[0]);
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_and_the_text_is_kept() {
+        let twice = r#"{"event_id":"e-1","type":"appointment.cancelled","type":"appointment.scheduled","ref":"cita-1",
+            "starts_at":"2026-12-01T09:30:00-05:00","contact":{"phone":"+51987654321"}}"#;
+        let e = BookingEvent::from_json(twice).unwrap_err();
+        assert_eq!(e[0].field, "json");
+        assert!(e[0].reason.starts_with("duplicate key \"type\""), "{:?}", e[0]);
+        let nested = GOOD.replace("\"name\":\"Ana Quispe\"", "\"name\":\"Ana\",\"name\":\"Eva\"");
+        let e = BookingEvent::from_json(&nested).unwrap_err();
+        assert!(e[0].reason.starts_with("duplicate key \"contact.name\""), "{:?}", e[0]);
+        let ev = BookingEvent::from_json(GOOD).unwrap();
+        assert_eq!(
+            ev.raw.as_deref(),
+            Some(GOOD),
+            "the text as received, unknown fields and all"
+        );
+        assert_eq!(
+            BookingEvent::from_value(serde_json::from_str(GOOD).unwrap())
+                .unwrap()
+                .raw,
+            None
+        );
+        assert!(!serde_json::to_string(&ev).unwrap().contains("raw"));
     }
 
     #[test]

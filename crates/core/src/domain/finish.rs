@@ -30,6 +30,10 @@ pub struct FinishFacts {
     pub attempt_ended: bool,
     pub state: IntentionState,
     pub attempt_count: i64,
+    /// Earlier attempts of the intention closed `not_sent` (the pre-send
+    /// check, a channel that refused us): they never reached the channel,
+    /// so they count against no attempt limit.
+    pub unsent: i64,
     /// The version the intention's message speaks of.
     pub intention_version: i64,
     /// The commitment's version now.
@@ -145,6 +149,10 @@ pub fn decide(
             let s = said(HistorySignal::Conflict, Some(detail.to_string()));
             moved_or_late(f, Signal::NeedsReview, s, Finished::Review, now)
         }
+        AttemptResult::ChannelDown { fault, detail, .. } => {
+            let note = format!("not sent: the channel refused us ({fault}): {detail}");
+            unsent_step(f, note, &said, now)
+        }
         AttemptResult::Retry {
             detail,
             retry_after_secs,
@@ -217,19 +225,44 @@ fn retry_step(
         let r = history::note(f.intention_id, f.state, said(HistorySignal::Retry, Some(note)), now);
         return (Some(r), Finished::Late, None);
     }
-    if f.attempt_count >= i64::from(retry.max_attempts) {
-        let note = format!("{} attempt(s) exhausted; last: {detail}", f.attempt_count);
+    // Attempts that never reached the channel are not tries at sending.
+    let tries = (f.attempt_count - f.unsent).max(1);
+    if tries >= i64::from(retry.max_attempts) {
+        let note = format!("{tries} attempt(s) exhausted; last: {detail}");
         let s = said(HistorySignal::NeedsReview, Some(note));
         let r = history::on_signal(f.intention_id, f.state, Signal::NeedsReview, s, now).1;
         return (r, Finished::Review, None);
     }
-    let idx = usize::try_from(f.attempt_count - 1).unwrap_or(0);
+    let idx = usize::try_from(tries - 1).unwrap_or(0);
     // The channel may ask for a longer wait (Retry-After).
     let next = now + retry.backoff.wait(idx).max(wait_secs(retry_after_secs.unwrap_or(0)));
     let note = format!("{detail}; next try at {}", next.to_rfc3339());
     let s = said(HistorySignal::Release, Some(note));
     let r = history::on_signal(f.intention_id, f.state, Signal::Release, s, now).1;
     (r, Finished::Retry, Some(next))
+}
+
+/// The channel refused us (docs/design.md, "A channel that refuses us"):
+/// a claimed intention goes back to `planned`, due at once (the paused
+/// channel, not a backoff, holds it); one that is no longer ours (a
+/// reconciliation repeat of an uncertain one) only gets the note and stays
+/// where it is.
+fn unsent_step(
+    f: &FinishFacts,
+    note: String,
+    said: &dyn Fn(HistorySignal, Option<String>) -> Said,
+    now: DateTime<Utc>,
+) -> (Option<Record>, Finished) {
+    if f.state == IntentionState::Dispatching {
+        let s = said(HistorySignal::NotSent, Some(format!("{note}; waits planned")));
+        (
+            history::on_signal(f.intention_id, f.state, Signal::Release, s, now).1,
+            Finished::NotSent,
+        )
+    } else {
+        let s = said(HistorySignal::NotSent, Some(format!("{note}; stays {}", f.state)));
+        (Some(history::note(f.intention_id, f.state, s, now)), Finished::Late)
+    }
 }
 
 fn moved_or_late(

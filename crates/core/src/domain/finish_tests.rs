@@ -19,6 +19,7 @@ fn facts(state: IntentionState) -> FinishFacts {
         attempt_ended: false,
         state,
         attempt_count: 1,
+        unsent: 0,
         intention_version: 1,
         current_version: 1,
     }
@@ -61,6 +62,11 @@ fn results() -> Vec<AttemptResult<'static>> {
         AttemptResult::Conflict {
             detail: "key reused",
             http_status: Some(409),
+        },
+        AttemptResult::ChannelDown {
+            fault: crate::domain::fault::ChannelFault::CredentialRejected,
+            detail: "HTTP 401 no_autorizado",
+            http_status: Some(401),
         },
     ]
 }
@@ -111,6 +117,7 @@ fn from_dispatching_each_result_lands_where_its_evidence_says() {
             HistorySignal::UnknownOutcome,
         ),
         (Finished::Review, IntentionState::Review, HistorySignal::NeedsReview),
+        (Finished::NotSent, IntentionState::Planned, HistorySignal::NotSent),
     ];
     for (r, (finished, state, signal)) in results().iter().zip(expect) {
         let p = decide(
@@ -368,5 +375,77 @@ fn a_message_validated_against_the_new_version_is_a_bug_never_in_flight() {
             now()
         ),
         None
+    );
+}
+
+#[test]
+fn a_channel_that_refuses_us_leaves_the_message_planned_and_due_and_counts_no_attempt() {
+    use crate::domain::fault::ChannelFault;
+    let down = AttemptResult::ChannelDown {
+        fault: ChannelFault::CredentialRejected,
+        detail: "HTTP 401 Unauthorized: no_autorizado",
+        http_status: Some(401),
+    };
+    // Attempts exhausted by the policy's count: still planned, never review
+    // and never failed: the message was never looked at.
+    let f = FinishFacts {
+        attempt_count: 9,
+        ..facts(IntentionState::Dispatching)
+    };
+    let p = decide(&f, &down, Cause::Dispatcher, &policy(), now());
+    assert_eq!(
+        (p.finished, p.state_after),
+        (Finished::NotSent, IntentionState::Planned)
+    );
+    assert_eq!(p.next_attempt_at, None, "the paused channel holds it, not a backoff");
+    let AttemptWrite::End {
+        outcome, error_code, ..
+    } = &p.attempt
+    else {
+        panic!("{:?}", p.attempt)
+    };
+    assert_eq!(
+        (*outcome, error_code.as_deref()),
+        (AttemptOutcome::NotSent, Some("credential_rejected"))
+    );
+    let rec = p.record.unwrap();
+    assert_eq!(rec.said.signal, HistorySignal::NotSent);
+    assert!(
+        rec.said.note.as_deref().unwrap().contains("credential_rejected"),
+        "{rec:?}"
+    );
+    // A reconciliation repeat of an uncertain one: noted, stays uncertain.
+    let p = decide(
+        &facts(IntentionState::Uncertain),
+        &down,
+        Cause::Reconciler,
+        &policy(),
+        now(),
+    );
+    assert_eq!((p.finished, p.state_after), (Finished::Late, IntentionState::Uncertain));
+    assert!(!p.record.unwrap().applied);
+}
+
+#[test]
+fn attempts_that_never_reached_the_channel_do_not_count_against_the_limit() {
+    let retry = AttemptResult::Retry {
+        detail: "503",
+        http_status: Some(503),
+        retry_after_secs: None,
+    };
+    // Two attempts, one of them refused by a paused channel: one real try
+    // of two allowed, so it retries after the first backoff.
+    let f = FinishFacts {
+        attempt_count: 2,
+        unsent: 1,
+        ..facts(IntentionState::Dispatching)
+    };
+    let p = decide(&f, &retry, Cause::Dispatcher, &policy(), now());
+    assert_eq!(p.finished, Finished::Retry);
+    assert_eq!(p.next_attempt_at, Some(now() + Duration::seconds(5)));
+    let f = FinishFacts { unsent: 0, ..f };
+    assert_eq!(
+        decide(&f, &retry, Cause::Dispatcher, &policy(), now()).finished,
+        Finished::Review
     );
 }

@@ -13,6 +13,8 @@ use std::str::FromStr;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::fault::ChannelPause;
+
 /// What a dispatcher says it is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -89,6 +91,11 @@ pub struct Heartbeat {
     /// How often it promised to beat: the reader judges it by its own
     /// promise, not by the reader's configuration.
     pub interval: Duration,
+    /// Its channel refused it and it paused sending on it (`None`: the
+    /// channel works, as far as it knows): stored as `channel_state`
+    /// `paused` with the fault's code (docs/design.md, "A channel that
+    /// refuses us").
+    pub channel: Option<ChannelPause>,
 }
 
 /// Whether a heartbeat row stands for a dispatcher that is working now.
@@ -132,6 +139,20 @@ pub fn live<'a>(beats: &'a [Heartbeat], own: Option<&str>, now: DateTime<Utc>) -
     out
 }
 
+/// The channels live dispatchers paused, once per fault and variable: what
+/// the `channel_paused` alert counts and names.
+pub fn paused_channels(beats: &[Heartbeat], now: DateTime<Utc>) -> Vec<ChannelPause> {
+    let mut out: Vec<ChannelPause> = Vec::new();
+    for b in beats {
+        if let (Liveness::Alive(_), Some(p)) = (b.liveness(now), &b.channel)
+            && !out.contains(p)
+        {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,7 +174,29 @@ mod tests {
             started_at: now() - Duration::hours(1),
             beat_at: now() - Duration::seconds(ago_s),
             interval: DEFAULT_INTERVAL,
+            channel: None,
         }
+    }
+
+    #[test]
+    fn only_live_dispatchers_report_their_paused_channel_once() {
+        use super::super::fault::ChannelFault;
+        let pause = ChannelPause {
+            fault: ChannelFault::CredentialRejected,
+            secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
+        };
+        let paused = |id, ago| Heartbeat {
+            channel: Some(pause.clone()),
+            ..beat(id, DispatcherState::Running, ago)
+        };
+        let beats = vec![
+            paused("a", 0),
+            paused("b", 1),
+            paused("dead", 60),
+            beat("ok", DispatcherState::Running, 0),
+        ];
+        assert_eq!(paused_channels(&beats, now()), vec![pause.clone()]);
+        assert!(paused_channels(&beats[2..], now()).is_empty());
     }
 
     #[test]

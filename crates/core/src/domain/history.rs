@@ -99,6 +99,9 @@ pub enum HistorySignal {
     VersionChangedInFlight,
     /// An operator acknowledged the delivery of a resend.
     AcknowledgedDelivery,
+    /// A technician returned a failed intention whose attempts never
+    /// reached the channel to `planned` (`state::replan_failed`).
+    Replan,
     // --- channel webhooks ---
     SecondMessageId,
     DuplicateWebhook,
@@ -118,7 +121,7 @@ pub enum HistorySignal {
 impl HistorySignal {
     /// Every signal but the operator actions' ([`HistorySignal::all`]
     /// lists those too).
-    pub const PLAIN: [HistorySignal; 28] = [
+    pub const PLAIN: [HistorySignal; 29] = [
         Self::Reserved,
         Self::Claim,
         Self::Release,
@@ -142,6 +145,7 @@ impl HistorySignal {
         Self::SentAfterChange,
         Self::VersionChangedInFlight,
         Self::AcknowledgedDelivery,
+        Self::Replan,
         Self::SecondMessageId,
         Self::DuplicateWebhook,
         Self::Webhook,
@@ -182,6 +186,7 @@ impl HistorySignal {
             Self::SentAfterChange => "sent_after_change",
             Self::VersionChangedInFlight => "version_changed_in_flight",
             Self::AcknowledgedDelivery => "acknowledged_delivery",
+            Self::Replan => "replan",
             Self::SecondMessageId => "second_message_id",
             Self::DuplicateWebhook => "duplicate_webhook",
             Self::Webhook => "webhook",
@@ -334,6 +339,21 @@ pub fn on_signal(
         Transition::Refuse => None,
     };
     (t, record)
+}
+
+/// The row that returns a failed intention to `planned`: the one
+/// exception to "failed is terminal", allowed only by
+/// [`super::state::replan_failed`], whose verdict the caller passes on.
+pub fn replanned(id: i64, allowed: IntentionState, said: Said, at: DateTime<Utc>) -> Record {
+    Record {
+        intention_id: id,
+        from: Some(IntentionState::Failed),
+        to: allowed,
+        applied: true,
+        reason: said.note.clone(),
+        said,
+        at,
+    }
 }
 
 /// A row that changes no state (a deferral, a reconciliation note, a

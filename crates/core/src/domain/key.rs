@@ -21,8 +21,36 @@ pub enum KeyError {
     BadChars(String),
     #[error("reference {0:?} looks like personal data (a phone number or e-mail); use the booking's own id")]
     PersonalData(String),
+    #[error("reference {reference:?} {why}")]
+    BadShape { reference: String, why: RefShape },
     #[error("key {0:?} is longer than {MAX_KEY_LEN} characters")]
     TooLong(String),
+}
+
+/// Why a reference's shape is refused: a reference is a path of plain
+/// segments (`cita-1042`, `serie-7/2027-01-12T1430Z`), never something a
+/// file system, a shell or a URL would read as more than a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefShape {
+    /// `/cita-1`: a path from the root.
+    LeadingSlash,
+    /// `-rf`: an option to a command line.
+    LeadingDash,
+    /// `a//b` or `a/`: a segment with nothing in it.
+    EmptySegment,
+    /// `.`, `..`, `a/../b`: the current or the parent directory.
+    DotSegment,
+}
+
+impl fmt::Display for RefShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RefShape::LeadingSlash => "starts with '/'",
+            RefShape::LeadingDash => "starts with '-'",
+            RefShape::EmptySegment => "has an empty segment (\"//\" or a '/' at the end)",
+            RefShape::DotSegment => "has a \".\" or \"..\" segment",
+        })
+    }
 }
 
 /// Why we talk to the customer. Its `slug` is part of the key.
@@ -156,10 +184,32 @@ pub fn check_ref(reference: &str) -> Result<(), KeyError> {
     {
         return Err(KeyError::BadChars(reference.to_string()));
     }
+    if let Some(why) = bad_shape(reference) {
+        return Err(KeyError::BadShape {
+            reference: reference.to_string(),
+            why,
+        });
+    }
     if looks_personal(reference) {
         return Err(KeyError::PersonalData(reference.to_string()));
     }
     Ok(())
+}
+
+/// `/` stays: recurring occurrences are `{ref}/{YYYY-MM-DDTHHMMZ}`; the
+/// segments it separates must each be a plain name.
+fn bad_shape(reference: &str) -> Option<RefShape> {
+    if reference.starts_with('/') {
+        return Some(RefShape::LeadingSlash);
+    }
+    if reference.starts_with('-') {
+        return Some(RefShape::LeadingDash);
+    }
+    reference.split('/').find_map(|seg| match seg {
+        "" => Some(RefShape::EmptySegment),
+        "." | ".." => Some(RefShape::DotSegment),
+        _ => None,
+    })
 }
 
 /// Seven or more digits in a row is a phone number (Peruvian mobiles have
@@ -217,6 +267,48 @@ mod tests {
         assert!(matches!(check_ref(""), Err(KeyError::EmptyRef)));
         assert!(check_ref("cita-1042").is_ok());
         assert!(check_ref("pedido-123456").is_ok());
+    }
+
+    #[test]
+    fn paths_options_and_dot_segments_are_refused_naming_why() {
+        let shape = |r: &str| match check_ref(r) {
+            Err(KeyError::BadShape { why, .. }) => Some(why),
+            Ok(()) => None,
+            Err(e) => panic!("{r}: {e}"),
+        };
+        assert_eq!(shape("../../etc/passwd"), Some(RefShape::DotSegment));
+        assert_eq!(shape(".."), Some(RefShape::DotSegment));
+        assert_eq!(shape("."), Some(RefShape::DotSegment));
+        assert_eq!(shape("serie/../cita-1"), Some(RefShape::DotSegment));
+        assert_eq!(shape("serie/."), Some(RefShape::DotSegment));
+        assert_eq!(shape("/"), Some(RefShape::LeadingSlash));
+        assert_eq!(shape("/cita-1"), Some(RefShape::LeadingSlash));
+        assert_eq!(shape("-rf"), Some(RefShape::LeadingDash));
+        assert_eq!(shape("-"), Some(RefShape::LeadingDash));
+        assert_eq!(shape("serie//x"), Some(RefShape::EmptySegment));
+        assert_eq!(shape("serie/"), Some(RefShape::EmptySegment));
+        assert_eq!(
+            check_ref("../../etc/passwd").unwrap_err().to_string(),
+            "reference \"../../etc/passwd\" has a \".\" or \"..\" segment"
+        );
+        assert_eq!(
+            check_ref("-rf").unwrap_err().to_string(),
+            "reference \"-rf\" starts with '-'"
+        );
+        // What stays valid: an occurrence of a series, dots and dashes
+        // inside a segment, a trailing dash, underscores.
+        for ok in [
+            "serie-7/2027-01-12T1430Z",
+            "a.b",
+            "...x",
+            "x..",
+            "cita-",
+            "_cita",
+            "v1.2/x-y_z",
+            ".hidden",
+        ] {
+            assert_eq!(check_ref(ok), Ok(()), "{ok}");
+        }
     }
 
     #[test]

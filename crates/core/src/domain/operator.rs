@@ -49,10 +49,19 @@ pub enum OpKind {
     ResumeDispatch,
     /// "Marcar atendido": the case needs nothing else.
     Resolve,
+    /// The front desk asks a supervisor to authorize a resend.
+    RequestResend,
+    /// A supervisor answers such a request with no.
+    DeclineResend,
+    /// What came of a call to the patient (`domain::call`).
+    CallOutcome,
+    /// Reopens a case marked handled: the compensating action (the mark's
+    /// action stays in the log).
+    Reopen,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 8] = [
+    pub const ALL: [OpKind; 12] = [
         Self::Cancel,
         Self::Verify,
         Self::AuthorizeResend,
@@ -61,6 +70,10 @@ impl OpKind {
         Self::PauseDispatch,
         Self::ResumeDispatch,
         Self::Resolve,
+        Self::RequestResend,
+        Self::DeclineResend,
+        Self::CallOutcome,
+        Self::Reopen,
     ];
 
     /// The stored word, in `operator_actions` and in the intention's
@@ -75,6 +88,10 @@ impl OpKind {
             OpKind::PauseDispatch => "pause_dispatch",
             OpKind::ResumeDispatch => "resume_dispatch",
             OpKind::Resolve => "resolve",
+            OpKind::RequestResend => "request_resend",
+            OpKind::DeclineResend => "decline_resend",
+            OpKind::CallOutcome => "call_outcome",
+            OpKind::Reopen => "reopen",
         }
     }
 
@@ -93,10 +110,15 @@ impl OpKind {
 /// both ask this one function, so a hidden key is also a refused call.
 pub fn allowed(role: Role, op: OpKind) -> bool {
     match op {
-        OpKind::Cancel | OpKind::ManualContact => matches!(role, Role::FrontDesk | Role::Supervisor),
+        OpKind::Cancel | OpKind::ManualContact | OpKind::CallOutcome => {
+            matches!(role, Role::FrontDesk | Role::Supervisor)
+        }
         // Anyone who works a case may say it needs nothing else.
-        OpKind::Verify | OpKind::Resolve => true,
-        OpKind::AuthorizeResend => role == Role::Supervisor,
+        // and whoever may mark it handled may take the mark back.
+        OpKind::Verify | OpKind::Resolve | OpKind::Reopen => true,
+        OpKind::AuthorizeResend | OpKind::DeclineResend => role == Role::Supervisor,
+        // Who may not resend asks the one who may.
+        OpKind::RequestResend => role == Role::FrontDesk,
         OpKind::Reprocess => role == Role::Technician,
         // The desk works the lists; stopping the sends is a call for the
         // people who answer for the whole queue.
@@ -104,9 +126,28 @@ pub fn allowed(role: Role, op: OpKind) -> bool {
     }
 }
 
+/// Whether `typed` names the operator `name` as a person types it:
+/// capitals and accents do not matter (`--operator Recepción` is
+/// `recepcion`). Callers prefer an exact match and refuse an ambiguous
+/// one.
+pub fn name_matches(typed: &str, name: &str) -> bool {
+    let typed = typed.trim();
+    !typed.is_empty() && super::inbound::normalize(typed) == super::inbound::normalize(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn operator_names_match_as_typed() {
+        assert!(name_matches("recepción", "recepcion"));
+        assert!(name_matches("RECEPCIÓN", "recepcion"));
+        assert!(name_matches(" Recepcion ", "recepción"));
+        assert!(!name_matches("recepcio", "recepcion"));
+        assert!(!name_matches("", "recepcion"));
+        assert!(!name_matches("supervision", "recepcion"));
+    }
 
     /// The words `operator_actions` has stored since the first version
     /// (a rename would change what stored rows mean), each read back as
@@ -124,7 +165,11 @@ mod tests {
                 "reprocess",
                 "pause_dispatch",
                 "resume_dispatch",
-                "resolve"
+                "resolve",
+                "request_resend",
+                "decline_resend",
+                "call_outcome",
+                "reopen"
             ]
         );
         for op in OpKind::ALL {
@@ -140,7 +185,15 @@ mod tests {
         use Role::*;
         let expect = |role: Role| -> Vec<OpKind> {
             match role {
-                FrontDesk => vec![Cancel, Verify, ManualContact, Resolve],
+                FrontDesk => vec![
+                    Cancel,
+                    Verify,
+                    ManualContact,
+                    Resolve,
+                    RequestResend,
+                    CallOutcome,
+                    Reopen,
+                ],
                 Supervisor => vec![
                     Cancel,
                     Verify,
@@ -149,8 +202,11 @@ mod tests {
                     PauseDispatch,
                     ResumeDispatch,
                     Resolve,
+                    DeclineResend,
+                    CallOutcome,
+                    Reopen,
                 ],
-                Technician => vec![Verify, Reprocess, PauseDispatch, ResumeDispatch, Resolve],
+                Technician => vec![Verify, Reprocess, PauseDispatch, ResumeDispatch, Resolve, Reopen],
             }
         };
         for role in [FrontDesk, Supervisor, Technician] {

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use super::attempt::AttemptOutcome;
+use super::fault::ChannelFault;
+
 /// Where an intention stands, by the evidence we hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
@@ -299,6 +302,13 @@ pub enum RecordOnly {
 }
 
 impl RecordOnly {
+    pub const ALL: [RecordOnly; 4] = [
+        RecordOnly::Repeated,
+        RecordOnly::Lower,
+        RecordOnly::AfterTerminal,
+        RecordOnly::FailedAfterDelivery,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RecordOnly::Repeated => "repeated",
@@ -332,6 +342,75 @@ pub fn transition(from: IntentionState, signal: Signal) -> Transition {
         (S::Cancelled, Signal::Cancel(_)) => Record(RecordOnly::Repeated),
         _ => Refuse,
     }
+}
+
+/// One attempt of an intention, as the exception below reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptTrace {
+    pub outcome: AttemptOutcome,
+    pub http_status: Option<u16>,
+    pub error_code: Option<String>,
+}
+
+impl AttemptTrace {
+    /// Whether the request may have reached the channel. A `failed`
+    /// attempt whose failure was the channel refusing us (401, 403, Graph
+    /// 190, the engine's instance words: [`ChannelFault::of_stored_failure`])
+    /// did not: the channel refused the caller before it looked at the
+    /// message. unavez marked such messages `failed` before it told the two
+    /// apart.
+    pub fn reached_channel(&self) -> bool {
+        match self.outcome {
+            AttemptOutcome::Failed => {
+                ChannelFault::of_stored_failure(self.http_status, self.error_code.as_deref()).is_none()
+            }
+            o => o.may_have_reached_channel(),
+        }
+    }
+}
+
+/// Why a `failed` intention may not go back to `planned`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplanRefused {
+    #[error("the intention is {0}, not failed")]
+    NotFailed(IntentionState),
+    #[error("it has no attempt: its failure did not come from sending")]
+    NoAttempt,
+    #[error("attempt {0} may have reached the channel: a failed message that may have gone out never goes back")]
+    MayHaveReached(usize),
+    #[error("the channel gave it a command or message id: it reached the channel")]
+    HasChannelRefs,
+}
+
+/// **The one exception to "failed is terminal"** (docs/design.md,
+/// "Reprocessing a day"): a technician may return a `failed` intention to
+/// `planned` when every one of its attempts ended before anything reached
+/// the channel: a channel that refused us, a request that never left. Such
+/// a "failure" is the channel's, not the message's, and sending it is its
+/// first delivery. Anything that may have reached the channel (an
+/// acknowledgement, an uncertain outcome, a refusal of the message itself,
+/// a command or message id) keeps it failed for good. [`transition`] never
+/// moves a failed intention; only this rule does, and only for a person
+/// (`unavez reprocess --state failed`), recorded as
+/// [`super::history::HistorySignal::Replan`].
+pub fn replan_failed(
+    from: IntentionState,
+    attempts: &[AttemptTrace],
+    channel_refs: bool,
+) -> Result<IntentionState, ReplanRefused> {
+    if from != IntentionState::Failed {
+        return Err(ReplanRefused::NotFailed(from));
+    }
+    if attempts.is_empty() {
+        return Err(ReplanRefused::NoAttempt);
+    }
+    if let Some(i) = attempts.iter().position(AttemptTrace::reached_channel) {
+        return Err(ReplanRefused::MayHaveReached(i + 1));
+    }
+    if channel_refs {
+        return Err(ReplanRefused::HasChannelRefs);
+    }
+    Ok(IntentionState::Planned)
 }
 
 fn evidence(from: IntentionState, target: IntentionState) -> Transition {

@@ -239,3 +239,77 @@ fn state_names_round_trip() {
         assert_eq!(CancelReason::parse(r.as_str()), Some(r));
     }
 }
+
+mod replan {
+    use super::*;
+    use crate::domain::attempt::AttemptOutcome as O;
+
+    fn t(outcome: O, http: Option<u16>, code: Option<&str>) -> AttemptTrace {
+        AttemptTrace {
+            outcome,
+            http_status: http,
+            error_code: code.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_failure_of_the_channel_alone_may_go_back_to_planned() {
+        // What unavez recorded before it told the channel's refusal apart.
+        let old_401 = t(O::Failed, Some(401), Some("no_autorizado"));
+        let graph_190 = t(O::Failed, Some(401), Some("190"));
+        let unsent = t(O::NotSent, None, Some("credential_rejected"));
+        let retried = t(O::Retry, Some(503), None);
+        for attempts in [
+            vec![old_401.clone()],
+            vec![graph_190],
+            vec![retried.clone(), unsent, old_401],
+            vec![retried, t(O::Failed, Some(404), Some("instancia_desconocida"))],
+        ] {
+            assert_eq!(
+                replan_failed(S::Failed, &attempts, false),
+                Ok(S::Planned),
+                "{attempts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_message_that_may_have_reached_the_channel_never_goes_back() {
+        let old_401 = t(O::Failed, Some(401), Some("no_autorizado"));
+        for reached in [
+            t(O::Accepted, Some(202), None),
+            t(O::Ambiguous, Some(202), Some("ambiguo")),
+            t(O::Uncertain, None, None),
+            t(O::Conflict, Some(409), Some("conflict")),
+            t(O::Started, None, None),
+            // A refusal of the message itself (bad number, template).
+            t(O::Failed, Some(422), Some("destino_invalido")),
+            t(O::Failed, Some(400), Some("131026")),
+            t(O::Failed, Some(202), Some("comando_vencido")),
+        ] {
+            let attempts = vec![old_401.clone(), reached.clone()];
+            assert_eq!(
+                replan_failed(S::Failed, &attempts, false),
+                Err(ReplanRefused::MayHaveReached(2)),
+                "{reached:?}"
+            );
+        }
+        assert_eq!(
+            replan_failed(S::Failed, std::slice::from_ref(&old_401), true),
+            Err(ReplanRefused::HasChannelRefs)
+        );
+        assert_eq!(replan_failed(S::Failed, &[], false), Err(ReplanRefused::NoAttempt));
+    }
+
+    #[test]
+    fn only_failed_intentions_are_the_exception() {
+        let unsent = [t(O::NotSent, None, None)];
+        for from in S::ALL.into_iter().filter(|s| *s != S::Failed) {
+            assert_eq!(replan_failed(from, &unsent, false), Err(ReplanRefused::NotFailed(from)));
+        }
+        // The state machine itself still never moves a failed intention.
+        let mut signals: Vec<Signal> = Signal::KINDS.to_vec();
+        signals.extend(CancelReason::ALL.map(Signal::Cancel));
+        assert!(signals.iter().all(|s| !matches!(transition(S::Failed, *s), Move(_))));
+    }
+}

@@ -8,6 +8,7 @@
 //! and change nothing (`signal: None`), because a provider adding a status
 //! must never make us drop or misread an event.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -109,6 +110,24 @@ pub fn timestamp_text(ts: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// A Cloud API `timestamp` as the instant it says: Unix seconds, as a
+/// string of digits (what Meta sends) or a JSON integer (some relays),
+/// after 1970 and within what a date can hold. Anything else (`"abc"`,
+/// `""`, `-1`, missing) is refused with the reason: a status whose time
+/// cannot be read is not evidence we can order.
+pub fn parse_timestamp(ts: &Value) -> Result<DateTime<Utc>, String> {
+    let seconds = match ts {
+        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => s.parse::<i64>().ok(),
+        Value::Number(n) => n.as_i64(),
+        Value::Null => return Err("timestamp: missing".into()),
+        _ => None,
+    };
+    seconds
+        .filter(|s| *s > 0)
+        .and_then(|s| DateTime::from_timestamp(s, 0))
+        .ok_or_else(|| format!("timestamp: {} is not a positive number of Unix seconds", ts))
 }
 
 impl CloudStatus {
@@ -238,6 +257,38 @@ mod tests {
         assert_eq!(a.event_id(), b.event_id());
         let c = status(r#"{"id":"wamid.A","status":"delivered","timestamp":"1750857384"}"#);
         assert_ne!(a.event_id(), c.event_id());
+    }
+
+    #[test]
+    fn timestamps_must_be_positive_unix_seconds() {
+        use serde_json::json;
+        let at = |v: Value| parse_timestamp(&v).map(|t| t.timestamp());
+        assert_eq!(at(json!("1750857384")), Ok(1750857384));
+        assert_eq!(at(json!(1750857384)), Ok(1750857384));
+        assert_eq!(at(json!("1")), Ok(1));
+        for bad in [
+            json!("abc"),
+            json!(""),
+            json!("-1"),
+            json!(-1),
+            json!(0),
+            json!("0"),
+            json!(" 17"),
+            json!("1e9"),
+            json!(1.5),
+            json!("99999999999999999999"),
+            json!(i64::MAX),
+            json!(true),
+            json!({}),
+        ] {
+            let e = at(bad.clone()).unwrap_err();
+            assert!(e.starts_with("timestamp: "), "{bad}: {e}");
+        }
+        assert_eq!(
+            at(json!("abc")).unwrap_err(),
+            "timestamp: \"abc\" is not a positive number of Unix seconds"
+        );
+        assert_eq!(at(Value::Null).unwrap_err(), "timestamp: missing");
     }
 
     #[test]

@@ -181,7 +181,12 @@ fn consent_refusal(category: Category, contact: Option<&ContactFacts>) -> Option
     }
 }
 
-/// When `now` falls inside the quiet window, the instant the window ends.
+/// When `now` falls inside the quiet window, the instant the window ends:
+/// the first occurrence of the end's wall-clock time strictly after `now`.
+/// Always strictly forward, so a deferred message is never due again at
+/// once: where the end falls in a repeated hour (a DST fall-back), the
+/// occurrence still ahead, not the one already past; where it falls in a
+/// skipped hour, the first valid instant after the gap.
 pub fn quiet_until(rules: &Rules, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let (start, end) = rules.quiet_hours?;
     if start == end {
@@ -200,17 +205,23 @@ pub fn quiet_until(rules: &Rules, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     if !inside {
         return None;
     }
-    // The end is today when it is still ahead, tomorrow otherwise (a window
-    // that wraps midnight, entered in the evening).
-    let date = if minute < end {
-        local.date_naive()
-    } else {
-        local.date_naive().succ_opt()?
-    };
     let t = NaiveTime::from_hms_opt(end / 60, end % 60, 0)?;
-    Some(local_instant(rules.tz, date.and_time(t)))
+    // Today's end, else tomorrow's (a window that wraps midnight, entered
+    // in the evening); the day after covers an end that a transition moved
+    // behind `now`.
+    let today = local.date_naive();
+    let days = [
+        Some(today),
+        today.succ_opt(),
+        today.succ_opt().and_then(|d| d.succ_opt()),
+    ];
+    days.into_iter()
+        .flatten()
+        .flat_map(|d| local_instants(rules.tz, d.and_time(t)))
+        .filter(|at| *at > now)
+        .min()
+        .or(Some(now + Duration::minutes(1)))
 }
-
 /// Start of the next operating day in `tz`.
 pub fn next_local_midnight(tz: Tz, now: DateTime<Utc>) -> DateTime<Utc> {
     let local = now.with_timezone(&tz);
@@ -228,15 +239,27 @@ pub fn local_midnight(tz: Tz, now: DateTime<Utc>) -> DateTime<Utc> {
 /// A local wall-clock time as an instant; in a DST gap, the first valid
 /// instant after it (an hour later at worst).
 fn local_instant(tz: Tz, naive: chrono::NaiveDateTime) -> DateTime<Utc> {
+    local_instants(tz, naive)[0]
+}
+
+/// Every instant a local wall-clock time names, earliest first: one, two
+/// in a repeated hour, or, in a skipped hour, the first valid instant
+/// after the gap (the transition itself).
+fn local_instants(tz: Tz, naive: chrono::NaiveDateTime) -> Vec<DateTime<Utc>> {
     match tz.from_local_datetime(&naive) {
-        chrono::LocalResult::Single(t) => t.with_timezone(&Utc),
-        chrono::LocalResult::Ambiguous(a, _) => a.with_timezone(&Utc),
-        chrono::LocalResult::None => tz
-            .from_local_datetime(&(naive + Duration::hours(1)))
-            .earliest()
-            .map(|t| t.with_timezone(&Utc))
-            .unwrap_or_else(|| Utc.from_utc_datetime(&naive)),
+        chrono::LocalResult::Single(t) => vec![t.with_timezone(&Utc)],
+        chrono::LocalResult::Ambiguous(a, b) => vec![a.with_timezone(&Utc), b.with_timezone(&Utc)],
+        chrono::LocalResult::None => vec![first_after_gap(tz, naive)],
     }
+}
+
+/// The first valid instant after the gap `naive` falls in: the instant
+/// the clocks jumped at (gaps are whole minutes, a few hours at most).
+fn first_after_gap(tz: Tz, naive: chrono::NaiveDateTime) -> DateTime<Utc> {
+    (1..=24 * 60)
+        .find_map(|m| tz.from_local_datetime(&(naive + Duration::minutes(m))).earliest())
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_else(|| Utc.from_utc_datetime(&naive))
 }
 
 #[cfg(test)]
@@ -546,6 +569,65 @@ mod tests {
             check(&intention(), &commitment(), None, 500, &uncapped, now()),
             Validity::Valid
         );
+    }
+
+    /// Santiago falls back at 2026-04-05 00:00 (-03) to 2026-04-04 23:00
+    /// (-04): 23:00–23:59 of the 4th happens twice.
+    fn santiago(h: u32, m: u32, offset_hours: i32) -> DateTime<Utc> {
+        chrono::FixedOffset::west_opt(offset_hours * 3600)
+            .unwrap()
+            .with_ymd_and_hms(2026, 4, 4, h, m, 0)
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn a_quiet_end_in_a_repeated_hour_is_the_occurrence_still_ahead() {
+        let r = Rules {
+            quiet_hours: Some((22 * 60, 23 * 60 + 30)),
+            daily_cap: 0,
+            tz: chrono_tz::America::Santiago,
+        };
+        // Before the fall-back: the first 23:30.
+        assert_eq!(quiet_until(&r, santiago(22, 10, 3)), Some(santiago(23, 30, 3)));
+        assert_eq!(quiet_until(&r, santiago(23, 10, 3)), Some(santiago(23, 30, 3)));
+        // Past the first 23:30 (23:40 -03) the wall clock goes back to
+        // 23:00 -04, inside the window again: the second 23:30, not the
+        // first, which is already past (the loop of issue 24).
+        assert_eq!(quiet_until(&r, santiago(23, 40, 3)), None);
+        assert_eq!(quiet_until(&r, santiago(23, 10, 4)), Some(santiago(23, 30, 4)));
+        assert_eq!(quiet_until(&r, santiago(23, 29, 4)), Some(santiago(23, 30, 4)));
+        assert_eq!(quiet_until(&r, santiago(23, 30, 4)), None);
+        // Every instant of the night defers strictly forward.
+        let mut at = santiago(21, 0, 3);
+        while at < santiago(23, 59, 4) {
+            if let Some(until) = quiet_until(&r, at) {
+                assert!(until > at, "{at}: deferred to {until}");
+                assert!(until - at <= Duration::hours(2), "{at}: deferred to {until}");
+            }
+            at += Duration::minutes(1);
+        }
+    }
+
+    #[test]
+    fn a_quiet_end_in_a_skipped_hour_is_the_first_valid_instant() {
+        // Santiago springs forward at 2026-09-06 00:00 (-04) to 01:00 (-03):
+        // 00:00–00:59 of the 6th never happens.
+        let r = Rules {
+            quiet_hours: Some((22 * 60, 30)),
+            daily_cap: 0,
+            tz: chrono_tz::America::Santiago,
+        };
+        let at = |d, h, m, off: i32| {
+            chrono::FixedOffset::west_opt(off * 3600)
+                .unwrap()
+                .with_ymd_and_hms(2026, 9, d, h, m, 0)
+                .unwrap()
+                .with_timezone(&Utc)
+        };
+        assert_eq!(quiet_until(&r, at(5, 23, 0, 4)), Some(at(6, 1, 0, 3)));
+        assert!(quiet_until(&r, at(6, 1, 0, 3)).is_none());
+        assert_eq!(next_local_midnight(r.tz, at(5, 12, 0, 4)), at(6, 1, 0, 3));
     }
 
     #[test]

@@ -86,6 +86,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (3, include_str!("migrations/0003_console_queries.sql")),
     (4, include_str!("migrations/0004_narrow_commitment_index.sql")),
     (5, include_str!("migrations/0005_one_day_index.sql")),
+    (6, include_str!("migrations/0006_channel_pause.sql")),
+    (7, include_str!("migrations/0007_patient_search.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).

@@ -1,7 +1,10 @@
-//! A PostgreSQL ledger's address. The password never comes from the
-//! configuration file: it is in the URL only when the URL itself came from
-//! the environment or the command line (`UNAVEZ_DB`, `--db`), otherwise
-//! from `PGPASSWORD`. The URL is shown without it.
+//! A PostgreSQL ledger's address, in either of libpq's forms: a
+//! `postgres://` URL or a `key=value` connection string (`host=db
+//! user=clinic dbname=unavez`). The password never comes from the
+//! configuration file: it is in the setting only when the setting itself
+//! came from the environment or the command line (`UNAVEZ_DB`, `--db`),
+//! otherwise from `PGPASSWORD`. The address is shown without it, whatever
+//! form it came in.
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,30 +13,45 @@ use postgres::config::Host;
 
 use super::PgError;
 
-/// A parsed `postgres://` (or `postgresql://`) URL.
+/// A parsed `postgres://` (or `postgresql://`) URL or `key=value` string.
 #[derive(Clone)]
 pub struct PgUrl {
     config: postgres::Config,
 }
 
 impl PgUrl {
-    /// Whether `s` names a PostgreSQL ledger (anything else is a SQLite path).
+    /// Whether `s` is a `postgres://` (or `postgresql://`) URL.
     pub fn is_url(s: &str) -> bool {
         s.starts_with("postgres://") || s.starts_with("postgresql://")
     }
 
+    /// Whether `s` names a PostgreSQL ledger, as a URL or as a libpq
+    /// `key=value` string (anything else is a SQLite path). A string with
+    /// any libpq keyword followed by `=` counts, even one `postgres`
+    /// would refuse: taken for a file name, it would create a database
+    /// named after it, password included.
+    pub fn names_postgres(s: &str) -> bool {
+        Self::is_url(s) || is_key_value(s)
+    }
+
     /// Parses `s`; without a password in it, `PGPASSWORD` is used if set.
     pub fn parse(s: &str) -> Result<PgUrl, PgError> {
-        if !Self::is_url(s) {
+        if !Self::names_postgres(s) {
             return Err(PgError::Url(format!(
-                "not a PostgreSQL URL (expected postgres://user@host/database): {s}"
+                "not a PostgreSQL URL (expected postgres://user@host/database or host=… dbname=…): {}",
+                redact(s)
             )));
         }
-        let mut config = postgres::Config::from_str(s)
-            .map_err(|e| PgError::Url(format!("invalid PostgreSQL URL {}: {e}", redact(s))))?;
+        let form = if Self::is_url(s) { "URL" } else { "connection string" };
+        let mut config = postgres::Config::from_str(s).map_err(|e| {
+            // The parser's own reason (`unknown option `usr``) is its source;
+            // it names keys, never values.
+            let why = std::error::Error::source(&e).map_or(e.to_string(), |c| format!("{e}: {c}"));
+            PgError::Url(format!("invalid PostgreSQL {form} {}: {why}", redact(s)))
+        })?;
         if config.get_dbname().is_none_or(str::is_empty) {
             return Err(PgError::Url(format!(
-                "PostgreSQL URL {} names no database (postgres://user@host/database)",
+                "PostgreSQL {form} {} names no database (postgres://user@host/database, or dbname=…)",
                 redact(s)
             )));
         }
@@ -131,9 +149,113 @@ impl fmt::Debug for PgUrl {
     }
 }
 
-/// The URL with any password replaced (its query kept: it may name the
-/// schema), for messages.
+/// libpq's connection keywords: what a `key=value` string is made of.
+const KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "require_auth",
+    "channel_binding",
+    "connect_timeout",
+    "client_encoding",
+    "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslmode",
+    "sslnegotiation",
+    "requiressl",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
+    "target_session_attrs",
+    "load_balance_hosts",
+];
+
+/// Keywords whose value is a secret.
+const SECRET_KEYWORDS: &[&str] = &["password", "sslpassword"];
+
+/// The `(keyword, value span)` pairs of a libpq `key=value` string, as
+/// far as it reads as one: whitespace around `=` allowed, a value either
+/// single-quoted (backslash escapes) or up to the next whitespace.
+fn key_values(s: &str) -> Vec<(&str, std::ops::Range<usize>)> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    loop {
+        i = skip_ws(i);
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+            i += 1;
+        }
+        let key = &s[start..i];
+        i = skip_ws(i);
+        if key.is_empty() || b.get(i) != Some(&b'=') {
+            return out;
+        }
+        i = skip_ws(i + 1);
+        let value_start = i;
+        if b.get(i) == Some(&b'\'') {
+            i += 1;
+            while i < b.len() && b[i] != b'\'' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(b.len());
+        } else {
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+        }
+        out.push((key, value_start..i));
+    }
+}
+
+/// Whether `s` starts as a libpq `key=value` string: its first pair's key
+/// is a libpq keyword. A file name (`mi clinica.db`, `/srv/a=b.db`) is not.
+fn is_key_value(s: &str) -> bool {
+    key_values(s).first().is_some_and(|(k, _)| KEYWORDS.contains(k))
+        // Or any secret further on: never a file named after a password.
+        || s.split_whitespace().any(|t| {
+            SECRET_KEYWORDS.iter().any(|k| t.strip_prefix(k).is_some_and(|r| r.trim_start().starts_with('=')))
+        })
+}
+
+/// The setting with any password replaced (a URL's query kept: it may
+/// name the schema), for messages. A `key=value` string keeps every pair
+/// but the secret ones' values.
 pub fn redact(s: &str) -> String {
+    if !PgUrl::is_url(s) {
+        return redact_key_value(s);
+    }
     match (s.find("://"), s.find('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &s[scheme + 3..at];
@@ -144,6 +266,24 @@ pub fn redact(s: &str) -> String {
         }
         _ => s.to_string(),
     }
+}
+
+fn redact_key_value(s: &str) -> String {
+    let mut out = s.to_string();
+    // From the end, so the earlier spans stay where they are.
+    for (key, span) in key_values(s).into_iter().rev() {
+        if SECRET_KEYWORDS.contains(&key) {
+            out.replace_range(span, "***");
+        }
+    }
+    // Past what reads as pairs, a secret keyword may still be there.
+    if SECRET_KEYWORDS
+        .iter()
+        .any(|k| out.contains(&format!("{k}=")) && !out.contains(&format!("{k}=***")))
+    {
+        return "(a connection string; not shown: it may hold a password)".into();
+    }
+    out
 }
 
 #[cfg(test)]
@@ -171,6 +311,34 @@ mod tests {
             .to_string();
         assert!(!e.contains("s3cret"), "{e}");
         assert!(e.contains("names no database"), "{e}");
+    }
+
+    #[test]
+    fn key_value_strings_are_read_and_their_secrets_hidden() {
+        assert!(PgUrl::names_postgres("host=db dbname=x"));
+        assert!(PgUrl::names_postgres("  dbname = x host=db"));
+        assert!(PgUrl::names_postgres("x.db password=hunter2"));
+        assert!(!PgUrl::names_postgres("mi clinica.db"));
+        assert!(!PgUrl::names_postgres("/var/lib/unavez/host=1.db"));
+        let u = PgUrl::parse("host=db.example port=6543 user=clinic password='it\\'s s3cret' dbname=unavez").unwrap();
+        assert_eq!(u.config().get_password(), Some(&b"it's s3cret"[..]));
+        assert_eq!(u.to_string(), "postgres://clinic@db.example:6543/unavez");
+        let u = PgUrl::parse("host=h user=u dbname=d options='-c search_path=s1,public'").unwrap();
+        assert_eq!(u.config().get_options(), Some("-c search_path=s1,public"));
+        for s in [
+            "host=h password=s3cret",
+            "host=h password = 's3 cret' dbname=d port=x",
+            "host=h user=u password=s3cret dbname=d sslmode=nope",
+            "host=h bogus=1 password=s3cret dbname=d",
+            "password=s3cret dbname=d bogus",
+        ] {
+            let e = PgUrl::parse(s).err().unwrap().to_string();
+            assert!(!e.contains("s3cret") && !e.contains("s3 cret"), "{s}: {e}");
+        }
+        assert_eq!(
+            redact("host=h password='a\\' b' sslpassword=z dbname=d"),
+            "host=h password=*** sslpassword=*** dbname=d"
+        );
     }
 
     #[test]

@@ -52,6 +52,8 @@ impl Tx<'_> {
             due_unsent,
             refused_events,
             blocked_templates,
+            // Read from the heartbeat rows by whoever reads them too.
+            paused_channels: Vec::new(),
         })
     }
 }

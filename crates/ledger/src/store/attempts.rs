@@ -64,7 +64,9 @@ impl Tx<'_> {
         let mut by_id: HashMap<i64, FinishFacts> = self
             .attempt_rows(
                 "a.id, a.intention_id, a.n, a.commitment_version_checked, a.ended_at IS NOT NULL,
-                 i.state, i.attempt_count, i.commitment_version, c.version",
+                 i.state, i.attempt_count, i.commitment_version, c.version,
+                 (SELECT count(*) FROM attempts u
+                  WHERE u.intention_id = a.intention_id AND u.id <> a.id AND u.outcome = 'not_sent')",
                 attempt_ids,
                 |r| {
                     Ok(FinishFacts {
@@ -75,6 +77,7 @@ impl Tx<'_> {
                         attempt_ended: r.flag(4)?,
                         state: r.state(5)?,
                         attempt_count: r.int(6)?,
+                        unsent: r.int(9)?,
                         intention_version: r.int(7)?,
                         current_version: r.int(8)?,
                     })

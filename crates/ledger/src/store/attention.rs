@@ -9,12 +9,16 @@
 //! [`crate::domain::attention::handled_covers`], written once as
 //! [`covered_sql`]. The page is computed from candidates, never from the
 //! whole attention set (migration 0002's `intentions_attention`), and a
-//! search goes through the trigram index `commitment_search` (0006).
+//! search starts from the commitments the search indexes find
+//! (`store/search.rs`).
 
 use chrono::{DateTime, Utc};
 
 use serde::Serialize;
 
+use unavez_core::search::{Country, PatientQuery};
+
+use super::search::{Matches, fuzzy_rank_sql};
 use super::{Page, Result, Tx, ms};
 use crate::domain::attention::{AttentionRule, Clause};
 use crate::rows::Cols;
@@ -89,6 +93,8 @@ pub struct AttentionRow {
     /// reschedule request.
     pub purpose: String,
     /// The intention state, or `stuck` for a dispatch whose lease expired,
+    /// `unconfirmed` for an acknowledged message without news
+    /// (`Clause::Unconfirmed`),
     /// `reschedule` for a reschedule request, `refused_event` for a refused
     /// booking event (then `purpose` is the event's type, `state_reason`
     /// the refusal and `last_event` its event id and the refusal), `parked`
@@ -106,6 +112,16 @@ pub struct AttentionRow {
     /// The latest mark "atendido": covering the case in the handled view,
     /// outgrown by news (the case reopened) in the open view.
     pub handled: Option<HandledMark>,
+    // --- issue 25 §3: what the guards read for the row's hint ---
+    /// The commitment's status (`cancelled`, ...), its confirmation and
+    /// kind: the hint depends on them.
+    pub commitment_status: Option<String>,
+    pub confirmed: bool,
+    pub appointment: bool,
+    /// The latest answered-or-open resend request on the intention, as
+    /// `action:operator:reason` (`request_resend`, `decline_resend` or
+    /// `authorize_resend`).
+    pub resend_ask: Option<String>,
 }
 
 /// A mark "atendido" to record.
@@ -182,12 +198,14 @@ fn evidence_sql(i: &str) -> String {
 
 /// What a clause asks of intention `i` beyond its state (`None`: the state
 /// alone). Parameters: `?1` now (ms), `?2` the earliest due time a failure
-/// stays on the desk.
+/// stays on the desk, `?12` the latest news an unconfirmed message can
+/// have had.
 fn clause_condition(c: Clause) -> Option<&'static str> {
     match c {
         Clause::Always(_) => None,
         Clause::DueWithinWindow(_) => Some("i.due_at >= ?2"),
         Clause::LeaseExpired(_) => Some("i.lease_until < ?1"),
+        Clause::Unconfirmed(_) => Some("i.due_at >= ?2 AND i.state_changed_at <= ?12"),
     }
 }
 
@@ -215,9 +233,10 @@ fn rule_sql(rule: &AttentionRule, pick: impl Fn(&Clause) -> bool) -> String {
 }
 
 /// Clauses served by the partial index `intentions_attention` (every
-/// clause but expired leases, which `intentions_lease` serves).
+/// clause but expired leases, which `intentions_lease` serves, and
+/// unconfirmed messages, few and found by `intentions_state_due`).
 fn walked(c: &Clause) -> bool {
-    !matches!(c, Clause::LeaseExpired(_))
+    matches!(c, Clause::Always(_) | Clause::DueWithinWindow(_))
 }
 
 /// `i.state IN (…)` for the walked clauses: the literal term the partial
@@ -282,6 +301,14 @@ pub(super) const EVENTS_FROM: &str = "FROM channel_events e
     LEFT JOIN commitments c ON c.id = ei.commitment_id
     WHERE e.status IN ('parked', 'refused') AND CAST(?11 AS BIGINT) IS NOT NULL AND e.received_at >= ?11";
 
+/// The latest resend request, decline or authorization done on intention
+/// `i`, as `action:operator:reason` (issue 25 §3; see `unavez_app::ops`'s
+/// `request.rs`).
+pub const RESEND_ASK: &str = "(SELECT a.action || ':' || a.operator || ':' || a.reason FROM operator_actions a
+        WHERE a.intention_id = i.id AND a.result = 'done'
+          AND a.action IN ('request_resend', 'decline_resend', 'authorize_resend')
+        ORDER BY a.id DESC LIMIT 1)";
+
 /// Display columns for a page of keys `p(kind, iid, sid, cid, starts, ev)`.
 pub(super) fn page_sql(keys: &str, order: &str) -> String {
     format!(
@@ -289,12 +316,14 @@ pub(super) fn page_sql(keys: &str, order: &str) -> String {
             coalesce(i.recipient, k.phone), coalesce(i.purpose, r.type, e.source || ':' || e.kind, ''),
             CASE WHEN p.kind = 'reschedule' THEN 'reschedule' WHEN p.kind = 'refused' THEN 'refused_event'
                  WHEN p.kind = 'channel_event' THEN e.status
-                 WHEN i.state = 'dispatching' THEN 'stuck' ELSE i.state END,
+                 WHEN i.state = 'dispatching' THEN 'stuck'
+                 WHEN i.state IN ('accepted', 'sent') THEN 'unconfirmed' ELSE i.state END,
             coalesce(i.state_reason, r.reason, e.reason),
             CASE p.kind WHEN 'intention' THEN i.state_changed_at WHEN 'refused' THEN r.last_seen_at
                  WHEN 'reschedule' THEN c.reschedule_requested_at ELSE e.received_at END, p.ev,
             coalesce({LAST_EVENT}, r.event_id || ': ' || r.reason, e.source || ':' || e.event_id),
-            m.handled_at, m.operator, m.action_id
+            m.handled_at, m.operator, m.action_id,
+            c.status, c.confirmed_at, c.kind, {RESEND_ASK}
          FROM ({keys}) p
          LEFT JOIN commitments c ON c.id = p.cid
          LEFT JOIN intentions i ON i.id = p.iid AND p.kind = 'intention'
@@ -332,6 +361,10 @@ pub(super) fn attention_row(r: &dyn Cols) -> std::result::Result<AttentionRow, S
         evidence_count: r.int(13)?,
         last_event: r.opt_text(14)?,
         handled,
+        commitment_status: r.opt_text(18)?,
+        confirmed: r.opt_time(19)?.is_some(),
+        appointment: r.opt_text(20)?.as_deref() == Some("appointment"),
+        resend_ask: r.opt_text(21)?,
     })
 }
 
@@ -359,10 +392,11 @@ const ORDER: &str = "ORDER BY CASE WHEN p.kind = 'channel_event' THEN -1 WHEN p.
         WHEN p.starts >= ?1 THEN 0 ELSE 1 END,
     CASE WHEN p.starts >= ?1 THEN p.starts ELSE -p.starts END, p.ev, p.iid";
 
-/// A patient search, split for the index: the trigram phrase (the text
+/// A patient search, split for the indexes: the trigram phrase (the text
 /// before a `:`, which is the reference part of a key), the key pattern
-/// when a key was typed, and a plain pattern for short text and refused
-/// events' ids.
+/// when a key was typed, a plain pattern for short text and refused
+/// events' ids, and the text read as a phone or name words (core's
+/// `PatientQuery`, looked up by `store/search.rs`).
 pub(super) struct Search {
     /// `"…"`: an FTS5 phrase; `None` when the text is too short for
     /// trigrams (then `like` matches without the index).
@@ -372,10 +406,14 @@ pub(super) struct Search {
     /// The pattern PostgreSQL's trigram index is asked with: the most
     /// telling word of the text (see [`Search::index_word`]).
     index_like: String,
+    /// The text read as a phone or name words (see `store/search.rs`).
+    query: Option<PatientQuery>,
 }
 
 impl Search {
-    pub(super) fn parse(filter: Option<&str>) -> Option<Search> {
+    /// Reads a typed search; phones without a country code are read as
+    /// `country`'s.
+    pub(super) fn parse(filter: Option<&str>, country: Country) -> Option<Search> {
         let text = filter.map(str::trim).filter(|f| !f.is_empty())?;
         let head = text.split(':').next().unwrap_or("").trim();
         Some(Search {
@@ -383,7 +421,13 @@ impl Search {
             like: format!("%{head}%"),
             key_like: text.contains(':').then(|| format!("%{text}%")),
             index_like: format!("%{}%", Search::index_word(head)),
+            query: PatientQuery::parse(text, country),
         })
+    }
+
+    /// The text read as a phone or name words.
+    pub(super) fn query(&self) -> Option<&PatientQuery> {
+        self.query.as_ref()
     }
 
     /// The word of `head` PostgreSQL's trigram index is asked for: one
@@ -404,27 +448,28 @@ impl Search {
             .unwrap_or(head)
     }
 
-    /// Commitments the search matches, as `SELECT cid`: `?5` the phrase
-    /// or pattern ([`Search::arg`]), `recheck` the placeholder of the whole
-    /// text's pattern (`like`). The index is each engine's own: FTS5
-    /// trigrams on SQLite, pg_trgm over `unavez_fold(doc)` on PostgreSQL,
-    /// asked for one word and the whole text checked on what it finds
-    /// (`OFFSET 0` keeps the check out of the index scan, where it would
-    /// bring back every trigram of the text).
-    pub(super) fn commitments_sql(&self, pg: bool, recheck: &str) -> String {
+    /// Commitments the trigram index matches, as `SELECT cid`: `arg` the
+    /// placeholder of the phrase or pattern ([`Search::arg`]), `recheck`
+    /// the whole text's pattern (`like`). The index is each engine's own:
+    /// FTS5 trigrams on SQLite, pg_trgm over `unavez_fold(doc)` on
+    /// PostgreSQL, asked for one word and the whole text checked on what it
+    /// finds (`OFFSET 0` keeps the check out of the index scan, where it
+    /// would bring back every trigram of the text).
+    pub(super) fn commitments_sql(&self, pg: bool, arg: &str, recheck: &str) -> String {
         match (self.phrase.is_some(), pg) {
-            (true, false) => "SELECT rowid AS cid FROM commitment_search WHERE commitment_search MATCH ?5".into(),
+            (true, false) => format!("SELECT rowid AS cid FROM commitment_search WHERE commitment_search MATCH {arg}"),
             (true, true) => format!(
                 "SELECT s.commitment_id AS cid FROM (SELECT commitment_id, doc FROM commitment_search
-                     WHERE unavez_fold(doc) LIKE unavez_fold(?5) OFFSET 0) AS s
+                     WHERE unavez_fold(doc) LIKE unavez_fold({arg}) OFFSET 0) AS s
                  WHERE unavez_fold(s.doc) LIKE unavez_fold({recheck})"
             ),
             // SQLite's LIKE ignores ASCII case, PostgreSQL's does not: both
             // compare lower-cased text.
-            (false, _) => "SELECT c.id AS cid FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
-                 WHERE lower(c.ref) LIKE lower(?5) OR lower(coalesce(c.contact_name, k.name)) LIKE lower(?5)
-                    OR substr(k.phone, length(k.phone) - 3) LIKE ?5"
-                .into(),
+            (false, _) => format!(
+                "SELECT c.id AS cid FROM commitments c LEFT JOIN contacts k ON k.id = c.contact_id
+                 WHERE lower(c.ref) LIKE lower({arg}) OR lower(coalesce(c.contact_name, k.name)) LIKE lower({arg})
+                    OR substr(k.phone, length(k.phone) - 3) LIKE {arg}"
+            ),
         }
     }
 
@@ -452,17 +497,31 @@ impl Tx<'_> {
     pub fn attention(&self, q: &AttentionQuery) -> Result<Page<AttentionRow>> {
         let db = self.db();
         let pg = db.is_pg();
-        let search = Search::parse(q.filter.as_deref());
+        let search = Search::parse(q.filter.as_deref(), self.phone_country);
+        let matches = match &search {
+            Some(s) => Some(self.search_matches(s)?),
+            None => None,
+        };
         let (keys, total) = match (q.view, &search) {
             (AttentionView::HandledSince(_), s) => handled_sql(s.as_ref(), pg),
-            (AttentionView::Open, Some(s)) => searched_open_sql(&q.rule, s, pg),
+            (AttentionView::Open, Some(_)) => searched_open_sql(&q.rule, pg),
             (AttentionView::Open, None) => open_sql(&q.rule, pg),
         };
         let order = match q.view {
             AttentionView::Open => ORDER,
             AttentionView::HandledSince(_) => "ORDER BY p.hat DESC, p.sid DESC",
         };
-        let page = page_sql(&format!("SELECT * FROM ({keys}) p {order} LIMIT ?6 OFFSET ?7"), order);
+        // A search ranks exact matches before those found by forgiving a
+        // typo, each in the list's own order.
+        let order = match &search {
+            Some(_) => order.replacen(
+                "ORDER BY ",
+                &format!("ORDER BY {}, ", fuzzy_rank_sql(pg, "p.cid", "?13")),
+                1,
+            ),
+            None => order.to_string(),
+        };
+        let page = page_sql(&format!("SELECT * FROM ({keys}) p {order} LIMIT ?6 OFFSET ?7"), &order);
         let since = match q.view {
             AttentionView::HandledSince(t) => Some(ms(t)),
             AttentionView::Open => None,
@@ -477,13 +536,15 @@ impl Tx<'_> {
             ms(q.rule.failed_since(q.now)),
             ms(q.now - window),
             ms(q.now + window),
-            search.as_ref().map(|s| s.arg(pg).to_string()),
+            matches.as_ref().map(Matches::all_json),
             limit,
             q.offset,
             search.as_ref().and_then(|s| s.key_like.clone()),
             since,
             search.as_ref().map(|s| s.like.clone()),
             q.channel_events.then(|| ms(q.now - q.rule.channel_event_window)),
+            ms(q.rule.unconfirmed_since(q.now)),
+            matches.as_ref().map(Matches::fuzzy_json),
         ];
         let rows = db.rows(&page, &values, attention_row)?;
         let total = db.row(&total, &values, |r| r.int(0))?.unwrap_or(0);

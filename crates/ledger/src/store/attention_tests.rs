@@ -3,6 +3,8 @@
 use super::*;
 use crate::domain::state::IntentionState;
 
+const PE: Country = Country::PE;
+
 #[test]
 fn the_sql_is_built_from_the_rule() {
     let rule = AttentionRule::default();
@@ -31,27 +33,27 @@ fn the_sql_is_built_from_the_rule() {
 
 #[test]
 fn a_search_splits_the_reference_from_a_typed_key() {
-    let s = Search::parse(Some(" cita-1042:recordatorio ")).unwrap();
+    let s = Search::parse(Some(" cita-1042:recordatorio "), PE).unwrap();
     assert_eq!(s.phrase.as_deref(), Some("\"cita-1042\""));
     assert_eq!(s.key_like.as_deref(), Some("%cita-1042:recordatorio%"));
-    let s = Search::parse(Some("12")).unwrap();
+    let s = Search::parse(Some("12"), PE).unwrap();
     assert_eq!((s.phrase, s.like.as_str()), (None, "%12%"));
-    let s = Search::parse(Some("an\"a")).unwrap();
+    let s = Search::parse(Some("an\"a"), PE).unwrap();
     assert_eq!(s.phrase.as_deref(), Some("\"an\"\"a\""));
-    assert!(Search::parse(Some("  ")).is_none());
+    assert!(Search::parse(Some("  "), PE).is_none());
 }
 
 #[test]
 fn postgresql_asks_its_trigram_index_for_the_most_telling_word() {
-    let word = |text: &str| Search::parse(Some(text)).unwrap().index_like;
+    let word = |text: &str| Search::parse(Some(text), PE).unwrap().index_like;
     assert_eq!(word("Paciente 57321"), "%57321%");
     assert_eq!(word("cita-322583:recordatorio-24h"), "%322583%");
     assert_eq!(word("María Quispe"), "%Quispe%");
     // Too short for a trigram of its own: the whole text.
     assert_eq!(word("ab cd"), "%ab cd%");
     // Too short for trigrams at all: the plain pattern on both engines.
-    let s = Search::parse(Some("12")).unwrap();
+    let s = Search::parse(Some("12"), PE).unwrap();
     assert_eq!((s.arg(true), s.arg(false)), ("%12%", "%12%"));
-    let s = Search::parse(Some("Paciente 57321")).unwrap();
+    let s = Search::parse(Some("Paciente 57321"), PE).unwrap();
     assert_eq!((s.arg(true), s.arg(false)), ("%57321%", "\"Paciente 57321\""));
 }

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::attention::{AttentionRow, Search, attention_row, intention_keys, page_sql};
+use super::search::{Matches, fuzzy_rank_sql, json_ids_sql};
 use super::{Result, Tx, ms};
 use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
 use crate::domain::counter::Counter;
@@ -56,6 +57,9 @@ pub struct NotificationCell {
     pub state: String,
     pub state_reason: Option<String>,
     pub is_resend: bool,
+    /// When it entered its state: an action taken from the patient card
+    /// is refused if the message changed since it was shown.
+    pub state_changed_at: DateTime<Utc>,
 }
 
 /// The Tablero for one operating day.
@@ -111,7 +115,7 @@ pub(super) const PLANNED_DUE: &str =
 /// [`Tx::fill_notifications`]): a page of Próximas citas.
 const NOTIFICATION_BATCH: usize = 50;
 
-fn upcoming_row(r: &dyn Cols) -> std::result::Result<UpcomingRow, String> {
+pub(super) fn upcoming_row(r: &dyn Cols) -> std::result::Result<UpcomingRow, String> {
     Ok(UpcomingRow {
         commitment_id: r.int(0)?,
         commitment_ref: r.text(1)?,
@@ -140,32 +144,48 @@ impl Tx<'_> {
         offset: u32,
     ) -> Result<Page<UpcomingRow>> {
         let db = self.db();
-        let search = Search::parse(filter);
-        let arg = search.as_ref().map(|s| s.arg(db.is_pg()).to_string());
+        let pg = db.is_pg();
+        let search = Search::parse(filter, self.phone_country);
+        let matches = match &search {
+            Some(s) => Some(self.search_matches(s)?),
+            None => None,
+        };
         // A search drives from its matches (few) to their commitments; the
         // join order (`CROSS JOIN` on SQLite) keeps the engine from walking
         // the whole time range and probing the matches instead.
         let from_sql = match &search {
-            Some(s) => format!(
+            Some(_) => format!(
                 "({}) m {} commitments c ON c.id = m.cid",
-                s.commitments_sql(db.is_pg(), "?6"),
-                super::attention::fixed_join(db.is_pg())
+                json_ids_sql(pg, "?5"),
+                super::attention::fixed_join(pg)
             ),
             None => "commitments c".to_string(),
         };
+        // Exact matches before the ones found by forgiving a typo.
+        let rank = match &search {
+            Some(_) => format!("{}, ", fuzzy_rank_sql(pg, "c.id", "?6")),
+            None => String::new(),
+        };
         let limit = if limit == 0 { 50 } else { limit };
-        // `?5` is the search (see `Search::commitments_sql`), referenced
-        // even without one so both statements take the same values; `?6`
-        // the whole text, which PostgreSQL checks on the index's matches.
-        let like = search.as_ref().map(|s| s.like().to_string());
-        let args = vals![ms(from), ms(to), limit, offset, arg, like];
+        // `?5` the matches (a JSON array of commitment ids, see
+        // `store/search.rs`), referenced even without a search so both
+        // statements take the same values; `?6` the fuzzy ones.
+        let args = vals![
+            ms(from),
+            ms(to),
+            limit,
+            offset,
+            matches.as_ref().map(Matches::all_json),
+            matches.as_ref().map(Matches::fuzzy_json)
+        ];
         let mut rows = db.rows(
             &format!(
                 "SELECT c.id, c.ref, c.kind, c.status, c.version, c.starts_at, k.phone, c.confirmed_at,
                         c.manual_contact_at, c.reschedule_requested_at, coalesce(c.contact_name, k.name)
                  FROM {from_sql} LEFT JOIN contacts k ON k.id = c.contact_id
                  WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (CAST(?5 AS TEXT) IS NULL OR 1 = 1)
-                 ORDER BY c.starts_at, c.id LIMIT ?3 OFFSET ?4"
+                    AND (CAST(?6 AS TEXT) IS NULL OR 1 = 1)
+                 ORDER BY {rank}c.starts_at, c.id LIMIT ?3 OFFSET ?4"
             ),
             &args,
             upcoming_row,
@@ -175,7 +195,8 @@ impl Tx<'_> {
             .row(
                 &format!(
                     "SELECT count(*) FROM {from_sql}
-                     WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (CAST(?5 AS TEXT) IS NULL OR 1 = 1)"
+                     WHERE c.starts_at >= ?1 AND c.starts_at < ?2 AND (CAST(?5 AS TEXT) IS NULL OR 1 = 1)
+                        AND (CAST(?6 AS TEXT) IS NULL OR 1 = 1)"
                 ),
                 &args,
                 |r| r.int(0),
@@ -188,13 +209,14 @@ impl Tx<'_> {
     /// at once: one statement per [`NOTIFICATION_BATCH`] appointments
     /// instead of one each (on PostgreSQL every statement is a round trip
     /// to the server, fifty of them cost more than the page itself).
-    fn fill_notifications(&self, rows: &mut [UpcomingRow]) -> Result<()> {
+    pub(super) fn fill_notifications(&self, rows: &mut [UpcomingRow]) -> Result<()> {
         let ids = (1..=NOTIFICATION_BATCH)
             .map(|n| format!("?{n}"))
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!(
-            "SELECT commitment_id, id, purpose, commitment_version, state, state_reason, related_id IS NOT NULL
+            "SELECT commitment_id, id, purpose, commitment_version, state, state_reason, related_id IS NOT NULL,
+                    state_changed_at
              FROM intentions WHERE commitment_id IN ({ids}) ORDER BY commitment_id, id"
         );
         let mut by_commitment: std::collections::HashMap<i64, Vec<NotificationCell>> = Default::default();
@@ -214,6 +236,7 @@ impl Tx<'_> {
                         state: r.text(4)?,
                         state_reason: r.opt_text(5)?,
                         is_resend: r.flag(6)?,
+                        state_changed_at: r.time(7)?,
                     },
                 ))
             })? {

@@ -180,6 +180,12 @@ fn migration_0002_backfills_an_existing_database() {
         .sqlite_conn()
         .execute_batch(
             "DROP TRIGGER intention_counts_insert; DROP TRIGGER intention_counts_update;
+             DROP TRIGGER contact_phone_suffixes_insert; DROP TRIGGER contact_phone_suffixes_update;
+             DROP TRIGGER contact_phone_suffixes_delete; DROP TABLE contact_phone_suffixes;
+             DROP TRIGGER commitment_search_names_insert; DROP TRIGGER commitment_search_names_update;
+             DROP TRIGGER commitment_search_names_delete; DROP TRIGGER commitment_search_names_contact;
+             DROP TABLE commitment_search_words; DROP TABLE commitment_search_names; DROP TABLE name_word_deletes;
+
              DROP TRIGGER intention_counts_delete; DROP TRIGGER intentions_starts_at_insert;
              DROP TRIGGER commitments_starts_at_copy; DROP TABLE intention_counts;
              DROP INDEX intentions_attention; DROP INDEX commitments_reschedule; DROP INDEX contacts_opt_out;
@@ -233,50 +239,65 @@ fn open_cases_equal_the_domain_rule_applied_row_by_row() {
             n = ms(now())
         ))
         .unwrap();
-    let rule = AttentionRule::default();
-    let mut stmt = store
-        .sqlite_conn()
-        .prepare(
-            "SELECT i.id, i.state, i.due_at, i.lease_until, i.state_changed_at, h.situation_at
-             FROM intentions i LEFT JOIN attention_handled h ON h.kind = 'intention' AND h.subject_id = i.id",
-        )
-        .unwrap();
-    let mut want: Vec<i64> = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, Option<i64>>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, Option<i64>>(5)?,
-            ))
-        })
-        .unwrap()
-        .map(|r| r.unwrap())
-        .filter(|(_, state, due, lease, since, handled)| {
-            let facts = CaseFacts {
-                state: state.parse::<IntentionState>().unwrap(),
-                due_at: super::super::from_ms(*due),
-                lease_until: lease.map(super::super::from_ms),
-            };
-            let covered =
-                handled.is_some_and(|h| handled_covers(super::super::from_ms(h), super::super::from_ms(*since)));
-            rule.matches(&facts, now()).is_some() && !covered
-        })
-        .map(|r| r.0)
-        .collect();
-    drop(stmt);
-    want.sort_unstable();
-    let mut q = AttentionQuery::new(now());
-    q.limit = 100_000;
-    let page = store.read(|tx| tx.attention(&q)).unwrap();
-    let mut got: Vec<i64> = page.rows.iter().filter_map(|r| r.intention_id).collect();
-    got.sort_unstable();
-    assert!(want.len() > 100);
-    assert_eq!(got, want);
-    let others = page.rows.iter().filter(|r| r.intention_id.is_none()).count() as i64;
-    assert_eq!(page.total, want.len() as i64 + others);
+    // The engine's rule, and a Cloud API's, whose quiet acknowledged
+    // messages are cases too.
+    let cloud = AttentionRule {
+        unconfirmed_window: Some(chrono::Duration::minutes(30)),
+        ..AttentionRule::default()
+    };
+    for rule in [AttentionRule::default(), cloud] {
+        let mut stmt = store
+            .sqlite_conn()
+            .prepare(
+                "SELECT i.id, i.state, i.due_at, i.lease_until, i.state_changed_at, h.situation_at
+                 FROM intentions i LEFT JOIN attention_handled h ON h.kind = 'intention' AND h.subject_id = i.id",
+            )
+            .unwrap();
+        let mut want: Vec<i64> = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, Option<i64>>(5)?,
+                ))
+            })
+            .unwrap()
+            .map(|r| r.unwrap())
+            .filter(|(_, state, due, lease, since, handled)| {
+                let facts = CaseFacts {
+                    state: state.parse::<IntentionState>().unwrap(),
+                    due_at: super::super::from_ms(*due),
+                    lease_until: lease.map(super::super::from_ms),
+                    state_changed_at: super::super::from_ms(*since),
+                };
+                let covered =
+                    handled.is_some_and(|h| handled_covers(super::super::from_ms(h), super::super::from_ms(*since)));
+                rule.matches(&facts, now()).is_some() && !covered
+            })
+            .map(|r| r.0)
+            .collect();
+        drop(stmt);
+        want.sort_unstable();
+        let mut q = AttentionQuery::new(now());
+        q.rule = rule;
+        q.limit = 100_000;
+        let page = store.read(|tx| tx.attention(&q)).unwrap();
+        let mut got: Vec<i64> = page.rows.iter().filter_map(|r| r.intention_id).collect();
+        got.sort_unstable();
+        assert!(want.len() > 100);
+        assert_eq!(got, want);
+        let others = page.rows.iter().filter(|r| r.intention_id.is_none()).count() as i64;
+        assert_eq!(page.total, want.len() as i64 + others);
+        let unconfirmed = page.rows.iter().filter(|r| r.state == "unconfirmed").count();
+        assert_eq!(
+            unconfirmed > 0,
+            rule.unconfirmed_window.is_some(),
+            "{unconfirmed} unconfirmed"
+        );
+    }
 }
 
 /// The trigram index stays equal to the tables it indexes, and finds a

@@ -32,6 +32,10 @@ pub struct DayTiming {
     /// The first applied history entry into a state of `closed` (looked up
     /// for rows now in `closed`).
     pub closed_at: Option<DateTime<Utc>>,
+    /// When the intention was created: its first history row (looked up
+    /// for rows now in `reached`, the latency's sample, through the same
+    /// history index; the table's own column would read its wide row).
+    pub created_at: Option<DateTime<Utc>>,
 }
 
 impl Tx<'_> {
@@ -60,6 +64,7 @@ impl Tx<'_> {
                 state: r.state(1)?,
                 reached_at: r.opt_time(2)?,
                 closed_at: r.opt_time(3)?,
+                created_at: r.opt_time(4)?,
             })
         })?;
         out.sort_by_key(|t| t.due_at);
@@ -93,7 +98,9 @@ fn timings_sql(n_reached: usize, n_closed: usize) -> String {
     format!(
         "SELECT i.due_at, i.state,
                 CASE WHEN i.state IN ({r}) OR i.state IN ({c}) THEN {} END,
-                CASE WHEN i.state IN ({c}) THEN {} END
+                CASE WHEN i.state IN ({c}) THEN {} END,
+                CASE WHEN i.state IN ({r}) THEN
+                    (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id) END
          FROM intentions i
          WHERE i.day = ?1 AND +i.due_at <= ?2",
         first(&r),

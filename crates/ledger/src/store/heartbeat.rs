@@ -3,6 +3,7 @@
 //! a live dispatcher is `domain::heartbeat::Heartbeat::liveness`.
 
 use super::{Result, Tx, ms};
+use crate::domain::fault::{ChannelFault, ChannelPause};
 use crate::domain::heartbeat::{DispatcherState, Heartbeat};
 use crate::rows::Cols;
 use chrono::{DateTime, Duration, Utc};
@@ -19,6 +20,13 @@ fn heartbeat_row(r: &dyn Cols) -> std::result::Result<Heartbeat, String> {
         started_at: r.time(7)?,
         beat_at: r.time(8)?,
         interval: Duration::milliseconds(r.int(9)?),
+        channel: match (r.text(10)?.as_str(), r.opt_text(11)?) {
+            ("paused", Some(code)) => Some(ChannelPause {
+                fault: code.parse::<ChannelFault>().map_err(|e| e.to_string())?,
+                secret_env: r.opt_text(12)?,
+            }),
+            _ => None,
+        },
     })
 }
 
@@ -29,11 +37,12 @@ impl Tx<'_> {
     pub fn beat(&self, hb: &Heartbeat) -> Result<()> {
         self.db().exec(
             "INSERT INTO dispatchers(id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at,
-                 interval_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                 interval_ms, channel_state, channel_error, channel_secret_env)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
              ON CONFLICT(id) DO UPDATE SET state = excluded.state, last_error = excluded.last_error,
                  last_error_at = excluded.last_error_at, beat_at = excluded.beat_at,
-                 interval_ms = excluded.interval_ms",
+                 interval_ms = excluded.interval_ms, channel_state = excluded.channel_state,
+                 channel_error = excluded.channel_error, channel_secret_env = excluded.channel_secret_env",
             &crate::vals![
                 hb.id.as_str(),
                 hb.host.as_str(),
@@ -45,6 +54,9 @@ impl Tx<'_> {
                 ms(hb.started_at),
                 ms(hb.beat_at),
                 hb.interval.num_milliseconds().max(1),
+                if hb.channel.is_some() { "paused" } else { "ok" },
+                hb.channel.as_ref().map(|c| c.fault.as_str()),
+                hb.channel.as_ref().and_then(|c| c.secret_env.clone()),
             ],
         )?;
         Ok(())
@@ -54,7 +66,8 @@ impl Tx<'_> {
     /// beat first: older ones are long dead whatever their state says.
     pub fn heartbeats(&self, since: DateTime<Utc>) -> Result<Vec<Heartbeat>> {
         Ok(self.db().rows(
-            "SELECT id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at, interval_ms
+            "SELECT id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at, interval_ms,
+                 channel_state, channel_error, channel_secret_env
              FROM dispatchers WHERE beat_at >= ?1 ORDER BY beat_at DESC, id LIMIT 100",
             &crate::vals![ms(since)],
             heartbeat_row,
@@ -94,6 +107,7 @@ mod tests {
             started_at: now() - Duration::minutes(10),
             beat_at: at,
             interval: Duration::seconds(5),
+            channel: None,
         }
     }
 
@@ -132,5 +146,26 @@ mod tests {
             .write(|tx| tx.prune_heartbeats(now() - Duration::seconds(30)))
             .unwrap();
         assert_eq!(gone, 1);
+        // A paused channel is stored typed and read back as it was.
+        let pause = ChannelPause {
+            fault: ChannelFault::CredentialRejected,
+            secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
+        };
+        store
+            .write(|tx| {
+                tx.beat(&Heartbeat {
+                    channel: Some(pause.clone()),
+                    ..hb("b", DispatcherState::Running, now())
+                })
+            })
+            .unwrap();
+        let rows = store.read(|tx| tx.heartbeats(now() - Duration::hours(1))).unwrap();
+        let b = rows.iter().find(|r| r.id == "b").unwrap();
+        assert_eq!(b.channel, Some(pause));
+        store
+            .write(|tx| tx.beat(&hb("b", DispatcherState::Running, now())))
+            .unwrap();
+        let rows = store.read(|tx| tx.heartbeats(now() - Duration::hours(1))).unwrap();
+        assert_eq!(rows.iter().find(|r| r.id == "b").unwrap().channel, None, "resumed");
     }
 }

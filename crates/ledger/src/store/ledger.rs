@@ -295,6 +295,7 @@ impl Tx<'_> {
     /// [`Tx::upsert_contact`] for many phones at once (each phone once):
     /// their ids, by phone.
     pub fn upsert_contacts(&self, contacts: &[NewContact<'_>], at: DateTime<Utc>) -> Result<HashMap<String, i64>> {
+        self.remember_name_words(contacts.iter().filter_map(|c| c.name))?;
         let mut ids = HashMap::with_capacity(contacts.len());
         for run in runs_of(contacts.len(), BATCH_RUN) {
             let sql = format!(
@@ -323,6 +324,7 @@ impl Tx<'_> {
         rows: &[(&Commitment, Option<i64>)],
         at: DateTime<Utc>,
     ) -> Result<HashMap<String, i64>> {
+        self.remember_name_words(rows.iter().filter_map(|(c, _)| c.name.as_deref()))?;
         let mut ids = HashMap::with_capacity(rows.len());
         for run in runs_of(rows.len(), BATCH_RUN) {
             let sql = format!(
@@ -374,6 +376,7 @@ impl Tx<'_> {
         language: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<i64> {
+        self.remember_name_words(name)?;
         self.db()
             .row(
                 "INSERT INTO contacts(phone, name, language, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
@@ -408,6 +411,7 @@ impl Tx<'_> {
 
     /// Writes the commitment as the domain computed it; returns its id.
     pub fn save_commitment(&self, c: &Commitment, contact_id: Option<i64>, at: DateTime<Utc>) -> Result<i64> {
+        self.remember_name_words(c.name.as_deref())?;
         let sql = format!(
             "INSERT INTO commitments(ref, kind, status, version, starts_at, service, location, contact_id,
                                      confirmed_at, manual_contact_at, created_at, updated_at, contact_name)

@@ -14,6 +14,7 @@
 mod alerts;
 mod attempts;
 mod attention;
+mod calls;
 mod console;
 mod day_timings;
 mod dispatch;
@@ -22,12 +23,15 @@ mod heartbeat;
 mod inbound;
 mod intents;
 mod ledger;
+mod locks;
 mod metrics;
 mod notifications;
 mod open;
 mod operator;
+mod patient;
 mod queries;
 mod refused;
+mod search;
 mod tx;
 mod uncertain;
 mod webhooks;
@@ -46,13 +50,15 @@ pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
 pub use open::{OpenOptions, Store, open_connection};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
+pub use patient::{PatientCard, PatientMatch};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};
 pub use refused::{NewRefusal, RefusedEventRow};
+pub use tx::own_writers;
 pub use tx::{TRANSIENT_RETRIES, Tx};
 pub use uncertain::UncertainItem;
 pub use webhooks::{
-    ChannelEventRow, NewChannelEvent, PARKED_KEY_MESSAGE_MISMATCH, PendingStatus, REFUSED_FOREIGN_INSTANCE, Recorded,
-    SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome,
+    ChannelEventRow, NewChannelEvent, PARKED_KEY_MESSAGE_MISMATCH, PARKED_UNKNOWN_STATE, PendingStatus,
+    REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_CLOUD, SOURCE_MOTOR, StatusOutcome,
 };
 
 use std::path::PathBuf;
@@ -139,6 +145,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (8, include_str!("migrations/0008_reserve_speed.sql")),
     (9, include_str!("migrations/0009_narrow_commitment_index.sql")),
     (10, include_str!("migrations/0010_one_day_index.sql")),
+    (11, include_str!("migrations/0011_channel_pause.sql")),
+    (12, include_str!("migrations/0012_patient_search.sql")),
 ];
 
 impl Tx<'_> {

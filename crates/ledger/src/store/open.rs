@@ -21,6 +21,10 @@ use crate::pg::{PgClient, PgLedger, PgUrl};
 /// writes opens its own (cheap) or goes through a channel to one owner.
 pub struct Store {
     pub(super) inner: Inner,
+    /// The country of phones a patient search types without a country
+    /// code (the clinic's `default_country`; Peru unless set, see
+    /// [`Store::set_phone_country`]).
+    pub(super) phone_country: unavez_core::search::Country,
 }
 
 pub(super) enum Inner {
@@ -88,6 +92,7 @@ impl Store {
 
     fn pg_at(client: PgClient, url: &PgUrl) -> Store {
         Store {
+            phone_country: unavez_core::search::Country::PE,
             inner: Inner::Pg {
                 client,
                 statements: Default::default(),
@@ -95,6 +100,12 @@ impl Store {
                 shown: PathBuf::from(url.to_string()),
             },
         }
+    }
+
+    /// Sets the country of phones a patient search types without a
+    /// country code (`908 439 509` is `+51908439509` in Peru).
+    pub fn set_phone_country(&mut self, country: unavez_core::search::Country) {
+        self.phone_country = country;
     }
 
     /// Another connection to a ledger already opened (and migrated) by
@@ -135,6 +146,7 @@ impl Store {
 
     fn sqlite_at(conn: Connection, path: &Path) -> Store {
         Store {
+            phone_country: unavez_core::search::Country::PE,
             inner: Inner::Sqlite {
                 conn,
                 path: path.to_path_buf(),
@@ -364,6 +376,11 @@ impl Store {
             };
             tx.execute_batch(sql).map_err(failed)?;
             tx.pragma_update(None, "user_version", version).map_err(failed)?;
+        }
+        // The typo index of names already stored (SQLite folds no accents
+        // in SQL, so migration 0012 cannot file them itself).
+        if current < super::search::TYPO_INDEX_SINCE && known >= super::search::TYPO_INDEX_SINCE {
+            super::search::file_vocabulary(&crate::sql::Db::Sqlite(&tx))?;
         }
         tx.commit()?;
         Ok(())

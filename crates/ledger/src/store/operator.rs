@@ -72,6 +72,21 @@ impl Tx<'_> {
     }
 }
 
+impl Tx<'_> {
+    /// Issue 25 §3: the latest resend request, decline or authorization
+    /// done on intention `id` (`action`, `operator`, `reason`).
+    pub fn resend_ask(&self, id: i64) -> Result<Option<(String, String, String)>> {
+        Ok(self.db().row(
+            "SELECT a.action, a.operator, a.reason FROM operator_actions a
+             WHERE a.intention_id = ?1 AND a.result = 'done'
+               AND a.action IN ('request_resend', 'decline_resend', 'authorize_resend')
+             ORDER BY a.id DESC LIMIT 1",
+            &vals![id],
+            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?)),
+        )?)
+    }
+}
+
 /// A supervisor's acknowledgement, recorded with the action that authorized
 /// a resend, that earlier messages of the intention already reached the
 /// customer.

@@ -52,6 +52,9 @@ pub struct IntentionDetail {
     /// explicit acknowledgement (`acknowledgement` says who, when and what).
     pub acknowledged_delivery: bool,
     pub acknowledgement: Option<AcknowledgementRow>,
+    /// The commitment the message speaks of, as it stands now (with the
+    /// contact's name): Detalle's header and verdict read it.
+    pub commitment: Option<super::ledger::CommitmentRow>,
 }
 
 /// One message of a resend family (the original or one of its resends)
@@ -214,7 +217,9 @@ impl Tx<'_> {
     pub fn intention_detail(&self, id_or_key: &str) -> Result<IntentionDetail> {
         let intention = self.find_intention(id_or_key)?;
         let acknowledgement = self.resend_acknowledgement(intention.id)?;
+        let commitment = Some(self.commitment_by_id(intention.commitment_id)?);
         Ok(IntentionDetail {
+            commitment,
             history: self.history(intention.id)?,
             attempts: self.attempts(intention.id)?,
             related: self.related(&intention)?,

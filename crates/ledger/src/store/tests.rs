@@ -635,6 +635,11 @@ fn migration_0007_keeps_the_marks_and_admits_channel_events() {
              INSERT INTO attention_handled(kind, subject_id, handled_at, situation_at, operator, action_id)
                  VALUES ('intention', 7, {n}, {n}, 'recepcion', 1), ('refused', 2, {n}, NULL, 'tecnico', 1);
              DROP TABLE dispatchers;
+             DROP TRIGGER contact_phone_suffixes_insert; DROP TRIGGER contact_phone_suffixes_update;
+             DROP TRIGGER contact_phone_suffixes_delete; DROP TABLE contact_phone_suffixes;
+             DROP TRIGGER commitment_search_names_insert; DROP TRIGGER commitment_search_names_update;
+             DROP TRIGGER commitment_search_names_delete; DROP TRIGGER commitment_search_names_contact;
+             DROP TABLE commitment_search_words; DROP TABLE commitment_search_names; DROP TABLE name_word_deletes;
              PRAGMA user_version = 6;"
         ))
         .unwrap();

@@ -19,6 +19,8 @@ pub struct Tx<'c> {
     /// Counter increments, written at commit in name order (see
     /// [`Tx::bump_counter`]).
     pub(super) counters: RefCell<BTreeMap<String, i64>>,
+    /// The store's [`Store::set_phone_country`].
+    pub(super) phone_country: unavez_core::search::Country,
 }
 
 enum TxInner<'c> {
@@ -47,6 +49,32 @@ macro_rules! begin_or_reconnect {
     };
 }
 
+/// Write transactions this process holds open now, on any store: a
+/// write lock seen while one is open may be this process's own (its
+/// embedded dispatcher, its import), not "another process" (issue 25 §5).
+static OWN_WRITERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one open write transaction of this process while it lives.
+struct OwnWriter;
+
+impl OwnWriter {
+    fn enter() -> OwnWriter {
+        OWN_WRITERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        OwnWriter
+    }
+}
+
+impl Drop for OwnWriter {
+    fn drop(&mut self) {
+        OWN_WRITERS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How many write transactions this process holds open now.
+pub fn own_writers() -> usize {
+    OWN_WRITERS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 impl Store {
     /// Runs `f` in one write transaction (`BEGIN IMMEDIATE` on SQLite,
     /// READ COMMITTED on PostgreSQL), committing on `Ok`.
@@ -72,6 +100,7 @@ impl Store {
                 return Err(E::from(StoreError::from(crate::failpoint::sqlite_error(a))));
             }
             let wrapped = begin_or_reconnect!(self, TransactionBehavior::Immediate);
+            let _own = OwnWriter::enter();
             let again = retries < TRANSIENT_RETRIES;
             match f(&wrapped) {
                 Err(e) if !(again && wrapped.hit_transient()) => return Err(e),
@@ -128,6 +157,7 @@ impl Store {
         Ok(Tx {
             inner,
             counters: RefCell::default(),
+            phone_country: self.phone_country,
         })
     }
 }

@@ -11,7 +11,7 @@ use super::intents::IntentionRow;
 use super::queries::{ATTEMPT_COLS, AttemptRow};
 use super::{ContactRow, Result, StoreError, Tx, from_ms, ms};
 use crate::domain::lifecycle::OperatingDay;
-use crate::domain::recovery::LeaseFacts;
+use crate::domain::recovery::{LeaseFacts, OrphanFacts, StatusPoll};
 use crate::domain::state::IntentionState;
 use crate::rows::{Cols, INTENTION_COLS, intention_row};
 use crate::vals;
@@ -63,6 +63,73 @@ impl Tx<'_> {
             }
         }
         group_lease_facts(rows)
+    }
+
+    /// Attempts still open that started before `started_before` on
+    /// intentions no dispatcher holds (any state but `dispatching`, whose
+    /// open attempts are its lease's), at most `limit`, oldest first. On
+    /// PostgreSQL the rows are locked, and one a late answer closed
+    /// meanwhile is not returned. What they become is decided in
+    /// `unavez_core::domain::recovery::close_orphans`.
+    pub fn orphaned_attempts(&self, started_before: DateTime<Utc>, limit: u32) -> Result<Vec<OrphanFacts>> {
+        let lock = if self.is_pg() {
+            " FOR UPDATE OF a SKIP LOCKED"
+        } else {
+            ""
+        };
+        let rows = self.db().rows(
+            &format!(
+                "SELECT a.id, a.intention_id, i.state FROM attempts a JOIN intentions i ON i.id = a.intention_id
+                 WHERE a.ended_at IS NULL AND a.started_at < ?1 AND i.state <> 'dispatching'
+                 ORDER BY a.id LIMIT ?2{lock}"
+            ),
+            &vals![ms(started_before), limit],
+            |r| Ok((r.int(0)?, r.int(1)?, r.text(2)?)),
+        )?;
+        rows.into_iter()
+            .map(|(attempt_id, intention_id, state)| {
+                Ok(OrphanFacts {
+                    attempt_id,
+                    intention_id,
+                    state: parse_state(&state)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Acknowledged messages the status poll asks about now: in one of
+    /// `poll`'s states with a known command, no news since
+    /// `poll.quiet_since(now)`, due within its horizon and not asked about
+    /// again before now (`next_attempt_at`, which only planned and
+    /// uncertain intentions otherwise use), at most `limit`, the longest
+    /// quiet first. On PostgreSQL the rows are locked, skipping those
+    /// another reconciler is taking; the caller holds them
+    /// ([`Tx::hold_status_polls`]) in the same transaction.
+    pub fn status_polls_due(&self, poll: &StatusPoll, now: DateTime<Utc>, limit: u32) -> Result<Vec<IntentionRow>> {
+        let lock = if self.is_pg() { " FOR UPDATE SKIP LOCKED" } else { "" };
+        let states: Vec<String> = StatusPoll::STATES.iter().map(|s| format!("'{s}'")).collect();
+        let ids: Vec<i64> = self.db().rows(
+            &format!(
+                "SELECT id FROM intentions WHERE state IN ({}) AND due_at >= ?1 AND state_changed_at <= ?2
+                   AND provider_command_id IS NOT NULL AND (next_attempt_at IS NULL OR next_attempt_at <= ?3)
+                 ORDER BY state_changed_at, id LIMIT ?4{lock}",
+                states.join(", ")
+            ),
+            &vals![ms(now - StatusPoll::HORIZON), ms(poll.quiet_since(now)), ms(now), limit],
+            |r| r.int(0),
+        )?;
+        ids.into_iter().map(|id| self.intention(id)).collect()
+    }
+
+    /// When each of these acknowledged messages is asked about next.
+    pub fn hold_status_polls(&self, until: &[(i64, DateTime<Utc>)]) -> Result<()> {
+        for (id, t) in until {
+            self.db().exec(
+                "UPDATE intentions SET next_attempt_at = ?2 WHERE id = ?1",
+                &vals![*id, ms(*t)],
+            )?;
+        }
+        Ok(())
     }
 
     /// Takes up to `limit` uncertain intentions due for reconciliation and
@@ -224,12 +291,7 @@ fn group_lease_facts(rows: Vec<LeaseRow>) -> Result<Vec<LeaseFacts>> {
     let mut out: Vec<LeaseFacts> = Vec::new();
     for (id, owner, state, attempt) in rows {
         if out.last().is_none_or(|f| f.intention_id != id) {
-            let state = state
-                .parse()
-                .map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
-                    table: "intentions",
-                    detail: e.to_string(),
-                })?;
+            let state = parse_state(&state)?;
             out.push(LeaseFacts {
                 intention_id: id,
                 state,
@@ -242,4 +304,13 @@ fn group_lease_facts(rows: Vec<LeaseRow>) -> Result<Vec<LeaseFacts>> {
         }
     }
     Ok(out)
+}
+
+fn parse_state(state: &str) -> Result<IntentionState> {
+    state
+        .parse()
+        .map_err(|e: crate::domain::state::UnknownState| StoreError::Corrupt {
+            table: "intentions",
+            detail: e.to_string(),
+        })
 }

@@ -78,8 +78,9 @@ pub enum StatusOutcome {
     /// Same event id as an earlier one: counted on the stored event
     /// (`copies`), not applied again.
     Duplicate { intention_id: Option<i64> },
-    /// Its key and its message id name two different intentions: applied
-    /// to neither, kept for a person with a reason code.
+    /// Its key and its message id name two different intentions, or its
+    /// state is not one the engine contract names: applied to nothing,
+    /// kept for a person with a reason code.
     Parked { reason: String },
     /// Not for this installation (another engine instance): kept, applied
     /// to nothing.
@@ -88,6 +89,8 @@ pub enum StatusOutcome {
 
 /// Reason code of an engine event whose key and message id disagree.
 pub const PARKED_KEY_MESSAGE_MISMATCH: &str = Parking::KeyMessageMismatch.as_str();
+/// Reason code of an engine event whose `estado` is not in the contract.
+pub const PARKED_UNKNOWN_STATE: &str = Parking::UnknownState.as_str();
 /// Reason code of an engine event from another engine instance.
 pub const REFUSED_FOREIGN_INSTANCE: &str = Rejection::ForeignInstance.as_str();
 

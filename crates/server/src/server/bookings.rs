@@ -6,7 +6,8 @@
 //! [`crate::ingest::ingest_each`], so it is applied whole or not at all,
 //! and a repeated `event_id` with the same content changes nothing. The
 //! answer lists every event: `stored`, `duplicate`, or `rejected` with the
-//! reason (naming the field). A conflict (the stored version with other
+//! reason (naming the field); an appointment further ahead than `[import]
+//! max_days_ahead` is rejected like a malformed one. A conflict (the stored version with other
 //! content, or a reused `event_id`) is `rejected` naming `version` and the
 //! differing fields, every time it is posted, and kept for a person. A
 //! store error while applying one event is that event's rejection: the
@@ -27,6 +28,7 @@ use super::auth::{check_bearer, read_body};
 use super::{ApiError, AppState};
 use crate::domain::counter::{Counter, Rejection, Source};
 use crate::domain::event::BookingEvent;
+use crate::domain::json::{array_items, parse_strict};
 use crate::ingest::{IngestError, Outcome, ingest_each};
 use crate::store::StoreError;
 
@@ -57,19 +59,11 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
     let token = state.secrets().ingest_token.clone();
     check_bearer(&state, Source::Bookings, token.as_deref(), &headers).await?;
     let raw = read_body(&state, Source::Bookings, &headers, body).await?;
-    let items = match serde_json::from_slice::<Value>(&raw) {
-        Ok(Value::Array(items)) => items,
-        Ok(one @ Value::Object(_)) => vec![one],
-        Ok(_) => {
+    let items = match posted_events(&raw) {
+        Ok(items) => items,
+        Err(reason) => {
             state.count_rejection(Source::Bookings, Rejection::Malformed).await;
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "expected an event object or an array of them",
-            ));
-        }
-        Err(e) => {
-            state.count_rejection(Source::Bookings, Rejection::Malformed).await;
-            return Err(ApiError::new(StatusCode::BAD_REQUEST, format!("malformed JSON: {e}")));
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, reason));
         }
     };
     let summary = state
@@ -78,9 +72,12 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
             store.write(|tx| {
                 let planner = st.planner();
                 let mut results = Vec::with_capacity(items.len());
-                for (index, raw) in items.iter().cloned().enumerate() {
-                    let event_id = raw.get("event_id").and_then(Value::as_str).map(str::to_string);
-                    let ev = match BookingEvent::from_value(raw) {
+                for (index, (text, value)) in items.iter().enumerate() {
+                    let event_id = value.get("event_id").and_then(Value::as_str).map(str::to_string);
+                    let horizon = st.config().import.max_days_ahead;
+                    let checked = BookingEvent::from_json(text)
+                        .and_then(|ev| ev.check_horizon(now, horizon).map(|()| ev).map_err(|e| vec![e]));
+                    let ev = match checked {
                         Ok(ev) => ev,
                         Err(errors) => {
                             let reason = errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
@@ -113,7 +110,7 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
                         // This event's savepoint is rolled back; the others
                         // stand (the sender may post this one again).
                         Err(e @ IngestError::Store(_)) => {
-                            tracing::warn!(index, error = %e, "booking event not applied: store error");
+                            tracing::warn!(index, error = ?e.to_string(), "booking event not applied: store error");
                             results.push(rejected(index, event_id, format!("{}: {}", e.field(), e.reason())));
                         }
                         Err(e) => results.push(rejected(index, event_id, e.to_string())),
@@ -136,6 +133,25 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
         _ => StatusCode::MULTI_STATUS,
     };
     Ok((status, Json(summary)).into_response())
+}
+
+/// The posted events: one object or an array of them, each with the exact
+/// text it was sent as (the event log keeps it) and its value. A key given
+/// twice anywhere refuses the whole body (400), naming the key and where:
+/// the sender and we would read it differently.
+fn posted_events(body: &[u8]) -> Result<Vec<(String, Value)>, String> {
+    let text = std::str::from_utf8(body).map_err(|e| format!("malformed JSON: not UTF-8 ({e})"))?;
+    let value = parse_strict(text).map_err(|e| format!("malformed JSON: {e}"))?;
+    match value {
+        Value::Object(_) => Ok(vec![(text.trim().to_string(), value)]),
+        Value::Array(values) => {
+            let texts = array_items(text)
+                .filter(|t| t.len() == values.len())
+                .ok_or("malformed JSON: unreadable array")?;
+            Ok(texts.into_iter().map(str::to_string).zip(values).collect())
+        }
+        _ => Err("expected an event object or an array of them".into()),
+    }
 }
 
 fn rejected(index: usize, event_id: Option<String>, reason: String) -> EventResult {

@@ -26,7 +26,8 @@ use super::inbound::{self, InboundOutcome};
 use super::notices::{self, Notice, NoticeOutcome};
 use super::{ApiError, AppState};
 use crate::domain::counter::{Counter, Rejection, Source};
-use crate::domain::status::CloudStatus;
+use crate::domain::json::parse_strict;
+use crate::domain::status::{CloudStatus, parse_timestamp};
 use crate::store::{NewChannelEvent, SOURCE_CLOUD, StatusOutcome, StoreError, Tx};
 use unavez_app::status::OnSplit;
 
@@ -132,7 +133,14 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
         &raw,
     )
     .await?;
-    let note: Notification = match serde_json::from_slice(&raw) {
+    // Strict first: a key given twice in a status would be read one way
+    // here and another way by whoever reads the stored payload.
+    // (Then read again as the envelope, whose errors keep their position.)
+    let strict = std::str::from_utf8(&raw)
+        .map_err(|e| e.to_string())
+        .and_then(|text| parse_strict(text).map(drop).map_err(|e| e.to_string()));
+    let note = strict.and_then(|()| serde_json::from_slice::<Notification>(&raw).map_err(|e| e.to_string()));
+    let note = match note {
         Ok(n) => n,
         Err(e) => {
             state.count_rejection(Source::Cloud, Rejection::Malformed).await;
@@ -226,7 +234,7 @@ pub fn process_batch(
                 .map(|o| o.map(Counted::Inbound)),
             Item::Contact(_) => continue,
             Item::Notice(n) => tx
-                .atomically(|tx| notices::process(tx, &n, now))
+                .atomically(|tx| notices::process(tx, &n, state.templates(), now))
                 .map(|o| Ok(Counted::Notice(o))),
         }?;
         match outcome {
@@ -263,6 +271,10 @@ fn process_status(tx: &Tx<'_>, v: Value, now: DateTime<Utc>) -> Result<Result<St
     };
     if status.id.trim().is_empty() || status.status.trim().is_empty() {
         return Ok(Err("status object: empty id or status".into()));
+    }
+    // Refused before it is stored: an unreadable time is no evidence.
+    if let Err(reason) = parse_timestamp(&status.timestamp) {
+        return Ok(Err(format!("status object: {reason}")));
     }
     let payload = v.to_string();
     let event_id = status.event_id();

@@ -90,8 +90,8 @@ pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, stop:
             _ = stop.cancelled() => break,
             r = listener.accept() => r,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // EMFILE and friends are transient: keep serving the
                 // connections we have and try again shortly.
@@ -108,8 +108,11 @@ pub async fn serve(listener: TcpListener, app: Router, limits: ConnLimits, stop:
         let service = {
             let clock = clock.clone();
             let app = app.clone();
-            hyper::service::service_fn(move |req| {
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 clock.head_received();
+                // Who is asking, for the routes that answer loopback
+                // callers more (`/healthz`).
+                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                 let mut app = app.clone();
                 // The router is always ready (axum documents it).
                 tower_service::Service::call(&mut app, req)

@@ -12,12 +12,20 @@
 //! so the answer comes within about 100 ms even while another process
 //! holds the write lock; its verdict is reused for a second, so a flood of
 //! health checks is not a flood of writes.
+//!
+//! The route needs no credentials, so an unhealthy answer says only a short
+//! code (`unhealthy: write_failed`) to callers it does not trust; the
+//! reason (the database's own error text, paths) goes to the log and to
+//! callers on loopback that no proxy forwarded, or that present the
+//! ingest bearer token.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 
@@ -54,7 +62,34 @@ pub enum Verdict {
     Busy {
         last_write_ms: u128,
     },
-    Unhealthy(String),
+    Unhealthy(Problem, String),
+}
+
+/// Why the ledger is unhealthy, as the short code anyone may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    /// A real write failed (disk full, I/O error) and none succeeded since.
+    WriteFailed,
+    /// The ledger cannot be opened.
+    Unopenable,
+    /// The ledger (or its directory) cannot be written.
+    ReadOnly,
+    /// Another process has held the write lock for longer than the lease.
+    Busy,
+    /// The check itself failed.
+    CheckFailed,
+}
+
+impl Problem {
+    pub fn code(self) -> &'static str {
+        match self {
+            Problem::WriteFailed => "write_failed",
+            Problem::Unopenable => "ledger_unopenable",
+            Problem::ReadOnly => "ledger_read_only",
+            Problem::Busy => "ledger_busy",
+            Problem::CheckFailed => "check_failed",
+        }
+    }
 }
 
 impl Health {
@@ -108,7 +143,10 @@ impl Health {
     pub fn check(&self, state: &AppState) -> Verdict {
         if let Ok(s) = self.state.lock() {
             if let Some(f) = &s.failure {
-                return Verdict::Unhealthy(format!("the last write failed and none has succeeded since: {f}"));
+                return Verdict::Unhealthy(
+                    Problem::WriteFailed,
+                    format!("the last write failed and none has succeeded since: {f}"),
+                );
             }
             if let Some((at, v)) = &s.verdict
                 && at.elapsed() < REUSE
@@ -131,14 +169,14 @@ impl Health {
         if probe.is_none() {
             match Store::attach_location(state.location()).and_then(|mut s| s.set_busy_timeout(PROBE_WAIT).map(|_| s)) {
                 Ok(s) => *probe = Some(s),
-                Err(e) => return Verdict::Unhealthy(format!("ledger cannot be opened: {e}")),
+                Err(e) => return Verdict::Unhealthy(Problem::Unopenable, format!("ledger cannot be opened: {e}")),
             }
         }
         let Some(store) = probe.as_mut() else {
-            return Verdict::Unhealthy("ledger cannot be opened".into());
+            return Verdict::Unhealthy(Problem::Unopenable, "ledger cannot be opened".into());
         };
         if let Some(why) = store.read_only_reason() {
-            return Verdict::Unhealthy(format!("ledger cannot be written: {why}"));
+            return Verdict::Unhealthy(Problem::ReadOnly, format!("ledger cannot be written: {why}"));
         }
         let now = Utc::now().timestamp_millis();
         match store.write(|tx| tx.set_counter(PROBE_COUNTER, now)) {
@@ -152,7 +190,7 @@ impl Health {
                 // A failed connection may be stale (a replaced file): the
                 // next probe opens a new one.
                 *probe = None;
-                Verdict::Unhealthy(format!("ledger cannot be written: {e}"))
+                Verdict::Unhealthy(Problem::WriteFailed, format!("ledger cannot be written: {e}"))
             }
         }
     }
@@ -161,30 +199,37 @@ impl Health {
     /// within the lease and no write has failed since.
     fn judge_busy(&self) -> Verdict {
         let Ok(s) = self.state.lock() else {
-            return Verdict::Unhealthy("health state poisoned".into());
+            return Verdict::Unhealthy(Problem::CheckFailed, "health state poisoned".into());
         };
         if let Some(f) = &s.failure {
-            return Verdict::Unhealthy(format!("the last write failed: {f}"));
+            return Verdict::Unhealthy(Problem::WriteFailed, format!("the last write failed: {f}"));
         }
         match s.last_ok {
             Some(t) if t.elapsed() < self.lease => Verdict::Busy {
                 last_write_ms: t.elapsed().as_millis(),
             },
-            Some(t) => Verdict::Unhealthy(format!(
-                "ledger busy: another process has held the write lock; no write for {} s (lease {} s)",
-                t.elapsed().as_secs(),
-                self.lease.as_secs()
-            )),
-            None => Verdict::Unhealthy("ledger busy: another process holds the write lock".into()),
+            Some(t) => Verdict::Unhealthy(
+                Problem::Busy,
+                format!(
+                    "ledger busy: another process has held the write lock; no write for {} s (lease {} s)",
+                    t.elapsed().as_secs(),
+                    self.lease.as_secs()
+                ),
+            ),
+            None => Verdict::Unhealthy(
+                Problem::Busy,
+                "ledger busy: another process holds the write lock".into(),
+            ),
         }
     }
 }
 
-pub async fn healthz(State(state): State<AppState>) -> Response {
+pub async fn healthz(State(state): State<AppState>, req: Request) -> Response {
+    let trusted = trusted(&state, req.extensions().get::<ConnectInfo<SocketAddr>>(), req.headers());
     let s2 = state.clone();
     let verdict = tokio::task::spawn_blocking(move || s2.health().check(&s2))
         .await
-        .unwrap_or_else(|e| Verdict::Unhealthy(format!("health check failed: {e}")));
+        .unwrap_or_else(|e| Verdict::Unhealthy(Problem::CheckFailed, format!("health check failed: {e}")));
     match verdict {
         Verdict::Ok => (StatusCode::OK, "ok\n").into_response(),
         Verdict::Busy { last_write_ms } => (
@@ -192,9 +237,34 @@ pub async fn healthz(State(state): State<AppState>) -> Response {
             format!("ok: ledger busy (another process holds the write lock); last write {last_write_ms} ms ago\n"),
         )
             .into_response(),
-        Verdict::Unhealthy(why) => {
-            tracing::warn!(reason = %why, "health check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, format!("unhealthy: {why}\n")).into_response()
+        Verdict::Unhealthy(problem, why) => {
+            let code = problem.code();
+            tracing::warn!(code, reason = %why, "health check failed");
+            let body = match trusted {
+                true => format!("unhealthy: {code}: {why}\n"),
+                false => format!("unhealthy: {code}\n"),
+            };
+            (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
         }
     }
+}
+
+/// Whether a health caller may read the reason: one on loopback that no
+/// proxy forwarded (a proxy on this host would make every caller look
+/// local), or one presenting the ingest bearer token. A request that did
+/// not come through the server's listener (no peer known) is not trusted.
+fn trusted(state: &AppState, peer: Option<&ConnectInfo<SocketAddr>>, headers: &HeaderMap) -> bool {
+    let forwarded = ["forwarded", "x-forwarded-for", "x-real-ip"]
+        .iter()
+        .any(|h| headers.contains_key(*h));
+    if peer.is_some_and(|p| p.0.ip().is_loopback()) && !forwarded {
+        return true;
+    }
+    let token = state.secrets().ingest_token.clone();
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    matches!((token.as_deref(), given), (Some(t), Some(g)) if super::auth::constant_time_eq(t.as_bytes(), g.as_bytes()))
 }

@@ -362,7 +362,7 @@ fn confirm(
         Ok(ev) => ev,
         Err(errors) => {
             // Our own construction failed validation: keep the message, say why.
-            tracing::warn!(reference, ?errors, "could not build the confirmation event");
+            tracing::warn!(reference = ?reference, ?errors, "could not build the confirmation event");
             return Ok(());
         }
     };
@@ -370,7 +370,7 @@ fn confirm(
         Ok(_) => Ok(()),
         Err(IngestError::Store(e)) => Err(e),
         Err(e) => {
-            tracing::warn!(reference, error = %e, "confirmation reply not applied");
+            tracing::warn!(reference = ?reference, error = ?e.to_string(), "confirmation reply not applied");
             Ok(())
         }
     }
@@ -433,9 +433,9 @@ fn system(
             Ok(ev) => match tx.atomically(|tx| ingest(tx, &state.planner(), &ev, "whatsapp", now)) {
                 Ok(_) => {}
                 Err(IngestError::Store(e)) => return Err(e),
-                Err(e) => tracing::warn!(reference = %a.reference, error = %e, "number change not applied"),
+                Err(e) => tracing::warn!(reference = ?a.reference, error = ?e.to_string(), "number change not applied"),
             },
-            Err(errors) => tracing::warn!(reference = %a.reference, ?errors, "could not build the number change"),
+            Err(errors) => tracing::warn!(reference = ?a.reference, ?errors, "could not build the number change"),
         }
         tx.add_commitment_signal(a.id, "number_changed", Some(&shown), &source_event, now)?;
     }

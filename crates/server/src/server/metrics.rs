@@ -13,7 +13,8 @@ use chrono::{DateTime, Utc};
 use super::{ApiError, AppState};
 use crate::domain::alert::{self, Reading};
 use crate::domain::counter::{Counter, Source};
-use crate::domain::heartbeat::{DispatcherState, Heartbeat, Liveness};
+use crate::domain::fault::ChannelFault;
+use crate::domain::heartbeat::{self, DispatcherState, Heartbeat, Liveness};
 use crate::store::{LATENCY_BUCKETS_MS, MetricsSnapshot, StoreError};
 
 /// How far back heartbeat rows are read: far beyond any dispatcher's
@@ -27,7 +28,7 @@ pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError>
     let grace = thresholds.due_grace;
     // One read: the figures, the alerts' measures and the dispatchers'
     // heartbeats come from the same snapshot.
-    let (mut snap, measures, beats) = state
+    let (mut snap, mut measures, beats) = state
         .blocking(move |_, store| {
             store.read(|tx| {
                 Ok::<_, StoreError>((
@@ -59,8 +60,10 @@ pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError>
             b.held
         );
     }
+    measures.paused_channels = heartbeat::paused_channels(&beats, now);
     alert_families(&mut body, &alert::evaluate(&measures, &thresholds, now));
     dispatcher_families(&mut body, &beats, now);
+    channel_families(&mut body, &beats, now);
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
@@ -127,6 +130,25 @@ pub fn dispatcher_families(out: &mut String, beats: &[Heartbeat], now: DateTime<
         ("gone", count(Liveness::Gone)),
     ] {
         let _ = writeln!(out, "unavez_dispatchers{{state=\"{state}\"}} {n}");
+    }
+}
+
+/// Live dispatchers whose channel refused them, by fault (docs/design.md,
+/// "A channel that refuses us"): every fault has a line, 0 when none.
+pub fn channel_families(out: &mut String, beats: &[Heartbeat], now: DateTime<Utc>) {
+    family(
+        out,
+        "unavez_channel_paused",
+        "gauge",
+        "Live dispatchers that paused sending because the channel refused them, by fault (credential_rejected, instance_unknown, instance_disconnected, tls).",
+    );
+    for fault in ChannelFault::ALL {
+        let n = beats
+            .iter()
+            .filter(|b| matches!(b.liveness(now), Liveness::Alive(_)))
+            .filter(|b| b.channel.as_ref().is_some_and(|c| c.fault == fault))
+            .count();
+        let _ = writeln!(out, "unavez_channel_paused{{code=\"{}\"}} {n}", fault.as_str());
     }
 }
 
@@ -379,16 +401,22 @@ mod tests {
             started_at: now,
             beat_at: now - chrono::Duration::seconds(ago),
             interval: chrono::Duration::seconds(5),
+            channel: None,
         };
-        dispatcher_families(
-            &mut text,
-            &[
-                beat("a", DispatcherState::Running, 1),
-                beat("b", DispatcherState::Running, 60),
-                beat("c", DispatcherState::Stopped, 1),
-            ],
-            now,
-        );
+        let beats = [
+            beat("a", DispatcherState::Running, 1),
+            beat("b", DispatcherState::Running, 60),
+            beat("c", DispatcherState::Stopped, 1),
+            Heartbeat {
+                channel: Some(crate::domain::fault::ChannelPause {
+                    fault: ChannelFault::CredentialRejected,
+                    secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
+                }),
+                ..beat("d", DispatcherState::Running, 1)
+            },
+        ];
+        dispatcher_families(&mut text, &beats, now);
+        channel_families(&mut text, &beats, now);
         for want in [
             "unavez_alert{kind=\"due_unsent\"} 1",
             "unavez_alert{kind=\"review\"} 0",
@@ -396,7 +424,9 @@ mod tests {
             "unavez_alert_threshold{kind=\"due_unsent\"} 5",
             "unavez_alert_threshold{kind=\"oldest_uncertain\"} 1200",
             "unavez_alert_threshold{kind=\"template_blocked\"} 1",
-            "unavez_dispatchers{state=\"running\"} 1",
+            "unavez_dispatchers{state=\"running\"} 2",
+            "unavez_channel_paused{code=\"credential_rejected\"} 1",
+            "unavez_channel_paused{code=\"tls\"} 0",
             "unavez_dispatchers{state=\"paused\"} 0",
             "unavez_dispatchers{state=\"gone\"} 1",
         ] {

@@ -204,6 +204,11 @@ impl AppState {
         &self.inner.health
     }
 
+    /// The message templates this clinic sends.
+    pub fn templates(&self) -> &Templates {
+        &self.inner.templates
+    }
+
     pub fn planner(&self) -> Planner<'_> {
         Planner::new(&self.inner.config.policy, &self.inner.templates, self.inner.config.tz())
     }
@@ -323,7 +328,8 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_server_error() && !self.quiet {
-            tracing::error!(status = %self.status, error = %self.message, "request failed");
+            // Debug-quoted: a message may quote what the request sent.
+            tracing::error!(status = %self.status, error = ?self.message, "request failed");
         }
         let failure = self.ledger_failure.then(|| LedgerWriteFailed(self.message.clone()));
         let mut res = (self.status, Json(json!({ "error": self.message }))).into_response();
@@ -475,6 +481,8 @@ pub async fn start_on(
 /// retried here, so none waits for a dispatcher that forgot to call
 /// [`unavez_app::status::apply_pending`].
 async fn sweep_loop(state: AppState, stop: CancellationToken) {
+    // A ledger that is down fails every sweep: one line a minute.
+    let mut limit = unavez_app::dispatch::log_limit::LogLimit::default();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -493,10 +501,14 @@ async fn sweep_loop(state: AppState, stop: CancellationToken) {
             })
             .await;
         match r {
-            Ok(Ok(n)) if n > 0 => tracing::info!(applied = n, "pending status events correlated"),
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "pending status sweep failed"),
-            Err(e) => tracing::warn!(error = %e.message, "pending status sweep failed"),
+            Ok(Ok(n)) => {
+                limit.clear();
+                if n > 0 {
+                    tracing::info!(applied = n, "pending status events correlated");
+                }
+            }
+            Ok(Err(e)) => unavez_app::warn_limited!(limit, "pending status sweep failed: {e}"),
+            Err(e) => unavez_app::warn_limited!(limit, "pending status sweep failed: {}", e.message),
         }
     }
 }
@@ -504,13 +516,21 @@ async fn sweep_loop(state: AppState, stop: CancellationToken) {
 /// Stores pending rejection counts every [`limits::FLUSH_INTERVAL`], and
 /// once more on shutdown.
 async fn flush_loop(state: AppState, stop: CancellationToken) {
+    // A ledger that is down fails every flush while requests are refused.
+    let mut limit = unavez_app::dispatch::log_limit::LogLimit::default();
     loop {
         let stopping = tokio::select! {
             _ = stop.cancelled() => true,
             _ = tokio::time::sleep(limits::FLUSH_INTERVAL) => false,
         };
+        // (An empty flush touches no ledger, so it proves nothing: the
+        // limiter is left to its minute.)
         if let Err(e) = state.flush_rejections().await {
-            tracing::warn!(error = %e.message, "could not store rejection counts; kept for the next flush");
+            unavez_app::warn_limited!(
+                limit,
+                "could not store rejection counts; kept for the next flush: {}",
+                e.message
+            );
         }
         if stopping {
             return;

@@ -6,13 +6,15 @@
 //! event's `copies`), correlated by the idempotency key (our intention key)
 //! or the provider message id, and applied monotonically; the command id
 //! and message id are recorded on the intention the first time they are
-//! seen. Two checks come first, and both keep the event raw:
+//! seen. Three checks come first, and all keep the event raw:
 //! - an event from another engine instance than `[channel.motor]
 //!   instance_id` is refused (`foreign_instance`): it is about messages of
 //!   another installation;
 //! - an event whose key and message id name two different intentions is
 //!   parked (`key_message_mismatch`) and applied to neither: a person must
-//!   see which message it is about.
+//!   see which message it is about;
+//! - an event whose `estado` the engine contract does not name is parked
+//!   (`unknown_state`): it says nothing we could apply.
 
 use axum::Json;
 use axum::body::Body;
@@ -26,9 +28,13 @@ use serde_json::Value;
 use super::auth::{check_signature, read_body};
 use super::{ApiError, AppState};
 use crate::channel::motor_event::{MotorEvent, SIGNATURE_HEADER};
-use crate::domain::counter::{Counter, Rejection, Source};
-use crate::domain::status::motor_report;
-use crate::store::{NewChannelEvent, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_MOTOR, StatusOutcome, StoreError, Tx};
+use crate::domain::counter::{Counter, Parking, Rejection, Source};
+use crate::domain::json::{array_items, parse_strict};
+use crate::domain::status::{motor_report, motor_signal};
+use crate::store::{
+    NewChannelEvent, PARKED_UNKNOWN_STATE, REFUSED_FOREIGN_INSTANCE, Recorded, SOURCE_MOTOR, StatusOutcome, StoreError,
+    Tx,
+};
 use unavez_app::status::OnSplit;
 
 #[derive(Debug, Serialize)]
@@ -70,19 +76,26 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
     Ok((StatusCode::OK, Json(MotorSummary { results })).into_response())
 }
 
-/// One event or an array; each keeps its own raw JSON for the log. The
-/// whole body is refused if any event is unreadable, naming which.
+/// One event or an array; each keeps its own text, as sent, for the log.
+/// The whole body is refused if any event is unreadable or names a key
+/// twice (which of the two counts is the reader's guess), naming which.
 fn parse(raw: &[u8]) -> Result<Vec<(MotorEvent, String)>, String> {
-    let v: Value = serde_json::from_slice(raw).map_err(|e| format!("malformed engine event JSON: {e}"))?;
-    let items = match v {
-        Value::Array(items) => items,
-        one => vec![one],
+    let text = std::str::from_utf8(raw).map_err(|e| format!("malformed engine event JSON: not UTF-8 ({e})"))?;
+    let v = parse_strict(text).map_err(|e| format!("malformed engine event JSON: {e}"))?;
+    let items: Vec<(String, Value)> = match v {
+        Value::Array(items) => array_items(text)
+            .filter(|t| t.len() == items.len())
+            .ok_or("malformed engine event JSON: unreadable array")?
+            .into_iter()
+            .map(str::to_string)
+            .zip(items)
+            .collect(),
+        one => vec![(text.trim().to_string(), one)],
     };
     items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| {
-            let payload = item.to_string();
+        .map(|(i, (payload, item))| {
             let ev: MotorEvent = serde_json::from_value(item).map_err(|e| format!("engine event [{i}]: {e}"))?;
             if ev.event_id.trim().is_empty() {
                 return Err(format!("engine event [{i}]: event_id: empty"));
@@ -114,14 +127,35 @@ pub fn apply(
             Recorded::New(row) => {
                 tx.set_channel_event_reason(row, "refused", REFUSED_FOREIGN_INSTANCE)?;
                 tx.bump_counter(Counter::WebhookRejected(Source::Motor, Rejection::ForeignInstance), 1)?;
+                // Debug-quoted: these are the sender's words, and a raw
+                // newline in them would forge a log line.
                 tracing::warn!(
-                    event_id = %ev.event_id,
-                    instance = %ev.instance_id,
-                    configured = %instance,
+                    event_id = ?ev.event_id,
+                    instance = ?ev.instance_id,
+                    configured = ?instance,
                     "engine event from another instance refused"
                 );
                 Ok(StatusOutcome::Refused {
                     reason: REFUSED_FOREIGN_INSTANCE.into(),
+                })
+            }
+            Recorded::Duplicate { intention_id, .. } => Ok(StatusOutcome::Duplicate { intention_id }),
+        };
+    }
+    // A state the contract does not name says nothing we can apply; kept
+    // raw for a technician instead of being answered `applied`.
+    if motor_signal(&ev.estado).is_none() {
+        return match tx.record_channel_event(&new, now)? {
+            Recorded::New(row) => {
+                tx.set_channel_event_reason(row, "parked", PARKED_UNKNOWN_STATE)?;
+                tx.bump_counter(Counter::WebhookParked(Source::Motor, Parking::UnknownState), 1)?;
+                tracing::warn!(
+                    event_id = ?ev.event_id,
+                    estado = ?ev.estado,
+                    "engine event with a state the engine contract does not name: parked"
+                );
+                Ok(StatusOutcome::Parked {
+                    reason: PARKED_UNKNOWN_STATE.into(),
                 })
             }
             Recorded::Duplicate { intention_id, .. } => Ok(StatusOutcome::Duplicate { intention_id }),

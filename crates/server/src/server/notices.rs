@@ -4,7 +4,7 @@
 //!
 //! | field | effect |
 //! |---|---|
-//! | `message_template_status_update` | the template's status is recorded; `REJECTED`, `PAUSED` or `DISABLED` puts its planned messages in `review` (one alert, not one failure per message) |
+//! | `message_template_status_update` | the template's status is recorded; `REJECTED`, `PAUSED` or `DISABLED` puts its planned messages in `review` (one alert, not one failure per message). A template this clinic neither sends nor has planned messages of is only noted (`template_not_used`): another app's on the same account |
 //! | `message_template_quality_update`, `template_category_update` | quality / category recorded |
 //! | `user_preferences` | a marketing `stop` / `resume` the user asked WhatsApp for: marketing consent only |
 //! | `account_update`, `smb_message_echoes`, `calls`, anything else | stored, no other effect |
@@ -17,6 +17,11 @@ use crate::domain::counter::Counter;
 use crate::domain::status::timestamp_text;
 use crate::domain::webhook;
 use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StoreError, TemplateStatus, Tx};
+use crate::templates::Templates;
+
+/// The note (`channel_events.reason`) on a template notice for a template
+/// this clinic neither sends nor has planned messages of.
+pub const TEMPLATE_NOT_USED: &str = "template_not_used";
 
 /// Template statuses that stop a template from being sent.
 pub const BLOCKING_TEMPLATE_STATUSES: [&str; 3] = ["REJECTED", "PAUSED", "DISABLED"];
@@ -51,8 +56,14 @@ impl Notice {
     }
 }
 
-/// Stores one notice raw and applies what it means (inside a savepoint).
-pub fn process(tx: &Tx<'_>, n: &Notice, now: DateTime<Utc>) -> Result<NoticeOutcome, StoreError> {
+/// Stores one notice raw and applies what it means (inside a savepoint);
+/// `templates` are the ones this clinic sends.
+pub fn process(
+    tx: &Tx<'_>,
+    n: &Notice,
+    templates: &Templates,
+    now: DateTime<Utc>,
+) -> Result<NoticeOutcome, StoreError> {
     let payload = serde_json::json!({"field": n.field, "entry_id": n.entry_id, "time": n.entry_time, "value": n.value})
         .to_string();
     let id = n.event_id();
@@ -76,6 +87,14 @@ pub fn process(tx: &Tx<'_>, n: &Notice, now: DateTime<Utc>) -> Result<NoticeOutc
                 tx.mark_channel_event(row, "recorded", None, now)?;
                 return Ok(NoticeOutcome::Recorded { held });
             };
+            // Another app's template on the same business account: a note
+            // on the stored event, never this clinic's alert.
+            let planned = tx.planned_of_template(&name)?;
+            if !templates.names(&name) && planned.is_empty() {
+                tx.set_channel_event_reason(row, "recorded", TEMPLATE_NOT_USED)?;
+                tracing::info!(template = ?name, field = ?n.field, "template notice for a template this clinic does not use: noted");
+                return Ok(NoticeOutcome::Recorded { held });
+            }
             let status = text("event")
                 .map(|s| s.to_ascii_uppercase())
                 .filter(|_| n.field == "message_template_status_update");
@@ -96,11 +115,12 @@ pub fn process(tx: &Tx<'_>, n: &Notice, now: DateTime<Utc>) -> Result<NoticeOutc
                     "WhatsApp reports template {name} as {s}{}: held for review instead of failing",
                     reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
                 );
-                let planned = tx.planned_of_template(&name)?;
                 tx.apply_records(&webhook::hold_template(&planned, &note, &format!("cloud:{id}"), now))?;
                 held = planned.len();
                 tx.bump_counter(Counter::TemplateBlocked, 1)?;
-                tracing::warn!(template = %name, status = %s, held, "message template blocked by WhatsApp");
+                // Debug-quoted: the name is the sender's text, and a raw
+                // quote or newline in it would forge a log line.
+                tracing::warn!(template = ?name, status = ?s, held, "message template blocked by WhatsApp");
             }
         }
         "user_preferences" => {

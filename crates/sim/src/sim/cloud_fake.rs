@@ -79,7 +79,9 @@ pub struct CloudReceived {
 }
 
 struct FakeState {
-    token: Option<String>,
+    /// Rotated by [`CloudFake::set_token`], as Meta does when a token
+    /// expires or is revoked.
+    token: Mutex<Option<String>>,
     hold_ms: u64,
     default: Mutex<CloudBehavior>,
     queue: Mutex<VecDeque<CloudBehavior>>,
@@ -114,7 +116,7 @@ impl CloudFake {
             None => None,
         };
         let state = Arc::new(FakeState {
-            token: opts.token,
+            token: Mutex::new(opts.token),
             hold_ms: opts.hold_ms,
             default: Mutex::new(CloudBehavior::Ok),
             queue: Mutex::new(VecDeque::new()),
@@ -123,6 +125,7 @@ impl CloudFake {
             log: Mutex::new(log),
         });
         let router = Router::new()
+            .route("/{version}/{phone}", axum::routing::get(phone_number))
             .route("/{version}/{phone}/messages", post(messages))
             .with_state(state.clone());
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -149,6 +152,11 @@ impl CloudFake {
     /// What every request gets when nothing is queued.
     pub fn set_default(&self, b: CloudBehavior) {
         *lock(&self.state.default) = b;
+    }
+
+    /// The only token accepted from now on (`None`: any non-empty one).
+    pub fn set_token(&self, token: Option<&str>) {
+        *lock(&self.state.token) = token.map(str::to_string);
     }
 
     /// A one-shot behavior for the next request (FIFO).
@@ -236,6 +244,32 @@ fn visible_text(body: &Value) -> Option<String> {
     }
 }
 
+/// Whether the bearer token is the accepted one.
+fn authorized(st: &FakeState, headers: &HeaderMap) -> bool {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match (lock(&st.token).as_deref(), bearer) {
+        (_, None) => false,
+        (Some(t), Some(b)) => t == b,
+        (None, Some(b)) => !b.trim().is_empty(),
+    }
+}
+
+/// `GET /{version}/{phone_number_id}`: the number's profile, which needs
+/// the token and sends nothing (what unavez probes a paused channel with).
+async fn phone_number(
+    State(st): State<Arc<FakeState>>,
+    Path((_version, phone)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if !authorized(&st, &headers) {
+        return graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token");
+    }
+    Json(json!({"id": phone, "verified_name": "Clínica (fake)", "quality_rating": "GREEN"})).into_response()
+}
+
 async fn messages(
     State(st): State<Arc<FakeState>>,
     Path((_version, phone)): Path<(String, String)>,
@@ -243,16 +277,7 @@ async fn messages(
     kill: Option<Extension<ConnKill>>,
     body: axum::body::Bytes,
 ) -> Response {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let authorized = match (&st.token, bearer) {
-        (_, None) => false,
-        (Some(t), Some(b)) => t == b,
-        (None, Some(b)) => !b.trim().is_empty(),
-    };
-    if !authorized {
+    if !authorized(&st, &headers) {
         return graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token");
     }
     let Ok(v) = serde_json::from_slice::<Value>(&body) else {

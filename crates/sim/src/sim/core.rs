@@ -52,7 +52,13 @@ pub struct Core {
     pub dice: Dice,
     pub faults: RwLock<FaultSpec>,
     pub timing: SimTiming,
-    pub api_key: Option<String>,
+    /// The only accepted bearer key (`None`: any non-empty one). Rotated
+    /// through `POST /sim/api-key`, as an engine operator would.
+    pub api_key: RwLock<Option<String>>,
+    /// The instances this engine has (`None`: any id is one).
+    pub instances: Option<Vec<String>>,
+    /// Instances with no phone linked right now.
+    pub disconnected: Mutex<std::collections::BTreeSet<String>>,
     pub engine: Mutex<Engine>,
     pub stats: Mutex<SimStats>,
     pub mode: watch::Sender<PauseMode>,
@@ -105,7 +111,9 @@ impl Core {
             dice: Dice { seed },
             faults: RwLock::new(faults),
             timing,
-            api_key,
+            api_key: RwLock::new(api_key),
+            instances: None,
+            disconnected: Mutex::new(Default::default()),
             engine: Mutex::new(engine),
             stats: Mutex::new(SimStats::default()),
             mode,
@@ -124,6 +132,24 @@ impl Core {
 
     pub fn set_faults(&self, f: FaultSpec) {
         *self.faults.write().unwrap_or_else(|p| p.into_inner()) = f;
+    }
+
+    /// The accepted bearer key now (`None`: any non-empty one).
+    pub fn api_key(&self) -> Option<String> {
+        self.api_key.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_api_key(&self, key: Option<String>) {
+        *self.api_key.write().unwrap_or_else(|p| p.into_inner()) = key;
+    }
+
+    /// Whether the engine has this instance.
+    pub fn knows_instance(&self, id: &str) -> bool {
+        self.instances.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))
+    }
+
+    pub fn is_disconnected(&self, id: &str) -> bool {
+        lock(&self.disconnected).contains(id)
     }
 
     pub fn sent(&self) -> Vec<SentLine> {

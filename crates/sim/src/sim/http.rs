@@ -27,10 +27,14 @@ pub struct ConnKill(pub Arc<Notify>);
 
 pub fn router(core: Arc<Core>) -> Router {
     Router::new()
+        .route("/v1/instances/{id}", get(get_instance))
         .route("/v1/instances/{id}/messages", post(post_message))
         .route("/v1/commands/{id}", get(get_command))
         .route("/v1/commands/{id}/cancel", post(cancel_command))
         .route("/sim/instances/{id}/relink", post(relink))
+        .route("/sim/instances/{id}/disconnect", post(disconnect))
+        .route("/sim/instances/{id}/connect", post(connect))
+        .route("/sim/api-key", post(rotate_api_key))
         .route("/sim/stats", get(stats))
         .route("/sim/commands", get(list_commands))
         .route("/sim/sent", get(sent))
@@ -62,7 +66,7 @@ fn auth(core: &Core, headers: &HeaderMap) -> Result<String, Response> {
             "falta Authorization: Bearer <api key>",
         ));
     };
-    if let Some(expected) = &core.api_key
+    if let Some(expected) = core.api_key()
         && expected != bearer
     {
         return Err(error(StatusCode::UNAUTHORIZED, "no_autorizado", "api key desconocida"));
@@ -185,6 +189,61 @@ async fn cancel_command(State(core): State<Arc<Core>>, Path(id): Path<String>, h
             "comando_desconocido",
             format!("no hay comando {id} en esta app"),
         ),
+    }
+}
+
+/// `GET /v1/instances/{id}`: whether the instance exists and has a phone
+/// linked. Sends nothing: unavez probes a paused channel with it.
+async fn get_instance(State(core): State<Arc<Core>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    if let Some(r) = unavailable(&core) {
+        return r;
+    }
+    if let Err(r) = auth(&core, &headers) {
+        return r;
+    }
+    if !core.knows_instance(&id) {
+        return error(
+            StatusCode::NOT_FOUND,
+            "instancia_desconocida",
+            format!("no hay instancia {id} en este motor"),
+        );
+    }
+    let estado = if core.is_disconnected(&id) {
+        "desconectada"
+    } else {
+        "conectada"
+    };
+    let generation = lock(&core.engine).generation(&id);
+    Json(json!({"instance_id": id, "estado": estado, "generation": generation})).into_response()
+}
+
+async fn disconnect(State(core): State<Arc<Core>>, Path(id): Path<String>) -> Response {
+    lock(&core.disconnected).insert(id.clone());
+    Json(json!({"instance_id": id, "estado": "desconectada"})).into_response()
+}
+
+async fn connect(State(core): State<Arc<Core>>, Path(id): Path<String>) -> Response {
+    lock(&core.disconnected).remove(&id);
+    Json(json!({"instance_id": id, "estado": "conectada"})).into_response()
+}
+
+#[derive(Deserialize)]
+struct ApiKeyBody {
+    /// The only key accepted from now on; `null`: any non-empty one.
+    api_key: Option<String>,
+}
+
+/// Rotates the accepted bearer key, as an engine operator would: from now
+/// on only the new one works. The key is never echoed back.
+async fn rotate_api_key(State(core): State<Arc<Core>>, body: Bytes) -> Response {
+    match serde_json::from_slice::<ApiKeyBody>(&body) {
+        Ok(b) => {
+            let key = b.api_key.filter(|k| !k.trim().is_empty());
+            let any = key.is_none();
+            core.set_api_key(key);
+            Json(json!({"rotated": true, "any_key": any})).into_response()
+        }
+        Err(e) => error(StatusCode::UNPROCESSABLE_ENTITY, "cuerpo_invalido", e.to_string()),
     }
 }
 

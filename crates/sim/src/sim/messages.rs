@@ -55,6 +55,9 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
         }
     };
     let scope: Scope = (app.to_string(), instance_id.to_string(), key);
+    if let Some(refused) = instance_refusal(core, &scope) {
+        return refused;
+    }
     // Fault decisions depend on the key's attempt number, not on timing.
     let attempt = lock(&core.engine).next_attempt(&scope).to_string();
     let faults = core.faults();
@@ -99,6 +102,30 @@ pub async fn handle_message(core: &Arc<Core>, app: &str, instance_id: &str, raw_
         };
     }
     reply
+}
+
+/// An instance the engine does not have (404 `instancia_desconocida`), or
+/// one with no phone linked (503 `instancia_desconectada`). The key is
+/// resolved first: a key already taken comes back with its command even
+/// while its instance is disconnected.
+fn instance_refusal(core: &Core, scope: &Scope) -> Option<Reply> {
+    if !core.knows_instance(&scope.1) {
+        core.bump(|s| s.rejected += 1);
+        return Some(json_error(
+            404,
+            "instancia_desconocida",
+            format!("no hay instancia {} en este motor", scope.1),
+        ));
+    }
+    if core.is_disconnected(&scope.1) && lock(&core.engine).by_key(scope).is_none() {
+        core.bump(|s| s.rejected += 1);
+        return Some(json_error(
+            503,
+            "instancia_desconectada",
+            format!("la instancia {} no tiene un teléfono vinculado", scope.1),
+        ));
+    }
+    None
 }
 
 /// The request body as the engine reads it; a 422 when it cannot.

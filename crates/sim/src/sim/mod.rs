@@ -86,6 +86,8 @@ pub struct SimOptions {
     pub webhook_secret: Vec<u8>,
     /// The only accepted bearer key; `None` accepts any non-empty one.
     pub api_key: Option<String>,
+    /// The instances the engine has; `None` (the default): any id is one.
+    pub instances: Option<Vec<String>>,
     /// Append-only journal of the engine's memory: a restarted simulator
     /// with the same file still knows every key (keys never expire).
     pub state: Option<PathBuf>,
@@ -102,6 +104,7 @@ impl Default for SimOptions {
             webhook: None,
             webhook_secret: DEV_WEBHOOK_SECRET.as_bytes().to_vec(),
             api_key: None,
+            instances: None,
             state: None,
             timing: SimTiming::default(),
         }
@@ -230,6 +233,22 @@ impl SimHandle {
         self.core.set_faults(faults);
     }
 
+    /// Rotates the accepted bearer key (`None`: any non-empty one), as
+    /// `POST /sim/api-key` does.
+    pub fn set_api_key(&self, key: Option<&str>) {
+        self.core.set_api_key(key.map(str::to_string));
+    }
+
+    /// Unlinks (`false`) or links again (`true`) an instance's phone.
+    pub fn set_connected(&self, instance_id: &str, connected: bool) {
+        let mut d = lock(&self.core.disconnected);
+        if connected {
+            d.remove(instance_id);
+        } else {
+            d.insert(instance_id.to_string());
+        }
+    }
+
     /// Simulates the engine being down; `for_duration` resumes by itself.
     pub fn pause(&self, mode: PauseMode, for_duration: Option<Duration>) {
         pause_core(&self.core, mode, for_duration);
@@ -273,7 +292,7 @@ pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
         }
         None => (None, None),
     };
-    let core = Arc::new(Core::new(
+    let mut core = Core::new(
         opts.seed,
         opts.faults.clone(),
         opts.timing,
@@ -282,7 +301,9 @@ pub async fn spawn(opts: SimOptions) -> Result<SimHandle, SimError> {
         opts.state.as_deref(),
         events_tx,
         shutdown_rx.clone(),
-    )?);
+    )?;
+    core.instances = opts.instances.clone();
+    let core = Arc::new(core);
     let mut tasks = Vec::new();
     if let (Some(url), Some(rx)) = (opts.webhook.clone(), events_rx) {
         tasks.push(webhook::spawn(

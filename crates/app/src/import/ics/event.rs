@@ -531,6 +531,11 @@ fn letters(uid: &str) -> String {
         .collect()
 }
 
+#[cfg(test)]
+pub(super) fn letters_for_test(uid: &str) -> String {
+    letters(uid)
+}
+
 fn hashed_ref(uid: &str) -> String {
     format!("ics-{}", &letters(uid)[..16])
 }

@@ -415,3 +415,108 @@ fn windows_zone_names_and_vendor_prefixes() {
         );
     }
 }
+
+/// `uid_to_ref` before references refused `.`/`..` segments, empty
+/// segments and a leading `/` or `-` (issue 24): a copy, kept only to
+/// prove that every UID whose old reference is still valid keeps it.
+mod before_issue_24 {
+    use super::super::event::letters_for_test as letters;
+
+    fn check_ref(r: &str) -> bool {
+        !r.is_empty()
+            && r.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+            && !r.contains('@')
+            && !r.split(|c: char| !c.is_ascii_digit()).any(|run| run.len() >= 7)
+    }
+
+    pub fn uid_to_ref(uid: &str) -> String {
+        if check_ref(uid) {
+            return uid.to_string();
+        }
+        let local = uid.split('@').next().unwrap_or(uid);
+        let cleaned: String = local
+            .chars()
+            .map(|ch| {
+                if ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.' | '/') {
+                    ch
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let candidate = format!("{}-{}", cleaned.trim_matches('-'), &letters(uid)[..8]);
+        if cleaned.trim_matches('-').is_empty() || cleaned.len() > 48 || !check_ref(&candidate) {
+            return format!("ics-{}", &letters(uid)[..16]);
+        }
+        candidate
+    }
+}
+
+/// Every UID the repository's calendars and tests write (`UID:…` in the
+/// fixtures, the sample agenda, the fuzz seeds and the test sources).
+fn uids_in_the_repository() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    for dir in [
+        "tests",
+        "tests/fixtures/ledger",
+        "assets",
+        "fuzz/seeds/import_ics",
+        "crates/app/src/import/ics",
+    ] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            let p = entry.path();
+            if matches!(p.extension().and_then(|e| e.to_str()), Some("rs" | "ics")) {
+                files.push(p);
+            }
+        }
+    }
+    let mut uids = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        for (i, _) in text.match_indices("UID:") {
+            let uid: String = text[i + 4..]
+                .chars()
+                .take_while(|c| !matches!(c, '\\' | '"' | '\'' | '\r' | '\n' | '{'))
+                .collect();
+            if !uid.is_empty() && !uids.contains(&uid) {
+                uids.push(uid);
+            }
+        }
+    }
+    uids
+}
+
+#[test]
+fn every_uid_whose_reference_is_still_valid_keeps_it() {
+    let mut uids = uids_in_the_repository();
+    assert!(uids.len() >= 20, "found only {uids:?}");
+    // And the shapes the new rule refuses, so the test sees both sides.
+    for hostile in [
+        "../../etc/passwd",
+        "..",
+        "/",
+        "-rf",
+        "/cita-1@x",
+        "a//b@c.pe",
+        "-x@y",
+        "serie/./1",
+    ] {
+        uids.push(hostile.to_string());
+    }
+    let mut kept = 0;
+    for uid in &uids {
+        let old = before_issue_24::uid_to_ref(uid);
+        let new = uid_to_ref(uid);
+        assert!(check_ref(&new).is_ok(), "{uid:?} → {new:?} is not a valid reference");
+        if check_ref(&old).is_ok() {
+            assert_eq!(new, old, "UID {uid:?} must keep its reference");
+            kept += 1;
+        } else {
+            assert_ne!(new, old, "{uid:?}");
+        }
+    }
+    assert!(kept >= 20, "{kept} of {}", uids.len());
+    assert!(kept < uids.len(), "the refused shapes map to new references");
+}

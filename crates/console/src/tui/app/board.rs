@@ -37,7 +37,9 @@ impl App {
             (t.board_review, &["review"][..]),
             (t.board_failed, &["failed"][..]),
             (t.board_in_flight, &["dispatching", "accepted", "sent"][..]),
-            (t.board_delivered, &["delivered"][..]),
+            // A funnel, not exclusive states: a message read was
+            // delivered, so "Entregadas" counts it too (delivered ≥ read).
+            (t.board_delivered, &["delivered", "read"][..]),
             (t.board_read, &["read"][..]),
         ] {
             items.push(BoardItem {

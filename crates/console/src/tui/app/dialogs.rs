@@ -22,9 +22,10 @@ impl App {
             Action::Abort => {
                 self.mode = Mode::Normal;
                 self.input.clear();
-                // Esc clears a search as it is typed (it already applied).
-                if filtering && !self.filter.is_empty() {
-                    return self.apply_filter();
+                // Esc clears a search as it is typed (it already applied)
+                // and puts the cursor back where it was before it.
+                if filtering {
+                    return self.clear_filter();
                 }
             }
             Action::Submit => {
@@ -50,6 +51,8 @@ impl App {
             v.push("reproceso");
         }
         v.extend(["despachadores", "detalle", "error", "salir"]);
+        // §1/§7 (issue 25)
+        v.extend(["paciente", "ayuda"]);
         v
     }
 
@@ -86,7 +89,9 @@ impl App {
             return vec![];
         }
         self.filter = text;
-        self.reset_offset();
+        // Both lists: the search stays when switching screens, and the
+        // other list's page would be past the search's few rows.
+        self.reset_lists();
         self.load_screen(self.screen)
     }
 
@@ -119,6 +124,9 @@ impl App {
             }
             // The header and the flash line shorten errors; this shows
             // the console's and the dispatcher's last ones whole.
+            // §1/§7 (issue 25)
+            "paciente" | "patient" => self.find_patient(arg),
+            "ayuda" | "help" | "?" => self.on_action(Action::Help),
             "error" => {
                 if self.failure.is_some() || self.dispatcher.last_error.is_some() {
                     self.mode = Mode::Error;
@@ -216,6 +224,30 @@ impl App {
                     fill(t.scope_resolve, &vals),
                 ),
             },
+            OpKind::Reopen => (
+                PendingOp::Reopen {
+                    case: target.case.unwrap_or(Case::intention(iid)),
+                },
+                fill(t.scope_reopen, &vals),
+            ),
+            // The call list records outcomes without a form (`calls.rs`);
+            // a form's choice index picks one in the chooser's order.
+            OpKind::CallOutcome => {
+                let outcome = crate::domain::call::CallOutcome::ALL[f.outcome % 4];
+                let vals = [
+                    ("key", key.as_str()),
+                    ("operator", self.operator.as_str()),
+                    ("commitment", target.commitment_ref.as_str()),
+                    ("outcome", t.call_outcome(outcome)),
+                ];
+                (
+                    PendingOp::CallOutcome {
+                        intention_id: iid,
+                        outcome,
+                    },
+                    fill(t.scope_call_outcome, &vals),
+                )
+            }
             OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
             OpKind::Verify => (
                 match choice {
@@ -233,6 +265,14 @@ impl App {
                     acknowledge_delivered: false,
                 },
                 fill(t.scope_resend, &vals),
+            ),
+            OpKind::RequestResend => (
+                PendingOp::RequestResend { intention_id: iid },
+                fill(t.scope_request_resend, &vals),
+            ),
+            OpKind::DeclineResend => (
+                PendingOp::DeclineResend { intention_id: iid },
+                fill(t.scope_decline_resend, &vals),
             ),
             OpKind::PauseDispatch => (PendingOp::PauseDispatch, fill(t.scope_pause, &vals)),
             OpKind::ResumeDispatch => (PendingOp::ResumeDispatch, fill(t.scope_resume, &vals)),
@@ -285,13 +325,15 @@ impl App {
     pub(super) fn on_confirm(&mut self, a: Action) -> Vec<Request> {
         match a {
             Action::Confirm if self.mode == Mode::Confirm => {
-                // A resend is not decided before its evidence is on screen.
-                if self
+                // A resend is not decided before its evidence is on screen,
+                // and one its guard refuses is never confirmed (`s` is not
+                // offered either).
+                let blocked = self
                     .confirm
                     .as_ref()
                     .and_then(|c| c.resend.as_ref())
-                    .is_some_and(|r| r.evidence.is_none())
-                {
+                    .is_some_and(|r| r.evidence.as_ref().is_none_or(|e| e.refusal.is_some()));
+                if blocked {
                     return vec![];
                 }
                 match self.confirm.take() {
@@ -364,6 +406,12 @@ impl App {
             self.flash(FlashKind::Refused, self.t.flash_read_only.into());
             return vec![];
         }
+        // "Marcar atendido" waits out its grace period, and `u` withdraws
+        // it (`calls.rs`).
+        if let PendingOp::Resolve { .. } = c.op {
+            self.defer(c.op, self.t.act_resolve.into(), c.reason, c.seen);
+            return vec![];
+        }
         self.ops_in_flight += 1;
         if let PendingOp::Reprocess { day, states } = c.op {
             // The gauge shows from the start; the worker tells how far.
@@ -431,7 +479,16 @@ impl App {
             Response::ReprocessProgress(p) if self.reprocess.running.is_some() => self.reprocess.running = Some(p),
             Response::ReprocessProgress(_) => {}
             Response::Reprocessed(r) => return self.on_reprocessed(r),
-            Response::Attention(Ok(p)) => self.attention.set(p),
+            Response::Attention(Ok(p)) => {
+                self.attention.set(p);
+                self.apply_call_list();
+                return self.ask_call_tries();
+            }
+            Response::CallTries(Ok(v)) => self.on_call_tries(v),
+            Response::ActionReasons(Ok(v)) => self.calls.reasons.extend(v),
+            Response::ActionReasons(Err(_)) => {}
+            // The list still shows; the tries are this session's.
+            Response::CallTries(Err(_)) => {}
             Response::Upcoming(Ok(p)) => self.upcoming.set(p),
             Response::Counter(Ok(p)) => self.counter.set(p),
             Response::BoardHours(Ok(h)) => self.board_hours = h,
@@ -463,6 +520,8 @@ impl App {
                 self.detail_loading = false;
                 self.fail(e);
             }
+            Response::Patients { text, found } => return self.on_patients(&text, found),
+            Response::PatientCard { phone, card } => self.on_patient_card(&phone, card),
             Response::ResendEvidence { intention_id, evidence } => self.on_resend_evidence(intention_id, evidence),
             Response::Op(r) => {
                 self.ops_in_flight = self.ops_in_flight.saturating_sub(1);
@@ -508,6 +567,7 @@ impl App {
             others,
             alerts,
             blocked,
+            paused,
             locked,
         } = status
         else {
@@ -518,6 +578,7 @@ impl App {
             self.dispatcher.others = others;
             self.alerts = alerts;
             self.blocked_templates = blocked;
+            self.paused_channels = paused;
         }
         self.dispatcher.locked = locked;
         let service_error = service.as_ref().and_then(|s| s.last_error.clone()).map(|(_, e)| e);

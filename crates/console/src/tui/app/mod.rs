@@ -9,11 +9,16 @@
 //! confirmation and the worker's answers, `board.rs` the Tablero's counters.
 
 mod board;
+mod calls;
 mod dialogs;
+pub mod guard;
+mod patient;
 mod rows;
 mod update;
 
 pub use board::{BoardItem, duration_text};
+pub use calls::{CallsView, Deferred, GRACE_SECONDS, LOG_LINES};
+pub use patient::{CARD_AHEAD_DAYS, CARD_BEHIND_HOURS, PatientView, SavedCursor};
 pub use rows::{RowIdentity, Rows};
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
@@ -27,6 +32,7 @@ use crate::board::DayFigures;
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::alert::{BlockedTemplate, Reading};
+use crate::domain::attention::AttentionRule;
 use crate::domain::heartbeat::Heartbeat;
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
@@ -132,6 +138,18 @@ pub struct DispatcherView {
     pub others: Option<Vec<Heartbeat>>,
     /// Another process holds the ledger's write lock: actions wait.
     pub locked: bool,
+    /// Why the embedded dispatcher could not start, in the operator's
+    /// words in the header (issue 25 §5).
+    pub stopped_because: Option<StopCause>,
+}
+
+/// Why the embedded dispatcher is stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopCause {
+    /// The channel's key is not in its environment variable.
+    MissingKey { var: String },
+    /// Anything else, as the error said it (`:error` shows it whole).
+    Other(String),
 }
 
 /// The Reproceso screen: a day, the states to act on, the dry run.
@@ -153,12 +171,18 @@ pub struct ReprocessView {
 pub struct App {
     /// A channel is configured: verification can ask it.
     pub channel_verify: bool,
+    /// Which intentions are Atención's cases (`Config::attention_rule`).
+    pub attention_rule: AttentionRule,
     pub reprocess: ReprocessView,
     pub t: &'static Strings,
     pub operator: String,
-    /// Single-user installation or `--operator` for someone else: the
-    /// header says the identity is not verified.
+    /// Operators are mapped to OS accounts and this session's account is
+    /// not the operator's (`--operator` on a shared account): `?` help says
+    /// so, once. A single-user installation is not "unverified": identity
+    /// does not matter there (issue 25 §5).
     pub identity_unverified: bool,
+    /// The OS account running the console, for that line.
+    pub os_account: String,
     pub access: Access,
     pub tz: Tz,
     pub now: DateTime<Utc>,
@@ -177,6 +201,8 @@ pub struct App {
     pub detail: Option<Box<IntentionDetail>>,
     pub detail_loading: bool,
     pub detail_scroll: u16,
+    /// Detalle shows the channel's own words (`e`), not the plain history.
+    pub detail_technical: bool,
     pub filter: String,
     /// Atención shows the day's handled cases instead of the open ones.
     pub show_handled: bool,
@@ -194,6 +220,8 @@ pub struct App {
     pub no_color: bool,
     /// This session's actions, newest last: what `L` lists.
     pub log: Vec<(DateTime<Utc>, String)>,
+    /// The call list, its chooser and the action waiting out its grace.
+    pub calls: CallsView,
     // tablero, themes, progress, errors
     /// The colours every view draws with (`[console] theme`).
     pub palette: &'static Palette,
@@ -210,14 +238,31 @@ pub struct App {
     /// and the blocked templates behind `template_blocked`.
     pub alerts: Vec<Reading>,
     pub blocked_templates: Vec<BlockedTemplate>,
+    /// The channels paused behind `channel_paused`.
+    pub paused_channels: Vec<crate::domain::fault::ChannelPause>,
     /// Frames drawn: what a spinner turns by.
     pub frame: u64,
+    // --- §1/§7 (issue 25): patient card, chooser, kept filter, help ---
+    /// The patient card and the `:paciente` chooser.
+    pub patient: PatientView,
+    /// Where the lists' cursors were before a search began: `esc` puts
+    /// them back.
+    pub before_filter: Option<SavedCursor>,
+    /// The `?` help's first line shown.
+    pub help_scroll: u16,
+    /// `[policy] max_resends_per_day`: what the hints' resend guard reads
+    /// (issue 25 §3).
+    pub max_resends_per_day: u32,
+    /// `[alerts]`'s grace before a due message counts as late, in minutes:
+    /// what the banner's count is about (issue 25 §5).
+    pub due_grace_minutes: i64,
 }
 
 impl App {
     pub fn new(t: &'static Strings, operator: &str, access: Access, tz: Tz, now: DateTime<Utc>) -> App {
         App {
             channel_verify: false,
+            attention_rule: AttentionRule::default(),
             reprocess: ReprocessView {
                 states: vec![IntentionState::Planned, IntentionState::Uncertain],
                 ..ReprocessView::default()
@@ -225,6 +270,7 @@ impl App {
             t,
             operator: operator.to_string(),
             identity_unverified: false,
+            os_account: String::new(),
             access,
             tz,
             now,
@@ -242,6 +288,7 @@ impl App {
             detail: None,
             detail_loading: false,
             detail_scroll: 0,
+            detail_technical: false,
             filter: String::new(),
             show_handled: false,
             input: String::new(),
@@ -254,6 +301,7 @@ impl App {
             upcoming_hours: 72,
             ops_in_flight: 0,
             log: Vec::new(),
+            calls: CallsView::default(),
             no_color: false,
             palette: &theme::DARK,
             board_day: None,
@@ -261,8 +309,55 @@ impl App {
             failure: None,
             alerts: Vec::new(),
             blocked_templates: Vec::new(),
+            paused_channels: Vec::new(),
             frame: 0,
+            patient: PatientView::default(),
+            before_filter: None,
+            help_scroll: 0,
+            max_resends_per_day: 2,
+            due_grace_minutes: 15,
         }
+    }
+
+    /// The guards' facts of the case under the cursor, where the console
+    /// shows them (Atención and a counter's rows).
+    pub fn guard_facts(&self) -> Option<crate::domain::guard::Facts> {
+        let row = match self.screen {
+            Screen::Attention => self.attention.current(),
+            Screen::Counter => self.counter.current(),
+            _ => None,
+        }?;
+        Some(guard::row_facts(self.role(), row, self.max_resends_per_day))
+    }
+
+    /// Whether `op`'s guard accepts it on the case under the cursor (see
+    /// `guard.rs` for what the console can judge before the action does).
+    pub fn key_verdict(&self, op: OpKind) -> crate::domain::guard::Verdict {
+        if self.screen == Screen::Detail {
+            return self.detail_verdict(op);
+        }
+        guard::verdict(op, self.guard_facts().as_ref())
+    }
+
+    /// Detalle knows the intention, not its commitment nor its family: it
+    /// judges before any form only what the intention's state decides (a
+    /// cancel, a verification); the rest the action judges.
+    fn detail_verdict(&self, op: OpKind) -> crate::domain::guard::Verdict {
+        let Some(d) = &self.detail else { return Ok(()) };
+        if !matches!(op, OpKind::Cancel | OpKind::Verify) {
+            return Ok(());
+        }
+        let i = &d.intention;
+        let facts = crate::domain::guard::Facts {
+            role: self.role(),
+            state: i.state,
+            state_reason: i.state_reason.clone(),
+            commitment: crate::domain::guard::CommitmentState::Open,
+            appointment: true,
+            resend: crate::domain::guard::ResendFacts::single(i.state, self.max_resends_per_day),
+            ask: crate::domain::guard::ResendAsk::None,
+        };
+        guard::verdict(op, Some(&facts))
     }
 
     /// Lines the header's banner takes under the title line: one while an
@@ -319,6 +414,7 @@ impl App {
             Screen::Attention => {
                 self.attention.loading = true;
                 let mut q = AttentionQuery::new(self.now);
+                q.rule = self.attention_rule;
                 q.filter = self.filter_opt();
                 // Parked and refused channel events are technicians' cases.
                 q.channel_events = self.role() == Role::Technician;
@@ -327,6 +423,7 @@ impl App {
                 }
                 q.limit = self.page_size;
                 q.offset = self.attention.offset;
+                self.widen_for_call_list(&mut q);
                 vec![Request::Attention(q)]
             }
             Screen::Upcoming => {
@@ -392,6 +489,7 @@ impl App {
                 day: OperatingDay::new(self.day),
                 states: self.reprocess.states.clone(),
             }],
+            Screen::Patient => self.load_patient(),
         }
     }
 
@@ -399,6 +497,7 @@ impl App {
     /// is still running (so a slow database never piles requests up).
     pub fn tick(&mut self, now: DateTime<Utc>) -> Vec<Request> {
         self.now = now;
+        let mut reqs = self.commit_due();
         if self
             .flash
             .as_ref()
@@ -411,13 +510,15 @@ impl App {
             Screen::Upcoming => self.upcoming.loading,
             Screen::Counter => self.counter.loading,
             Screen::Detail => self.detail_loading,
+            Screen::Patient => self.patient.loading,
             _ => false,
         };
         if busy || self.mode != Mode::Normal {
-            vec![Request::Status { now }]
+            reqs.push(Request::Status { now });
         } else {
-            self.load()
+            reqs.extend(self.load());
         }
+        reqs
     }
 
     fn flash(&mut self, kind: FlashKind, text: String) {
@@ -436,8 +537,8 @@ impl App {
             screen,
             Screen::Attention | Screen::Upcoming | Screen::Board | Screen::Reprocess
         ) {
+            // The search stays: the caller is the same on every list.
             self.back.clear();
-            self.filter.clear();
         } else {
             self.back.push(self.screen);
         }
@@ -447,9 +548,25 @@ impl App {
 
     /// The breadcrumb trail, e.g. `Atención › Detalle`.
     pub fn breadcrumbs(&self) -> String {
-        let mut parts: Vec<&str> = self.back.iter().map(|s| s.title(self.t)).collect();
-        parts.push(self.screen.title(self.t));
+        let title = |s: &Screen| match s {
+            Screen::Patient => self.patient_title(),
+            // A Tablero counter's rows are named by the counter ("Tablero ›
+            // Leídas"), not by the Tablero again.
+            Screen::Counter => self.counter_label().unwrap_or_else(|| s.title(self.t).to_string()),
+            s => s.title(self.t).to_string(),
+        };
+        let mut parts: Vec<String> = self.back.iter().map(title).collect();
+        parts.push(title(&self.screen));
         parts.join(" › ")
+    }
+
+    /// The label of the Tablero counter whose rows are shown.
+    fn counter_label(&self) -> Option<String> {
+        let q = self.counter_query.as_ref()?;
+        self.board_items()
+            .into_iter()
+            .find(|i| i.query.as_ref() == Some(q))
+            .map(|i| i.label)
     }
 
     /// What an action would apply to on the current screen.
@@ -489,6 +606,7 @@ impl App {
                 commitment_id: d.intention.commitment_id,
                 commitment_ref: d.intention.commitment_ref.clone(),
             }),
+            Screen::Patient => self.patient_target(),
             Screen::Board | Screen::Reprocess => None,
         }
     }

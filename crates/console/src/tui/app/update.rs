@@ -5,11 +5,25 @@ use super::*;
 impl App {
     /// Applies one action; returns the database work it calls for.
     pub fn on_action(&mut self, a: Action) -> Vec<Request> {
+        let reqs = self.on_action_in_mode(a);
+        // Quitting from any mode sends what waits out its grace first.
+        if self.quit && self.calls.pending.is_some() {
+            let mut first = self.commit_pending();
+            first.extend(reqs);
+            return first;
+        }
+        reqs
+    }
+
+    fn on_action_in_mode(&mut self, a: Action) -> Vec<Request> {
         match self.mode {
             Mode::Filter | Mode::Command => self.on_input(a),
             Mode::Form => self.on_form(a),
             Mode::Confirm | Mode::ConfirmWord => self.on_confirm(a),
-            Mode::Help | Mode::Log | Mode::Error | Mode::Dispatchers => self.on_reading_overlay(a),
+            Mode::Help => self.on_help(a),
+            Mode::Chooser => self.on_chooser(a),
+            Mode::Log | Mode::Error | Mode::Dispatchers => self.on_reading_overlay(a),
+            Mode::CallChooser => self.on_call_chooser(a),
             Mode::Normal => self.on_normal(a),
         }
     }
@@ -23,6 +37,9 @@ impl App {
         }
         match a {
             Action::Quit => self.quit = true,
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown if self.mode == Mode::Log => {
+                self.scroll_log(a)
+            }
             _ => self.mode = Mode::Normal,
         }
         vec![]
@@ -49,7 +66,16 @@ impl App {
             Action::Open => self.open(),
             Action::DayPrev | Action::DayNext => self.shift_day(a == Action::DayNext),
             Action::ToggleState => self.toggle_reprocess_state(),
-            Action::Op(op) => self.open_form(op),
+            Action::Op(OpKind::CallOutcome) => self.open_call_chooser(),
+            // Another action first sends what waits (it may be on the
+            // same case).
+            Action::Op(op) => {
+                let mut reqs = self.commit_pending();
+                reqs.extend(self.open_form(op));
+                reqs
+            }
+            Action::CallList => self.toggle_call_list(),
+            Action::Undo => self.undo(),
             Action::ToggleHandled => self.toggle_handled(),
             Action::Refused(op) => self.refuse(op),
             Action::ReadOnly => {
@@ -62,6 +88,12 @@ impl App {
             | Action::Submit
             | Action::Confirm
             | Action::Abort => vec![],
+            // issue 25 §2 (words)
+            Action::ToggleTechnical => {
+                self.detail_technical = !self.detail_technical;
+                self.detail_scroll = 0;
+                vec![]
+            }
         }
     }
 
@@ -69,11 +101,25 @@ impl App {
     fn switch_mode(&mut self, a: Action) -> Vec<Request> {
         match a {
             Action::Quit => self.quit = true,
-            Action::Help => self.mode = Mode::Help,
-            Action::ShowLog => self.mode = Mode::Log,
+            Action::Help => {
+                self.mode = Mode::Help;
+                self.help_scroll = 0;
+            }
+            Action::ShowLog => {
+                self.mode = Mode::Log;
+                self.calls.log_scroll = 0;
+            }
             Action::OpenFilter => {
+                // Off a list, the search is on Atención.
+                let reqs = if matches!(self.screen, Screen::Attention | Screen::Upcoming) {
+                    vec![]
+                } else {
+                    self.goto(Screen::Attention)
+                };
+                self.save_cursor();
                 self.mode = Mode::Filter;
                 self.input = self.filter.clone();
+                return reqs;
             }
             Action::OpenCommand => {
                 self.mode = Mode::Command;
@@ -144,17 +190,41 @@ impl App {
                 let c = self.reprocess.cursor;
                 self.reprocess.cursor = if up { c.saturating_sub(1) } else { (c + 1).min(n - 1) };
             }
+            Screen::Patient => self.patient_move(up),
         }
         vec![]
     }
 
-    /// The first (or last) row of the current screen; Detalle only goes
-    /// back to its top.
+    /// The first (or last) row of the current screen's whole list, not
+    /// of the page shown (another page is read when it is elsewhere);
+    /// Detalle only goes back to its top.
     fn jump_to_end(&mut self, end: bool) -> Vec<Request> {
+        let size = self.page_size.max(1);
+        let rows_page = |offset: u32, total: i64| -> Option<u32> {
+            let target = if end {
+                u32::try_from((total.max(1) - 1) / i64::from(size)).unwrap_or(0) * size
+            } else {
+                0
+            };
+            (target != offset).then_some(target)
+        };
+        macro_rules! list_end {
+            ($rows:expr) => {{
+                match rows_page($rows.offset, $rows.total) {
+                    Some(offset) => {
+                        $rows.offset = offset;
+                        $rows.anchor = None;
+                        $rows.selected = if end { usize::MAX } else { 0 };
+                        return self.load_screen(self.screen);
+                    }
+                    None => $rows.select(if end { usize::MAX } else { 0 }),
+                }
+            }};
+        }
         match self.screen {
-            Screen::Attention => self.attention.select(if end { usize::MAX } else { 0 }),
-            Screen::Upcoming => self.upcoming.select(if end { usize::MAX } else { 0 }),
-            Screen::Counter => self.counter.select(if end { usize::MAX } else { 0 }),
+            Screen::Attention => list_end!(self.attention),
+            Screen::Upcoming => list_end!(self.upcoming),
+            Screen::Counter => list_end!(self.counter),
             Screen::Board => {
                 self.board_selected = if end {
                     self.board_items().len().saturating_sub(1)
@@ -165,6 +235,7 @@ impl App {
             Screen::Detail if !end => self.detail_scroll = 0,
             Screen::Detail => {}
             Screen::Reprocess => self.reprocess.cursor = if end { IntentionState::ALL.len() - 1 } else { 0 },
+            Screen::Patient => self.patient_jump(end),
         }
         vec![]
     }
@@ -272,9 +343,7 @@ impl App {
 
     pub(super) fn back_action(&mut self) -> Vec<Request> {
         if !self.filter.is_empty() && matches!(self.screen, Screen::Attention | Screen::Upcoming) {
-            self.filter.clear();
-            self.reset_offset();
-            return self.load_screen(self.screen);
+            return self.clear_filter();
         }
         match self.back.pop() {
             Some(prev) => {
@@ -344,7 +413,12 @@ impl App {
     }
 
     pub(super) fn open(&mut self) -> Vec<Request> {
+        // A search is on: the caller is who the desk is after.
+        if let Some(reqs) = self.open_row_patient() {
+            return reqs;
+        }
         match self.screen {
+            Screen::Patient => self.open_patient_message(),
             Screen::Attention => self.open_selected(self.attention.current().and_then(|r| r.intention_id)),
             Screen::Counter => self.open_selected(self.counter.current().and_then(|r| r.intention_id)),
             // The latest notification is the one the desk asks about.
@@ -371,6 +445,7 @@ impl App {
 
     pub(super) fn open_detail(&mut self, id_or_key: String) -> Vec<Request> {
         self.detail_scroll = 0;
+        self.detail_technical = false;
         self.detail_loading = true;
         if self.screen != Screen::Detail {
             self.back.push(self.screen);
@@ -395,7 +470,20 @@ impl App {
             let day = OperatingDay::new(self.day);
             return self.show_form(op, unattached_target(day.to_string()));
         }
+        // Refused before any typing: a guard that refuses says why now,
+        // with no form (issue 25 §3).
+        if let Err(crate::domain::guard::Why::Rule(r)) = self.key_verdict(op) {
+            let text = fill(self.t.flash_refused, &[("why", &self.t.refusal(&r))]);
+            self.flash(FlashKind::Refused, text);
+            return vec![];
+        }
         let target = match self.target() {
+            // A reopen applies to the day's handled cases (`h`).
+            Some(_) if op == OpKind::Reopen && !self.show_handled => {
+                self.flash(FlashKind::Info, self.t.reopen_where.into());
+                return vec![];
+            }
+            Some(t) if op == OpKind::Reopen && t.case.is_some() => t,
             Some(t) if op == OpKind::ManualContact || t.intention_id.is_some() => t,
             Some(t) if op == OpKind::Resolve && t.case.is_some() => t,
             _ => {

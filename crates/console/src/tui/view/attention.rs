@@ -7,13 +7,12 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
 use super::{HEAD, SELECTED, page_info, short_purpose, state_style};
-use crate::domain::attention::{CaseKind, next_step};
+use crate::domain::guard::ResendAsk;
 use crate::domain::mask::mask_phone;
-use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 use crate::i18n::fill;
 use crate::store::{AttentionRow, RowKind};
-use crate::tui::app::{App, age};
+use crate::tui::app::{App, age, guard};
 use crate::tui::keys::Screen;
 
 #[allow(clippy::too_many_arguments)]
@@ -60,9 +59,11 @@ fn list_title(app: &App) -> String {
                     .as_deref()
                     .map(|r| t.reason(r))
                     .unwrap_or_else(|| q.states.first().map(|s| t.state(s)).unwrap_or(""));
-                format!(" {} {} · {} ", t.board_day, q.day, inert(what))
+                format!(" {} · {} ", t.words.day(q.day.date(), app.now, app.tz), inert(what))
             })
             .unwrap_or_default()
+    } else if app.calls.list && !app.show_handled {
+        format!(" {} · {} ", t.screen_attention, t.call_list_title)
     } else if app.show_handled {
         format!(" {} · {} ", t.screen_attention, t.handled_title)
     } else {
@@ -200,13 +201,30 @@ fn purpose_text(app: &App, r: &AttentionRow) -> String {
 /// to do now.
 fn next_text(app: &App, r: &AttentionRow) -> String {
     let t = app.t;
+    if let Some(line) = super::calls::pending_on(app, r) {
+        return line;
+    }
+    if let Some(line) = super::calls::tries_text(app, r) {
+        return line;
+    }
     match (&r.handled, app.show_handled && app.screen == Screen::Attention) {
-        (Some(h), true) => fill(
-            t.handled_by,
-            &[("when", &human_time(app, h.at)), ("who", &inert(&h.operator))],
-        ),
+        (Some(h), true) => {
+            let by = fill(
+                t.handled_by,
+                &[("when", &human_time(app, h.at)), ("who", &inert(&h.operator))],
+            );
+            // Why, when known: a call's outcome in words, else the reason.
+            match app.calls.reasons.get(&h.action_id) {
+                Some(r) => {
+                    let why =
+                        crate::domain::call::CallOutcome::from_stored(r).map_or(r.as_str(), |o| t.call_outcome(o));
+                    format!("{by} · {}", inert(why))
+                }
+                None => by,
+            }
+        }
         (Some(_), false) if app.screen == Screen::Attention => {
-            format!("{} · {}", t.reopened, t.next_step(next_step(case_kind(r))))
+            format!("{} · {}", t.reopened, hint_text(app, r))
         }
         // A channel event's reason is what the technician acts on, in a
         // few words (the state says parked or refused; the technician's
@@ -214,15 +232,42 @@ fn next_text(app: &App, r: &AttentionRow) -> String {
         _ if r.kind == RowKind::ChannelEvent => {
             inert(short_reason(app, r.state_reason.as_deref().unwrap_or_default())).into_owned()
         }
-        _ => t.next_step(next_step(case_kind(r))).to_string(),
+        _ => hint_text(app, r),
+    }
+}
+
+/// What to do now, from the guards of this role on this row, after the
+/// front desk's request when there is one (issue 25 §3).
+fn hint_text(app: &App, r: &AttentionRow) -> String {
+    let t = app.t;
+    let step = t.next_step(guard::row_hint(app.role(), r, app.max_resends_per_day));
+    match guard::parse_ask(r.resend_ask.as_deref()) {
+        ResendAsk::Requested { reason, .. } => {
+            format!("{} · {step}", inert(&fill(t.ask_requested, &[("reason", &reason)])))
+        }
+        ResendAsk::Declined { by, reason } => format!(
+            "{} · {step}",
+            inert(&fill(t.ask_declined, &[("by", &by), ("reason", &reason)]))
+        ),
+        ResendAsk::None => step.to_string(),
     }
 }
 
 /// The evidence column: how many pieces of evidence and the last event.
 fn evidence_text(app: &App, r: &AttentionRow) -> String {
-    let last = r.last_event.as_deref().map(|e| say_event(app, e));
+    // issue 25 §2: a front-desk row says the signal and who in words; the
+    // raw evidence or note is in Detalle's technical view (`e`).
+    let plain = r.kind != RowKind::ChannelEvent;
+    let last = r.last_event.as_deref().map(|e| say_event(app, e, plain));
     match (&last, r.evidence_count) {
         (Some(e), _) if r.kind == RowKind::ChannelEvent => inert(e).into_owned(),
+        // An acknowledged message nobody confirmed delivering: the words
+        // first, since the state column only has room for a few.
+        (_, n) if r.state == "unconfirmed" => format!(
+            "{} · {n} · {}",
+            app.t.reason("unconfirmed"),
+            inert(last.as_deref().unwrap_or_default())
+        ),
         (_, 0) if r.kind == RowKind::Intention => {
             format!("0 · {}", inert(last.as_deref().unwrap_or(app.t.no_evidence)))
         }
@@ -249,13 +294,14 @@ pub fn short_name(name: &str, width: usize) -> String {
 
 /// An Atención row's last event (`signal (cause): note`, see
 /// `AttentionRow::last_event`) with the signal and cause in words.
-fn say_event(app: &App, e: &str) -> String {
+fn say_event(app: &App, e: &str, plain: bool) -> String {
     let Some((signal, rest)) = e.split_once(" (") else {
         return e.to_string();
     };
     let Some((cause, note)) = rest.split_once(')') else {
         return e.to_string();
     };
+    let note = if plain { "" } else { note };
     format!("{} ({}){note}", app.t.signal(signal), app.t.cause(cause))
 }
 
@@ -284,30 +330,38 @@ fn state_cell(app: &App, r: &AttentionRow) -> Cell<'static> {
     Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(app, &r.state))
 }
 
-/// What an Atención row is, for the next step.
-fn case_kind(r: &AttentionRow) -> CaseKind {
-    match r.kind {
-        RowKind::RescheduleRequest => CaseKind::RescheduleRequest,
-        RowKind::RefusedEvent => CaseKind::RefusedEvent,
-        RowKind::ChannelEvent => CaseKind::ChannelEvent,
-        RowKind::Intention => CaseKind::Intention(match r.state.as_str() {
-            "stuck" => IntentionState::Dispatching,
-            s => s.parse().unwrap_or(IntentionState::Review),
-        }),
-    }
+/// A local, human time: `hoy 14:30`, `mañana 09:00`, `ayer 18:10`, else
+/// `03/03 10:00`, with the year only when it is not this one (issue 25 §2).
+pub fn human_time(app: &App, t: DateTime<Utc>) -> String {
+    app.t.words.when(t, app.now, app.tz)
 }
 
-/// A local, human time: `hoy 14:30`, `mañana 09:00`, `ayer 18:10`, else
-/// `lun 03/03 10:00`.
-pub fn human_time(app: &App, t: DateTime<Utc>) -> String {
-    let local = t.with_timezone(&app.tz);
-    let today = app.now.with_timezone(&app.tz).date_naive();
-    let days = (local.date_naive() - today).num_days();
-    let hm = local.format("%H:%M");
-    match days {
-        0 => format!("{} {hm}", app.t.today),
-        1 => format!("{} {hm}", app.t.tomorrow),
-        -1 => format!("{} {hm}", app.t.yesterday),
-        _ => local.format("%d/%m %H:%M").to_string(),
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::config::Role;
+    use crate::tui::keys::Access;
+
+    #[test]
+    fn a_date_outside_the_current_year_shows_its_year() {
+        let lima = chrono_tz::America::Lima;
+        let now = Utc.with_ymd_and_hms(2026, 12, 1, 13, 0, 0).unwrap();
+        let access = Access {
+            role: Role::Supervisor,
+            read_only: false,
+        };
+        let app = App::new(crate::i18n::strings(Default::default()), "ana", access, lima, now);
+        let at = |y, mo, d| lima.with_ymd_and_hms(y, mo, d, 9, 30, 0).unwrap().with_timezone(&Utc);
+        assert_eq!(human_time(&app, at(2026, 12, 20)), "20/12 09:30");
+        assert_eq!(human_time(&app, at(2027, 1, 5)), "05/01/2027 09:30");
+        assert_eq!(human_time(&app, at(9999, 12, 31)), "31/12/9999 09:30");
+        assert_eq!(human_time(&app, at(2025, 11, 30)), "30/11/2025 09:30");
+        assert_eq!(
+            super::super::local(&app, at(2027, 1, 5), "%d/%m %H:%M:%S"),
+            "05/01/2027 09:30:00"
+        );
+        assert_eq!(super::super::local(&app, at(2027, 1, 5), "%H:%M"), "09:30");
     }
 }

@@ -41,18 +41,46 @@ fn banner_text(app: &App) -> String {
                     .collect();
                 fill(t.alert_template_blocked, &[("names", &names.join(", "))])
             }
-            AlertKind::DueUnsent => fill(t.alert_due_unsent, &[("n", &n(r.value))]),
+            AlertKind::DueUnsent => fill(
+                t.alert_due_unsent_for,
+                &[("n", &n(r.value)), ("grace", &app.due_grace_minutes.to_string())],
+            ),
             AlertKind::OldestUncertain => fill(
                 t.alert_oldest_uncertain,
                 &[("age", &age(app.now, app.now - Duration::seconds(r.value)))],
             ),
             AlertKind::Review => fill(t.alert_review, &[("n", &n(r.value))]),
             AlertKind::RefusedEvents => fill(t.alert_refused_events, &[("n", &n(r.value))]),
+            AlertKind::ChannelPaused => channel_paused(app),
         })
         .collect();
     if !alerts.is_empty() {
         parts.push(format!("⚠ {}", alerts.join(" · ")));
     }
+    parts.join(" · ")
+}
+
+/// What the paused channels need, one clause per fault: the credential
+/// names the variable it came from (never the secret).
+fn channel_paused(app: &App) -> String {
+    use crate::domain::fault::ChannelFault;
+    let t = app.t;
+    let parts: Vec<String> = app
+        .paused_channels
+        .iter()
+        .map(|p| match p.fault {
+            ChannelFault::CredentialRejected => {
+                let env = p
+                    .secret_env
+                    .as_deref()
+                    .map_or_else(|| "?".into(), |e| inert(e).into_owned());
+                fill(t.alert_channel_credential, &[("env", &env)])
+            }
+            ChannelFault::InstanceUnknown => t.alert_channel_instance_unknown.to_string(),
+            ChannelFault::InstanceDisconnected => t.alert_channel_instance_disconnected.to_string(),
+            ChannelFault::Tls => t.alert_channel_tls.to_string(),
+        })
+        .collect();
     parts.join(" · ")
 }
 

@@ -54,7 +54,8 @@ pub fn layout(width: u16, height: u16) -> BoardLayout {
 
 pub(super) fn draw_board(f: &mut Frame<'_>, app: &App, area: Rect) {
     let t = app.t;
-    let title = format!(" {} · {} {} ", t.screen_board, t.board_day, app.day.format("%Y-%m-%d"));
+    // issue 25 §2: the day in words ("hoy", "03/12"), never ISO.
+    let title = format!(" {} · {} ", t.screen_board, t.words.day(app.day, app.now, app.tz));
     let block = Block::default()
         .borders(Borders::ALL)
         .title(title)
@@ -151,23 +152,28 @@ fn hourly_chart<'a>(
     max: f64,
     y_label: impl Fn(f64) -> String,
 ) -> Chart<'a> {
-    let last = hours(app).saturating_sub(1);
+    // The axis runs over the whole day, hour `h` plotted at `h`. Ratatui
+    // pins the first label left and the last right and spreads the others
+    // unevenly, so only the start, the middle and the end are labelled:
+    // each names the hour drawn above it (0h 12h 24h on a 24-hour day).
+    let n = hours(app);
     let dim = app.palette.dim();
     let y = |v: f64| Span::styled(format!("{:>7}", y_label(v)), dim);
+    let quarter = |k: usize| {
+        let h = (k * n) as f64 / 4.0;
+        if h.fract() == 0.0 {
+            format!("{h:.0}h")
+        } else {
+            format!("{h:.1}h")
+        }
+    };
     Chart::new(datasets)
         .block(Block::default().borders(Borders::ALL).title(title).title_bottom(bottom))
         .legend_position(None)
         .x_axis(
-            Axis::default().bounds([0.0, last as f64]).labels(
-                [
-                    "0h".to_string(),
-                    "6h".into(),
-                    "12h".into(),
-                    "18h".into(),
-                    format!("{last}h"),
-                ]
-                .map(|l| Span::styled(l, dim)),
-            ),
+            Axis::default()
+                .bounds([0.0, n as f64])
+                .labels((0..=2).map(|k| Span::styled(quarter(2 * k), dim))),
         )
         .y_axis(Axis::default().bounds([0.0, max]).labels([y(0.0), y(max)]))
 }

@@ -2,20 +2,29 @@
 //! table; phones are masked; times are shown in the configured zone and
 //! ages are computed from the app's clock (fixed in snapshot tests).
 //!
-//! `panels.rs` draws Detalle and Reproceso, `overlay.rs` the form, the
-//! confirmation and the help.
+//! `detail.rs` draws Detalle (`panels.rs` its technical view and
+//! Reproceso), `overlay.rs` the form, the confirmation and the help,
+//! `upcoming.rs` Próximas citas, `patient.rs` the patient card and its
+//! chooser.
 
 mod attention;
 mod banner;
 mod board;
+mod calls;
+mod detail;
 mod overlay;
 mod panels;
+mod patient;
+mod upcoming;
 
 use attention::{draw_attention_like, human_time, short_name};
 use banner::draw_banner;
 use board::draw_board;
+use detail::draw_detail;
 use overlay::{draw_confirm, draw_dispatchers, draw_error, draw_form, draw_help, draw_log};
-use panels::{draw_detail, draw_reprocess};
+use panels::draw_reprocess;
+use patient::{draw_chooser, draw_patient};
+use upcoming::{draw_upcoming, needs_call, upcoming_status};
 
 use chrono::{DateTime, Duration, Utc};
 use ratatui::Frame;
@@ -89,6 +98,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Screen::Board => draw_board(f, app, body),
         Screen::Detail => draw_detail(f, app, body),
         Screen::Reprocess => draw_reprocess(f, app, body),
+        Screen::Patient => draw_patient(f, app, body),
     }
     draw_flash(f, app, flash);
     draw_footer(f, app, footer);
@@ -99,6 +109,8 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Log => draw_log(f, app),
         Mode::Error => draw_error(f, app),
         Mode::Dispatchers => draw_dispatchers(f, app),
+        Mode::Chooser => draw_chooser(f, app),
+        Mode::CallChooser => calls::draw_call_chooser(f, app),
         _ => {}
     }
     neutralize_controls(f);
@@ -138,8 +150,17 @@ fn neutralize_controls(f: &mut Frame<'_>) {
     }
 }
 
+/// `t` in the clinic's zone as `fmt` says; a day and month (`%d/%m…`)
+/// outside the current year gets its year (`31/12/9999`), so a date a
+/// year away never reads as this year's.
 fn local(app: &App, t: DateTime<Utc>, fmt: &str) -> String {
-    t.with_timezone(&app.tz).format(fmt).to_string()
+    use chrono::Datelike as _;
+    let l = t.with_timezone(&app.tz);
+    let other_year = l.year() != app.now.with_timezone(&app.tz).year();
+    match fmt.strip_prefix("%d/%m") {
+        Some(rest) if other_year => l.format(&format!("%d/%m/%Y{rest}")).to_string(),
+        _ => l.format(fmt).to_string(),
+    }
 }
 
 /// How much of the dispatcher's label fits the header: the word
@@ -190,12 +211,25 @@ fn dispatcher_span(app: &App, detail: Detail) -> Span<'static> {
         (None, None) => ("○", t.dispatcher_off.to_string(), app.palette.dim()),
         (Some(true), _) if d.paused => ("⏸", t.dispatcher_paused.to_string() + &more(others.len()), red),
         (Some(true), _) => ("●", t.dispatcher_running.to_string() + &more(others.len()), green),
-        (Some(false), _) => ("■", t.dispatcher_stopped.to_string(), red),
+        (Some(false), _) => ("■", stopped_label(app), red),
     };
     match detail.word {
         true => Span::styled(format!("{symbol} {}: {label}", t.dispatcher), style),
         false => Span::styled(format!("{symbol} {label}"), style),
     }
+}
+
+/// A stopped dispatcher in the configured language, with its cause when
+/// the console knows it (issue 25 §5).
+fn stopped_label(app: &App) -> String {
+    use crate::tui::app::StopCause;
+    let t = app.t;
+    let why = match &app.dispatcher.stopped_because {
+        None => return t.dispatcher_stopped.to_string(),
+        Some(StopCause::MissingKey { var }) => fill(t.cause_missing_key, &[("var", &inert(var))]),
+        Some(StopCause::Other(detail)) => fill(t.cause_other, &[("detail", &shorten(&inert(detail), 40))]),
+    };
+    fill(t.dispatcher_stopped_because, &[("why", &why)])
 }
 
 /// Characters of a span list.
@@ -229,43 +263,40 @@ fn draw_header(f: &mut Frame<'_>, app: &App, area: Rect) {
         Span::raw(format!(" {} ({})", inert(&app.operator), t.role(app.role()))),
     ];
     let mark = |text: &str| Span::styled(format!(" [{text}]"), Style::new().fg(app.palette.warn));
-    let unverified = app.identity_unverified.then(|| mark(t.identity_unverified));
     let read_only = app.access.read_only.then(|| mark(t.read_only));
     // The title, the operator, the dispatcher's state and the clock are
     // always shown; then, while they fit and in this order: the word
     // "despachador", the read-only mark, the host and pid of another
-    // process's dispatcher, the unverified-identity mark; the queue and the
-    // last error take what room is left (the error in full with `:error`).
+    // process's dispatcher; the queue and the last error take what room is
+    // left (the error in full with `:error`). An unverified identity is
+    // said once, in `?` help, not on every header (issue 25 §5).
     let clock = format!(" · {} ", local(app, app.now, "%d/%m %H:%M"));
     let width = area.width as usize;
     let used = span_len;
     let len = |s: &Option<Span<'_>>| s.as_ref().map(|s| s.content.chars().count()).unwrap_or(0);
-    let total = |detail: Detail, ro: bool, unv: bool| {
+    let total = |detail: Detail, ro: bool| {
         used(&left)
             + dispatcher_span(app, detail).content.chars().count()
             + clock.chars().count()
             + if ro { len(&read_only) } else { 0 }
-            + if unv { len(&unverified) } else { 0 }
     };
-    let (mut detail, mut ro, mut unv) = (Detail::default(), false, false);
-    for step in 0..4 {
-        let (d2, ro2, unv2) = match step {
-            0 => (Detail { word: true, ..detail }, ro, unv),
-            1 => (detail, read_only.is_some(), unv),
-            2 => (Detail { host: true, ..detail }, ro, unv),
-            _ => (detail, ro, unverified.is_some()),
+    let (mut detail, mut ro) = (Detail::default(), false);
+    for step in 0..3 {
+        let (d2, ro2) = match step {
+            0 => (Detail { word: true, ..detail }, ro),
+            1 => (detail, read_only.is_some()),
+            _ => (Detail { host: true, ..detail }, ro),
         };
-        if total(d2, ro2, unv2) <= width {
-            (detail, ro, unv) = (d2, ro2, unv2);
+        if total(d2, ro2) <= width {
+            (detail, ro) = (d2, ro2);
         }
     }
-    left.extend(unverified.filter(|_| unv));
     left.extend(read_only.filter(|_| ro));
     let state = dispatcher_span(app, detail);
     let mut room = width.saturating_sub(used(&left) + state.content.chars().count() + clock.chars().count() + 2);
     let mut extra = String::new();
     if let Some(q) = d.queue {
-        let part = format!(" · {} {q}", t.queue);
+        let part = format!(" · {} {q}", t.header_due_now);
         if part.chars().count() <= room {
             room -= part.chars().count();
             extra.push_str(&part);
@@ -303,14 +334,39 @@ fn draw_tabs(f: &mut Frame<'_>, app: &App, area: Rect) {
         spans.push(Span::styled(format!(" {} {} ", i + 1, s.title(t)), style));
     }
     spans.push(Span::raw(" │ "));
-    spans.push(Span::styled(app.breadcrumbs(), HEAD));
+    // Nothing is cut mid-word at 80 columns: the trail loses its first
+    // steps, the search its label, before a word would be cut.
+    let mut room = (area.width as usize).saturating_sub(span_len(&spans));
+    let crumbs = fit_breadcrumbs(&app.breadcrumbs(), room);
+    room = room.saturating_sub(crumbs.chars().count());
+    spans.push(Span::styled(crumbs, HEAD));
     if !app.filter.is_empty() {
-        spans.push(Span::styled(
-            format!("  [{}: {}]", t.filter, inert(&app.filter)),
-            Style::new().fg(app.palette.warn),
-        ));
+        let filter = inert(&app.filter);
+        let tag = [format!("  [{}: {filter}]", t.filter), format!("  [/{filter}]")]
+            .into_iter()
+            .find(|tag| tag.chars().count() <= room);
+        if let Some(tag) = tag {
+            spans.push(Span::styled(tag, Style::new().fg(app.palette.warn)));
+        }
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `Atención › Paciente María Flores › Detalle` in `room` columns: its
+/// first steps become `…` while it does not fit.
+fn fit_breadcrumbs(crumbs: &str, room: usize) -> String {
+    let parts: Vec<&str> = crumbs.split(" › ").collect();
+    for skip in 0..parts.len() {
+        let text = if skip == 0 {
+            crumbs.to_string()
+        } else {
+            format!("… › {}", parts[skip..].join(" › "))
+        };
+        if text.chars().count() <= room {
+            return text;
+        }
+    }
+    parts.last().map(|s| s.to_string()).unwrap_or_default()
 }
 
 pub(super) fn page_info(app: &App, offset: u32, shown: usize, total: i64) -> String {
@@ -333,147 +389,15 @@ pub(super) fn short_purpose(p: &str) -> String {
     }
 }
 
-/// Whether the desk should call: soon, nothing delivered or read for the
-/// current version, not confirmed, not contacted.
-fn needs_call(app: &App, u: &UpcomingRow) -> bool {
-    let soon = u.starts_at.is_some_and(|s| s - app.now < Duration::hours(24));
-    let reached = u
-        .notifications
-        .iter()
-        .any(|n| n.version == u.version && matches!(n.state.as_str(), "delivered" | "read"));
-    u.kind == CommitmentKind::Appointment
-        && u.status != CommitmentStatus::Cancelled
-        && soon
-        && !reached
-        && u.confirmed_at.is_none()
-        && u.manual_contact_at.is_none()
-}
-
-fn draw_upcoming(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let t = app.t;
-    let r = &app.upcoming;
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(format!(" {} ", t.screen_upcoming))
-        .title_bottom(page_info(app, r.offset, r.rows.len(), r.total));
-    if r.rows.is_empty() {
-        let msg = match (r.loaded, app.filter.is_empty()) {
-            (false, _) => t.loading,
-            (true, false) => t.no_results,
-            (true, true) => t.empty_list,
-        };
-        f.render_widget(Paragraph::new(msg).style(app.palette.dim()).block(block), area);
-        return;
-    }
-    let header = Row::new([
-        t.col_time,
-        t.col_commitment,
-        t.col_name,
-        t.col_phone,
-        t.col_status,
-        t.col_notifications,
-    ])
-    .style(HEAD);
-    let wide = area.width >= 110;
-    let rows = r.rows.iter().map(|u| upcoming_row(app, u, wide));
-    let widths = [
-        Constraint::Length(12),
-        Constraint::Length(10),
-        Constraint::Length(if wide { 16 } else { 10 }),
-        Constraint::Length(15),
-        Constraint::Length(if wide { 22 } else { 14 }),
-        Constraint::Fill(1),
-    ];
-    let table = Table::new(rows, widths)
-        .header(header)
-        .block(block)
-        .row_highlight_style(SELECTED);
-    let mut state = TableState::default().with_selected(Some(r.selected));
-    f.render_stateful_widget(table, area, &mut state);
-}
-
-/// One Próximas row; its status in the warning colour when the desk
-/// should call. `wide` (110 columns or more) gives names more room.
-fn upcoming_row(app: &App, u: &UpcomingRow, wide: bool) -> Row<'static> {
-    let t = app.t;
-    let when = u
-        .starts_at
-        .map(|s| human_time(app, s))
-        .unwrap_or_else(|| t.detail_none.into());
-    let call = needs_call(app, u);
-    let style = if call {
-        Style::new().fg(app.palette.warn)
-    } else {
-        Style::new()
-    };
-    Row::new([
-        Cell::from(when),
-        Cell::from(inert(&u.commitment_ref).into_owned()),
-        Cell::from(
-            u.name
-                .as_deref()
-                .map(|n| short_name(&inert(n), if wide { 16 } else { 10 }))
-                .unwrap_or_default(),
-        ),
-        Cell::from(inert(&u.phone.as_deref().map(mask_phone).unwrap_or_default()).into_owned()),
-        Cell::from(upcoming_status(app, u, call)).style(style),
-        Cell::from(notifications_text(app, u)),
-    ])
-}
-
-/// The commitment's status (an order's own word), then whether the desk
-/// should call and whether a reschedule was asked for.
-fn upcoming_status(app: &App, u: &UpcomingRow, call: bool) -> String {
-    let t = app.t;
-    let status = if u.status == CommitmentStatus::Cancelled {
-        t.cancelled_appt
-    } else if u.manual_contact_at.is_some() {
-        t.manual_contact_done
-    } else if u.confirmed_at.is_some() {
-        t.confirmed
-    } else if u.kind == CommitmentKind::Appointment {
-        t.scheduled
-    } else {
-        ""
-    };
-    let mut status = if u.kind == CommitmentKind::Order {
-        u.status.as_str().to_string()
-    } else {
-        status.to_string()
-    };
-    if call {
-        status = format!("{status} · {}", t.needs_call);
-    }
-    if u.reschedule_requested_at.is_some() {
-        status = format!("{status} · {}", t.reschedule_request);
-    }
-    status
-}
-
-/// The notifications of the current version (all of an order's, and every
-/// resend, marked `↻`): short purpose and state each.
-fn notifications_text(app: &App, u: &UpcomingRow) -> String {
-    u.notifications
-        .iter()
-        .filter(|n| n.version == u.version || n.is_resend || u.kind == CommitmentKind::Order)
-        .map(|n| {
-            let p = short_purpose(&n.purpose);
-            let p = p.strip_prefix("record. ").unwrap_or(&p).to_string();
-            format!(
-                "{}{}:{}",
-                if n.is_resend { "↻" } else { "" },
-                inert(&p),
-                inert(app.t.state(&n.state))
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn draw_flash(f: &mut Frame<'_>, app: &App, area: Rect) {
     let line = match app.mode {
         Mode::Filter => Line::from(format!("/{}▏", inert(&app.input))),
         Mode::Command => Line::from(format!(":{}▏", inert(&app.input))),
+        // An action waiting out its grace: the countdown, and how to undo.
+        _ if app.pending_line().is_some() => Line::styled(
+            app.pending_line().unwrap_or_default(),
+            Style::new().fg(app.palette.accent),
+        ),
         _ => match &app.flash {
             Some(fl) => {
                 let style = match fl.kind {
@@ -495,52 +419,107 @@ fn draw_footer(f: &mut Frame<'_>, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// One footer hint: key, label, action, refused (dimmed).
+type Hint = (String, String, Action, bool);
+
 /// The footer's key hints: help first and quit last always, the others in
 /// registry order while they fit whole (nothing is cut mid-word; `?`
-/// lists the rest).
+/// lists the rest). A key whose guard refuses on the case under the
+/// cursor stays, dimmed, with the refusal in a few words (issue 25 §3)
+/// while that leaves room for the role's main keys (§7); else dimmed
+/// alone: its reason is in `?` help and is said at once if pressed.
 fn footer_spans(app: &App, width: usize) -> Vec<Span<'static>> {
     let key = Style::new().fg(app.palette.accent).add_modifier(Modifier::BOLD);
-    let hints: Vec<(String, &'static str, Action)> = visible(app.screen, app.access)
+    let (hints, shown) = match footer_pick(app, width, true) {
+        (hints, shown, true) => (hints, shown),
+        _ => {
+            let (hints, shown, _) = footer_pick(app, width, false);
+            (hints, shown)
+        }
+    };
+    let fixed = |a: Action| hints.iter().filter(move |h| h.2 == a);
+    let mut spans = Vec::new();
+    for (k, l, _, refused) in fixed(Action::Help).chain(shown.iter()).chain(fixed(Action::Quit)) {
+        let key_style = if *refused { app.palette.dim() } else { key };
+        spans.push(Span::styled(format!("{k} "), key_style));
+        spans.push(Span::styled(format!("{l}  "), app.palette.dim()));
+    }
+    spans
+}
+
+/// The hints and those that fit beside help and quit, with or without the
+/// refusals' reasons; and whether every main key of the role fits.
+fn footer_pick(app: &App, width: usize, reasons: bool) -> (Vec<Hint>, Vec<Hint>, bool) {
+    let hints: Vec<Hint> = visible(app.screen, app.access)
         .filter(|c| c.hint)
         .map(|c| {
             let k = c.keys.first().map(|k| k.label()).unwrap_or_default();
-            (k, (c.label)(app.t), c.action)
+            let label = footer_label(app, c, width);
+            match refused_because(app, c) {
+                Some(why) if reasons => (k, format!("{label} ({why})"), c.action, true),
+                Some(_) => (k, label.to_string(), c.action, true),
+                None => (k, label.to_string(), c.action, false),
+            }
         })
         .collect();
-    let len = |(k, l, _): &(String, &str, Action)| k.chars().count() + 1 + l.chars().count() + 2;
-    let fixed: Vec<_> = hints
-        .iter()
-        .filter(|h| matches!(h.2, Action::Help | Action::Quit))
-        .cloned()
-        .collect();
-    let mut room = width.saturating_sub(fixed.iter().map(len).sum());
-    // Opening, searching and marking handled come first: every role
-    // works the queue with them.
-    let mut rest: Vec<_> = hints
-        .iter()
-        .filter(|h| !matches!(h.2, Action::Help | Action::Quit))
-        .collect();
-    rest.sort_by_key(|h| match h.2 {
-        Action::Open => 0,
-        Action::OpenFilter => 1,
-        Action::Op(OpKind::Resolve) => 2,
-        _ => 3,
+    let len = |(k, l, _, _): &Hint| k.chars().count() + 1 + l.chars().count() + 2;
+    let fixed = |h: &&Hint| matches!(h.2, Action::Help | Action::Quit);
+    let mut room = width.saturating_sub(hints.iter().filter(fixed).map(len).sum());
+    // The role's main actions and searching come first, refused or not,
+    // then opening, then any other key, refused ones last.
+    let main = |a: Action| match a {
+        Action::Op(OpKind::Cancel) => Some(0),
+        Action::Op(OpKind::AuthorizeResend | OpKind::RequestResend) => Some(1),
+        Action::Op(OpKind::Resolve) => Some(2),
+        Action::OpenFilter => Some(3),
+        _ => None,
+    };
+    let mut rest: Vec<&Hint> = hints.iter().filter(|h| !fixed(h)).collect();
+    rest.sort_by_key(|h| match (main(h.2), h.2) {
+        (Some(rank), _) => rank,
+        (None, Action::Open) => 4,
+        _ if h.3 => 6,
+        _ => 5,
     });
-    let mut shown = Vec::new();
+    let mut shown: Vec<Hint> = Vec::new();
+    let mut mains_fit = true;
     for h in rest {
         if len(h) <= room {
             room -= len(h);
             shown.push(h.clone());
+        } else if main(h.2).is_some() {
+            mains_fit = false;
         }
     }
     // Back in registry order, so hints keep their usual places.
     shown.sort_by_key(|h| hints.iter().position(|x| x.2 == h.2));
-    let help = fixed.iter().filter(|h| h.2 == Action::Help);
-    let quit = fixed.iter().filter(|h| h.2 == Action::Quit);
-    let mut spans = Vec::new();
-    for (k, l, _) in help.chain(shown.iter()).chain(quit) {
-        spans.push(Span::styled(format!("{k} "), key));
-        spans.push(Span::styled(format!("{l}  "), app.palette.dim()));
+    (hints, shown, mains_fit)
+}
+
+// --- §7 (issue 25): the footer keeps the main actions at 80 columns ---
+
+/// A command's footer label: the short word of a main action below 100
+/// columns (`c cancelar`, `a reenviar`, `x atendido`), else its label.
+fn footer_label(app: &App, c: &crate::tui::keys::Command, width: usize) -> &'static str {
+    let t = app.t;
+    match c.action {
+        Action::Op(op) if width < 100 => match op {
+            OpKind::Cancel => t.hint_cancel,
+            OpKind::AuthorizeResend => t.hint_resend,
+            OpKind::Resolve => t.hint_resolve,
+            OpKind::ManualContact => t.hint_manual_contact,
+            _ => (c.label)(t),
+        },
+        _ => (c.label)(t),
     }
-    spans
+}
+
+/// Why a command's guard refuses it on the case under the cursor, in a
+/// few words (`None`: it would be accepted, or it is no case action).
+pub(super) fn refused_because(app: &App, c: &crate::tui::keys::Command) -> Option<&'static str> {
+    match app.key_verdict(c.op()?) {
+        Err(crate::domain::guard::Why::Rule(r)) => Some(app.t.refusal_short(&r)),
+        Err(crate::domain::guard::Why::Role) => Some(app.t.short_role),
+        Ok(()) => None,
+    }
 }

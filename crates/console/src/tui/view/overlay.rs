@@ -86,7 +86,14 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
         // Nothing to confirm until the evidence is on screen (`s` is
         // ignored meanwhile), so the hint waits for it too.
         None if c.resend.as_ref().is_some_and(|r| r.evidence.is_none()) => {}
-        None => lines.push(Line::styled(t.confirm_hint, HEAD)),
+        // A confirmation its guard refuses never offers `s` (issue 25 §3).
+        None => match c.resend.as_ref().and_then(|r| r.evidence.as_ref()?.refusal.as_ref()) {
+            Some(why) => lines.push(Line::styled(
+                fill(t.confirm_refused, &[("why", t.refusal_short(why))]),
+                HEAD,
+            )),
+            None => lines.push(Line::styled(t.confirm_hint, HEAD)),
+        },
     }
     // Room for the lines as wrapped inside the borders.
     let inner = usize::from(width.saturating_sub(2)).max(1);
@@ -144,29 +151,59 @@ fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
 pub(super) fn draw_help(f: &mut Frame<'_>, app: &App) {
     let t = app.t;
     let cmds: Vec<_> = visible(app.screen, app.access).collect();
-    let area = popup(f.area(), 60, cmds.len() as u16 + 5);
+    let area = popup(f.area(), 60, app.help_lines() + 2);
     f.render_widget(Clear, area);
+    // A key its guard refuses on the case under the cursor is dimmed,
+    // with why (issue 25 §3).
     let mut lines: Vec<Line<'_>> = cmds
         .iter()
-        .map(|c| {
-            Line::from(vec![
+        .map(|c| match super::refused_because(app, c) {
+            Some(why) => Line::styled(
+                format!("{:<12}{} ({why})", c.key_label(), (c.label)(t)),
+                app.palette.dim(),
+            ),
+            None => Line::from(vec![
                 Span::styled(format!("{:<12}", c.key_label()), Style::new().fg(app.palette.accent)),
                 Span::raw((c.label)(t)),
-            ])
+            ]),
         })
         .collect();
     lines.push(Line::from(""));
+    lines.push(Line::styled(t.help_commands, app.palette.dim()));
     lines.push(Line::styled(t.help_roles, app.palette.dim()));
+    // Identity is said once, here, and only where it matters (issue 25 §5);
+    // first, so that no scrolling hides it.
+    if app.identity_unverified {
+        lines.insert(
+            0,
+            Line::styled(
+                fill(t.identity_unmapped, &[("user", &app.os_account)]),
+                Style::new().fg(app.palette.warn),
+            ),
+        );
+    }
+    // Scrolls (`j`/`k`, pgup/pgdn) when it is taller than the screen;
+    // the bottom border says how.
+    let inner = area.height.saturating_sub(2);
+    let scroll = app.help_scroll.min(app.help_lines().saturating_sub(inner));
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" {} · {} ", t.help_title, app.screen.title(t)));
-    f.render_widget(Paragraph::new(lines).block(block), area);
+        .title(format!(" {} · {} ", t.help_title, app.screen.title(t)))
+        .title_bottom(format!(" {} ", t.help_scroll));
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .block(block)
+            .scroll((scroll, 0)),
+        area,
+    );
 }
 
 /// `L`: what this operator did in this session, newest first.
 pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
     let t = app.t;
-    let area = popup(f.area(), 80, (app.log.len() as u16).clamp(1, 16) + 2);
+    let shown = crate::tui::app::LOG_LINES;
+    let area = popup(f.area(), 80, (app.log.len().clamp(1, shown) as u16) + 2);
     f.render_widget(Clear, area);
     let lines: Vec<Line<'_>> = if app.log.is_empty() {
         vec![Line::styled(t.log_empty, app.palette.dim())]
@@ -174,6 +211,8 @@ pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
         app.log
             .iter()
             .rev()
+            .skip(app.calls.log_scroll)
+            .take(shown)
             .map(|(at, text)| {
                 Line::from(vec![
                     Span::styled(
@@ -187,7 +226,15 @@ pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
     };
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" {} ", t.log_title));
+        .title(format!(" {} ", t.log_title))
+        .title_bottom(match app.log.len() {
+            n if n > shown => format!(
+                " {}–{} / {n} · ↑↓ pgup pgdn ",
+                app.calls.log_scroll + 1,
+                (app.calls.log_scroll + shown).min(n)
+            ),
+            _ => String::new(),
+        });
     f.render_widget(
         Paragraph::new(lines)
             .wrap(ratatui::widgets::Wrap { trim: true })

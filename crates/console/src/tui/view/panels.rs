@@ -1,29 +1,17 @@
-//! The Detalle and Reproceso panels.
+//! Detalle's technical view and the Reproceso panel.
 
 use super::*;
 use ratatui::widgets::Gauge;
 
 use crate::store::IntentionDetail;
 
-pub(super) fn draw_detail(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let t = app.t;
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(format!(" {} ", t.screen_detail));
-    let Some(d) = &app.detail else {
-        f.render_widget(Paragraph::new(t.loading).style(app.palette.dim()).block(block), area);
-        return;
-    };
-    let mut lines = Vec::new();
-    intention_lines(app, d, &mut lines);
-    history_lines(app, d, &mut lines);
-    attempt_lines(app, d, &mut lines);
-    related_lines(app, d, &mut lines);
-    let p = Paragraph::new(lines)
-        .block(block)
-        .wrap(Wrap { trim: false })
-        .scroll((app.detail_scroll, 0));
-    f.render_widget(p, area);
+/// Detalle's technical view (`e`): the stored words as they are (key,
+/// template and parameters, evidence ids, notes, HTTP lines).
+pub(super) fn technical_lines(app: &App, d: &IntentionDetail, lines: &mut Vec<Line<'static>>) {
+    intention_lines(app, d, lines);
+    history_lines(app, d, lines);
+    attempt_lines(app, d, lines);
+    related_lines(app, d, lines);
 }
 
 /// The intention itself: key and state, commitment, recipient and due
@@ -147,7 +135,11 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
     let v = &app.reprocess;
     let [left, right] = Layout::horizontal([Constraint::Length(24), Constraint::Fill(1)]).areas(area);
     let mut lines = vec![
-        Line::from(format!("{}: {}", t.reprocess_day, app.day.format("%Y-%m-%d"))),
+        Line::from(format!(
+            "{}: {}",
+            t.reprocess_day,
+            t.words.day(app.day, app.now, app.tz)
+        )),
         Line::from(""),
     ];
     lines.push(Line::styled(t.reprocess_states, HEAD));

@@ -4,8 +4,12 @@
 //! [`super::Tx::attention`]: `?1` now, `?2` the earliest due time a failure
 //! stays, `?3`..`?4` the reschedule window, `?5` the search, `?6`/`?7`
 //! limit and offset, `?8` a typed key, `?9` handled since, `?10` the plain
-//! pattern, `?11` channel events since (`NULL`: not asked for).
+//! pattern, `?11` channel events since (`NULL`: not asked for), `?12` the
+//! latest news an unconfirmed message can have had, `?13` the fuzzy matches.
+//! A search's matches (`?5`, a JSON array of commitment ids) are found
+//! beforehand (`store/search.rs`).
 
+use super::super::search::json_ids_sql;
 use super::{
     AttentionRule, Clause, EVENTS_FROM, REFUSED_FROM, RESCHED, RowKind, Search, clause_sql, covered_sql, covers_sql,
     evidence_sql, fixed_join, rule_sql, walked, walked_sql,
@@ -79,7 +83,7 @@ fn clause_count_sql(c: Clause) -> String {
         Clause::Always(s) => {
             format!("(SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM intention_counts WHERE state = '{s}')")
         }
-        Clause::DueWithinWindow(_) | Clause::LeaseExpired(_) => {
+        Clause::DueWithinWindow(_) | Clause::LeaseExpired(_) | Clause::Unconfirmed(_) => {
             format!("(SELECT count(*) FROM intentions i WHERE {})", clause_sql(c))
         }
     }
@@ -98,14 +102,14 @@ fn open_others() -> (String, String, String) {
 }
 
 /// Open cases of the searched patients: from the matching commitments
-/// (few, through the trigram index) to their intentions
+/// (few, found through the search indexes) to their intentions
 /// (`intentions_commitment`), then the rule; no walk is needed. `CROSS
 /// JOIN` fixes that order: left to itself SQLite walks every intention the
 /// rule names (thousands at a million) and probes the matches.
-pub(super) fn searched_open_sql(rule: &AttentionRule, s: &Search, pg: bool) -> (String, String) {
+pub(super) fn searched_open_sql(rule: &AttentionRule, pg: bool) -> (String, String) {
     let open_i = format!("NOT {}", covered_sql(RowKind::Intention, "i.id", "i.state_changed_at"));
     let (resched, refused, events) = open_others();
-    let m = s.commitments_sql(pg, "?10");
+    let m = json_ids_sql(pg, "?5");
     let join = fixed_join(pg);
     let cases = format!(
         "WITH m AS MATERIALIZED ({m})
@@ -132,7 +136,7 @@ pub(super) fn searched_open_sql(rule: &AttentionRule, s: &Search, pg: bool) -> (
 /// since), newest mark first; optionally only a searched patient's.
 pub(super) fn handled_sql(s: Option<&Search>, pg: bool) -> (String, String) {
     let matched = match s {
-        Some(s) => format!("AND p.cid IN ({})", s.commitments_sql(pg, "?10")),
+        Some(_) => format!("AND p.cid IN ({})", json_ids_sql(pg, "?5")),
         None => String::new(),
     };
     let keys = format!(

@@ -1,0 +1,329 @@
+//! Whether an operator action would be accepted now, answered without
+//! writing, and the hint ("Qué hacer") built from those answers.
+//!
+//! Each action of `unavez-app`'s `ops` runs its guard here inside its
+//! transaction, on the facts it read after locking the case; the console
+//! asks the same functions about the facts it shows, before any form opens.
+//! So a hint never names an action its guard would refuse, and a key whose
+//! guard refuses says why at once (docs/design.md, "Operator actions").
+
+use chrono::{DateTime, FixedOffset};
+use serde::Serialize;
+
+use super::attention::{CaseKind, NextStep};
+use super::operator::{OpKind, Role, allowed};
+use super::refusal::Refusal;
+use super::state::{CancelReason, IntentionState, Signal, Transition, transition};
+
+/// The commitment, as far as the guards go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitmentState {
+    Open,
+    /// The customer confirmed the appointment.
+    Confirmed,
+    Cancelled,
+}
+
+impl CommitmentState {
+    pub const ALL: [CommitmentState; 3] = [Self::Open, Self::Confirmed, Self::Cancelled];
+}
+
+/// A resend of the family still waiting for its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingResend {
+    pub key: String,
+    pub authorized_by: Option<String>,
+    pub authorized_at: DateTime<FixedOffset>,
+}
+
+/// The front desk's request for a resend, as the case stands: the latest
+/// of request, decline and authorization on it decides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "ask", rename_all = "snake_case")]
+pub enum ResendAsk {
+    None,
+    Requested { by: String, reason: String },
+    Declined { by: String, reason: String },
+}
+
+/// What the resend rules read about the family.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResendFacts {
+    /// The family's original.
+    pub original: IntentionState,
+    /// The commitment version the original was planned for, and the
+    /// commitment's version now.
+    pub planned_version: i64,
+    pub current_version: i64,
+    /// The original's validity has ended.
+    pub expired: bool,
+    pub pending: Option<PendingResend>,
+    pub authorized_today: u32,
+    /// `[policy] max_resends_per_day`.
+    pub max_per_day: u32,
+}
+
+impl ResendFacts {
+    /// A family of one message, planned for the commitment as it is.
+    pub fn single(original: IntentionState, max_per_day: u32) -> ResendFacts {
+        ResendFacts {
+            original,
+            planned_version: 1,
+            current_version: 1,
+            expired: false,
+            pending: None,
+            authorized_today: 0,
+            max_per_day,
+        }
+    }
+}
+
+/// Everything a guard reads: who asks, the selected intention, its
+/// commitment, its family and the front desk's request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Facts {
+    pub role: Role,
+    pub state: IntentionState,
+    pub state_reason: Option<String>,
+    pub commitment: CommitmentState,
+    /// An appointment (manual contact applies to appointments only).
+    pub appointment: bool,
+    pub resend: ResendFacts,
+    pub ask: ResendAsk,
+}
+
+/// Why a guard refuses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum Why {
+    /// This role may not take the action at all.
+    Role,
+    /// The ledger's rule refuses it on this case now.
+    Rule(Refusal),
+}
+
+pub type Verdict = Result<(), Why>;
+
+fn role(f: &Facts, op: OpKind) -> Verdict {
+    if allowed(f.role, op) { Ok(()) } else { Err(Why::Role) }
+}
+
+fn rule(r: Option<Refusal>) -> Verdict {
+    r.map_or(Ok(()), |r| Err(Why::Rule(r)))
+}
+
+/// Why a cancel from the intention's state is refused, by what holds the
+/// message now.
+pub fn cancel_refusal(state: IntentionState, state_reason: Option<&str>) -> Refusal {
+    use IntentionState as S;
+    match state {
+        S::Dispatching => Refusal::InFlight,
+        S::Uncertain => Refusal::Uncertain,
+        S::Accepted | S::Sent => Refusal::ChannelHasIt { state },
+        S::Delivered | S::Read => Refusal::Delivered { state },
+        S::Planned | S::Review | S::Failed | S::Cancelled => Refusal::Closed {
+            state,
+            reason: state_reason.map(str::to_string),
+        },
+    }
+}
+
+/// A cancel: only what has not left closes without the channel; an
+/// accepted message closes only if the channel confirms it withdrew it
+/// (`withdrawn`, the channel's answer the caller asked first).
+pub fn cancel(f: &Facts, withdrawn: bool) -> Verdict {
+    role(f, OpKind::Cancel)?;
+    let why = if withdrawn && f.state == IntentionState::Accepted {
+        CancelReason::Withdrawn
+    } else {
+        CancelReason::Operator
+    };
+    match transition(f.state, Signal::Cancel(why)) {
+        Transition::Move(_) => Ok(()),
+        _ => rule(Some(cancel_refusal(f.state, f.state_reason.as_deref()))),
+    }
+}
+
+/// A verification by a call: evidence on a message that went out.
+pub fn verify(f: &Facts) -> Verdict {
+    role(f, OpKind::Verify)?;
+    rule(match f.state {
+        IntentionState::Planned => Some(Refusal::NotSentYet { state: f.state }),
+        IntentionState::Cancelled => Some(Refusal::Closed {
+            state: f.state,
+            reason: f.state_reason.clone(),
+        }),
+        _ => None,
+    })
+}
+
+/// Manual contact: a call about an appointment that still stands.
+pub fn manual_contact(f: &Facts) -> Verdict {
+    role(f, OpKind::ManualContact)?;
+    rule(contact_refusal(
+        f.appointment,
+        f.commitment == CommitmentState::Cancelled,
+    ))
+}
+
+/// Why a manual contact is refused, from the commitment alone.
+pub fn contact_refusal(appointment: bool, cancelled: bool) -> Option<Refusal> {
+    if !appointment {
+        Some(Refusal::NotAnAppointment)
+    } else if cancelled {
+        Some(Refusal::CommitmentCancelled)
+    } else {
+        None
+    }
+}
+
+/// "Marcar atendido": whoever works the case may close it.
+pub fn resolve(f: &Facts) -> Verdict {
+    role(f, OpKind::Resolve)
+}
+
+/// Every resend rule but the acknowledgement, in the order a supervisor
+/// can act on them: what the original is, whether its content is still the
+/// truth, what is still pending, and the day's cap.
+pub fn resend_refusal(r: &ResendFacts, commitment_cancelled: bool) -> Option<Refusal> {
+    match r.original {
+        IntentionState::Planned => return Some(Refusal::NotSentYet { state: r.original }),
+        IntentionState::Dispatching => return Some(Refusal::InFlight),
+        IntentionState::Uncertain => return Some(Refusal::Uncertain),
+        _ => {}
+    }
+    if commitment_cancelled {
+        return Some(Refusal::CommitmentCancelled);
+    }
+    if r.current_version != r.planned_version {
+        return Some(Refusal::StaleVersion {
+            planned: r.planned_version,
+            current: r.current_version,
+        });
+    }
+    if r.expired {
+        return Some(Refusal::Expired);
+    }
+    if let Some(p) = &r.pending {
+        return Some(Refusal::ResendPending {
+            key: p.key.clone(),
+            authorized_by: p.authorized_by.clone(),
+            authorized_at: p.authorized_at,
+        });
+    }
+    if r.authorized_today >= r.max_per_day {
+        return Some(Refusal::DailyCap {
+            limit: r.max_per_day,
+            authorized_today: r.authorized_today,
+        });
+    }
+    None
+}
+
+/// A resend, the acknowledgement of an earlier delivery aside (that one is
+/// typed in the confirmation, never refused before it).
+pub fn authorize_resend(f: &Facts) -> Verdict {
+    role(f, OpKind::AuthorizeResend)?;
+    rule(resend_refusal(&f.resend, f.commitment == CommitmentState::Cancelled))
+}
+
+/// The front desk asks for a resend: only one a supervisor could
+/// authorize now, and once until it is answered.
+pub fn request_resend(f: &Facts) -> Verdict {
+    role(f, OpKind::RequestResend)?;
+    if let ResendAsk::Requested { by, .. } = &f.ask {
+        return rule(Some(Refusal::ResendRequested { by: by.clone() }));
+    }
+    rule(resend_refusal(&f.resend, f.commitment == CommitmentState::Cancelled))
+}
+
+/// A supervisor declines an open request.
+pub fn decline_resend(f: &Facts) -> Verdict {
+    role(f, OpKind::DeclineResend)?;
+    match f.ask {
+        ResendAsk::Requested { .. } => Ok(()),
+        _ => rule(Some(Refusal::NoResendRequest)),
+    }
+}
+
+/// The guard of `op` on one case. Actions on no case (the dispatcher, a
+/// day's reprocess) are decided by role alone here. A cancel is judged as
+/// the console runs it: the channel is asked first for an accepted
+/// message.
+pub fn check(op: OpKind, f: &Facts) -> Verdict {
+    match op {
+        OpKind::Cancel => cancel(f, true),
+        OpKind::Verify => verify(f),
+        OpKind::ManualContact => manual_contact(f),
+        OpKind::Resolve => resolve(f),
+        OpKind::AuthorizeResend => authorize_resend(f),
+        OpKind::RequestResend => request_resend(f),
+        OpKind::DeclineResend => decline_resend(f),
+        // A call's outcome and a reopen are judged by the app on the case
+        // (`ops::call`); no hint names them.
+        OpKind::CallOutcome | OpKind::Reopen => role(f, op),
+        OpKind::Reprocess | OpKind::PauseDispatch | OpKind::ResumeDispatch => role(f, op),
+    }
+}
+
+/// What this person should do next with a case: built only from actions
+/// whose guards accept them now ([`NextStep::actions`]), first the one
+/// that settles the case best.
+pub fn hint(kind: CaseKind, f: &Facts) -> NextStep {
+    let ok = |op: OpKind| check(op, f).is_ok();
+    match kind {
+        CaseKind::RescheduleRequest if ok(OpKind::ManualContact) => return NextStep::Reschedule,
+        // Who may not call leaves the reschedule to the desk.
+        CaseKind::RescheduleRequest => return NextStep::MarkHandled,
+        CaseKind::RefusedEvent => return NextStep::CheckConflict,
+        CaseKind::ChannelEvent => return NextStep::CheckEvent,
+        CaseKind::Intention(_) => {}
+    }
+    if matches!(f.state, IntentionState::Dispatching | IntentionState::Uncertain) {
+        // The reconciler settles it with the channel; never a blind resend.
+        return NextStep::WaitForChannel;
+    }
+    if let ResendAsk::Requested { .. } = f.ask {
+        if ok(OpKind::AuthorizeResend) {
+            return NextStep::AnswerRequest;
+        }
+        if ok(OpKind::DeclineResend) {
+            return NextStep::DeclineRequest;
+        }
+        return NextStep::WaitForSupervisor;
+    }
+    match f.commitment {
+        // A failed notice of a cancelled appointment: the patient must hear
+        // of the cancellation by phone, then the case is done.
+        CommitmentState::Cancelled => return NextStep::CallAboutCancellation,
+        // The customer confirmed: nothing to chase.
+        CommitmentState::Confirmed => return NextStep::AlreadyConfirmed,
+        CommitmentState::Open => {}
+    }
+    if matches!(f.state, IntentionState::Accepted | IntentionState::Sent) && ok(OpKind::Verify) {
+        // Only a message nobody confirmed delivering is a case in these
+        // states (the Cloud API cannot be asked): call, then record it.
+        return NextStep::ConfirmDelivery;
+    }
+    let declined = matches!(f.ask, ResendAsk::Declined { .. });
+    if f.state == IntentionState::Failed {
+        if ok(OpKind::AuthorizeResend) {
+            return NextStep::Resend;
+        }
+        if !declined && ok(OpKind::RequestResend) {
+            return NextStep::RequestResend;
+        }
+    }
+    if ok(OpKind::ManualContact) {
+        return NextStep::Call;
+    }
+    if ok(OpKind::Verify) {
+        return NextStep::Verify;
+    }
+    NextStep::MarkHandled
+}
+
+#[cfg(test)]
+#[path = "guard_tests.rs"]
+mod tests;
