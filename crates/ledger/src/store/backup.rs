@@ -60,6 +60,41 @@ pub fn copy_file(src: &Path, dest: &Path, group: Option<u32>) -> Result<()> {
     copy_connection(&open_read_only(src)?, dest, group)
 }
 
+/// An online copy of the SQLite ledger at `src` into `dest`, like
+/// [`crate::store::Store::backup_into`], on a connection of its own that
+/// neither migrates nor checks the schema: a ledger a newer or older
+/// binary wrote is copied as it is (the backup before an upgrade).
+pub fn backup_ledger(src: &Path, dest: &Path, group: Option<u32>) -> Result<()> {
+    if !src.exists() {
+        return Err(StoreError::Missing {
+            path: src.to_path_buf(),
+        });
+    }
+    copy_connection(&super::open_connection(src)?, dest, group)
+}
+
+/// Whether another connection holds the write lock of the SQLite ledger
+/// at `path` right now (a `BEGIN IMMEDIATE` that does not wait, rolled
+/// back at once): a process is writing it.
+pub fn file_write_locked(path: &Path) -> Result<bool> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    conn.busy_timeout(Duration::ZERO)?;
+    match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK") {
+        Ok(()) => Ok(false),
+        Err(e) => {
+            let e = StoreError::from(e);
+            if e.is_busy() {
+                return Ok(true);
+            }
+            Err(e)
+        }
+    }
+}
+
 fn copy_connection(src: &Connection, dest: &Path, group: Option<u32>) -> Result<()> {
     let create_error = |source| StoreError::Create {
         path: dest.to_path_buf(),
