@@ -108,7 +108,10 @@ fn a_backup_taken_while_serve_dispatches_holds_everything_committed_before_it() 
     std::fs::copy(&path, &scratch).unwrap();
     let copied = keys_in(&scratch);
     let missing: Vec<&String> = before.difference(&copied).collect();
-    assert!(missing.is_empty(), "committed before the backup, not in it: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "committed before the backup, not in it: {missing:?}"
+    );
     assert!(importer.0.take().unwrap().wait().unwrap().success());
 
     // Retention: three more with --keep 2 leave the two newest; files
@@ -122,7 +125,10 @@ fn a_backup_taken_while_serve_dispatches_holds_everything_committed_before_it() 
     }
     assert_eq!(backups_in(&dir), made[2..].to_vec());
     assert!(dir.join("notas.txt").exists() && dir.join("unavez-backup-manual.db").exists());
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left.len(), 4, "no partial file left behind: {left:?}");
 
     // Restore is refused while serve's dispatcher is alive; nothing moves.
@@ -218,7 +224,10 @@ fn a_restore_refuses_copies_it_cannot_trust() {
         let (got, _, err) = run(&env, &["ledger", "restore", src.to_str().unwrap()]);
         assert_eq!(got, code, "{src:?}: {err}");
         assert!(err.contains(want), "{src:?}: {err}");
-        assert!(err.contains("nothing was changed") || code == 2 || err.contains("junk"), "{err}");
+        assert!(
+            err.contains("nothing was changed") || code == 2 || err.contains("junk"),
+            "{err}"
+        );
     }
     let (code, out, _) = run(&env, &["ledger", "restore", newer.to_str().unwrap(), "--json"]);
     assert_eq!(code, 3);
@@ -247,7 +256,10 @@ fn a_postgresql_ledger_gets_the_pg_dump_command_and_nothing_pretended() {
     assert!(out.starts_with("pg_dump --format=custom --host="), "{out}");
     assert!(!out.contains("password") && !out.contains('@'), "{out}");
     assert!(err.contains(&format!("--schema={}", schema.name)), "{err}");
-    assert!(err.contains("--port=") && err.contains("--dbname=") && err.contains("--username="), "{err}");
+    assert!(
+        err.contains("--port=") && err.contains("--dbname=") && err.contains("--username="),
+        "{err}"
+    );
     assert!(!dir.exists(), "no directory, no file: nothing was backed up");
     let (code, out, _) = run(&env, &["ledger", "backup", dir.to_str().unwrap(), "--json"]);
     assert_eq!(code, 3);
@@ -257,7 +269,10 @@ fn a_postgresql_ledger_gets_the_pg_dump_command_and_nothing_pretended() {
     assert_eq!(code, 3);
     assert!(err.contains("pg_restore"), "{err}");
     // serve refuses [backup] on it, with the same advice.
-    append_config(&env, &format!("[backup]\nevery = \"1h\"\ndir = \"{}\"\n", dir.display()));
+    append_config(
+        &env,
+        &format!("[backup]\nevery = \"1h\"\ndir = \"{}\"\n", dir.display()),
+    );
     let (code, _, err) = run(&env, &["serve"]);
     assert_eq!(code, 1);
     assert!(err.contains("[backup]") && err.contains("pg_dump"), "{err}");
@@ -289,7 +304,10 @@ fn serve_takes_the_configured_backups_and_reports_them() {
     let env = Env::new(&cfg);
     env.import("a.jsonl", &[scheduled("cita-1", 1)]);
     let dir = env.path("copias");
-    append_config(&env, &format!("[backup]\nevery = \"1h\"\ndir = \"{}\"\nkeep = 2\n", dir.display()));
+    append_config(
+        &env,
+        &format!("[backup]\nevery = \"1h\"\ndir = \"{}\"\nkeep = 2\n", dir.display()),
+    );
     let mut serve = env.spawn(&["serve"]);
     // No backup yet: the first one is taken at the start.
     assert!(wait_until(Duration::from_secs(20), || dir.exists() && !backups_in(&dir).is_empty()));
@@ -299,13 +317,23 @@ fn serve_takes_the_configured_backups_and_reports_them() {
     let addr = format!("127.0.0.1:{port}");
     let mut m = String::new();
     assert!(wait_until(Duration::from_secs(10), || {
-        m = std::net::TcpStream::connect(&addr).map(|_| metrics(&addr)).unwrap_or_default();
+        m = std::net::TcpStream::connect(&addr)
+            .map(|_| metrics(&addr))
+            .unwrap_or_default();
         sample(&m, "unavez_backup_last_success_timestamp_seconds").is_some_and(|t| t > 0)
     }));
-    assert_eq!(sample(&m, "unavez_backup_last_failure_timestamp_seconds"), Some(0), "{m}");
+    assert_eq!(
+        sample(&m, "unavez_backup_last_failure_timestamp_seconds"),
+        Some(0),
+        "{m}"
+    );
     assert_eq!(sample(&m, "unavez_alert{kind=\"backup_failing\"}"), Some(0), "{m}");
     assert_eq!(sample(&m, "unavez_alert{kind=\"backup_stale\"}"), Some(0), "{m}");
-    assert_eq!(sample(&m, "unavez_alert_threshold{kind=\"backup_stale\"}"), Some(7200), "{m}");
+    assert_eq!(
+        sample(&m, "unavez_alert_threshold{kind=\"backup_stale\"}"),
+        Some(7200),
+        "{m}"
+    );
     serve.terminate();
     // A restart within the hour takes no second backup.
     let mut again = env.spawn(&["serve"]);
@@ -319,7 +347,12 @@ fn serve_takes_the_configured_backups_and_reports_them() {
     std::fs::write(&blocker, "x").unwrap();
     let broken = env.alt_config("broken.toml", &cfg);
     let mut f = std::fs::OpenOptions::new().append(true).open(&broken).unwrap();
-    writeln!(f, "\n[backup]\nevery = \"1h\"\ndir = \"{}/copias\"\n", blocker.display()).unwrap();
+    writeln!(
+        f,
+        "\n[backup]\nevery = \"1h\"\ndir = \"{}/copias\"\n",
+        blocker.display()
+    )
+    .unwrap();
     let mut failing = dispatch_support::Proc(Some(
         env.command_with(&broken, &["serve"])
             .stdout(std::process::Stdio::piped())
@@ -328,7 +361,9 @@ fn serve_takes_the_configured_backups_and_reports_them() {
             .unwrap(),
     ));
     assert!(wait_until(Duration::from_secs(20), || {
-        m = std::net::TcpStream::connect(&addr).map(|_| metrics(&addr)).unwrap_or_default();
+        m = std::net::TcpStream::connect(&addr)
+            .map(|_| metrics(&addr))
+            .unwrap_or_default();
         sample(&m, "unavez_backup_last_failure_timestamp_seconds").is_some_and(|t| t > 0)
     }));
     assert_eq!(sample(&m, "unavez_alert{kind=\"backup_failing\"}"), Some(1), "{m}");

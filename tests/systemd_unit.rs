@@ -21,7 +21,11 @@ fn settings() -> Vec<(&'static str, &'static str)> {
 }
 
 fn value(key: &str) -> &'static str {
-    let found: Vec<&str> = settings().into_iter().filter(|(k, _)| *k == key).map(|(_, v)| v).collect();
+    let found: Vec<&str> = settings()
+        .into_iter()
+        .filter(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+        .collect();
     assert_eq!(found.len(), 1, "{key} once in the unit: {found:?}");
     found[0]
 }
@@ -51,22 +55,35 @@ fn takes_value(help: &str, flag: &str) -> bool {
 #[test]
 fn exec_start_uses_only_flags_the_binary_has() {
     let exec: Vec<&str> = value("ExecStart").split_whitespace().collect();
-    assert_eq!(exec[0], "/usr/local/bin/unavez", "the path docs/operations.md installs to");
+    assert_eq!(
+        exec[0], "/usr/local/bin/unavez",
+        "the path docs/operations.md installs to"
+    );
     let args = &exec[1..];
     // Global flags (and their values) up to the subcommand.
     let global = help(&[]);
     let mut i = 0;
     while let Some(flag) = args.get(i).and_then(|a| a.strip_prefix("--")) {
         let name = format!("--{}", flag.split('=').next().unwrap());
-        assert!(lists(&global, &name), "{name} (ExecStart) is not in `unavez --help`:\n{global}");
-        i += if !flag.contains('=') && takes_value(&global, &name) { 2 } else { 1 };
+        assert!(
+            lists(&global, &name),
+            "{name} (ExecStart) is not in `unavez --help`:\n{global}"
+        );
+        i += if !flag.contains('=') && takes_value(&global, &name) {
+            2
+        } else {
+            1
+        };
     }
     assert_eq!(args.get(i), Some(&"serve"), "the unit runs serve: {args:?}");
     let serve = help(&["serve"]);
     for a in &args[i + 1..] {
         let Some(flag) = a.strip_prefix("--") else { continue };
         let name = format!("--{}", flag.split('=').next().unwrap());
-        assert!(lists(&serve, &name), "{name} (ExecStart) is not in `unavez serve --help`:\n{serve}");
+        assert!(
+            lists(&serve, &name),
+            "{name} (ExecStart) is not in `unavez serve --help`:\n{serve}"
+        );
     }
     // And the whole line parses: clap answers --help only after every
     // earlier flag and value was accepted.

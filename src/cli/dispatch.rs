@@ -155,7 +155,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 stopped,
             )
             .await
-                .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
+            .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
             eprintln!("unavez serve: HTTP server listening on http://{}", handle.addr);
             Some(handle)
         };

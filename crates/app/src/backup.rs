@@ -64,13 +64,15 @@ pub struct Taken {
 /// for a shell.
 pub fn pg_dump_command(url: &PgUrl, dir: &Path, now: DateTime<Utc>) -> String {
     let file = dir.join(format!("unavez-{}.dump", now.format("%Y%m%dT%H%M%SZ")));
-    url.pg_dump_args(&file).iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
+    url.pg_dump_args(&file)
+        .iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn shell_quote(a: &str) -> String {
-    let plain = a
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_=./:@,+%".contains(c));
+    let plain = a.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./:@,+%".contains(c));
     if plain {
         a.to_string()
     } else {
@@ -83,7 +85,12 @@ fn listing(dir: &Path) -> Result<Vec<String>, BackupError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(BackupError::Dir { dir: dir.into(), source }),
+        Err(source) => {
+            return Err(BackupError::Dir {
+                dir: dir.into(),
+                source,
+            });
+        }
     };
     Ok(entries
         .filter_map(|e| e.ok())
@@ -133,7 +140,10 @@ pub fn take(location: &Location, dir: &Path, keep: u32, now: DateTime<Utc>) -> R
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|source| BackupError::Dir { dir: dir.into(), source })?;
+            .map_err(|source| BackupError::Dir {
+                dir: dir.into(),
+                source,
+            })?;
     }
     let name = rules::file_name(now);
     let path = dir.join(&name);
@@ -163,7 +173,10 @@ pub fn take(location: &Location, dir: &Path, keep: u32, now: DateTime<Utc>) -> R
         Ok(m) => m.len(),
         Err(source) => {
             let _ = std::fs::remove_file(&partial);
-            return Err(BackupError::Dir { dir: dir.into(), source });
+            return Err(BackupError::Dir {
+                dir: dir.into(),
+                source,
+            });
         }
     };
     let mut pruned = Vec::new();
@@ -211,7 +224,9 @@ pub enum RestoreError {
         pid: u32,
         beat_at: DateTime<Utc>,
     },
-    #[error("another process is writing {ledger} (an import, a console): stop it before restoring; nothing was changed")]
+    #[error(
+        "another process is writing {ledger} (an import, a console): stop it before restoring; nothing was changed"
+    )]
     Writing { ledger: PathBuf },
     #[error("restoring into {ledger}: {source}")]
     Ledger { ledger: PathBuf, source: StoreError },
@@ -240,10 +255,19 @@ const HEARTBEAT_LOOKBACK: chrono::Duration = chrono::Duration::minutes(10);
 /// Restores the SQLite backup `src` as the ledger at `location` (see the
 /// module's header). `group`: `[storage] group`, as for a new ledger.
 /// Blocking.
-pub fn restore(location: &Location, src: &Path, group: Option<u32>, now: DateTime<Utc>) -> Result<Restored, RestoreError> {
+pub fn restore(
+    location: &Location,
+    src: &Path,
+    group: Option<u32>,
+    now: DateTime<Utc>,
+) -> Result<Restored, RestoreError> {
     let ledger = match location {
         Location::Sqlite(path) => path.clone(),
-        Location::Postgres(url) => return Err(RestoreError::Postgres { ledger: url.to_string() }),
+        Location::Postgres(url) => {
+            return Err(RestoreError::Postgres {
+                ledger: url.to_string(),
+            });
+        }
     };
     let facts = check_source(src)?;
     if ledger.exists() {

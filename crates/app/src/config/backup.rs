@@ -87,11 +87,17 @@ mod tests {
         )
         .unwrap();
         let p = cfg.backup.periodic().unwrap();
-        assert_eq!((p.every, p.dir.as_path(), p.keep), (chrono::Duration::hours(1), Path::new("/srv/copias"), 3));
+        assert_eq!(
+            (p.every, p.dir.as_path(), p.keep),
+            (chrono::Duration::hours(1), Path::new("/srv/copias"), 3)
+        );
         for (bad, want) in [
             ("every = \"1h\"", "c.toml: backup.dir: is required with every"),
             ("dir = \"/srv\"", "c.toml: backup.every: is required with dir"),
-            ("every = \"5s\"\ndir = \"/srv\"", "backup.every: \"5s\" is shorter than a minute"),
+            (
+                "every = \"5s\"\ndir = \"/srv\"",
+                "backup.every: \"5s\" is shorter than a minute",
+            ),
             ("every = \"1 semana\"\ndir = \"/srv\"", "unknown unit"),
             ("every = \"1h\"\ndir = \"\"", "backup.dir: is empty"),
             ("keep = -1", "c.toml:2:"),

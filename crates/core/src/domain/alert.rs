@@ -142,10 +142,7 @@ pub fn evaluate(m: &Measures, t: &Thresholds, now: DateTime<Utc>) -> Vec<Reading
                 AlertKind::RefusedEvents => (m.refused_events, t.refused_events),
                 AlertKind::TemplateBlocked => (m.blocked_templates.len() as i64, Some(1)),
                 AlertKind::ChannelPaused => (m.paused_channels.len() as i64, Some(1)),
-                AlertKind::BackupFailing => (
-                    m.backup.map_or(0, |b| i64::from(b.failing())),
-                    m.backup.map(|_| 1),
-                ),
+                AlertKind::BackupFailing => (m.backup.map_or(0, |b| i64::from(b.failing())), m.backup.map(|_| 1)),
                 AlertKind::BackupStale => (
                     m.backup.map_or(0, |b| b.age(now).num_seconds()),
                     m.backup.map(|b| b.stale_after().num_seconds()),
@@ -345,7 +342,9 @@ mod tests {
             ..Measures::default()
         };
         assert!(crossed(&fresh, &t, now()).is_empty());
-        let stale = evaluate(&fresh, &t, now()).into_iter().find(|r| r.kind == AlertKind::BackupStale);
+        let stale = evaluate(&fresh, &t, now())
+            .into_iter()
+            .find(|r| r.kind == AlertKind::BackupStale);
         assert_eq!(stale.map(|r| (r.value, r.threshold)), Some((60, Some(7200))));
     }
 }

@@ -93,7 +93,9 @@ pub fn parse_every(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{text:?} is longer than a year"))?;
     let every = Duration::seconds(secs);
     if every < MIN_EVERY {
-        return Err(format!("{text:?} is shorter than a minute: a backup reads the whole ledger"));
+        return Err(format!(
+            "{text:?} is shorter than a minute: a backup reads the whole ledger"
+        ));
     }
     Ok(every)
 }
@@ -173,7 +175,10 @@ mod tests {
             "unavez-backup-manual.db".into(),
             file_name(at(4, 0, 0)),
         ];
-        assert_eq!(to_prune(&names, 2), vec![file_name(at(1, 0, 0)), file_name(at(2, 0, 0))]);
+        assert_eq!(
+            to_prune(&names, 2),
+            vec![file_name(at(1, 0, 0)), file_name(at(2, 0, 0))]
+        );
         assert!(to_prune(&names, 4).is_empty());
         assert!(to_prune(&names, 0).is_empty(), "0 keeps everything");
         assert_eq!(newest(&names), Some(at(4, 0, 0)));

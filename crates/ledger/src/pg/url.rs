@@ -110,10 +110,7 @@ impl PgUrl {
     pub fn schema(&self) -> Option<String> {
         let options = self.config.get_options()?;
         let rest = &options[options.find("search_path=")? + "search_path=".len()..];
-        let first: String = rest
-            .chars()
-            .take_while(|c| *c != ',' && !c.is_whitespace())
-            .collect();
+        let first: String = rest.chars().take_while(|c| *c != ',' && !c.is_whitespace()).collect();
         let first = first.trim_matches('"');
         (!first.is_empty() && first != "public").then(|| first.to_string())
     }
@@ -355,8 +352,9 @@ mod tests {
 
     #[test]
     fn the_pg_dump_command_names_the_ledger_but_not_the_password() {
-        let u = PgUrl::parse("postgres://clinic:s3cret@db.example:6543/unavez?options=-c%20search_path%3Dsede_1%2Cpublic")
-            .unwrap();
+        let u =
+            PgUrl::parse("postgres://clinic:s3cret@db.example:6543/unavez?options=-c%20search_path%3Dsede_1%2Cpublic")
+                .unwrap();
         assert_eq!(u.schema().as_deref(), Some("sede_1"));
         let args = u.pg_dump_args(std::path::Path::new("/srv/copias/unavez.dump"));
         assert_eq!(
@@ -366,7 +364,12 @@ mod tests {
         );
         let plain = PgUrl::parse("postgres://clinic@db/unavez").unwrap();
         assert_eq!(plain.schema(), None);
-        assert!(!plain.pg_dump_args(std::path::Path::new("f")).iter().any(|a| a.starts_with("--schema")));
+        assert!(
+            !plain
+                .pg_dump_args(std::path::Path::new("f"))
+                .iter()
+                .any(|a| a.starts_with("--schema"))
+        );
     }
 
     #[test]

@@ -77,11 +77,14 @@ pub fn backup_ledger(src: &Path, dest: &Path, group: Option<u32>) -> Result<()> 
 /// at `path` right now (a `BEGIN IMMEDIATE` that does not wait, rolled
 /// back at once): a process is writing it.
 pub fn file_write_locked(path: &Path) -> Result<bool> {
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(|source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
     conn.busy_timeout(Duration::ZERO)?;
     match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK") {
         Ok(()) => Ok(false),
@@ -148,14 +151,11 @@ fn open_read_only(path: &Path) -> Result<Connection> {
             path: path.to_path_buf(),
         });
     }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|source| StoreError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
     conn.busy_timeout(Duration::from_secs(30))?;
     Ok(conn)
 }
@@ -260,7 +260,11 @@ mod tests {
         let again = dir.path().join("again.db");
         copy_file(&dest, &again, None).unwrap();
         Store::open_with(&again, &OpenOptions::EXISTING).unwrap();
-        assert!(file_heartbeats(&again, Utc::now() - chrono::Duration::hours(1)).unwrap().is_empty());
+        assert!(
+            file_heartbeats(&again, Utc::now() - chrono::Duration::hours(1))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
