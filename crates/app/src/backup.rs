@@ -472,3 +472,82 @@ pub async fn run_every(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The migrations of an older unavez (before 0012, the patient search).
+    const OLDER: &[&str] = &[
+        include_str!("../../ledger/src/store/migrations/0001_ledger.sql"),
+        include_str!("../../ledger/src/store/migrations/0002_console_speed.sql"),
+        include_str!("../../ledger/src/store/migrations/0003_refused_events.sql"),
+        include_str!("../../ledger/src/store/migrations/0004_resend_acknowledgements.sql"),
+        include_str!("../../ledger/src/store/migrations/0005_notifications.sql"),
+        include_str!("../../ledger/src/store/migrations/0006_front_desk_queue.sql"),
+        include_str!("../../ledger/src/store/migrations/0007_dispatchers_alerts.sql"),
+        include_str!("../../ledger/src/store/migrations/0008_reserve_speed.sql"),
+        include_str!("../../ledger/src/store/migrations/0009_narrow_commitment_index.sql"),
+        include_str!("../../ledger/src/store/migrations/0010_one_day_index.sql"),
+        include_str!("../../ledger/src/store/migrations/0011_channel_pause.sql"),
+    ];
+
+    #[test]
+    fn an_older_copy_is_migrated_on_a_scratch_file_and_the_copy_is_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("old.db");
+        {
+            let conn = crate::store::open_connection(&old).unwrap();
+            for (n, sql) in OLDER.iter().enumerate() {
+                conn.execute_batch(sql).unwrap();
+                conn.pragma_update(None, "user_version", n as u32 + 1).unwrap();
+            }
+            // One file, as `ledger backup` writes them.
+            conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
+        }
+        // Into a place with no ledger yet.
+        let ledger = dir.path().join("unavez.db");
+        let done = restore(&Location::Sqlite(ledger.clone()), &old, None, Utc::now()).unwrap();
+        assert_eq!((done.schema_version, done.migrated), (11, true));
+        assert!(done.moved_aside.is_empty());
+        Store::attach(&ledger).expect("at this binary's schema");
+        assert_eq!(
+            copies::inspect_file(&old).unwrap().schema_version,
+            11,
+            "the copy itself is unchanged"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "no scratch file left: {left:?}");
+    }
+
+    #[test]
+    fn a_console_judges_backups_only_from_a_directory_it_can_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let periodic = Periodic {
+            every: chrono::Duration::hours(1),
+            dir: dir.path().join("copias"),
+            keep: 2,
+        };
+        let now = Utc::now();
+        assert_eq!(measure_from_dir(&periodic, now), None, "no directory, no verdict");
+        std::fs::create_dir(&periodic.dir).unwrap();
+        let never = measure_from_dir(&periodic, now).unwrap();
+        assert_eq!(never.last_success, None);
+        assert!(
+            never.age(now) >= never.stale_after(),
+            "configured and never taken: late"
+        );
+        let db = dir.path().join("l.db");
+        Store::open(&db).unwrap();
+        let t = take(&Location::Sqlite(db), &periodic.dir, 2, now).unwrap();
+        let m = measure_from_dir(&periodic, now).unwrap();
+        assert_eq!(
+            m.last_success.map(|s| s.timestamp_millis()),
+            Some(t.at.timestamp_millis())
+        );
+        assert!(!m.failing());
+    }
+}
