@@ -404,6 +404,7 @@ pub struct Strings {
     pub reopen_where: &'static str,
 }
 
+pub mod backup;
 pub mod cli;
 mod en;
 mod es;
