@@ -1,4 +1,4 @@
-//! `unavez ledger copy`: moving a clinic's SQLite ledger to the shared
+//! `unavez ledger …`: `backup` and `restore` (in `backup.rs`), and `copy`, moving a clinic's SQLite ledger to the shared
 //! PostgreSQL ledger (see `unavez_ledger::copy` for what is copied, what is
 //! rebuilt and what is verified before the target commits).
 
@@ -18,6 +18,17 @@ pub enum LedgerCmd {
     /// or not), in batches, then verify row counts, keys and fingerprints.
     /// A non-empty target is refused; a failed copy leaves it empty.
     Copy(CopyArgs),
+    /// An online, consistent copy of a SQLite ledger into DIR (also while
+    /// `serve` runs), named with its UTC time, checked with quick_check,
+    /// mode 0600. A PostgreSQL ledger: prints the pg_dump command to use
+    /// and exits 3.
+    Backup(super::backup::BackupArgs),
+    /// Replace the SQLite ledger with a backup. Refused (exit 3) while a
+    /// dispatcher runs on it, or for a copy that fails quick_check or is
+    /// newer than this unavez; an older copy is migrated. The replaced
+    /// ledger and its -wal/-shm are kept beside it, renamed
+    /// `<name>.replaced-<UTC time>`.
+    Restore(super::backup::RestoreArgs),
 }
 
 #[derive(Debug, Args)]
@@ -34,8 +45,12 @@ pub struct CopyArgs {
     pub json: bool,
 }
 
-pub fn run(cmd: LedgerCmd) -> anyhow::Result<ExitCode> {
-    let LedgerCmd::Copy(a) = cmd;
+pub fn run(ctx: &super::Ctx, cmd: LedgerCmd) -> anyhow::Result<ExitCode> {
+    let a = match cmd {
+        LedgerCmd::Copy(a) => a,
+        LedgerCmd::Backup(a) => return super::backup::backup(ctx, a),
+        LedgerCmd::Restore(a) => return super::backup::restore(ctx, a),
+    };
     let to = PgUrl::parse(&a.to)?;
     let progress = Progress::start(a.json, "copying");
     let report = copy_sqlite_to_pg(&a.from, &to, &mut |_table, done, total| {

@@ -129,6 +129,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // ledger fails before we announce; the HTTP server and the services
     // share this one handle.
     let ledger = Ledger::from_store(ctx.open_serviceable(true)?);
+    let periodic = periodic_backups(ctx)?;
     let settings = Settings::from_config(&ctx.config);
     eprintln!(
         "unavez serve: dispatcher and reconciler on {} (channel {}, owner {}); Ctrl-C or SIGTERM stops gracefully",
@@ -145,16 +146,42 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
             None
         } else {
             let stopped = stop.clone().cancelled_owned();
-            let handle = crate::server::start_on(ctx.config.clone(), ctx.templates.clone(), ledger.clone(), stopped)
-                .await
-                .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
+            let monitor = periodic.as_ref().map(|(_, m)| m.clone());
+            let handle = crate::server::start_with_backups(
+                ctx.config.clone(),
+                ctx.templates.clone(),
+                ledger.clone(),
+                monitor,
+                stopped,
+            )
+            .await
+            .context("starting the HTTP server (webhooks, ingest, metrics); --no-server runs without it")?;
             eprintln!("unavez serve: HTTP server listening on http://{}", handle.addr);
             Some(handle)
         };
         let services = dispatch::Services::start_on(&ledger, settings, channel, Control::new())?;
+        // `[backup]`: its own task, stopped by the same signal; a backup in
+        // progress is finished before `serve` exits.
+        let backups = periodic.map(|(p, monitor)| {
+            eprintln!(
+                "unavez serve: backups every {} min into {} (keep {})",
+                p.every.num_minutes(),
+                p.dir.display(),
+                p.keep
+            );
+            tokio::spawn(crate::backup::run_every(
+                ctx.location.clone(),
+                p,
+                monitor,
+                stop.clone().cancelled_owned(),
+            ))
+        });
         shutdown.await;
         stop.cancel();
         let report = services.stop().await?;
+        if let Some(b) = backups {
+            let _ = b.await;
+        }
         if let Some(h) = server {
             h.wait().await?;
         }
@@ -181,6 +208,23 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
         println!("{}", reconciled_line(r));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `[backup]` and the monitor `/metrics` reads, or `None` without it.
+/// Refused on a PostgreSQL ledger, which unavez does not copy: the error
+/// gives the pg_dump command to schedule instead.
+fn periodic_backups(ctx: &Ctx) -> anyhow::Result<Option<(crate::config::Periodic, crate::backup::Monitor)>> {
+    let Some(p) = ctx.config.backup.periodic() else {
+        return Ok(None);
+    };
+    if let unavez_ledger::location::Location::Postgres(url) = &ctx.location {
+        anyhow::bail!(
+            "[backup] copies a SQLite ledger; {url} is PostgreSQL: remove [backup] and schedule pg_dump instead: {}",
+            crate::backup::pg_dump_command(url, &p.dir, chrono::Utc::now())
+        );
+    }
+    let monitor = crate::backup::Monitor::new(&p, chrono::Utc::now());
+    Ok(Some((p, monitor)))
 }
 
 pub fn dispatch(ctx: &Ctx, args: DispatchArgs) -> anyhow::Result<ExitCode> {

@@ -3,6 +3,7 @@
 //! here and nowhere else.
 
 mod background;
+mod backup;
 mod copy;
 mod demo;
 mod dispatch;
@@ -69,7 +70,7 @@ pub enum Command {
     Dispatch(dispatch::DispatchArgs),
     /// Re-evaluate one operating day's intentions by state.
     Reprocess(dispatch::ReprocessArgs),
-    /// The ledger itself: copy a SQLite ledger to PostgreSQL.
+    /// The ledger itself: back up or restore a SQLite ledger, copy one to PostgreSQL.
     #[command(subcommand)]
     Ledger(copy::LedgerCmd),
 }
@@ -283,7 +284,7 @@ where
         Command::Serve(a) => dispatch::serve(&ctx, a),
         Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
-        Command::Ledger(c) => copy::run(c),
+        Command::Ledger(c) => copy::run(&ctx, c),
     }
 }
 

@@ -5,6 +5,7 @@
 //! hold tokens and webhook secrets, so the file can be committed and shown.
 
 mod alerts;
+mod backup;
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,7 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 pub use alerts::AlertsConfig;
+pub use backup::{BackupConfig, Periodic};
 
 pub use crate::channel::config::{ChannelConfig, ChannelKind, CloudConfig, MotorConfig};
 pub use crate::domain::operator::{Operator, Role};
@@ -93,6 +95,8 @@ pub struct Config {
     pub inbound: InboundConfig,
     pub import: ImportConfig,
     pub alerts: AlertsConfig,
+    /// `[backup]`: periodic backups of a SQLite ledger in `serve`.
+    pub backup: BackupConfig,
     #[serde(rename = "operator")]
     pub operators: Vec<Operator>,
     /// With operators mapped to OS accounts, still accept `--operator`
@@ -116,6 +120,7 @@ impl Default for Config {
             inbound: InboundConfig::default(),
             import: ImportConfig::default(),
             alerts: AlertsConfig::default(),
+            backup: BackupConfig::default(),
             operators: vec![
                 Operator {
                     name: "recepcion".into(),
@@ -495,6 +500,9 @@ impl Config {
         self.alerts
             .validate()
             .map_err(|(f, m)| invalid(&format!("alerts.{f}"), m))?;
+        self.backup
+            .validate()
+            .map_err(|(f, m)| invalid(&format!("backup.{f}"), m))?;
         self.server
             .validate()
             .map_err(|(f, m)| invalid(&format!("server.{f}"), m))?;

@@ -5,6 +5,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`backup`] | backups and restores of a SQLite ledger: online copy, check, retention, the periodic task of `serve`; a restore's refusals (live dispatcher, newer schema, damaged copy) |
 //! | [`board`] | the Tablero's figures of a day by the hour: latency to acceptance (p50, p95) and queue depth, from one ledger read |
 //! | [`config`] | the TOML configuration (re-exporting policy, operators and channel config under their old paths); secrets by env var name; the template file |
 //! | [`ingest`] | booking events → commitments → planned intentions, atomically |
@@ -26,6 +27,7 @@ pub use unavez_core::{domain, planner, policy, templates};
 pub use unavez_ledger::failpoint;
 pub use unavez_ledger::{location, pg, store};
 
+pub mod backup;
 pub mod board;
 pub mod config;
 pub mod demo;

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | [`api`] | the set-based [`api::LedgerTx`] trait: the surface a second backend (PostgreSQL) implements — rows in and out, no rules (claim facts and attempts for N, finish facts and attempt rows for N, reserve N, apply N history rows) |
 //! | [`api_recovery`] | [`api_recovery::RecoveryTx`]: the facts of expired leases and abandoned attempts (what becomes of them is decided in `domain::recovery`) |
-//! | [`store`] | `Store`/`Tx`: typed operations grouped by who uses them (ingest, dispatch, uncertain, webhooks, console, operator…), `open_connection` with the production pragmas, `migrations/` |
+//! | [`store`] | `Store`/`Tx`: typed operations grouped by who uses them (ingest, dispatch, uncertain, webhooks, console, operator…), `open_connection` with the production pragmas, `migrations/`; `store::backup`: a file's one-snapshot copy (SQLite's backup API), its facts read-only (schema version, `quick_check`, heartbeat rows) |
 //! | [`copy`] | `unavez ledger copy`: a SQLite ledger into an empty PostgreSQL one, in one target transaction, verified (row counts, keys, fingerprints) before it commits |
 //! | [`location`] | one setting picks the ledger: a `postgres://` URL or a SQLite path |
 //! | [`pg`] | the shared ledger on PostgreSQL (in progress): `postgres://` URLs, its own migrations for the same logical schema, the database's clock, the claim's rows (`FOR UPDATE SKIP LOCKED`) |

@@ -355,6 +355,8 @@ pub static EN: Strings = Strings {
     alert_oldest_uncertain: "uncertain for {age}",
     alert_review: "{n} in review",
     alert_refused_events: "{n} refused events",
+    alert_backup_failing: "the last backup failed",
+    alert_backup_stale: "no backup for {age}",
     alert_channel_credential: "channel credential rejected: check {env} and restart unavez",
     alert_channel_instance_unknown: "the engine has no such instance: check instance_id and restart unavez",
     alert_channel_instance_disconnected: "the engine instance has no phone linked: link it; sending resumes by itself",

@@ -355,6 +355,8 @@ pub static ES: Strings = Strings {
     alert_oldest_uncertain: "incierta hace {age}",
     alert_review: "{n} en revisión",
     alert_refused_events: "{n} eventos rechazados",
+    alert_backup_failing: "falló la última copia de seguridad",
+    alert_backup_stale: "sin copia de seguridad desde hace {age}",
     alert_channel_credential: "credencial del canal rechazada: revise {env} y reinicie unavez",
     alert_channel_instance_unknown: "el motor no tiene la instancia configurada: revise instance_id y reinicie unavez",
     alert_channel_instance_disconnected: "la instancia del motor no tiene teléfono vinculado: vincúlelo; el envío se reanuda solo",

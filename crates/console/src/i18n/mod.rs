@@ -315,6 +315,10 @@ pub struct Strings {
     pub alert_oldest_uncertain: &'static str,
     pub alert_review: &'static str,
     pub alert_refused_events: &'static str,
+    /// The last periodic backup failed.
+    pub alert_backup_failing: &'static str,
+    /// No good backup for `{age}`.
+    pub alert_backup_stale: &'static str,
     /// A dispatcher paused its channel (`channel_paused`), by fault: the
     /// credential (`{env}`: the variable it came from), the engine
     /// instance, TLS. The words say whether a restart is needed.
@@ -400,6 +404,7 @@ pub struct Strings {
     pub reopen_where: &'static str,
 }
 
+pub mod backup;
 pub mod cli;
 mod en;
 mod es;

@@ -396,6 +396,13 @@ fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
     match read {
         Ok((queue, last_error, beats, mut measures)) => {
             measures.paused_channels = heartbeat::paused_channels(&beats, now);
+            // The backups `serve` takes, judged from their directory when
+            // this account can read it.
+            measures.backup = ctx
+                .config
+                .backup
+                .periodic()
+                .and_then(|p| unavez_app::backup::measure_from_dir(&p, now));
             let own = ctx.control.as_ref().and_then(|c| c.run_id());
             let others = heartbeat::live(&beats, own.as_deref(), now)
                 .into_iter()

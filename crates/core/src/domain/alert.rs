@@ -10,6 +10,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::backup::BackupMeasure;
 use super::fault::ChannelPause;
 
 /// One thing that can pile up.
@@ -34,17 +35,25 @@ pub enum AlertKind {
     /// rejected credential, an unknown or unlinked engine instance, TLS).
     /// Always an alert: nothing goes out until someone fixes the channel.
     ChannelPaused,
+    /// The last periodic backup (`[backup]` in `serve`) failed. Always an
+    /// alert while backups are configured; off without them.
+    BackupFailing,
+    /// No good backup for two of `[backup] every`: seconds since the
+    /// newest one.
+    BackupStale,
 }
 
 impl AlertKind {
     /// In the order the banner lists them (the most urgent first).
-    pub const ALL: [AlertKind; 6] = [
+    pub const ALL: [AlertKind; 8] = [
         AlertKind::ChannelPaused,
         AlertKind::TemplateBlocked,
         AlertKind::DueUnsent,
         AlertKind::OldestUncertain,
         AlertKind::Review,
         AlertKind::RefusedEvents,
+        AlertKind::BackupFailing,
+        AlertKind::BackupStale,
     ];
 
     /// The `kind` label on `/metrics` and in the Prometheus rules.
@@ -56,6 +65,8 @@ impl AlertKind {
             AlertKind::RefusedEvents => "refused_events",
             AlertKind::TemplateBlocked => "template_blocked",
             AlertKind::ChannelPaused => "channel_paused",
+            AlertKind::BackupFailing => "backup_failing",
+            AlertKind::BackupStale => "backup_stale",
         }
     }
 }
@@ -83,6 +94,9 @@ pub struct Measures {
     /// Channels live dispatchers paused (read from their heartbeat rows:
     /// `heartbeat::paused_channels`, filled in by whoever read the rows).
     pub paused_channels: Vec<ChannelPause>,
+    /// The periodic backups, where the reader knows them (`serve` runs
+    /// them); `None`: no backups configured, both backup alerts off.
+    pub backup: Option<BackupMeasure>,
 }
 
 /// The thresholds (`[alerts]`); `None` turns an alert off. A measure at or
@@ -128,6 +142,11 @@ pub fn evaluate(m: &Measures, t: &Thresholds, now: DateTime<Utc>) -> Vec<Reading
                 AlertKind::RefusedEvents => (m.refused_events, t.refused_events),
                 AlertKind::TemplateBlocked => (m.blocked_templates.len() as i64, Some(1)),
                 AlertKind::ChannelPaused => (m.paused_channels.len() as i64, Some(1)),
+                AlertKind::BackupFailing => (m.backup.map_or(0, |b| i64::from(b.failing())), m.backup.map(|_| 1)),
+                AlertKind::BackupStale => (
+                    m.backup.map_or(0, |b| b.age(now).num_seconds()),
+                    m.backup.map(|b| b.stale_after().num_seconds()),
+                ),
             };
             // A threshold of 0 or less would be crossed by nothing at all
             // (an alert that is always on says nothing): it is off.
@@ -187,6 +206,7 @@ mod tests {
             refused_events: 0,
             blocked_templates: vec![],
             paused_channels: vec![],
+            backup: None,
         };
         assert!(crossed(&just_below, &t, now()).is_empty());
         let at = Measures {
@@ -196,6 +216,7 @@ mod tests {
             refused_events: 1,
             blocked_templates: vec![],
             paused_channels: vec![],
+            backup: None,
         };
         assert_eq!(
             kinds(&crossed(&at, &t, now())),
@@ -289,5 +310,41 @@ mod tests {
         };
         let r = evaluate(&m, &thresholds(), now())[3];
         assert_eq!((r.kind, r.value), (AlertKind::OldestUncertain, 0));
+    }
+
+    #[test]
+    fn backup_alerts_are_off_without_backups_and_judge_by_their_own_period() {
+        let t = thresholds();
+        let all = evaluate(&Measures::default(), &t, now());
+        for kind in [AlertKind::BackupFailing, AlertKind::BackupStale] {
+            let r = all.iter().find(|r| r.kind == kind).unwrap();
+            assert_eq!((r.value, r.threshold, r.crossed), (0, None, false), "{kind:?}");
+        }
+        let measure = BackupMeasure {
+            every: Duration::hours(1),
+            watched_since: now() - Duration::hours(5),
+            last_success: Some(now() - Duration::hours(2)),
+            last_failure: Some(now() - Duration::minutes(5)),
+        };
+        let m = Measures {
+            backup: Some(measure),
+            ..Measures::default()
+        };
+        assert_eq!(
+            kinds(&crossed(&m, &t, now())),
+            [AlertKind::BackupFailing, AlertKind::BackupStale]
+        );
+        let fresh = Measures {
+            backup: Some(BackupMeasure {
+                last_success: Some(now() - Duration::minutes(1)),
+                ..measure
+            }),
+            ..Measures::default()
+        };
+        assert!(crossed(&fresh, &t, now()).is_empty());
+        let stale = evaluate(&fresh, &t, now())
+            .into_iter()
+            .find(|r| r.kind == AlertKind::BackupStale);
+        assert_eq!(stale.map(|r| (r.value, r.threshold)), Some((60, Some(7200))));
     }
 }

@@ -5,6 +5,7 @@
 pub mod alert;
 pub mod attempt;
 pub mod attention;
+pub mod backup;
 pub mod call;
 pub mod commitment;
 pub mod counter;

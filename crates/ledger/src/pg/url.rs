@@ -104,6 +104,43 @@ impl PgUrl {
         self.has_option(GENERIC_PLANS_OPTION)
     }
 
+    /// The schema the connection's startup options put first on
+    /// `search_path` (`options=-c search_path=clinica,public`), if any:
+    /// the ledger's tables live there.
+    pub fn schema(&self) -> Option<String> {
+        let options = self.config.get_options()?;
+        let rest = &options[options.find("search_path=")? + "search_path=".len()..];
+        let first: String = rest.chars().take_while(|c| *c != ',' && !c.is_whitespace()).collect();
+        let first = first.trim_matches('"');
+        (!first.is_empty() && first != "public").then(|| first.to_string())
+    }
+
+    /// The `pg_dump` arguments (program name first) that back this ledger
+    /// up into `file` in pg_dump's custom format (what `pg_restore`
+    /// reads): host, port, user and database from the URL, the schema when
+    /// the URL names one, never the password (pg_dump reads `PGPASSWORD`
+    /// or `~/.pgpass`).
+    pub fn pg_dump_args(&self, file: &std::path::Path) -> Vec<String> {
+        let c = &self.config;
+        let mut args = vec!["pg_dump".to_string(), "--format=custom".to_string()];
+        match c.get_hosts().first() {
+            Some(Host::Tcp(h)) => args.push(format!("--host={h}")),
+            #[cfg(unix)]
+            Some(Host::Unix(p)) => args.push(format!("--host={}", p.display())),
+            None => {}
+        }
+        args.push(format!("--port={}", c.get_ports().first().copied().unwrap_or(5432)));
+        if let Some(user) = c.get_user() {
+            args.push(format!("--username={user}"));
+        }
+        args.push(format!("--dbname={}", c.get_dbname().unwrap_or("")));
+        if let Some(schema) = self.schema() {
+            args.push(format!("--schema={schema}"));
+        }
+        args.push(format!("--file={}", file.display()));
+        args
+    }
+
     fn has_option(&self, option: &str) -> bool {
         self.config.get_options().is_some_and(|o| o.contains(option))
     }
@@ -311,6 +348,28 @@ mod tests {
             .to_string();
         assert!(!e.contains("s3cret"), "{e}");
         assert!(e.contains("names no database"), "{e}");
+    }
+
+    #[test]
+    fn the_pg_dump_command_names_the_ledger_but_not_the_password() {
+        let u =
+            PgUrl::parse("postgres://clinic:s3cret@db.example:6543/unavez?options=-c%20search_path%3Dsede_1%2Cpublic")
+                .unwrap();
+        assert_eq!(u.schema().as_deref(), Some("sede_1"));
+        let args = u.pg_dump_args(std::path::Path::new("/srv/copias/unavez.dump"));
+        assert_eq!(
+            args.join(" "),
+            "pg_dump --format=custom --host=db.example --port=6543 --username=clinic --dbname=unavez \
+             --schema=sede_1 --file=/srv/copias/unavez.dump"
+        );
+        let plain = PgUrl::parse("postgres://clinic@db/unavez").unwrap();
+        assert_eq!(plain.schema(), None);
+        assert!(
+            !plain
+                .pg_dump_args(std::path::Path::new("f"))
+                .iter()
+                .any(|a| a.starts_with("--schema"))
+        );
     }
 
     #[test]

@@ -54,6 +54,8 @@ impl Tx<'_> {
             blocked_templates,
             // Read from the heartbeat rows by whoever reads them too.
             paused_channels: Vec::new(),
+            // Known to whoever runs the backups (`serve`), not stored.
+            backup: None,
         })
     }
 }

@@ -75,6 +75,43 @@ pub fn companions(db: &Path) -> [PathBuf; 2] {
     [with("-wal"), with("-shm")]
 }
 
+/// Renames the database `db` to `aside`, with its `-wal` and `-shm`
+/// (those present) to `aside`'s own `-wal` and `-shm`, so the set stays a
+/// database SQLite opens whole. The companions go first: a `-wal` left
+/// beside a new file of the old name would be replayed into it. Returns
+/// the paths moved to; on an error, what had moved is moved back.
+pub fn move_aside(db: &Path, aside: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut pairs: Vec<(PathBuf, PathBuf)> = companions(db)
+        .into_iter()
+        .zip(companions(aside))
+        .filter(|(from, _)| from.exists())
+        .collect();
+    pairs.push((db.to_path_buf(), aside.to_path_buf()));
+    let mut moved: Vec<&(PathBuf, PathBuf)> = Vec::new();
+    for pair in &pairs {
+        if aside_taken(&pair.1) {
+            let e = io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", pair.1.display()));
+            return Err(undo(&moved, e));
+        }
+        if let Err(e) = fs::rename(&pair.0, &pair.1) {
+            return Err(undo(&moved, e));
+        }
+        moved.push(pair);
+    }
+    Ok(pairs.into_iter().map(|(_, to)| to).collect())
+}
+
+fn aside_taken(p: &Path) -> bool {
+    fs::symlink_metadata(p).is_ok()
+}
+
+fn undo(moved: &[&(PathBuf, PathBuf)], e: io::Error) -> io::Error {
+    for (from, to) in moved.iter().rev() {
+        let _ = fs::rename(to, from);
+    }
+    e
+}
+
 /// The permission bits of the ledger when others (neither owner nor
 /// group) may read it: a start-up warning.
 pub fn readable_by_others(db: &Path) -> Option<u32> {
@@ -111,5 +148,26 @@ mod tests {
         assert_eq!(readable_by_others(&r), None);
         fs::set_permissions(&r, fs::Permissions::from_mode(0o644)).unwrap();
         assert_eq!(readable_by_others(&r), Some(0o644));
+    }
+
+    #[test]
+    fn a_database_moves_aside_with_its_companions() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("l.db");
+        let [wal, shm] = companions(&db);
+        for p in [&db, &wal] {
+            fs::write(p, b"x").unwrap();
+        }
+        let aside = dir.path().join("l.db.old");
+        let moved = move_aside(&db, &aside).unwrap();
+        let [aside_wal, aside_shm] = companions(&aside);
+        assert_eq!(moved, vec![aside_wal.clone(), aside.clone()]);
+        assert!(!db.exists() && !wal.exists() && !shm.exists());
+        assert!(aside.exists() && aside_wal.exists() && !aside_shm.exists());
+        // A taken name moves nothing.
+        fs::write(&db, b"y").unwrap();
+        fs::write(&wal, b"y").unwrap();
+        assert!(move_aside(&db, &aside).is_err());
+        assert!(db.exists() && wal.exists());
     }
 }

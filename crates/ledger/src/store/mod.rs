@@ -14,6 +14,7 @@
 mod alerts;
 mod attempts;
 mod attention;
+pub mod backup;
 mod calls;
 mod console;
 mod day_timings;

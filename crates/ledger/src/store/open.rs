@@ -219,7 +219,7 @@ impl Store {
     }
 
     /// The SQLite connection, or [`StoreError::NotOnPostgres`].
-    fn sqlite(&self) -> Result<&Connection> {
+    pub(super) fn sqlite(&self) -> Result<&Connection> {
         match &self.inner {
             Inner::Sqlite { conn, .. } => Ok(conn),
             Inner::Pg { .. } => Err(StoreError::NotOnPostgres("a SQLite file operation")),

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 
 use super::{ApiError, AppState};
 use crate::domain::alert::{self, Reading};
+use crate::domain::backup::BackupMeasure;
 use crate::domain::counter::{Counter, Source};
 use crate::domain::fault::ChannelFault;
 use crate::domain::heartbeat::{self, DispatcherState, Heartbeat, Liveness};
@@ -61,7 +62,9 @@ pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError>
         );
     }
     measures.paused_channels = heartbeat::paused_channels(&beats, now);
+    measures.backup = state.backups().map(|m| m.measure());
     alert_families(&mut body, &alert::evaluate(&measures, &thresholds, now));
+    backup_families(&mut body, measures.backup.as_ref());
     dispatcher_families(&mut body, &beats, now);
     channel_families(&mut body, &beats, now);
     Ok((
@@ -109,6 +112,32 @@ pub fn alert_families(out: &mut String, readings: &[Reading]) {
         if let Some(t) = r.threshold {
             let _ = writeln!(out, "unavez_alert_threshold{{kind=\"{}\"}} {t}", r.kind.as_str());
         }
+    }
+}
+
+/// The periodic backups `serve` runs (`[backup]`): when the last one
+/// succeeded and failed, as Unix times. No samples without backups
+/// configured; no failure sample before a first failure.
+pub fn backup_families(out: &mut String, backup: Option<&BackupMeasure>) {
+    family(
+        out,
+        "unavez_backup_last_success_timestamp_seconds",
+        "gauge",
+        "Unix time of the newest good backup of [backup] (0: none yet); absent without [backup].",
+    );
+    if let Some(b) = backup {
+        let at = b.last_success.map_or(0, |t| t.timestamp());
+        let _ = writeln!(out, "unavez_backup_last_success_timestamp_seconds {at}");
+    }
+    family(
+        out,
+        "unavez_backup_last_failure_timestamp_seconds",
+        "gauge",
+        "Unix time of the last failed backup of [backup] (0: none since the start); absent without [backup].",
+    );
+    if let Some(b) = backup {
+        let at = b.last_failure.map_or(0, |t| t.timestamp());
+        let _ = writeln!(out, "unavez_backup_last_failure_timestamp_seconds {at}");
     }
 }
 

@@ -126,6 +126,8 @@ struct Inner {
     bodies: limits::BodyLimits,
     rejections: limits::Rejections,
     health: health::Health,
+    /// The periodic backups `serve` runs (`[backup]`), for `/metrics`.
+    backups: Option<unavez_app::backup::Monitor>,
     /// Sources whose "not configured" refusal was logged already.
     warned: Mutex<HashSet<&'static str>>,
 }
@@ -158,6 +160,7 @@ impl AppState {
                 bodies,
                 rejections: limits::Rejections::default(),
                 health,
+                backups: None,
                 warned: Mutex::new(HashSet::new()),
             }),
         }
@@ -198,6 +201,23 @@ impl AppState {
 
     pub fn rejections(&self) -> &limits::Rejections {
         &self.inner.rejections
+    }
+
+    /// The same state with the periodic backups' monitor (before serving).
+    pub fn with_backups(self, backups: Option<unavez_app::backup::Monitor>) -> AppState {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                inner.backups = backups;
+                AppState { inner: Arc::new(inner) }
+            }
+            // Already shared: handlers hold it, so it stays as it was.
+            Err(inner) => AppState { inner },
+        }
+    }
+
+    /// How the periodic backups went, when this process runs them.
+    pub fn backups(&self) -> Option<&unavez_app::backup::Monitor> {
+        self.inner.backups.as_ref()
     }
 
     pub fn health(&self) -> &health::Health {
@@ -468,10 +488,22 @@ pub async fn start_on(
     ledger: Ledger,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServerHandle, ServerError> {
+    start_with_backups(config, templates, ledger, None, shutdown).await
+}
+
+/// [`start_on`], reporting on `/metrics` the periodic backups `backups`
+/// watches (`[backup]`, run by `serve` beside the server).
+pub async fn start_with_backups(
+    config: Config,
+    templates: Templates,
+    ledger: Ledger,
+    backups: Option<unavez_app::backup::Monitor>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServerHandle, ServerError> {
     let listener = bind(&config.server.listen).await?;
     let secrets = Secrets::from_env(&config.server);
     spawn(
-        AppState::on_ledger(config, templates, ledger, secrets),
+        AppState::on_ledger(config, templates, ledger, secrets).with_backups(backups),
         listener,
         shutdown,
     )

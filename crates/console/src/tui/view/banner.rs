@@ -52,6 +52,11 @@ fn banner_text(app: &App) -> String {
             AlertKind::Review => fill(t.alert_review, &[("n", &n(r.value))]),
             AlertKind::RefusedEvents => fill(t.alert_refused_events, &[("n", &n(r.value))]),
             AlertKind::ChannelPaused => channel_paused(app),
+            AlertKind::BackupFailing => t.alert_backup_failing.to_string(),
+            AlertKind::BackupStale => fill(
+                t.alert_backup_stale,
+                &[("age", &age(app.now, app.now - Duration::seconds(r.value)))],
+            ),
         })
         .collect();
     if !alerts.is_empty() {
