@@ -3,6 +3,7 @@
 use super::*;
 use crate::i18n::fill;
 use crate::tui::app::ResendConfirm;
+use crate::tui::worker::PendingOp;
 
 pub(super) fn popup(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width.saturating_sub(2)).max(10);
@@ -69,6 +70,16 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
     let t = app.t;
     let width: u16 = if c.resend.is_some() { 98 } else { 76 };
     let mut lines = vec![Line::from(inert(&c.scope).into_owned())];
+    // Sends and cancellations are never undone, and the console says so
+    // (issue 25 §4): no grace period, no `u`.
+    let no_undo = match c.op {
+        PendingOp::Resend { .. } | PendingOp::Reprocess { .. } => Some(t.confirm_no_undo_send),
+        PendingOp::Cancel { .. } => Some(t.confirm_no_undo_cancel),
+        _ => None,
+    };
+    if let Some(no_undo) = no_undo {
+        lines.push(Line::styled(no_undo, Style::new().fg(app.palette.warn)));
+    }
     if let Some(r) = &c.resend {
         lines.push(Line::from(""));
         lines.extend(resend_lines(app, r));
@@ -118,7 +129,7 @@ fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(t.resend_evidence_title, HEAD)];
     for m in &ev.messages {
         let reached = m.delivered_at.is_some() || m.read_at.is_some();
-        let [head, detail] = t.resend_member(m, m.id == ev.original_id, app.tz);
+        let [head, detail] = t.resend_member(m, m.id == ev.original_id, app.tz, app.now);
         let style = if reached {
             Style::new().fg(app.palette.ok)
         } else {
@@ -136,7 +147,7 @@ fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
     )));
     if let Some(why) = &ev.refusal {
         lines.push(Line::styled(
-            fill(t.resend_would_refuse, &[("why", &t.refusal(why))]),
+            fill(t.resend_would_refuse, &[("why", &t.refusal(why, app.now))]),
             Style::new().fg(app.palette.warn),
         ));
     } else if ev.needs_acknowledgement() {
