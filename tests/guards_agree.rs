@@ -1,6 +1,7 @@
 //! Issue 25 §3, ledger-backed: for every intention of a seeded clinic
 //! (every state the demo leaves, a cancelled and a confirmed appointment, a
-//! request open and one declined), every role and every case action, the
+//! request open and one declined, a family with a resend still pending and
+//! one that reached the day's cap), every role and every case action, the
 //! guard's verdict read without writing (`ops::guard_facts` +
 //! `domain::guard`) is what the action then does in the ledger: accepted
 //! exactly when the guard says so, refused with the same rule, or refused
@@ -11,14 +12,16 @@ mod tui_support;
 
 use chrono_tz::Tz;
 use unavez::config::Role;
+use unavez::domain::attention::NextStep;
 use unavez::domain::event::{BookingEvent, EventType};
 use unavez::domain::guard::{self, CommitmentState, Facts, ResendAsk, Why};
 use unavez::domain::state::IntentionState;
 use unavez::ops::{self, Actor, Case, OpKind, OpOutcome, OpsError, ResendGuard, Verification, VerifyOutcome};
 use unavez::planner::Planner;
-use unavez::store::{IntentFilter, Tx};
+use unavez::store::{AttentionQuery, IntentFilter, RowKind, Tx};
+use unavez::tui::app::guard as rows;
 
-use tui_support::{Fixture, clinic, now};
+use tui_support::{Fixture, clinic, now, render};
 
 const ROLES: [Role; 3] = [Role::FrontDesk, Role::Supervisor, Role::Technician];
 const OPS: [OpKind; 7] = [
@@ -133,9 +136,9 @@ fn cancel_booking(fx: &mut Fixture, reference: &str) {
         .unwrap();
 }
 
-#[test]
-fn every_guard_verdict_is_what_its_action_does() {
-    let mut fx = clinic(40);
+/// The failed messages of standing, unconfirmed appointments: a
+/// supervisor could resend each of them now.
+fn resendable(fx: &mut Fixture) -> Vec<i64> {
     let all = fx
         .store
         .read(|tx| {
@@ -145,8 +148,81 @@ fn every_guard_verdict_is_what_its_action_does() {
             })
         })
         .unwrap();
-    let failed: Vec<_> = all.iter().filter(|r| r.state == IntentionState::Failed).collect();
-    assert!(failed.len() >= 3, "the clinic has failed messages");
+    all.iter()
+        .filter(|r| r.state == IntentionState::Failed)
+        .map(|r| r.id)
+        .filter(|id| {
+            let f = fx
+                .store
+                .read(|tx| ops::guard_facts(tx, Role::Supervisor, *id, 2, tz(), now()))
+                .unwrap();
+            f.commitment == CommitmentState::Open && guard::authorize_resend(&f).is_ok()
+        })
+        .collect()
+}
+
+const BOSS: Actor<'static> = Actor {
+    name: "supervisora",
+    role: Role::Supervisor,
+};
+
+/// A resend of `id`, authorized now; its id.
+fn resend(fx: &mut Fixture, id: i64) -> i64 {
+    let guard = ResendGuard {
+        acknowledge_delivered: true,
+        max_per_day: 2,
+    };
+    let report = fx
+        .store
+        .write(|tx| ops::authorize_resend(tx, &BOSS, id, "no le llegó", guard, tz(), now()))
+        .unwrap();
+    match report.outcome {
+        OpOutcome::Done {
+            new_intention: Some((new, _)),
+            ..
+        } => new,
+        other => panic!("resend of #{id}: {other:?}"),
+    }
+}
+
+/// Gives `pending` a resend still waiting to leave, and `capped` the
+/// day's cap (two resends authorized today, both cancelled before they
+/// left: none pending), then reopens both (authorizing marked them
+/// handled): open cases whose resend the guard refuses.
+fn pending_and_capped(fx: &mut Fixture, pending: i64, capped: i64) {
+    resend(fx, pending);
+    for _ in 0..2 {
+        let new = resend(fx, capped);
+        fx.store
+            .write(|tx| ops::cancel(tx, &BOSS, new, None, "la cita se confirmó por teléfono", now()))
+            .unwrap();
+    }
+    for id in [pending, capped] {
+        fx.store
+            .write(|tx| ops::reopen(tx, &BOSS, Case::intention(id), "sigue sin llegarle", now()))
+            .unwrap();
+    }
+}
+
+#[test]
+fn every_guard_verdict_is_what_its_action_does() {
+    // Enough appointments for five failed messages a supervisor could
+    // resend: three for the commitment and request cases, two families.
+    let mut fx = clinic(70);
+    let ok = resendable(&mut fx);
+    assert!(ok.len() >= 5, "{ok:?}");
+    pending_and_capped(&mut fx, ok[3], ok[4]);
+    let all = fx
+        .store
+        .read(|tx| {
+            tx.list_intentions(&IntentFilter {
+                limit: 1000,
+                ..Default::default()
+            })
+        })
+        .unwrap();
+    let failed: Vec<_> = all.iter().filter(|r| ok[..3].contains(&r.id)).collect();
+    assert_eq!(failed.len(), 3, "the clinic has failed messages");
     // One failed notice of a cancelled appointment, one request open, one
     // declined.
     cancel_booking(&mut fx, &failed[0].commitment_ref);
@@ -179,6 +255,7 @@ fn every_guard_verdict_is_what_its_action_does() {
     let mut states = std::collections::BTreeSet::new();
     let mut commitments = std::collections::BTreeSet::new();
     let mut asks = std::collections::BTreeSet::new();
+    let mut families = std::collections::BTreeSet::new();
     let mut checked = 0;
     for row in &ids {
         for role in ROLES {
@@ -204,6 +281,12 @@ fn every_guard_verdict_is_what_its_action_does() {
                     }
                     .to_string(),
                 );
+                if facts.resend.pending.is_some() {
+                    families.insert("pending");
+                }
+                if facts.resend.authorized_today >= facts.resend.max_per_day {
+                    families.insert("capped");
+                }
                 checked += 1;
             }
         }
@@ -220,5 +303,100 @@ fn every_guard_verdict_is_what_its_action_does() {
         assert!(commitments.contains(&format!("{c:?}")), "{c:?} not in {commitments:?}");
     }
     assert_eq!(asks.len(), 3, "{asks:?}");
+    assert_eq!(families.len(), 2, "{families:?}");
     assert!(checked > 100, "{checked}");
+}
+
+/// Issue 25 §3, the page's side: each Atención row carries the facts the
+/// action's guard reads (`ops::guard_facts`), its resend family included,
+/// so a row whose family has a resend pending or reached the day's cap
+/// never says "reenviar" nor "pedir reenvío", on the list, the call list
+/// or the patient card.
+#[test]
+fn a_row_reads_its_family_as_the_resend_guard_does() {
+    let mut fx = clinic(40);
+    let ok = resendable(&mut fx);
+    let (pending, capped) = (ok[0], ok[1]);
+    pending_and_capped(&mut fx, pending, capped);
+    let query = AttentionQuery {
+        rule: fx.ctx.config.attention_rule(),
+        limit: 500,
+        ..AttentionQuery::new(now())
+    };
+    let page = fx.store.read(|tx| tx.attention(&query)).unwrap();
+    let cx = rows::ResendCtx {
+        max_per_day: 2,
+        tz: tz(),
+        now: now(),
+    };
+    let mut seen = 0;
+    for row in page.rows.iter().filter(|r| r.kind == RowKind::Intention) {
+        let id = row.intention_id.unwrap();
+        for role in ROLES {
+            let from_row = rows::row_facts(role, row, cx);
+            let from_ledger = fx
+                .store
+                .read(|tx| ops::guard_facts(tx, role, id, 2, tz(), now()))
+                .unwrap();
+            assert_eq!(from_row, from_ledger, "#{id} {:?} as {role:?}", row.key);
+        }
+        if [pending, capped].contains(&id) {
+            seen += 1;
+            let boss = rows::row_facts(Role::Supervisor, row, cx);
+            let desk = rows::row_facts(Role::FrontDesk, row, cx);
+            if id == pending {
+                assert!(boss.resend.pending.is_some(), "{boss:?}");
+            } else {
+                assert_eq!(boss.resend.authorized_today, 2, "{boss:?}");
+            }
+            assert_eq!(guard::hint(rows::case_kind(row), &boss), NextStep::Call);
+            assert_eq!(guard::hint(rows::case_kind(row), &desk), NextStep::Call);
+        }
+    }
+    assert_eq!(seen, 2, "both cases are open rows");
+
+    // What each role reads on the screen.
+    let reference = |id: i64| {
+        page.rows
+            .iter()
+            .find(|r| r.intention_id == Some(id))
+            .unwrap()
+            .commitment_ref
+            .clone()
+    };
+    for (role, operator, never) in [
+        (Role::Supervisor, "supervisora", "reenviar"),
+        (Role::FrontDesk, "recepcion", "pedir reenvío"),
+    ] {
+        let mut app = fx.loaded(role, operator);
+        for id in [pending, capped] {
+            let reference = reference(id);
+            let line = render(&app, 139, 60)
+                .lines()
+                .find(|l| l.contains(&format!("{reference} ")))
+                .unwrap_or_default()
+                .to_string();
+            assert!(line.contains("llamar"), "{role:?} #{id}: {line}");
+            assert!(!line.contains(never), "{role:?} #{id}: {line}");
+        }
+        // The call list keeps them: a call is their next step.
+        fx.act(&mut app, unavez::tui::keys::Action::CallList);
+        let listed: Vec<_> = app.attention.rows.iter().filter_map(|r| r.intention_id).collect();
+        assert!(listed.contains(&pending) && listed.contains(&capped), "{listed:?}");
+    }
+
+    // The patient card of the capped case: the resend key is dimmed with
+    // why, for the message the guard refuses.
+    let mut app = fx.loaded(Role::Supervisor, "supervisora");
+    let reference_capped = reference(capped);
+    fx.command(&mut app, &format!("paciente {reference_capped}"));
+    let messages = app.patient.messages();
+    let card = app.patient.card.clone().expect("the card");
+    let at = messages
+        .iter()
+        .position(|(c, n)| card.commitments[*c].notifications[*n].intention_id == capped)
+        .expect("the capped message on the card");
+    app.patient.selected = at;
+    let screen = render(&app, 160, 40);
+    assert!(screen.contains("autorizar reenvío (tope diario)"), "{screen}");
 }

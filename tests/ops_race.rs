@@ -214,7 +214,7 @@ fn assert_lost_to(a: &Attempt, winner: &str) {
             assert!(j["refusal"]["authorized_at"].is_string(), "{j}");
             let message = j["message"].as_str().unwrap();
             assert!(
-                message.contains(&format!("{winner} ya autorizó un reenvío el ")),
+                message.contains(&format!("{winner} ya autorizó un reenvío ")),
                 "{message}"
             );
             assert!(j["action_id"].is_i64(), "{j}");
@@ -222,7 +222,7 @@ fn assert_lost_to(a: &Attempt, winner: &str) {
         None => {
             assert!(a.stderr.contains("[resend_pending]"), "{}", a.stderr);
             assert!(
-                a.stderr.contains(&format!("{winner} ya autorizó un reenvío el ")),
+                a.stderr.contains(&format!("{winner} ya autorizó un reenvío ")),
                 "{}",
                 a.stderr
             );

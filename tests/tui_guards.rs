@@ -48,7 +48,7 @@ fn step_of(app: &App, row: &AttentionRow) -> NextStep {
         .iter()
         .find(|r| r.intention_id == row.intention_id)
         .unwrap();
-    guard::row_hint(app.role(), now, app.max_resends_per_day)
+    guard::row_hint(app.role(), now, app.resend_ctx())
 }
 
 /// The row of `reference` on a wide screen (the next step whole).

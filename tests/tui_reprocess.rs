@@ -231,3 +231,37 @@ fn a_real_run_reports_its_progress_and_the_screen_draws_a_gauge() {
     let at = lines.iter().position(|l| l.contains("Reprocesando:")).unwrap();
     insta::assert_snapshot!("reprocess_gauge", lines[at - 1..=at + 1].join("\n"));
 }
+
+/// Issue 25 §6: the "por qué" column speaks the configured language and
+/// the clinic's local time, never the plan's English words or a UTC
+/// timestamp: the default plan (planned and uncertain messages: due
+/// times, deferrals, reconciliation) in Spanish, then in English.
+#[test]
+fn the_why_column_is_in_the_configured_language_and_local_time() {
+    for lang in [unavez::config::Language::Es, unavez::config::Language::En] {
+        let mut fx = clinic(40);
+        fx.ctx.config.language = lang;
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        fx.ctx.reprocess = Some(ReprocessCtx {
+            ledger: unavez::ledger::Ledger::open(&fx.db).unwrap(),
+            settings: Arc::new(Settings::from_config(&fx.ctx.config)),
+            channel: None,
+            runtime: rt.handle().clone(),
+            progress: None,
+        });
+        let mut app = fx.app("tecnico", Role::Technician);
+        fx.act(&mut app, Action::Goto(Screen::Reprocess));
+        let plan = app.reprocess.plan.clone().expect("the dry run");
+        assert!(!plan.is_empty());
+        let screen = render(&app, 220, 60);
+        let t = unavez::i18n::strings(lang);
+        for item in plan.iter().take(40) {
+            let said = t.reprocess_why(&item.because, app.now, app.tz);
+            assert!(screen.contains(&said), "{lang:?}: missing {said:?} in\n{screen}");
+            assert!(!screen.contains(&item.why), "{lang:?}: internal words {:?}", item.why);
+        }
+        for utc in ["+00:00", ":00Z", "T13:", "2026-12-0"] {
+            assert!(!screen.contains(utc), "{lang:?}: {utc} in\n{screen}");
+        }
+    }
+}

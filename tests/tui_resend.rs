@@ -90,9 +90,12 @@ fn a_read_message_shows_its_evidence_and_needs_the_typed_word() {
     for expected in [
         "Lo que ya existe de este mensaje:",
         &format!("original #{id} {key} · leída"),
-        "aceptado 01/12 07:40",
-        "entregado 01/12 07:40",
-        "leído 01/12 07:40",
+        // Local and human, as every front-desk date (issue 25 §2).
+        "aceptado hoy 07:40",
+        "entregado hoy 07:40",
+        "leído hoy 07:40",
+        // A send is never undone, and the confirmation says so (§4).
+        "Un envío no se puede deshacer",
         "lo planificó el sistema",
         "Reenvíos autorizados hoy: 0 de 2",
         "ATENCIÓN: ya recibió este aviso.",
@@ -284,5 +287,6 @@ fn english_console_asks_for_resend() {
     assert_eq!(app.mode, Mode::ConfirmWord);
     let screen = render(&app, 100, 30);
     assert!(screen.contains("Type RESEND and enter to resend anyway"), "{screen}");
-    assert!(screen.contains("delivered 01/12"), "{screen}");
+    assert!(screen.contains("delivered today 07:40"), "{screen}");
+    assert!(screen.contains("A send cannot be undone"), "{screen}");
 }

@@ -201,3 +201,23 @@ fn detail_title_leaves_out_what_does_not_fit() {
         "{title}"
     );
 }
+
+/// Issue 25 §4: a cancellation (like a send) is never undone, and its
+/// confirmation says so before `s`.
+#[test]
+fn a_cancel_confirmation_says_it_cannot_be_undone() {
+    let (mut fx, mut app) = loaded(Role::Supervisor, "supervisora");
+    let i = app
+        .attention
+        .rows
+        .iter()
+        .position(|r| r.state == "review")
+        .expect("a message in review");
+    app.attention.select(i);
+    fx.act(&mut app, Action::Op(unavez::ops::OpKind::Cancel));
+    fx.type_text(&mut app, "la cita ya no corresponde");
+    fx.act(&mut app, Action::Submit);
+    let screen = render(&app, W, H);
+    assert!(screen.contains("Una cancelación no se puede deshacer."), "{screen}");
+    insta::assert_snapshot!("confirm_cancel", screen);
+}

@@ -407,6 +407,7 @@ impl Channel for NoChannel {
 fn print_reprocess(ctx: &Ctx, req: &reprocess::Request, report: &reprocess::Report) {
     let t = crate::i18n::strings(ctx.config.language);
     let c = t.cli;
+    let (now, tz) = (chrono::Utc::now(), ctx.config.tz());
     let states = if report.states.is_empty() {
         String::new()
     } else {
@@ -432,7 +433,7 @@ fn print_reprocess(ctx: &Ctx, req: &reprocess::Request, report: &reprocess::Repo
             inert(&i.key),
             t.state(i.state.as_str()),
             t.reprocess_action(i.action),
-            inert(&i.why)
+            inert(&t.reprocess_why(&i.because, now, tz))
         );
     }
     let summary: Vec<String> = report

@@ -316,7 +316,7 @@ pub fn run(ctx: &Ctx, twin: Twin, a: CaseArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let message = t.report(&report);
+    let message = t.report(&report, Utc::now());
     let code = match report.outcome {
         OpOutcome::Refused(_) => EXIT_REFUSED,
         _ => 0,

@@ -129,7 +129,10 @@ fn print_outcome(
     };
     let acknowledged = new.is_some() && evidence.needs_acknowledgement();
     let message = match (refusal, &new) {
-        (Some(r), _) => fill(t.cli_refused, &[("rule", r.rule()), ("why", &t.refusal(r))]),
+        (Some(r), _) => fill(
+            t.cli_refused,
+            &[("rule", r.rule()), ("why", &t.refusal(r, chrono::Utc::now()))],
+        ),
         (None, Some(n)) => fill(
             t.cli_resend_created,
             &[
@@ -174,7 +177,7 @@ fn print_outcome(
     let tz = ctx.config.tz();
     println!("{}", t.resend_evidence_title);
     for m in &evidence.messages {
-        let [head, detail] = t.resend_member(m, m.id == evidence.original_id, tz);
+        let [head, detail] = t.resend_member(m, m.id == evidence.original_id, tz, chrono::Utc::now());
         println!("  {head}\n      {detail}");
     }
     println!(

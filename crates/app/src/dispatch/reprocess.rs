@@ -39,6 +39,10 @@ use crate::domain::state::{AttemptTrace, IntentionState, replan_failed};
 use crate::domain::validity::Validity;
 use crate::store::{IntentionRow, OperatorAction, StoreError};
 
+#[path = "reprocess_why.rs"]
+mod why;
+pub use why::{Because, ReplanRefusal};
+
 /// What reprocessing does (or would do) with one intention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -80,8 +84,11 @@ pub struct Item {
     pub key: String,
     pub state: IntentionState,
     pub action: Action,
-    /// Why, in words an operator can check.
+    /// Why, in English words an operator can check (logs, `--json`).
     pub why: String,
+    /// Why, as facts: what the console and the CLI say in the configured
+    /// language and local time.
+    pub because: Because,
     /// After a real run: the state the intention ended in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<IntentionState>,
@@ -153,39 +160,33 @@ pub async fn plan(
             let rows = tx.day_intentions(day, &states)?;
             let mut items = Vec::with_capacity(rows.len());
             for r in rows {
-                let (action, why) = match r.state {
+                let (action, because) = match r.state {
                     IntentionState::Planned => planned(tx, &r, &s, now)?,
                     IntentionState::Dispatching => (
                         Action::InFlight,
-                        format!(
-                            "claimed by {} until {}",
-                            r.lease_owner.as_deref().unwrap_or("?"),
-                            r.lease_until.map(|t| t.to_rfc3339()).unwrap_or_default()
-                        ),
+                        Because::InFlight {
+                            owner: r.lease_owner.clone(),
+                            until: r.lease_until,
+                        },
                     ),
-                    IntentionState::Uncertain => (
-                        Action::Reconcile,
-                        "outcome unknown: reconcile with the channel (no blind resend)".into(),
-                    ),
+                    IntentionState::Uncertain => (Action::Reconcile, Because::Uncertain),
                     IntentionState::Accepted
                     | IntentionState::Sent
                     | IntentionState::Delivered
-                    | IntentionState::Read => (
-                        Action::KeepEvidence,
-                        format!("the channel already reported {}: keeps its evidence", r.state),
-                    ),
+                    | IntentionState::Read => (Action::KeepEvidence, Because::Reported { state: r.state }),
                     IntentionState::Cancelled => (
                         Action::StayCancelled,
-                        format!("cancelled ({})", r.state_reason.as_deref().unwrap_or("no reason")),
+                        Because::Cancelled {
+                            reason: r.state_reason.clone(),
+                        },
                     ),
                     IntentionState::Failed if replan => failed(tx, &r)?,
                     IntentionState::Failed | IntentionState::Review => (
                         Action::StayForPerson,
-                        format!(
-                            "{}: waits for a person{}",
-                            r.state,
-                            r.state_reason.as_deref().map(|x| format!(" ({x})")).unwrap_or_default()
-                        ),
+                        Because::ForPerson {
+                            state: r.state,
+                            reason: r.state_reason.clone(),
+                        },
                     ),
                 };
                 items.push(Item {
@@ -193,7 +194,8 @@ pub async fn plan(
                     key: r.key,
                     state: r.state,
                     action,
-                    why,
+                    why: because.to_string(),
+                    because,
                     result: None,
                 });
             }
@@ -208,46 +210,38 @@ fn planned(
     r: &IntentionRow,
     s: &Settings,
     now: DateTime<Utc>,
-) -> std::result::Result<(Action, String), StoreError> {
+) -> std::result::Result<(Action, Because), StoreError> {
     if r.due_at > now {
-        return Ok((Action::Wait, format!("not due until {}", r.due_at.to_rfc3339())));
+        return Ok((Action::Wait, Because::NotDue { at: r.due_at }));
     }
     if let Some(t) = r.next_attempt_at
         && t > now
     {
-        return Ok((
-            Action::Wait,
-            format!("waiting for its next try at {} (backoff or deferral)", t.to_rfc3339()),
-        ));
+        return Ok((Action::Wait, Because::NextTry { at: t }));
     }
     if tx.acknowledged(r.id)? {
-        return Ok((
-            Action::StayForPerson,
-            "an earlier attempt was acknowledged by the channel: to review, never resent".into(),
-        ));
+        return Ok((Action::StayForPerson, Because::Acknowledged));
     }
     Ok(match super::claim::evaluate(tx, r, &s.rules, now)?.0 {
-        Validity::Valid => (Action::Dispatch, "due and still valid: dispatch now".into()),
-        Validity::Cancel { reason, explanation } => (Action::Cancel, format!("{reason}: {explanation}")),
-        Validity::Defer { until, why } => (Action::Defer, format!("{why} (until {})", until.to_rfc3339())),
+        Validity::Valid => (Action::Dispatch, Because::Valid),
+        Validity::Cancel { reason, explanation } => (Action::Cancel, Because::Closes { reason, explanation }),
+        Validity::Defer { until, why } => (Action::Defer, Because::Deferred { until, why }),
     })
 }
 
 /// What the exception makes of a failed intention: back to planned when
 /// every attempt ended before reaching the channel, else it stays.
-fn failed(tx: &crate::store::Tx<'_>, r: &IntentionRow) -> std::result::Result<(Action, String), StoreError> {
+fn failed(tx: &crate::store::Tx<'_>, r: &IntentionRow) -> std::result::Result<(Action, Because), StoreError> {
     let attempts = traces(tx, r.id)?;
     let refs = r.provider_command_id.is_some() || r.provider_message_id.is_some();
     Ok(match replan_failed(r.state, &attempts, refs) {
         Ok(_) => (
             Action::Replan,
-            format!(
-                "failed, but none of its {} attempt(s) reached the channel (it refused us or the request never \
-                 left): back to planned",
-                attempts.len()
-            ),
+            Because::Replan {
+                attempts: attempts.len(),
+            },
         ),
-        Err(why) => (Action::StayForPerson, format!("failed: waits for a person ({why})")),
+        Err(why) => (Action::StayForPerson, Because::FailedStays { refused: (&why).into() }),
     })
 }
 

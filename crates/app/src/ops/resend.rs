@@ -110,16 +110,12 @@ pub(super) fn load(
     let original = original_of(tx, &row)?;
     let commitment = tx.commitment_by_id(original.commitment_id)?;
     let messages = tx.resend_family(original.id)?;
-    let today = operating_day(now, tz);
-    let authorized_today = messages
-        .iter()
-        .filter(|m| m.id != original.id && m.authorized_by.is_some() && operating_day(m.created_at, tz) == today)
-        .count();
+    let facts = family_of(&original, &commitment, &messages).facts(max_per_day, tz, now);
     let mut evidence = ResendEvidence {
         original_id: original.id,
         original_key: original.key.clone(),
         messages,
-        authorized_today: u32::try_from(authorized_today).unwrap_or(u32::MAX),
+        authorized_today: facts.authorized_today,
         max_per_day,
         refusal: None,
     };
@@ -147,6 +143,26 @@ fn rule_refusal(
     )
 }
 
+/// The family as the resend rules see it (`domain::guard::Family`).
+fn family_of(original: &IntentionRow, commitment: &CommitmentRow, messages: &[FamilyMember]) -> guard::Family {
+    guard::Family {
+        original: original.state,
+        planned_version: original.commitment_version,
+        current_version: commitment.commitment.version,
+        expires_at: original.expires_at,
+        resends: messages
+            .iter()
+            .filter(|m| m.id != original.id)
+            .map(|m| guard::FamilyResend {
+                key: m.key.clone(),
+                state: m.state,
+                authorized_by: m.authorized_by.clone(),
+                created_at: m.created_at,
+            })
+            .collect(),
+    }
+}
+
 /// What the resend rules read about a family.
 pub(super) fn resend_facts(
     original: &IntentionRow,
@@ -155,26 +171,7 @@ pub(super) fn resend_facts(
     tz: Tz,
     now: DateTime<Utc>,
 ) -> guard::ResendFacts {
-    let pending = ev.messages.iter().find(|m| {
-        m.id != original.id
-            && matches!(
-                m.state,
-                IntentionState::Planned | IntentionState::Dispatching | IntentionState::Uncertain
-            )
-    });
-    guard::ResendFacts {
-        original: original.state,
-        planned_version: original.commitment_version,
-        current_version: commitment.commitment.version,
-        expired: original.expires_at.is_some_and(|e| e <= now),
-        pending: pending.map(|p| guard::PendingResend {
-            key: p.key.clone(),
-            authorized_by: p.authorized_by.clone(),
-            authorized_at: p.created_at.with_timezone(&tz).fixed_offset(),
-        }),
-        authorized_today: ev.authorized_today,
-        max_per_day: ev.max_per_day,
-    }
+    family_of(original, commitment, &ev.messages).facts(ev.max_per_day, tz, now)
 }
 
 /// The evidence a supervisor sees before authorizing a resend of

@@ -140,7 +140,7 @@ pub static EN: Strings = Strings {
     ref_closed: "already closed ({state}{reason})",
     ref_not_sent: "nothing was sent yet ({state})",
     ref_resend_pending: "pending-resend rule: a resend is already pending ({key}); wait for its outcome or verify it",
-    ref_resend_pending_by: "pending-resend rule: {who} already authorized a resend on {at} ({key}); wait for its outcome or verify it",
+    ref_resend_pending_by: "pending-resend rule: {who} already authorized a resend {at} ({key}); wait for its outcome or verify it",
     ref_stale: "the commitment changed (message for v{planned}, now v{current}); its content is outdated",
     ref_commitment_cancelled: "the commitment was cancelled",
     ref_expired: "the message's validity has ended",
@@ -497,4 +497,39 @@ pub static EN: Strings = Strings {
     call_chooser_note: "Recorded in 10 s; u undoes it. Sends and cancellations are never undone.",
     call_tries: "tries: {n}",
     reopen_where: "Reopen works on today's handled cases (h).",
+    confirm_no_undo_send: "A send cannot be undone: what goes out reaches the patient.",
+    confirm_no_undo_cancel: "A cancellation cannot be undone.",
+    reprocess_because: &[
+        ("not_due", "not due yet: goes out {at}"),
+        ("next_try", "waiting for its next try ({at})"),
+        (
+            "acknowledged",
+            "the channel accepted an earlier attempt: to review, never resent",
+        ),
+        ("valid", "due and still valid: goes out now"),
+        ("closes", "closed without sending: {reason}"),
+        ("deferred", "deferred until {at}"),
+        ("in_flight", "being sent by {owner} (until {at})"),
+        (
+            "uncertain",
+            "unknown whether it left: the channel is asked, never a blind resend",
+        ),
+        ("reported", "the channel already reported “{state}”: kept"),
+        ("cancelled", "cancelled ({reason})"),
+        ("for_person", "waits for a person{reason}"),
+        (
+            "replan",
+            "failed, but none of its {n} attempts reached the channel: back to planned",
+        ),
+        ("failed_stays", "does not go back: {why}"),
+    ],
+    replan_refusals: &[
+        ("not_failed", "it is not failed"),
+        ("no_attempt", "it had no attempt: the failure did not come from sending"),
+        ("may_have_reached", "attempt {n} may have reached the channel"),
+        (
+            "has_channel_refs",
+            "the channel gave it a reference: it reached the channel",
+        ),
+    ],
 };

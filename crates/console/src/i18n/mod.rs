@@ -402,12 +402,23 @@ pub struct Strings {
     pub call_tries: &'static str,
     /// `r` outside the day's handled cases.
     pub reopen_where: &'static str,
+    /// On the confirmation of a send (a resend, a reprocess) or a cancel:
+    /// it cannot be undone (issue 25 §4).
+    pub confirm_no_undo_send: &'static str,
+    pub confirm_no_undo_cancel: &'static str,
+    /// Reproceso's "por qué", by `Because::code` (issue 25 §6): `{at}`
+    /// a local time, `{state}`, `{reason}`, `{owner}`, `{n}`, `{why}`.
+    pub reprocess_because: &'static [(&'static str, &'static str)],
+    /// Why a failed message stays failed, by `ReplanRefusal` (`{n}` the
+    /// attempt).
+    pub replan_refusals: &'static [(&'static str, &'static str)],
 }
 
 pub mod backup;
 pub mod cli;
 mod en;
 mod es;
+mod reprocess;
 pub mod words;
 
 pub use en::EN;
@@ -475,7 +486,7 @@ impl Strings {
     /// What an operator action did, in words (the console's flash line and
     /// the command line's message): `Hecho: …`, the recorded-only note, or
     /// the refusal.
-    pub fn report(&self, r: &OpReport) -> String {
+    pub fn report(&self, r: &OpReport, now: chrono::DateTime<chrono::Utc>) -> String {
         let target = match (&r.intention_id, &r.intention_key) {
             (Some(id), Some(key)) => format!("#{id} {}", inert(key)),
             _ => inert(&r.commitment_ref).into_owned(),
@@ -523,7 +534,7 @@ impl Strings {
                     ("state", self.state(state.as_str())),
                 ],
             ),
-            OpOutcome::Refused(why) => fill(self.flash_refused, &[("why", &self.refusal(why))]),
+            OpOutcome::Refused(why) => fill(self.flash_refused, &[("why", &self.refusal(why, now))]),
         }
     }
 
@@ -572,8 +583,9 @@ impl Strings {
         lookup(self.refusal_short, "other").unwrap_or("")
     }
 
-    /// Explains a ledger refusal in this language.
-    pub fn refusal(&self, r: &Refusal) -> String {
+    /// Explains a ledger refusal in this language; a time in it reads
+    /// as every front-desk date does, relative to `now`.
+    pub fn refusal(&self, r: &Refusal, now: chrono::DateTime<chrono::Utc>) -> String {
         match r {
             Refusal::InFlight => self.ref_in_flight.into(),
             Refusal::Uncertain => self.ref_uncertain.into(),
@@ -599,7 +611,7 @@ impl Strings {
                 &[
                     ("key", &inert(key)),
                     ("who", &inert(who)),
-                    ("at", &at.format("%d/%m %H:%M:%S").to_string()),
+                    ("at", &self.words.when_at(*at, now)),
                 ],
             ),
             Refusal::ResendPending { key, .. } => fill(self.ref_resend_pending, &[("key", &inert(key))]),
@@ -640,8 +652,14 @@ impl Strings {
     /// authorizing another, in two lines: which one and its state; then
     /// when the channel took it, when it was delivered and read (local
     /// time), and who authorized it.
-    pub fn resend_member(&self, m: &FamilyMember, is_original: bool, tz: Tz) -> [String; 2] {
-        let at = |t: chrono::DateTime<chrono::Utc>| t.with_timezone(&tz).format("%d/%m %H:%M").to_string();
+    pub fn resend_member(
+        &self,
+        m: &FamilyMember,
+        is_original: bool,
+        tz: Tz,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> [String; 2] {
+        let at = |t: chrono::DateTime<chrono::Utc>| self.words.when(t, now, tz);
         let head = format!(
             "{} #{} {} · {}",
             if is_original {

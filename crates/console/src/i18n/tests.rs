@@ -117,7 +117,7 @@ fn every_refusal_is_said_short_in_both_languages() {
     for t in [&ES, &EN] {
         for r in crate::ops::Refusal::examples() {
             assert!(lookup(t.refusal_short, r.rule()).is_some(), "{}", r.rule());
-            assert!(!t.refusal(&r).is_empty(), "{}", r.rule());
+            assert!(!t.refusal(&r, chrono::Utc::now()).is_empty(), "{}", r.rule());
         }
     }
 }
@@ -191,4 +191,57 @@ fn every_failure_is_said_in_both_languages() {
         ES.failure_line(&Failure::new(FailureKind::Unavailable, "")),
         ES.reprocess_unavailable
     );
+}
+
+/// Issue 25 §2: the resend confirmation's family and a pending resend's
+/// refusal read dates as every front-desk screen does, across a year
+/// boundary too: "ayer 23:50" on New Year's Day, the year only on a date
+/// of another year, never a bare "31/12" that reads as this year's.
+#[test]
+fn resend_dates_carry_the_year_only_when_it_is_another() {
+    use chrono::TimeZone;
+    let tz = chrono_tz::America::Lima;
+    let now = tz
+        .with_ymd_and_hms(2027, 1, 1, 10, 0, 0)
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let at = |y, mo, d, h, mi| {
+        tz.with_ymd_and_hms(y, mo, d, h, mi, 0)
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+    };
+    let t = strings(Language::Es);
+    let member = crate::store::FamilyMember {
+        id: 1,
+        key: "cita-1:aviso-reserva:v1".into(),
+        state: crate::domain::state::IntentionState::Read,
+        created_by: "system".into(),
+        authorized_by: None,
+        created_at: at(2026, 12, 20, 9, 0),
+        accepted_at: Some(at(2026, 12, 20, 9, 1)),
+        delivered_at: Some(at(2026, 12, 31, 23, 50)),
+        read_at: Some(at(2027, 1, 1, 8, 5)),
+    };
+    let [_, detail] = t.resend_member(&member, true, tz, now);
+    assert!(detail.contains("aceptado 20/12/2026 09:01"), "{detail}");
+    assert!(detail.contains("entregado ayer 23:50"), "{detail}");
+    assert!(detail.contains("leído hoy 08:05"), "{detail}");
+    let later = tz
+        .with_ymd_and_hms(2027, 2, 3, 10, 0, 0)
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let [_, detail] = t.resend_member(&member, true, tz, later);
+    assert!(detail.contains("leído 01/01 08:05"), "{detail}");
+
+    let pending = |at: chrono::DateTime<chrono::Utc>| crate::domain::refusal::Refusal::ResendPending {
+        key: "cita-1:aviso-reserva:v1:reenvio:1".into(),
+        authorized_by: Some("ana".into()),
+        authorized_at: at.with_timezone(&tz).fixed_offset(),
+    };
+    let why = t.refusal(&pending(at(2026, 12, 31, 23, 40)), now);
+    assert!(why.contains("ana ya autorizó un reenvío ayer 23:40"), "{why}");
+    let why = t.refusal(&pending(at(2026, 12, 30, 23, 40)), now);
+    assert!(why.contains("30/12/2026 23:40"), "{why}");
+    let why = strings(Language::En).refusal(&pending(at(2027, 1, 1, 9, 15)), now);
+    assert!(why.contains("ana already authorized a resend today 09:15"), "{why}");
 }

@@ -62,12 +62,21 @@ pub struct Words {
 
 impl Words {
     /// A local, human time: `hoy 14:30`, `mañana 09:00`, `ayer 18:10`,
-    /// `03/12 09:40`, with the year only when it is not this one.
+    /// `03/12 09:40`, with the year only when it is not this one. Every
+    /// date a front-desk screen shows goes through here (or [`Words::day`]).
     pub fn when(&self, at: DateTime<Utc>, now: DateTime<Utc>, tz: Tz) -> String {
-        let local = at.with_timezone(&tz);
-        let today = now.with_timezone(&tz).date_naive();
+        self.when_local(at.with_timezone(&tz).naive_local(), now.with_timezone(&tz).date_naive())
+    }
+
+    /// [`Words::when`] for a time already in the clinic's offset (a
+    /// refusal's `authorized_at`): "today" is read in that offset.
+    pub fn when_at(&self, at: DateTime<chrono::FixedOffset>, now: DateTime<Utc>) -> String {
+        self.when_local(at.naive_local(), now.with_timezone(at.offset()).date_naive())
+    }
+
+    fn when_local(&self, local: chrono::NaiveDateTime, today: chrono::NaiveDate) -> String {
         let hm = local.format("%H:%M");
-        match (local.date_naive() - today).num_days() {
+        match (local.date() - today).num_days() {
             0 => format!("{} {hm}", self.today),
             1 => format!("{} {hm}", self.tomorrow),
             -1 => format!("{} {hm}", self.yesterday),

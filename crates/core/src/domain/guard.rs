@@ -7,10 +7,12 @@
 //! So a hint never names an action its guard would refuse, and a key whose
 //! guard refuses says why at once (docs/design.md, "Operator actions").
 
-use chrono::{DateTime, FixedOffset};
+use chrono::{DateTime, FixedOffset, Utc};
+use chrono_tz::Tz;
 use serde::Serialize;
 
 use super::attention::{CaseKind, NextStep};
+use super::intention::operating_day;
 use super::operator::{OpKind, Role, allowed};
 use super::refusal::Refusal;
 use super::state::{CancelReason, IntentionState, Signal, Transition, transition};
@@ -74,6 +76,68 @@ impl ResendFacts {
             expired: false,
             pending: None,
             authorized_today: 0,
+            max_per_day,
+        }
+    }
+}
+
+/// A resend of a family (any member but the original), as the resend
+/// rules read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FamilyResend {
+    pub key: String,
+    pub state: IntentionState,
+    /// `None` for a member nobody authorized (none is, today).
+    pub authorized_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A resend family as stored: its original, the commitment's version now
+/// and every resend. [`Family::facts`] is the one place the resend rules'
+/// facts are derived from it, for the action (`unavez_app::ops`) and for
+/// the hints of a page of rows alike (the ledger reads the families of a
+/// whole page at once), so a hint never offers a resend its guard would
+/// refuse for a pending resend or the day's cap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Family {
+    pub original: IntentionState,
+    /// The commitment version the original was planned for.
+    pub planned_version: i64,
+    /// The commitment's version now.
+    pub current_version: i64,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// In the order authorized.
+    pub resends: Vec<FamilyResend>,
+}
+
+impl Family {
+    /// What the resend rules read: the first resend still waiting for its
+    /// outcome, and how many resends were authorized in the clinic's
+    /// operating day of `now`.
+    pub fn facts(&self, max_per_day: u32, tz: Tz, now: DateTime<Utc>) -> ResendFacts {
+        let pending = self.resends.iter().find(|m| {
+            matches!(
+                m.state,
+                IntentionState::Planned | IntentionState::Dispatching | IntentionState::Uncertain
+            )
+        });
+        let today = operating_day(now, tz);
+        let authorized_today = self
+            .resends
+            .iter()
+            .filter(|m| m.authorized_by.is_some() && operating_day(m.created_at, tz) == today)
+            .count();
+        ResendFacts {
+            original: self.original,
+            planned_version: self.planned_version,
+            current_version: self.current_version,
+            expired: self.expires_at.is_some_and(|e| e <= now),
+            pending: pending.map(|p| PendingResend {
+                key: p.key.clone(),
+                authorized_by: p.authorized_by.clone(),
+                authorized_at: p.created_at.with_timezone(&tz).fixed_offset(),
+            }),
+            authorized_today: u32::try_from(authorized_today).unwrap_or(u32::MAX),
             max_per_day,
         }
     }

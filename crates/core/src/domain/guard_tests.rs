@@ -1,4 +1,5 @@
-use chrono::{TimeZone, Utc};
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
 
 use super::*;
 
@@ -43,9 +44,40 @@ fn families(original: IntentionState) -> Vec<ResendFacts> {
         },
         ResendFacts {
             authorized_today: 2,
-            ..base
+            ..base.clone()
         },
+        // As a page's row reads them (`Family::facts`): a resend pending
+        // on a family that also reached the day's cap.
+        Family {
+            original,
+            planned_version: 1,
+            current_version: 1,
+            expires_at: None,
+            resends: vec![
+                resend_member("k:reenvio:1", IntentionState::Failed, 2),
+                resend_member("k:reenvio:2", IntentionState::Planned, 1),
+            ],
+        }
+        .facts(2, lima(), now()),
     ]
+}
+
+fn lima() -> Tz {
+    chrono_tz::America::Lima
+}
+
+/// 22:00 in Lima on 10 March (already the 11th in UTC).
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 11, 3, 0, 0).unwrap()
+}
+
+fn resend_member(key: &str, state: IntentionState, hours_ago: i64) -> FamilyResend {
+    FamilyResend {
+        key: key.into(),
+        state,
+        authorized_by: Some("ana".into()),
+        created_at: now() - chrono::Duration::hours(hours_ago),
+    }
 }
 
 /// Every combination of role × intention state × commitment state × the
@@ -81,7 +113,7 @@ fn every_case() -> Vec<Facts> {
 #[test]
 fn a_hint_names_only_actions_the_guards_accept() {
     let cases = every_case();
-    assert_eq!(cases.len(), 3 * IntentionState::ALL.len() * 3 * 3 * 5 * 2);
+    assert_eq!(cases.len(), 3 * IntentionState::ALL.len() * 3 * 3 * 6 * 2);
     for f in &cases {
         let step = hint(CaseKind::Intention(f.state), f);
         for op in step.actions() {
@@ -241,4 +273,62 @@ fn an_unconfirmed_message_is_a_call_to_confirm_delivery() {
             );
         }
     }
+}
+
+/// A family's facts, as the action and a page's hints both derive them:
+/// the first resend still waiting is pending, and only resends authorized
+/// in the clinic's operating day of `now` count toward the cap (Lima's
+/// day, not UTC's).
+#[test]
+fn a_familys_facts_count_the_clinics_day() {
+    let family = |resends| Family {
+        original: IntentionState::Failed,
+        planned_version: 1,
+        current_version: 1,
+        expires_at: None,
+        resends,
+    };
+    // 23:00 on the 9th (another day), 01:00 and 21:00 on the 10th.
+    let capped = family(vec![
+        resend_member("k:reenvio:1", IntentionState::Failed, 23),
+        resend_member("k:reenvio:2", IntentionState::Cancelled, 21),
+        resend_member("k:reenvio:3", IntentionState::Read, 1),
+    ]);
+    let f = capped.facts(2, lima(), now());
+    assert_eq!((f.authorized_today, f.pending.as_ref()), (2, None));
+    assert_eq!(resend_refusal(&f, false).map(|r| r.rule()), Some("daily_cap"));
+    // In UTC the day began at 19:00 Lima: only the latest counts.
+    assert_eq!(capped.facts(2, Tz::UTC, now()).authorized_today, 1);
+    assert_eq!(capped.facts(3, lima(), now()).max_per_day, 3);
+    assert_eq!(resend_refusal(&capped.facts(3, lima(), now()), false), None);
+
+    for waiting in [
+        IntentionState::Planned,
+        IntentionState::Dispatching,
+        IntentionState::Uncertain,
+    ] {
+        let f = family(vec![
+            resend_member("k:reenvio:1", IntentionState::Failed, 2),
+            resend_member("k:reenvio:2", waiting, 1),
+        ])
+        .facts(5, lima(), now());
+        let p = f.pending.clone().expect("pending");
+        assert_eq!(p.key, "k:reenvio:2");
+        assert_eq!(
+            p.authorized_at,
+            (now() - chrono::Duration::hours(1))
+                .with_timezone(&lima())
+                .fixed_offset()
+        );
+        assert_eq!(resend_refusal(&f, false).map(|r| r.rule()), Some("resend_pending"));
+    }
+    let expired = Family {
+        expires_at: Some(now()),
+        ..family(Vec::new())
+    };
+    assert!(expired.facts(2, lima(), now()).expired);
+    assert_eq!(
+        family(Vec::new()).facts(2, lima(), now()),
+        ResendFacts::single(IntentionState::Failed, 2)
+    );
 }

@@ -122,6 +122,10 @@ pub struct AttentionRow {
     /// `action:operator:reason` (`request_resend`, `decline_resend` or
     /// `authorize_resend`).
     pub resend_ask: Option<String>,
+    /// The intention's resend family, as the resend guard reads it (a
+    /// pending resend, the day's count); `None` for other kinds of row.
+    /// Filled for the whole page by [`Tx::fill_families`].
+    pub family: Option<crate::domain::guard::Family>,
 }
 
 /// A mark "atendido" to record.
@@ -365,6 +369,7 @@ pub(super) fn attention_row(r: &dyn Cols) -> std::result::Result<AttentionRow, S
         confirmed: r.opt_time(19)?.is_some(),
         appointment: r.opt_text(20)?.as_deref() == Some("appointment"),
         resend_ask: r.opt_text(21)?,
+        family: None,
     })
 }
 
@@ -546,7 +551,8 @@ impl Tx<'_> {
             ms(q.rule.unconfirmed_since(q.now)),
             matches.as_ref().map(Matches::fuzzy_json),
         ];
-        let rows = db.rows(&page, &values, attention_row)?;
+        let mut rows = db.rows(&page, &values, attention_row)?;
+        self.fill_families(&mut rows)?;
         let total = db.row(&total, &values, |r| r.int(0))?.unwrap_or(0);
         Ok(Page {
             rows,
@@ -626,6 +632,7 @@ impl Tx<'_> {
 }
 
 mod cases;
+mod families;
 
 use cases::{handled_sql, open_sql, searched_open_sql};
 

@@ -60,6 +60,12 @@ pub struct NotificationCell {
     /// When it entered its state: an action taken from the patient card
     /// is refused if the message changed since it was shown.
     pub state_changed_at: DateTime<Utc>,
+    // --- issue 25 §3: what the guards read, on the patient card only ---
+    /// The resend family (`Tx::families`); `None` on Próximas citas.
+    pub family: Option<crate::domain::guard::Family>,
+    /// The latest resend request, decline or authorization, as
+    /// `action:operator:reason` (see `AttentionRow::resend_ask`).
+    pub resend_ask: Option<String>,
 }
 
 /// The Tablero for one operating day.
@@ -237,6 +243,8 @@ impl Tx<'_> {
                         state_reason: r.opt_text(5)?,
                         is_resend: r.flag(6)?,
                         state_changed_at: r.time(7)?,
+                        family: None,
+                        resend_ask: None,
                     },
                 ))
             })? {
@@ -381,7 +389,8 @@ impl Tx<'_> {
         let sql = page_sql(&keys, "ORDER BY p.iid");
         args.push(i64::from(if limit == 0 { 50 } else { limit }).into());
         args.push(i64::from(offset).into());
-        let rows = self.db().rows(&sql, &args, attention_row)?;
+        let mut rows = self.db().rows(&sql, &args, attention_row)?;
+        self.fill_families(&mut rows)?;
         Ok(Page { rows, total, offset })
     }
 

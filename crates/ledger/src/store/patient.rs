@@ -89,6 +89,7 @@ impl Tx<'_> {
             upcoming_row,
         )?;
         self.fill_notifications(&mut commitments)?;
+        self.fill_card_guards(&mut commitments)?;
         // A booking may name the patient when the contact has no name.
         let name = name.or_else(|| commitments.iter().rev().find_map(|c| c.name.clone()));
         Ok(Some(PatientCard {

@@ -77,14 +77,14 @@ impl App {
             return;
         }
         let now = self.now;
-        let (role, max) = (self.role(), self.max_resends_per_day);
+        let (role, cx) = (self.role(), self.resend_ctx());
         let tries = &self.calls.tries;
         self.attention.rows.retain(|r| {
             let waiting = r
                 .intention_id
                 .and_then(|id| tries.get(&id))
                 .is_some_and(|(_, last)| now < *last + Duration::minutes(RETRY_AFTER_MINUTES));
-            r.kind == RowKind::Intention && on_call_list(super::guard::row_hint(role, r, max)) && !waiting
+            r.kind == RowKind::Intention && on_call_list(super::guard::row_hint(role, r, cx)) && !waiting
         });
         self.attention
             .rows

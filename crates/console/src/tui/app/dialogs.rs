@@ -624,7 +624,7 @@ impl App {
             OpOutcome::Recorded { .. } => FlashKind::Info,
             OpOutcome::Refused(_) => FlashKind::Refused,
         };
-        let text = t.report(r);
+        let text = t.report(r, self.now);
         self.log.push((self.now, text.clone()));
         self.flash(kind, text);
     }

@@ -2,18 +2,23 @@
 //! opens (issue 25 §3): the facts a row shows, the hint built from them,
 //! and the verdict of an action key on the case under the cursor.
 //!
-//! The row carries what every guard reads but a resend family's pending
-//! members and the day's count (`unavez_app::ops::guard_facts` reads those
-//! in the ledger). Those two rules are judged where the family is read:
-//! the resend's confirmation, which then never offers `s`, and the action
-//! itself. The verdicts here refuse only what the action would refuse.
+//! The row carries what every guard reads, its resend family included
+//! (read for the whole page by the ledger's `Tx::fill_families`): the
+//! facts of a pending resend and of the day's count come from the same
+//! `domain::guard::Family::facts` the action runs, so a row never offers a
+//! resend its guard would refuse. Only the acknowledgement of an earlier
+//! delivery is left to the resend's confirmation, where it is typed.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 
 use crate::config::Role;
 use crate::domain::attention::{CaseKind, NextStep};
+use crate::domain::commitment::CommitmentKind;
 use crate::domain::guard::{self, CommitmentState, Facts, ResendAsk, ResendFacts, Verdict};
 use crate::domain::state::IntentionState;
 use crate::ops::OpKind;
-use crate::store::{AttentionRow, RowKind};
+use crate::store::{AttentionRow, NotificationCell, RowKind, UpcomingRow};
 
 /// What an Atención row is, for the next step.
 pub fn case_kind(r: &AttentionRow) -> CaseKind {
@@ -59,24 +64,57 @@ pub fn parse_ask(ask: Option<&str>) -> ResendAsk {
     }
 }
 
+/// What the resend rules read besides the case: `[policy]
+/// max_resends_per_day`, the clinic's zone (its operating day) and now.
+#[derive(Debug, Clone, Copy)]
+pub struct ResendCtx {
+    pub max_per_day: u32,
+    pub tz: Tz,
+    pub now: DateTime<Utc>,
+}
+
 /// The guards' facts of a row for `role`. A case that is not an
 /// intention is judged by role and commitment alone.
-pub fn row_facts(role: Role, r: &AttentionRow, max_per_day: u32) -> Facts {
+pub fn row_facts(role: Role, r: &AttentionRow, cx: ResendCtx) -> Facts {
     let state = row_state(r);
+    let resend = match &r.family {
+        Some(family) => family.facts(cx.max_per_day, cx.tz, cx.now),
+        None => ResendFacts::single(state, cx.max_per_day),
+    };
     Facts {
         role,
         state,
         state_reason: r.state_reason.clone(),
         commitment: commitment_state(r.commitment_status.as_deref(), r.confirmed),
         appointment: r.appointment,
-        resend: ResendFacts::single(state, max_per_day),
+        resend,
         ask: parse_ask(r.resend_ask.as_deref()),
     }
 }
 
+/// The guards' facts of a patient card's message (`c`'s notification
+/// `n`), read as Atención's rows are: its family and request come with
+/// the card.
+pub fn card_facts(role: Role, c: &UpcomingRow, n: &NotificationCell, cx: ResendCtx) -> Facts {
+    let state = n.state.parse().unwrap_or(IntentionState::Review);
+    let resend = match &n.family {
+        Some(family) => family.facts(cx.max_per_day, cx.tz, cx.now),
+        None => ResendFacts::single(state, cx.max_per_day),
+    };
+    Facts {
+        role,
+        state,
+        state_reason: n.state_reason.clone(),
+        commitment: commitment_state(Some(c.status.as_str()), c.confirmed_at.is_some()),
+        appointment: c.kind == CommitmentKind::Appointment,
+        resend,
+        ask: parse_ask(n.resend_ask.as_deref()),
+    }
+}
+
 /// What this person should do next with the row.
-pub fn row_hint(role: Role, r: &AttentionRow, max_per_day: u32) -> NextStep {
-    guard::hint(case_kind(r), &row_facts(role, r, max_per_day))
+pub fn row_hint(role: Role, r: &AttentionRow, cx: ResendCtx) -> NextStep {
+    guard::hint(case_kind(r), &row_facts(role, r, cx))
 }
 
 /// The verdict of `op` on a target with these facts: only actions on an

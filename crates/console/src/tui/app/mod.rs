@@ -325,9 +325,19 @@ impl App {
         let row = match self.screen {
             Screen::Attention => self.attention.current(),
             Screen::Counter => self.counter.current(),
+            Screen::Patient => return self.patient_facts(),
             _ => None,
         }?;
-        Some(guard::row_facts(self.role(), row, self.max_resends_per_day))
+        Some(guard::row_facts(self.role(), row, self.resend_ctx()))
+    }
+
+    /// What the resend guard reads besides the case.
+    pub fn resend_ctx(&self) -> guard::ResendCtx {
+        guard::ResendCtx {
+            max_per_day: self.max_resends_per_day,
+            tz: self.tz,
+            now: self.now,
+        }
     }
 
     /// Whether `op`'s guard accepts it on the case under the cursor (see

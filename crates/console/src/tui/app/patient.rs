@@ -263,6 +263,19 @@ impl App {
         })
     }
 
+    /// The guards' facts of the card's selected message.
+    pub(super) fn patient_facts(&self) -> Option<crate::domain::guard::Facts> {
+        let card = self.patient.card.as_ref()?;
+        let (c, n) = *self.patient.messages().get(self.patient.selected)?;
+        let row = &card.commitments[c];
+        Some(super::guard::card_facts(
+            self.role(),
+            row,
+            &row.notifications[n],
+            self.resend_ctx(),
+        ))
+    }
+
     pub(super) fn patient_move(&mut self, up: bool) {
         let n = self.patient.messages().len();
         let s = self.patient.selected;

@@ -473,7 +473,7 @@ impl App {
         // Refused before any typing: a guard that refuses says why now,
         // with no form (issue 25 §3).
         if let Err(crate::domain::guard::Why::Rule(r)) = self.key_verdict(op) {
-            let text = fill(self.t.flash_refused, &[("why", &self.t.refusal(&r))]);
+            let text = fill(self.t.flash_refused, &[("why", &self.t.refusal(&r, self.now))]);
             self.flash(FlashKind::Refused, text);
             return vec![];
         }

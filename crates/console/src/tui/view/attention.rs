@@ -240,7 +240,7 @@ fn next_text(app: &App, r: &AttentionRow) -> String {
 /// front desk's request when there is one (issue 25 §3).
 fn hint_text(app: &App, r: &AttentionRow) -> String {
     let t = app.t;
-    let step = t.next_step(guard::row_hint(app.role(), r, app.max_resends_per_day));
+    let step = t.next_step(guard::row_hint(app.role(), r, app.resend_ctx()));
     match guard::parse_ask(r.resend_ask.as_deref()) {
         ResendAsk::Requested { reason, .. } => {
             format!("{} · {step}", inert(&fill(t.ask_requested, &[("reason", &reason)])))

@@ -3,6 +3,7 @@
 use super::*;
 use crate::i18n::fill;
 use crate::tui::app::ResendConfirm;
+use crate::tui::worker::PendingOp;
 
 pub(super) fn popup(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width.saturating_sub(2)).max(10);
@@ -69,6 +70,16 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
     let t = app.t;
     let width: u16 = if c.resend.is_some() { 98 } else { 76 };
     let mut lines = vec![Line::from(inert(&c.scope).into_owned())];
+    // Sends and cancellations are never undone, and the console says so
+    // (issue 25 §4): no grace period, no `u`.
+    let no_undo = match c.op {
+        PendingOp::Resend { .. } | PendingOp::Reprocess { .. } => Some(t.confirm_no_undo_send),
+        PendingOp::Cancel { .. } => Some(t.confirm_no_undo_cancel),
+        _ => None,
+    };
+    if let Some(no_undo) = no_undo {
+        lines.push(Line::styled(no_undo, Style::new().fg(app.palette.warn)));
+    }
     if let Some(r) = &c.resend {
         lines.push(Line::from(""));
         lines.extend(resend_lines(app, r));
@@ -118,7 +129,7 @@ fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(t.resend_evidence_title, HEAD)];
     for m in &ev.messages {
         let reached = m.delivered_at.is_some() || m.read_at.is_some();
-        let [head, detail] = t.resend_member(m, m.id == ev.original_id, app.tz);
+        let [head, detail] = t.resend_member(m, m.id == ev.original_id, app.tz, app.now);
         let style = if reached {
             Style::new().fg(app.palette.ok)
         } else {
@@ -136,7 +147,7 @@ fn resend_lines(app: &App, r: &ResendConfirm) -> Vec<Line<'static>> {
     )));
     if let Some(why) = &ev.refusal {
         lines.push(Line::styled(
-            fill(t.resend_would_refuse, &[("why", &t.refusal(why))]),
+            fill(t.resend_would_refuse, &[("why", &t.refusal(why, app.now))]),
             Style::new().fg(app.palette.warn),
         ));
     } else if ev.needs_acknowledgement() {
@@ -199,6 +210,18 @@ pub(super) fn draw_help(f: &mut Frame<'_>, app: &App) {
     );
 }
 
+/// A session action's time: to the second today; an action of a session
+/// that crossed midnight reads like every other front-desk date
+/// (`ayer 23:50`).
+fn log_time(app: &App, at: DateTime<Utc>) -> String {
+    let local = at.with_timezone(&app.tz);
+    if local.date_naive() == app.now.with_timezone(&app.tz).date_naive() {
+        local.format("%H:%M:%S").to_string()
+    } else {
+        app.t.words.when(at, app.now, app.tz)
+    }
+}
+
 /// `L`: what this operator did in this session, newest first.
 pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
     let t = app.t;
@@ -215,10 +238,7 @@ pub(super) fn draw_log(f: &mut Frame<'_>, app: &App) {
             .take(shown)
             .map(|(at, text)| {
                 Line::from(vec![
-                    Span::styled(
-                        format!("{} ", at.with_timezone(&app.tz).format("%H:%M:%S")),
-                        Style::new().fg(app.palette.accent),
-                    ),
+                    Span::styled(format!("{} ", log_time(app, *at)), Style::new().fg(app.palette.accent)),
                     Span::raw(crate::domain::text::inert(text).into_owned()),
                 ])
             })
@@ -320,4 +340,31 @@ pub(super) fn draw_error(f: &mut Frame<'_>, app: &App) {
         .title(format!(" {} ", t.error_title))
         .border_style(Style::new().fg(app.palette.error));
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::config::Role;
+    use crate::tui::keys::Access;
+
+    /// A session that crossed New Year's Eve: today's actions to the
+    /// second, last night's as "ayer 23:50", never a bare time of
+    /// another day.
+    #[test]
+    fn a_log_time_names_its_day_when_it_is_not_today() {
+        let lima = chrono_tz::America::Lima;
+        let now = lima.with_ymd_and_hms(2027, 1, 1, 0, 20, 0).unwrap().with_timezone(&Utc);
+        let access = Access {
+            role: Role::FrontDesk,
+            read_only: false,
+        };
+        let app = App::new(crate::i18n::strings(Default::default()), "ana", access, lima, now);
+        let at = |y, mo, d, h, mi, s| lima.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap().with_timezone(&Utc);
+        assert_eq!(log_time(&app, at(2027, 1, 1, 0, 5, 9)), "00:05:09");
+        assert_eq!(log_time(&app, at(2026, 12, 31, 23, 50, 0)), "ayer 23:50");
+        assert_eq!(log_time(&app, at(2026, 12, 30, 9, 0, 0)), "30/12/2026 09:00");
+    }
 }

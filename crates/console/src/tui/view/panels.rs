@@ -194,7 +194,7 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
             Cell::from(inert(&i.key).into_owned()),
             Cell::from(state),
             Cell::from(t.reprocess_action(i.action)),
-            Cell::from(inert(&i.why).into_owned()),
+            Cell::from(inert(&t.reprocess_why(&i.because, app.now, app.tz)).into_owned()),
         ])
     });
     let widths = [

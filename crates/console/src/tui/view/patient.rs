@@ -79,7 +79,8 @@ pub(super) fn draw_patient(f: &mut Frame<'_>, app: &App, area: Rect) {
 }
 
 /// `Puede: c cancelar envío · m contacto manual · x marcar atendido`: the
-/// operator actions of the registry this operator may use here.
+/// operator actions of the registry this operator may use here, those the
+/// selected message's guards refuse dimmed with why.
 fn actions_line(app: &App) -> Line<'static> {
     let ops: Vec<&Command> = visible(Screen::Patient, app.access)
         .filter(|c| c.op().is_some())
@@ -93,8 +94,18 @@ fn actions_line(app: &App) -> Line<'static> {
         if i > 0 {
             spans.push(Span::styled(" · ", app.palette.dim()));
         }
-        spans.push(Span::styled(format!("{} ", c.key_label()), key));
-        spans.push(Span::raw((c.label)(app.t)));
+        // A key its guard refuses on the selected message is dimmed, with
+        // why, as in the footer: the card never offers what will fail.
+        match super::refused_because(app, c) {
+            Some(why) => spans.push(Span::styled(
+                format!("{} {} ({why})", c.key_label(), (c.label)(app.t)),
+                app.palette.dim(),
+            )),
+            None => {
+                spans.push(Span::styled(format!("{} ", c.key_label()), key));
+                spans.push(Span::raw((c.label)(app.t)));
+            }
+        }
     }
     Line::from(spans)
 }
