@@ -34,17 +34,26 @@ pub enum AlertKind {
     /// rejected credential, an unknown or unlinked engine instance, TLS).
     /// Always an alert: nothing goes out until someone fixes the channel.
     ChannelPaused,
+    /// Appointments a calendar feed lost at once, held for a person
+    /// (`domain::feed`): the value is how many. Always an alert: their
+    /// messages wait until someone confirms or discards.
+    FeedHeld,
+    /// Calendar feeds failing for longer than `[alerts] feed_stale_minutes`:
+    /// the agenda unavez sees is getting old.
+    FeedStale,
 }
 
 impl AlertKind {
     /// In the order the banner lists them (the most urgent first).
-    pub const ALL: [AlertKind; 6] = [
+    pub const ALL: [AlertKind; 8] = [
         AlertKind::ChannelPaused,
+        AlertKind::FeedHeld,
         AlertKind::TemplateBlocked,
         AlertKind::DueUnsent,
         AlertKind::OldestUncertain,
         AlertKind::Review,
         AlertKind::RefusedEvents,
+        AlertKind::FeedStale,
     ];
 
     /// The `kind` label on `/metrics` and in the Prometheus rules.
@@ -56,6 +65,8 @@ impl AlertKind {
             AlertKind::RefusedEvents => "refused_events",
             AlertKind::TemplateBlocked => "template_blocked",
             AlertKind::ChannelPaused => "channel_paused",
+            AlertKind::FeedHeld => "feed_held",
+            AlertKind::FeedStale => "feed_stale",
         }
     }
 }
@@ -83,6 +94,18 @@ pub struct Measures {
     /// Channels live dispatchers paused (read from their heartbeat rows:
     /// `heartbeat::paused_channels`, filled in by whoever read the rows).
     pub paused_channels: Vec<ChannelPause>,
+    /// Each calendar feed's health, from its status row.
+    pub feeds: Vec<FeedHealth>,
+}
+
+/// What the alerts read of one calendar feed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FeedHealth {
+    pub name: String,
+    /// The first failure since its last success.
+    pub failing_since: Option<DateTime<Utc>>,
+    /// Disappearances held for a person.
+    pub held: i64,
 }
 
 /// The thresholds (`[alerts]`); `None` turns an alert off. A measure at or
@@ -97,6 +120,8 @@ pub struct Thresholds {
     /// deferring for the daily cap).
     pub due_grace: Duration,
     pub refused_events: Option<i64>,
+    /// How long a feed may fail before it is stale.
+    pub feed_stale: Option<Duration>,
 }
 
 /// One alert's measure, threshold and verdict.
@@ -128,6 +153,18 @@ pub fn evaluate(m: &Measures, t: &Thresholds, now: DateTime<Utc>) -> Vec<Reading
                 AlertKind::RefusedEvents => (m.refused_events, t.refused_events),
                 AlertKind::TemplateBlocked => (m.blocked_templates.len() as i64, Some(1)),
                 AlertKind::ChannelPaused => (m.paused_channels.len() as i64, Some(1)),
+                AlertKind::FeedHeld => (m.feeds.iter().map(|f| f.held.max(0)).sum(), Some(1)),
+                AlertKind::FeedStale => (
+                    m.feeds
+                        .iter()
+                        .filter(|f| {
+                            t.feed_stale
+                                .zip(f.failing_since)
+                                .is_some_and(|(d, since)| now - since >= d)
+                        })
+                        .count() as i64,
+                    t.feed_stale.map(|_| 1),
+                ),
             };
             // A threshold of 0 or less would be crossed by nothing at all
             // (an alert that is always on says nothing): it is off.
@@ -163,6 +200,7 @@ mod tests {
             due_unsent: Some(20),
             due_grace: Duration::minutes(15),
             refused_events: Some(1),
+            feed_stale: Some(Duration::minutes(30)),
         }
     }
 
@@ -187,6 +225,7 @@ mod tests {
             refused_events: 0,
             blocked_templates: vec![],
             paused_channels: vec![],
+            feeds: vec![],
         };
         assert!(crossed(&just_below, &t, now()).is_empty());
         let at = Measures {
@@ -196,6 +235,7 @@ mod tests {
             refused_events: 1,
             blocked_templates: vec![],
             paused_channels: vec![],
+            feeds: vec![],
         };
         assert_eq!(
             kinds(&crossed(&at, &t, now())),
@@ -206,7 +246,7 @@ mod tests {
                 AlertKind::RefusedEvents
             ]
         );
-        let age = evaluate(&at, &t, now())[3];
+        let age = evaluate(&at, &t, now())[4];
         assert_eq!(
             (age.kind, age.value, age.threshold),
             (AlertKind::OldestUncertain, 1800, Some(1800))
@@ -221,6 +261,7 @@ mod tests {
             due_unsent: None,
             due_grace: Duration::zero(),
             refused_events: None,
+            feed_stale: None,
         };
         let m = Measures {
             blocked_templates: vec![BlockedTemplate {
@@ -259,10 +300,37 @@ mod tests {
             due_unsent: None,
             due_grace: Duration::zero(),
             refused_events: None,
+            feed_stale: None,
         };
         let got = crossed(&m, &off, now());
         assert_eq!(kinds(&got), [AlertKind::ChannelPaused, AlertKind::TemplateBlocked]);
         assert_eq!((got[0].value, got[0].threshold), (1, Some(1)));
+    }
+
+    #[test]
+    fn a_held_feed_is_always_an_alert_and_a_failing_one_after_its_minutes() {
+        let feed = |name: &str, failing: Option<i64>, held: i64| FeedHealth {
+            name: name.into(),
+            failing_since: failing.map(|m| now() - Duration::minutes(m)),
+            held,
+        };
+        let m = Measures {
+            feeds: vec![feed("a", None, 37), feed("b", Some(29), 0), feed("c", Some(31), 0)],
+            ..Measures::default()
+        };
+        let got = crossed(&m, &thresholds(), now());
+        assert_eq!(kinds(&got), [AlertKind::FeedHeld, AlertKind::FeedStale]);
+        assert_eq!((got[0].value, got[1].value), (37, 1));
+        let off = Thresholds {
+            feed_stale: None,
+            ..thresholds()
+        };
+        assert_eq!(kinds(&crossed(&m, &off, now())), [AlertKind::FeedHeld]);
+        let healthy = Measures {
+            feeds: vec![feed("a", None, 0)],
+            ..Measures::default()
+        };
+        assert!(crossed(&healthy, &thresholds(), now()).is_empty());
     }
 
     #[test]
@@ -287,7 +355,7 @@ mod tests {
             oldest_uncertain_since: Some(now() + Duration::minutes(5)),
             ..Measures::default()
         };
-        let r = evaluate(&m, &thresholds(), now())[3];
+        let r = evaluate(&m, &thresholds(), now())[4];
         assert_eq!((r.kind, r.value), (AlertKind::OldestUncertain, 0));
     }
 }
