@@ -130,6 +130,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     // share this one handle.
     let ledger = Ledger::from_store(ctx.open_serviceable(true)?);
     let settings = Settings::from_config(&ctx.config);
+    let owner = settings.owner.clone();
     eprintln!(
         "unavez serve: dispatcher and reconciler on {} (channel {}, owner {}); Ctrl-C or SIGTERM stops gracefully",
         ctx.location,
@@ -139,6 +140,10 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     let report = rt.block_on(async {
         let shutdown = shutdown_signal();
+        // The calendar feeds first: a missing URL variable fails the start
+        // before anything else runs.
+        let feeds = crate::feed::Feeds::start(&ledger, &ctx.config, &ctx.templates, &owner)
+            .context("starting the calendar feeds ([[import.feed]])")?;
         // One signal stops everything: the HTTP server, then the services.
         let stop = CancellationToken::new();
         let server = if args.no_server {
@@ -152,8 +157,16 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
             Some(handle)
         };
         let services = dispatch::Services::start_on(&ledger, settings, channel, Control::new())?;
+        if !feeds.names().is_empty() {
+            eprintln!(
+                "unavez serve: polling {} calendar feed(s): {}",
+                feeds.names().len(),
+                feeds.names().join(", ")
+            );
+        }
         shutdown.await;
         stop.cancel();
+        feeds.stop().await;
         let report = services.stop().await?;
         if let Some(h) = server {
             h.wait().await?;

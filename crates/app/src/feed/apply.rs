@@ -60,6 +60,9 @@ pub struct PollReport {
     pub held_of: usize,
     /// Held refs back in the feed: released.
     pub released: Vec<String>,
+    /// Refs this feed had cancelled as vanished, back in the feed: live
+    /// again as their next version.
+    pub revived: Vec<String>,
 }
 
 /// What applying a body needs besides the store.
@@ -138,6 +141,7 @@ pub fn apply_body(
         };
         let (late, applied) = ingest_rows(tx, env.planner, &batch, now, &mut report, &mut |_, _| {})?;
         let imported = imported_seen(&rows, &applied, &uid_of);
+        let revived = revive_returned(tx, env.planner, name, &rows, &applied, now)?;
         let previous = tx.feed_seen(name)?;
         let held = tx.feed_held(name)?;
         let j = feed::judge(&previous, &parsed.uids, &imported, &held, now, &env.limits());
@@ -161,7 +165,8 @@ pub fn apply_body(
         tx.feed_unhold(name, &returned)?;
         out.released = returned.iter().map(|s| s.to_string()).collect();
         tx.feed_replace_seen(name, &j.baseline)?;
-        out.applied = report.stored + out.cancelled.len();
+        out.revived = revived;
+        out.applied = report.stored + out.cancelled.len() + out.revived.len();
         let success = FeedSuccess {
             etag: validators.0,
             last_modified: validators.1,
@@ -244,12 +249,73 @@ pub(crate) fn cancel_vanished(
     Ok(cancelled)
 }
 
+/// Rows whose commitment this feed cancelled as vanished and that are
+/// back (`domain::feed::revives`): their event id is the one that first
+/// imported them (a duplicate now), so each is applied again under an id
+/// of its own for this return, which makes it the commitment's next
+/// version. Returns the refs revived.
+fn revive_returned(
+    tx: &Tx<'_>,
+    planner: &Planner<'_>,
+    feed: &str,
+    rows: &[Row],
+    applied: &[bool],
+    now: DateTime<Utc>,
+) -> Result<Vec<String>, StoreError> {
+    let live: Vec<&Row> = rows
+        .iter()
+        .zip(applied)
+        .filter(|(r, ok)| **ok && r.event.kind != EventType::AppointmentCancelled)
+        .map(|(r, _)| r)
+        .collect();
+    let refs: Vec<&str> = live.iter().map(|r| r.event.reference.as_str()).collect();
+    let stored = tx.commitments_by_ref(&refs)?;
+    let mut again = Vec::new();
+    for r in live {
+        let Some(c) = stored.get(&r.event.reference) else {
+            continue;
+        };
+        let cancelled = c.commitment.status == crate::domain::lifecycle::CommitmentStatus::Cancelled;
+        if !cancelled {
+            continue;
+        }
+        let last = tx.commitment_events(&r.event.reference)?.pop().map(|e| e.0);
+        if feed::revives(true, cancelled, last.as_deref(), feed) {
+            let mut ev = r.event.clone();
+            ev.event_id = format!("{}:back:v{}", ev.event_id, c.commitment.version);
+            // The ids of occurrences and SEQUENCE-less events name their
+            // content; a return is a new fact, of the next version.
+            ev.version = None;
+            ev.raw = None;
+            again.push(ev);
+        }
+    }
+    let events: Vec<&BookingEvent> = again.iter().collect();
+    let mut revived = Vec::new();
+    for (ev, r) in again
+        .iter()
+        .zip(ingest_each(tx, planner, &events, &format!("feed:{feed}"), now))
+    {
+        match r {
+            Ok(_) => revived.push(ev.reference.clone()),
+            Err(IngestError::Store(e)) => return Err(e),
+            Err(e) => tracing::warn!(
+                "feed {feed}: {} is back but could not be applied: {}",
+                crate::domain::text::inert(&ev.reference),
+                e.reason()
+            ),
+        }
+    }
+    Ok(revived)
+}
+
 fn vanished_event(feed: &str, reference: &str, now: DateTime<Utc>) -> BookingEvent {
     let digest = Sha256::digest(format!("{feed}\n{reference}").as_bytes());
     BookingEvent {
         // One vanishing is one fact: the feed, the ref and when.
         event_id: format!(
-            "feed:{feed}:vanished:{}:{}",
+            "{}{}:{}",
+            feed::vanished_prefix(feed),
             &hex::encode(digest)[..16],
             now.timestamp_millis()
         ),

@@ -178,6 +178,25 @@ pub fn judge(
     }
 }
 
+/// The event id of a cancellation for a vanished event starts with this,
+/// then the feed's name and `:`.
+pub const VANISHED_ID_PREFIX: &str = "feed:";
+
+/// The event id prefix of feed `feed`'s cancellations of vanished events.
+pub fn vanished_prefix(feed: &str) -> String {
+    format!("{VANISHED_ID_PREFIX}{feed}:vanished:")
+}
+
+/// Whether an event back in the feed revives its commitment: it lists the
+/// appointment as live, the commitment is cancelled, and what cancelled
+/// it last was this feed's reading of its disappearance. An event that
+/// comes back is then the next version (an update notice, never a second
+/// booking notice). A commitment cancelled by anything else (the booking
+/// API, a file, the calendar's own `STATUS:CANCELLED`) stays cancelled.
+pub fn revives(listed_live: bool, commitment_cancelled: bool, last_event_id: Option<&str>, feed: &str) -> bool {
+    listed_live && commitment_cancelled && last_event_id.is_some_and(|id| id.starts_with(&vanished_prefix(feed)))
+}
+
 /// Whether a feed failing since `failing_since` has failed for at least
 /// `minutes` (`[alerts] feed_stale_minutes`; 0 turns the alert off).
 pub fn is_stale(failing_since: Option<DateTime<Utc>>, now: DateTime<Utc>, minutes: u32) -> bool {

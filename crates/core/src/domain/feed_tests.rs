@@ -213,3 +213,23 @@ fn a_feed_is_stale_after_its_minutes_of_failing() {
     assert!(is_stale(Some(now() - Duration::minutes(30)), now(), 30));
     assert!(!is_stale(Some(now() - Duration::days(3)), now(), 0), "0 turns it off");
 }
+
+#[test]
+fn only_a_feed_s_own_vanishing_is_undone_when_the_event_returns() {
+    let ours = format!("{}abc:1", vanished_prefix("agenda"));
+    assert!(revives(true, true, Some(&ours), "agenda"));
+    assert!(
+        !revives(false, true, Some(&ours), "agenda"),
+        "a cancelled event stays cancelled"
+    );
+    assert!(
+        !revives(true, false, Some(&ours), "agenda"),
+        "a live commitment needs nothing"
+    );
+    assert!(
+        !revives(true, true, Some("cita-1-cancel"), "agenda"),
+        "cancelled by someone else"
+    );
+    assert!(!revives(true, true, Some(&ours), "other-feed"));
+    assert!(!revives(true, true, None, "agenda"));
+}

@@ -52,6 +52,11 @@ fn banner_text(app: &App) -> String {
             AlertKind::Review => fill(t.alert_review, &[("n", &n(r.value))]),
             AlertKind::RefusedEvents => fill(t.alert_refused_events, &[("n", &n(r.value))]),
             AlertKind::ChannelPaused => channel_paused(app),
+            AlertKind::FeedHeld => fill(t.alert_feed_held, &[("n", &n(r.value))]),
+            AlertKind::FeedStale => fill(
+                t.alert_feed_stale,
+                &[("n", &n(r.value)), ("minutes", &app.feed_stale_minutes.to_string())],
+            ),
         })
         .collect();
     if !alerts.is_empty() {
