@@ -301,6 +301,8 @@ pub static EN: Strings = Strings {
         // issue 25 §4
         ("call_outcome", "call outcome"),
         ("reopen", "reopened"),
+        ("feed_confirm", "calendar losses confirmed"),
+        ("feed_discard", "calendar losses discarded"),
     ],
     webhook_signal: "channel notice: {status}",
     causes: &[

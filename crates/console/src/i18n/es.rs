@@ -301,6 +301,8 @@ pub static ES: Strings = Strings {
         // issue 25 §4
         ("call_outcome", "resultado de llamada"),
         ("reopen", "reabierto"),
+        ("feed_confirm", "bajas del calendario confirmadas"),
+        ("feed_discard", "bajas del calendario descartadas"),
     ],
     webhook_signal: "aviso del canal: {status}",
     causes: &[

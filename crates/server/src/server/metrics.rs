@@ -155,6 +155,9 @@ pub fn channel_families(out: &mut String, beats: &[Heartbeat], now: DateTime<Utc
 }
 
 /// Escapes a label value (`\`, `"` and newlines).
+/// A per-feed gauge: its name, help text and value.
+type FeedGauge = (&'static str, &'static str, fn(&FeedRow) -> i64);
+
 /// Each calendar feed by name (never its URL): when it last succeeded and
 /// failed (Unix seconds, 0 for never), what its last body held and
 /// changed, and what it holds for review.
@@ -162,7 +165,7 @@ pub fn feed_families(out: &mut String, feeds: &[FeedRow]) {
     fn secs(t: Option<DateTime<Utc>>) -> i64 {
         t.map_or(0, |t| t.timestamp())
     }
-    let gauges: [(&str, &str, fn(&FeedRow) -> i64); 5] = [
+    let gauges: [FeedGauge; 5] = [
         (
             "unavez_feed_last_success_seconds",
             "When the calendar feed last answered with a usable body or 304 (Unix time; 0: never).",
