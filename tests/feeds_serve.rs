@@ -341,3 +341,76 @@ fn a_feed_polled_by_serve_applies_changes_and_never_cancels_by_accident() {
     assert_eq!(origin, format!("http://{feed_addr}"));
     rt.block_on(sim.shutdown());
 }
+
+/// Starts the loopback feed server; returns its state and the feed's URL.
+fn feed_server(rt: &tokio::runtime::Runtime, body: &str) -> (Shared, String) {
+    let feed: Shared = Arc::new(Mutex::new(Feed::default()));
+    set(&feed, 200, body, "\"v1\"");
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route(&format!("/calendar/{TOKEN}/basic.ics"), axum::routing::get(serve_feed))
+        .with_state(feed.clone());
+    rt.spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (feed, format!("http://{addr}/calendar/{TOKEN}/basic.ics"))
+}
+
+fn owner(env: &Env) -> Option<String> {
+    feed_json(env)["lease_owner"].as_str().map(str::to_string)
+}
+
+/// Two `serve` processes on one PostgreSQL ledger: one polls the feed at a
+/// time; when it stops, the other takes the feed over.
+#[test]
+fn on_a_shared_ledger_one_serve_polls_a_feed_and_another_takes_it_over() {
+    let rt = runtime();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let sim = start_sim(&rt, log.path(), "", 6);
+    let (feed, url) = feed_server(&rt, &agenda(&[0, 1, 2]));
+    let env = Env::with(unavez_testkit::Backend::Postgres, &Cfg::motor(&sim.base_url()));
+    let mut text = std::fs::read_to_string(&env.config).unwrap();
+    text.push_str(&format!(
+        "\n[[import.feed]]\nname = \"agenda\"\nurl_env = \"{URL_ENV}\"\nevery = \"1s\"\n"
+    ));
+    std::fs::write(&env.config, text).unwrap();
+    let start = || {
+        let child = env
+            .command(&["serve", "--no-server"])
+            .env(URL_ENV, &url)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        Proc(Some(child))
+    };
+    let mut a = start();
+    wait("the first serve holds the feed", || owner(&env).is_some());
+    let first = owner(&env).unwrap();
+    wait("the agenda imported", || {
+        status_of(&env, 2) == Some(CommitmentStatus::Scheduled)
+    });
+    let mut b = start();
+    let requests = || served(&feed, 200) + served(&feed, 304);
+    let before = requests();
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        owner(&env).as_deref(),
+        Some(first.as_str()),
+        "the lease moved while its holder lives"
+    );
+    // One poller polls about once a second; two would double that.
+    let polls = requests() - before;
+    assert!(
+        polls <= 6,
+        "{polls} requests in 4 s: more than one serve polls the feed"
+    );
+    a.terminate();
+    wait("the second serve takes the feed over", || {
+        owner(&env).is_some_and(|o| o != first)
+    });
+    let after = requests();
+    wait("the new owner polls", || requests() > after);
+    b.terminate();
+    assert_eq!(owner(&env), None, "a graceful stop gives the lease up");
+    rt.block_on(sim.shutdown());
+}
