@@ -334,6 +334,10 @@ fn vanished_event(feed: &str, reference: &str, now: DateTime<Utc>) -> BookingEve
 }
 
 #[cfg(test)]
+#[path = "apply_tests.rs"]
+mod store_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
