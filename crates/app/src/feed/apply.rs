@@ -41,6 +41,9 @@ pub enum PollOutcome {
     Untrusted {
         reason: String,
     },
+    /// Another `serve` took the feed's lease while this one fetched:
+    /// nothing written, the holder applies its own poll.
+    LeaseLost,
     Applied(PollReport),
 }
 
@@ -70,6 +73,9 @@ pub struct FeedEnv<'a> {
     pub feed: &'a FeedConfig,
     pub planner: &'a Planner<'a>,
     pub calendar: &'a ImportConfig,
+    /// The poller's lease, renewed in the body's own transaction (and the
+    /// body dropped if it was lost): `(owner, origin, until)`.
+    pub lease: Option<(&'a str, &'a str, DateTime<Utc>)>,
 }
 
 impl FeedEnv<'_> {
@@ -131,6 +137,11 @@ pub fn apply_body(
     let encoding = parsed.parsed.encoding;
     let refused_at_parse = parsed.parsed.errors.len();
     store.write(|tx| {
+        if let Some((owner, origin, until)) = env.lease
+            && !tx.feed_lease(name, origin, owner, until, now)?
+        {
+            return Ok(PollOutcome::LeaseLost);
+        }
         let mut report = ImportReport::default();
         let batch = Batch {
             rows: &rows,

@@ -68,6 +68,7 @@ impl Fixture {
             feed: &self.feed,
             planner: &planner,
             calendar: &self.calendar,
+            lease: None,
         };
         apply_body(
             &mut self.store,
@@ -136,6 +137,36 @@ fn a_refused_event_is_present_and_a_missing_one_is_cancelled() {
     }
     assert_eq!(f.status(4), Some(CommitmentStatus::Scheduled), "refused is not gone");
     assert_eq!(f.status(7), Some(CommitmentStatus::Cancelled));
+    // A poller whose lease another serve took writes nothing.
+    let now = Utc::now();
+    f.store
+        .write(|tx| {
+            tx.feed_lease(
+                "agenda",
+                "https://cal.test",
+                "other",
+                now + Duration::minutes(5),
+                now + Duration::minutes(2),
+            )
+        })
+        .unwrap();
+    let planner = Planner::new(&f.policy, &f.templates, chrono_tz::America::Lima);
+    let env = FeedEnv {
+        feed: &f.feed,
+        planner: &planner,
+        calendar: &f.calendar,
+        lease: Some(("me", "https://cal.test", now + Duration::minutes(1))),
+    };
+    let o = apply_body(
+        &mut f.store,
+        &env,
+        calendar(&[vevent(0, None)]).as_bytes(),
+        (None, None),
+        now,
+    )
+    .unwrap();
+    assert_eq!(o, PollOutcome::LeaseLost);
+    assert_eq!(f.status(1), Some(CommitmentStatus::Scheduled));
     // cita-4 stays in the baseline: when it does vanish, it is seen.
     let without_4: Vec<String> = (0..10)
         .filter(|n| *n != 7 && *n != 4)

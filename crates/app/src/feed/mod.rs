@@ -169,6 +169,7 @@ fn log_outcome(r: &Ready, o: &PollOutcome) {
     let name = &r.feed.name;
     match o {
         PollOutcome::Unchanged => tracing::debug!("feed {name}: unchanged (304)"),
+        PollOutcome::LeaseLost => tracing::info!("feed {name}: another serve took it over; its poll was dropped"),
         PollOutcome::Untrusted { reason } => tracing::warn!("feed {name} ({}): {reason}", r.origin),
         PollOutcome::Applied(p) => {
             if !p.held.is_empty() {
@@ -221,6 +222,8 @@ async fn poll_once(shared: &Arc<Shared>, r: &Ready) -> Result<Option<PollOutcome
     let now = Utc::now();
     let shared2 = shared.clone();
     let feed = r.feed.clone();
+    let (origin, owner) = (r.origin.clone(), shared.owner.clone());
+    let until = now + lease_length(r.feed.interval());
     let outcome = shared
         .ledger
         .call(move |store| -> Result<PollOutcome, FeedError> {
@@ -243,6 +246,7 @@ async fn poll_once(shared: &Arc<Shared>, r: &Ready) -> Result<Option<PollOutcome
                         feed: &feed,
                         planner: &planner,
                         calendar: &cfg.import,
+                        lease: Some((&owner, &origin, until)),
                     };
                     apply_body(store, &env, &bytes, (etag.as_deref(), last_modified.as_deref()), now)
                 }
