@@ -131,6 +131,7 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let ledger = Ledger::from_store(ctx.open_serviceable(true)?);
     let periodic = periodic_backups(ctx)?;
     let settings = Settings::from_config(&ctx.config);
+    let owner = settings.owner.clone();
     eprintln!(
         "unavez serve: dispatcher and reconciler on {} (channel {}, owner {}); Ctrl-C or SIGTERM stops gracefully",
         ctx.location,
@@ -140,6 +141,10 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = runtime()?;
     let report = rt.block_on(async {
         let shutdown = shutdown_signal();
+        // The calendar feeds first: a missing URL variable fails the start
+        // before anything else runs.
+        let feeds = crate::feed::Feeds::start(&ledger, &ctx.config, &ctx.templates, &owner)
+            .context("starting the calendar feeds ([[import.feed]])")?;
         // One signal stops everything: the HTTP server, then the services.
         let stop = CancellationToken::new();
         let server = if args.no_server {
@@ -176,8 +181,16 @@ pub fn serve(ctx: &Ctx, args: ServeArgs) -> anyhow::Result<ExitCode> {
                 stop.clone().cancelled_owned(),
             ))
         });
+        if !feeds.names().is_empty() {
+            eprintln!(
+                "unavez serve: polling {} calendar feed(s): {}",
+                feeds.names().len(),
+                feeds.names().join(", ")
+            );
+        }
         shutdown.await;
         stop.cancel();
+        feeds.stop().await;
         let report = services.stop().await?;
         if let Some(b) = backups {
             let _ = b.await;

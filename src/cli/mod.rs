@@ -8,6 +8,7 @@ mod copy;
 mod demo;
 mod dispatch;
 pub mod errors;
+mod feeds;
 mod intents_ops;
 mod ledger;
 mod progress;
@@ -64,8 +65,12 @@ pub enum Command {
     Tui(tui::TuiArgs),
     /// Run the WhatsApp engine simulator (docs/design.md, "The WhatsApp engine contract") over HTTP.
     Sim(sim::SimArgs),
-    /// Headless service: dispatcher, reconciler and webhook server.
+    /// Headless service: dispatcher, reconciler, webhook server and the
+    /// calendar feeds of `[[import.feed]]`.
     Serve(dispatch::ServeArgs),
+    /// Calendar feeds: their state; `confirm`/`discard` a mass
+    /// disappearance held for review.
+    Feeds(feeds::FeedsArgs),
     /// Dispatch due intentions once (for cron and tests).
     Dispatch(dispatch::DispatchArgs),
     /// Re-evaluate one operating day's intentions by state.
@@ -282,6 +287,7 @@ where
         Command::Tui(a) => tui::tui(&ctx, a),
         Command::Sim(a) => sim::run(&ctx, a),
         Command::Serve(a) => dispatch::serve(&ctx, a),
+        Command::Feeds(a) => feeds::run(&ctx, a),
         Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
         Command::Ledger(c) => copy::run(&ctx, c),

@@ -6,6 +6,7 @@
 
 mod alerts;
 mod backup;
+pub mod feeds;
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use alerts::AlertsConfig;
 pub use backup::{BackupConfig, Periodic};
+pub use feeds::FeedConfig;
 
 pub use crate::channel::config::{ChannelConfig, ChannelKind, CloudConfig, MotorConfig};
 pub use crate::domain::operator::{Operator, Role};
@@ -283,6 +285,8 @@ pub struct ImportConfig {
     /// import (or the booking API's request): anything later is refused at
     /// the door, naming the line and `starts_at` (a mistyped year).
     pub max_days_ahead: u32,
+    /// `[[import.feed]]`: calendars `unavez serve` polls over HTTP.
+    pub feed: Vec<FeedConfig>,
 }
 
 /// The widest `[import] max_days_ahead`: about ten years.
@@ -298,6 +302,7 @@ impl Default for ImportConfig {
             recurrence_days: 60,
             phone_properties: vec!["SUMMARY".into(), "DESCRIPTION".into(), "LOCATION".into()],
             max_days_ahead: 400,
+            feed: Vec::new(),
         }
     }
 }
@@ -358,7 +363,7 @@ impl ImportConfig {
                 format!("{p:?} is not one of {}", PHONE_PROPERTIES.join(", ")),
             ));
         }
-        Ok(())
+        feeds::validate_all(&self.feed)
     }
 }
 

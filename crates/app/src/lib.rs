@@ -14,6 +14,7 @@
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`status`] | status webhooks: record → correlate → apply, or wait for the message id; the periodic sweep |
 //! | [`dispatch`] | the background dispatcher and reconciler: claims with validity, durable attempts, pre-send checks, uncertain outcomes, repeats, reprocessing a day |
+//! | [`feed`] | calendar feeds polled by `serve`: the conditional GET, one poll's body through the `.ics` import path, vanished events cancelled or held (`domain::feed` decides), the poller with its lease |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact, pause) with reason and responsible |
 //! | [`demo`] | the demo clinic generator |
 //!
@@ -32,6 +33,7 @@ pub mod board;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
+pub mod feed;
 pub mod import;
 pub mod ingest;
 pub mod ledger;

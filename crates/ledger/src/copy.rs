@@ -41,6 +41,9 @@ pub const COPIED_TABLES: &[&str] = &[
     "resend_acknowledgements",
     "template_status",
     "attention_handled",
+    "feeds",
+    "feed_seen",
+    "feed_held",
 ];
 
 /// Rows per multi-row `INSERT` (PostgreSQL takes at most 65,535

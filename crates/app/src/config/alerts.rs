@@ -29,6 +29,9 @@ pub struct AlertsConfig {
     /// Booking events refused as conflicts that no newer version settled
     /// and no one marked handled.
     pub refused_events: u32,
+    /// Minutes a calendar feed (`[[import.feed]]`) may keep failing
+    /// before it is an alert: the agenda unavez sees is getting old.
+    pub feed_stale_minutes: u32,
 }
 
 impl Default for AlertsConfig {
@@ -39,6 +42,7 @@ impl Default for AlertsConfig {
             due_unsent: 5,
             due_grace_minutes: 10,
             refused_events: 1,
+            feed_stale_minutes: 30,
         }
     }
 }
@@ -53,6 +57,7 @@ impl AlertsConfig {
             due_unsent: on(self.due_unsent),
             due_grace: Duration::minutes(i64::from(self.due_grace_minutes)),
             refused_events: on(self.refused_events),
+            feed_stale: on(self.feed_stale_minutes).map(Duration::minutes),
         }
     }
 
@@ -62,6 +67,12 @@ impl AlertsConfig {
             return Err((
                 "due_grace_minutes",
                 "must be at least 1: a message due this very instant is not late yet".into(),
+            ));
+        }
+        if self.feed_stale_minutes > 7 * 24 * 60 {
+            return Err((
+                "feed_stale_minutes",
+                format!("must be at most 10080 (a week), got {}", self.feed_stale_minutes),
             ));
         }
         // A week: beyond it the alert would only ever fire after the fact.

@@ -322,7 +322,7 @@ pub struct ImportReport {
 }
 
 impl ImportReport {
-    fn add(&mut self, o: &Outcome) {
+    pub(crate) fn add(&mut self, o: &Outcome) {
         match o {
             Outcome::Duplicate { .. } => self.duplicates += 1,
             Outcome::Stored {
@@ -459,38 +459,14 @@ pub fn import_file_progress(
     let before = report.clone();
     let outcome: Result<Vec<RowError>, ImportError> = store.write(|tx| {
         report = before.clone();
-        let mut late = Vec::new();
-        let mut done = 0;
-        for chunk in rows.chunks(IMPORT_BATCH) {
-            // Each event whole or not at all, so a row refused by the
-            // ledger's state (e.g. a reschedule of an unknown ref, a
-            // conflicting version, a store error on that row) leaves no
-            // trace when skipped; a conflict is kept as a refused event.
-            let events: Vec<_> = chunk.iter().map(|row| &row.event).collect();
-            for (row, result) in chunk.iter().zip(ingest_each(tx, planner, &events, &opts.source, now)) {
-                match result {
-                    Ok(o) => report.add(&o),
-                    Err(e) => {
-                        late.push(RowError {
-                            file: file.clone(),
-                            line: row.line,
-                            field: e.field().into(),
-                            reason: e.reason(),
-                            raw: row.raw.clone(),
-                        });
-                        if !opts.skip_invalid {
-                            return Err(ImportError::Rejected {
-                                rows: late,
-                                encoding: Some(encoding),
-                            });
-                        }
-                    }
-                }
-            }
-            done += chunk.len();
-            progress(done, rows.len());
-        }
-        Ok(late)
+        let batch = Batch {
+            rows: &rows,
+            file: &file,
+            source: &opts.source,
+            skip_invalid: opts.skip_invalid,
+            encoding,
+        };
+        ingest_rows(tx, planner, &batch, now, &mut report, progress).map(|(late, _)| late)
     });
     rejected.extend(outcome?);
     if !rejected.is_empty() {
@@ -507,6 +483,124 @@ pub fn import_file_progress(
     }
     report.rejected = rejected;
     Ok(report)
+}
+
+/// Rows to apply and what names them in errors.
+pub(crate) struct Batch<'a> {
+    pub rows: &'a [Row],
+    pub file: &'a str,
+    pub source: &'a str,
+    /// Keep going past a row the ledger refuses (else the first one
+    /// refuses the whole batch).
+    pub skip_invalid: bool,
+    pub encoding: TextEncoding,
+}
+
+/// Applies parsed rows inside `tx`, in batches of [`IMPORT_BATCH`]: the
+/// one ingest path of `unavez import` and of calendar feeds. Returns the
+/// rows the ledger refused and, per row, whether it applied.
+pub(crate) fn ingest_rows(
+    tx: &crate::store::Tx<'_>,
+    planner: &Planner<'_>,
+    batch: &Batch<'_>,
+    now: DateTime<Utc>,
+    report: &mut ImportReport,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Vec<RowError>, Vec<bool>), ImportError> {
+    let rows = batch.rows;
+    let mut late = Vec::new();
+    let mut applied = Vec::with_capacity(rows.len());
+    let mut done = 0;
+    for chunk in rows.chunks(IMPORT_BATCH) {
+        // Each event whole or not at all, so a row refused by the
+        // ledger's state (e.g. a reschedule of an unknown ref, a
+        // conflicting version, a store error on that row) leaves no
+        // trace when skipped; a conflict is kept as a refused event.
+        let events: Vec<_> = chunk.iter().map(|row| &row.event).collect();
+        for (row, result) in chunk.iter().zip(ingest_each(tx, planner, &events, batch.source, now)) {
+            match result {
+                Ok(o) => {
+                    report.add(&o);
+                    applied.push(true);
+                }
+                Err(e) => {
+                    applied.push(false);
+                    late.push(RowError {
+                        file: batch.file.to_string(),
+                        line: row.line,
+                        field: e.field().into(),
+                        reason: e.reason(),
+                        raw: row.raw.clone(),
+                    });
+                    if !batch.skip_invalid {
+                        return Err(ImportError::Rejected {
+                            rows: late,
+                            encoding: Some(batch.encoding),
+                        });
+                    }
+                }
+            }
+        }
+        done += chunk.len();
+        progress(done, rows.len());
+    }
+    Ok((late, applied))
+}
+
+/// A calendar feed's body, read as `unavez import` reads an `.ics` file,
+/// with what says whether the poll can be trusted: every `UID` in it
+/// (refused events included), whether it has a `VCALENDAR`, how many
+/// `VEVENT`s.
+pub struct FeedBody {
+    pub parsed: Parsed,
+    pub uids: std::collections::BTreeSet<String>,
+    pub has_vcalendar: bool,
+    pub vevents: usize,
+}
+
+/// Parses a feed's body; `file` names it in errors and notes.
+pub fn parse_feed(
+    bytes: &[u8],
+    file: &str,
+    tz: chrono_tz::Tz,
+    calendar: &ImportConfig,
+    now: DateTime<Utc>,
+) -> Result<FeedBody, RowError> {
+    let (text, encoding) = decode::decode(bytes).map_err(|e| RowError {
+        file: file.to_string(),
+        line: e.line,
+        field: "encoding".into(),
+        reason: e.reason,
+        raw: String::new(),
+    })?;
+    let opts = ics::Options {
+        tz,
+        now,
+        config: calendar,
+    };
+    let p = ics::parse(&text, file, &opts);
+    let (rows, far) = within_horizon(p.rows, file, calendar.max_days_ahead, now);
+    let mut errors = p.errors;
+    errors.extend(far);
+    Ok(FeedBody {
+        uids: p.uids,
+        has_vcalendar: p.has_vcalendar,
+        vevents: p.counts.vevents,
+        parsed: Parsed {
+            rows,
+            errors,
+            encoding,
+            header: None,
+            calendar: Some(p.counts),
+            notes: p.notes,
+        },
+    })
+}
+
+/// The commitment ref an iCalendar `UID` imports as (an occurrence of a
+/// series adds `/` and its start).
+pub fn ref_of_uid(uid: &str) -> String {
+    ics::ref_of_uid(uid)
 }
 
 #[cfg(test)]

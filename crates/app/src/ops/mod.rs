@@ -23,6 +23,7 @@
 
 mod call;
 mod contact;
+mod feed;
 mod handled;
 pub mod identity;
 mod lock;
@@ -36,6 +37,7 @@ mod verify;
 pub(crate) use call::hold_wrong_numbers;
 pub use call::{call_outcome, call_tries, reopen};
 pub use contact::manual_contact;
+pub use feed::{FeedReview, review_feed};
 pub use handled::{Case, ensure_unchanged, resolve};
 pub use identity::{Identity, IdentityError};
 pub use lock::{lock_case, lock_intention};
@@ -164,6 +166,11 @@ pub enum OpsError {
     /// The channel could not be reached for an action that needs it.
     #[error("{0}")]
     Channel(String),
+    #[error("no feed named {0:?} in the ledger (has `serve` polled it?)")]
+    UnknownFeed(String),
+    /// A calendar feed's review with nothing held to act on.
+    #[error("feed {0:?} holds nothing for review")]
+    NothingHeld(String),
 }
 
 pub(crate) fn check(actor: &Actor<'_>, op: OpKind, reason: &str) -> Result<(), OpsError> {

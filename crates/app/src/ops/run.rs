@@ -74,6 +74,11 @@ pub enum PendingOp {
     Reopen {
         case: Case,
     },
+    /// Confirm (cancel) or discard a calendar feed's held disappearances.
+    FeedReview {
+        feed: String,
+        confirm: bool,
+    },
 }
 
 impl PendingOp {
@@ -91,6 +96,8 @@ impl PendingOp {
             PendingOp::DeclineResend { .. } => OpKind::DeclineResend,
             PendingOp::CallOutcome { .. } => OpKind::CallOutcome,
             PendingOp::Reopen { .. } => OpKind::Reopen,
+            PendingOp::FeedReview { confirm: true, .. } => OpKind::FeedConfirm,
+            PendingOp::FeedReview { confirm: false, .. } => OpKind::FeedDiscard,
         }
     }
 
@@ -188,6 +195,9 @@ pub fn run(
                 super::call_outcome(tx, &planner, actor, *intention_id, *outcome, now)
             }
             PendingOp::Reopen { case } => super::reopen(tx, actor, *case, reason, now),
+            PendingOp::FeedReview { feed, confirm } => {
+                super::review_feed(tx, &planner, actor, feed, *confirm, reason, now).map(|r| r.report(op.kind()))
+            }
             PendingOp::Reprocess { .. } | PendingOp::PauseDispatch | PendingOp::ResumeDispatch => {
                 Err(OpsError::NotAllowed {
                     role: actor.role.as_str(),

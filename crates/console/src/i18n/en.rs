@@ -301,6 +301,8 @@ pub static EN: Strings = Strings {
         // issue 25 §4
         ("call_outcome", "call outcome"),
         ("reopen", "reopened"),
+        ("feed_confirm", "calendar losses confirmed"),
+        ("feed_discard", "calendar losses discarded"),
     ],
     webhook_signal: "channel notice: {status}",
     causes: &[
@@ -357,6 +359,8 @@ pub static EN: Strings = Strings {
     alert_refused_events: "{n} refused events",
     alert_backup_failing: "the last backup failed",
     alert_backup_stale: "no backup for {age}",
+    alert_feed_held: "the calendar lost {n} appointments at once: held until someone decides (unavez feeds confirm|discard)",
+    alert_feed_stale: "{n} calendar feed(s) failing for over {minutes} min (unavez feeds)",
     alert_channel_credential: "channel credential rejected: check {env} and restart unavez",
     alert_channel_instance_unknown: "the engine has no such instance: check instance_id and restart unavez",
     alert_channel_instance_disconnected: "the engine instance has no phone linked: link it; sending resumes by itself",
@@ -476,6 +480,10 @@ pub static EN: Strings = Strings {
     // --- issue 25 §4: the call list, call outcomes, undo, reopen ---
     act_call_outcome: "call outcome",
     act_reopen: "reopen",
+    act_feed_confirm: "confirm calendar losses",
+    act_feed_discard: "discard calendar losses",
+    scope_feed_confirm: "Cancel the appointments calendar {feed} lost at once (notices follow policy). Reason: {reason}. Responsible: {operator}.",
+    scope_feed_discard: "Keep the appointments calendar {feed} lost at once; the current calendar becomes the baseline. Reason: {reason}. Responsible: {operator}.",
     ref_not_handled: "the case is not marked handled",
     scope_call_outcome: "Call about {commitment} {key}: {outcome}. Responsible: {operator}.",
     scope_reopen: "Reopen {commitment} {key}: it returns to Attention. Reason: {reason}. Responsible: {operator}.",

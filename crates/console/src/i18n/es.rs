@@ -301,6 +301,8 @@ pub static ES: Strings = Strings {
         // issue 25 §4
         ("call_outcome", "resultado de llamada"),
         ("reopen", "reabierto"),
+        ("feed_confirm", "bajas del calendario confirmadas"),
+        ("feed_discard", "bajas del calendario descartadas"),
     ],
     webhook_signal: "aviso del canal: {status}",
     causes: &[
@@ -357,6 +359,8 @@ pub static ES: Strings = Strings {
     alert_refused_events: "{n} eventos rechazados",
     alert_backup_failing: "falló la última copia de seguridad",
     alert_backup_stale: "sin copia de seguridad desde hace {age}",
+    alert_feed_held: "el calendario perdió {n} citas de golpe: retenidas hasta que alguien decida (unavez feeds confirm|discard)",
+    alert_feed_stale: "{n} calendario(s) sin actualizar hace más de {minutes} min (unavez feeds)",
     alert_channel_credential: "credencial del canal rechazada: revise {env} y reinicie unavez",
     alert_channel_instance_unknown: "el motor no tiene la instancia configurada: revise instance_id y reinicie unavez",
     alert_channel_instance_disconnected: "la instancia del motor no tiene teléfono vinculado: vincúlelo; el envío se reanuda solo",
@@ -476,6 +480,10 @@ pub static ES: Strings = Strings {
     // --- issue 25 §4: the call list, call outcomes, undo, reopen ---
     act_call_outcome: "resultado de llamada",
     act_reopen: "reabrir",
+    act_feed_confirm: "confirmar bajas del calendario",
+    act_feed_discard: "descartar bajas del calendario",
+    scope_feed_confirm: "Cancelar las citas que el calendario {feed} perdió de golpe (se avisa según la política). Motivo: {reason}. Responsable: {operator}.",
+    scope_feed_discard: "Mantener las citas que el calendario {feed} perdió de golpe; el calendario actual pasa a ser la referencia. Motivo: {reason}. Responsable: {operator}.",
     ref_not_handled: "el caso no está marcado como atendido",
     scope_call_outcome: "Llamada por {commitment} {key}: {outcome}. Responsable: {operator}.",
     scope_reopen: "Reabrir {commitment} {key}: vuelve a Atención. Motivo: {reason}. Responsable: {operator}.",

@@ -319,6 +319,10 @@ pub struct Strings {
     pub alert_backup_failing: &'static str,
     /// No good backup for `{age}`.
     pub alert_backup_stale: &'static str,
+    /// `{n}` appointments a calendar feed lost at once.
+    pub alert_feed_held: &'static str,
+    /// `{n}` feeds failing for over `{minutes}` minutes.
+    pub alert_feed_stale: &'static str,
     /// A dispatcher paused its channel (`channel_paused`), by fault: the
     /// credential (`{env}`: the variable it came from), the engine
     /// instance, TLS. The words say whether a restart is needed.
@@ -378,6 +382,11 @@ pub struct Strings {
     // --- issue 25 §4: the call list, call outcomes, undo, reopen ---
     pub act_call_outcome: &'static str,
     pub act_reopen: &'static str,
+    pub act_feed_confirm: &'static str,
+    pub act_feed_discard: &'static str,
+    /// `{feed}`, `{reason}`, `{operator}`.
+    pub scope_feed_confirm: &'static str,
+    pub scope_feed_discard: &'static str,
     pub ref_not_handled: &'static str,
     /// `{commitment}`, `{key}`, `{outcome}`, `{operator}`.
     pub scope_call_outcome: &'static str,
@@ -480,6 +489,8 @@ impl Strings {
             OpKind::DeclineResend => self.act_decline_resend,
             OpKind::CallOutcome => self.act_call_outcome,
             OpKind::Reopen => self.act_reopen,
+            OpKind::FeedConfirm => self.act_feed_confirm,
+            OpKind::FeedDiscard => self.act_feed_discard,
         }
     }
 

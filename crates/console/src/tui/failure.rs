@@ -157,9 +157,11 @@ impl From<&OpsError> for Failure {
             OpsError::NotAllowed { .. } => Failure::new(FailureKind::NotAllowed, e.to_string()),
             OpsError::Changed => Failure::new(FailureKind::Changed, e.to_string()),
             OpsError::Channel(_) => Failure::new(FailureKind::Channel, e.to_string()),
-            OpsError::ReasonRequired(_) | OpsError::Ingest(_) | OpsError::Key(_) => {
-                Failure::new(FailureKind::Other, e.to_string())
-            }
+            OpsError::ReasonRequired(_)
+            | OpsError::Ingest(_)
+            | OpsError::Key(_)
+            | OpsError::UnknownFeed(_)
+            | OpsError::NothingHeld(_) => Failure::new(FailureKind::Other, e.to_string()),
         }
     }
 }

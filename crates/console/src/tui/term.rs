@@ -153,6 +153,7 @@ fn new_app(opts: &ConsoleOptions) -> App {
     app.dispatcher.stopped_because = opts.dispatcher_stop.clone();
     app.max_resends_per_day = opts.config.policy.max_resends_per_day;
     app.due_grace_minutes = opts.config.alerts.thresholds().due_grace.num_minutes();
+    app.feed_stale_minutes = opts.config.alerts.feed_stale_minutes;
     app
 }
 

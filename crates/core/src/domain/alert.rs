@@ -41,12 +41,20 @@ pub enum AlertKind {
     /// No good backup for two of `[backup] every`: seconds since the
     /// newest one.
     BackupStale,
+    /// Appointments a calendar feed lost at once, held for a person
+    /// (`domain::feed`): the value is how many. Always an alert: their
+    /// messages wait until someone confirms or discards.
+    FeedHeld,
+    /// Calendar feeds failing for longer than `[alerts] feed_stale_minutes`:
+    /// the agenda unavez sees is getting old.
+    FeedStale,
 }
 
 impl AlertKind {
     /// In the order the banner lists them (the most urgent first).
-    pub const ALL: [AlertKind; 8] = [
+    pub const ALL: [AlertKind; 10] = [
         AlertKind::ChannelPaused,
+        AlertKind::FeedHeld,
         AlertKind::TemplateBlocked,
         AlertKind::DueUnsent,
         AlertKind::OldestUncertain,
@@ -54,6 +62,7 @@ impl AlertKind {
         AlertKind::RefusedEvents,
         AlertKind::BackupFailing,
         AlertKind::BackupStale,
+        AlertKind::FeedStale,
     ];
 
     /// The `kind` label on `/metrics` and in the Prometheus rules.
@@ -67,6 +76,8 @@ impl AlertKind {
             AlertKind::ChannelPaused => "channel_paused",
             AlertKind::BackupFailing => "backup_failing",
             AlertKind::BackupStale => "backup_stale",
+            AlertKind::FeedHeld => "feed_held",
+            AlertKind::FeedStale => "feed_stale",
         }
     }
 }
@@ -97,6 +108,18 @@ pub struct Measures {
     /// The periodic backups, where the reader knows them (`serve` runs
     /// them); `None`: no backups configured, both backup alerts off.
     pub backup: Option<BackupMeasure>,
+    /// Each calendar feed's health, from its status row.
+    pub feeds: Vec<FeedHealth>,
+}
+
+/// What the alerts read of one calendar feed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FeedHealth {
+    pub name: String,
+    /// The first failure since its last success.
+    pub failing_since: Option<DateTime<Utc>>,
+    /// Disappearances held for a person.
+    pub held: i64,
 }
 
 /// The thresholds (`[alerts]`); `None` turns an alert off. A measure at or
@@ -111,6 +134,8 @@ pub struct Thresholds {
     /// deferring for the daily cap).
     pub due_grace: Duration,
     pub refused_events: Option<i64>,
+    /// How long a feed may fail before it is stale.
+    pub feed_stale: Option<Duration>,
 }
 
 /// One alert's measure, threshold and verdict.
@@ -147,6 +172,18 @@ pub fn evaluate(m: &Measures, t: &Thresholds, now: DateTime<Utc>) -> Vec<Reading
                     m.backup.map_or(0, |b| b.age(now).num_seconds()),
                     m.backup.map(|b| b.stale_after().num_seconds()),
                 ),
+                AlertKind::FeedHeld => (m.feeds.iter().map(|f| f.held.max(0)).sum(), Some(1)),
+                AlertKind::FeedStale => (
+                    m.feeds
+                        .iter()
+                        .filter(|f| {
+                            t.feed_stale
+                                .zip(f.failing_since)
+                                .is_some_and(|(d, since)| now - since >= d)
+                        })
+                        .count() as i64,
+                    t.feed_stale.map(|_| 1),
+                ),
             };
             // A threshold of 0 or less would be crossed by nothing at all
             // (an alert that is always on says nothing): it is off.
@@ -182,6 +219,7 @@ mod tests {
             due_unsent: Some(20),
             due_grace: Duration::minutes(15),
             refused_events: Some(1),
+            feed_stale: Some(Duration::minutes(30)),
         }
     }
 
@@ -207,6 +245,7 @@ mod tests {
             blocked_templates: vec![],
             paused_channels: vec![],
             backup: None,
+            feeds: vec![],
         };
         assert!(crossed(&just_below, &t, now()).is_empty());
         let at = Measures {
@@ -217,6 +256,7 @@ mod tests {
             blocked_templates: vec![],
             paused_channels: vec![],
             backup: None,
+            feeds: vec![],
         };
         assert_eq!(
             kinds(&crossed(&at, &t, now())),
@@ -227,7 +267,7 @@ mod tests {
                 AlertKind::RefusedEvents
             ]
         );
-        let age = evaluate(&at, &t, now())[3];
+        let age = evaluate(&at, &t, now())[4];
         assert_eq!(
             (age.kind, age.value, age.threshold),
             (AlertKind::OldestUncertain, 1800, Some(1800))
@@ -242,6 +282,7 @@ mod tests {
             due_unsent: None,
             due_grace: Duration::zero(),
             refused_events: None,
+            feed_stale: None,
         };
         let m = Measures {
             blocked_templates: vec![BlockedTemplate {
@@ -280,10 +321,37 @@ mod tests {
             due_unsent: None,
             due_grace: Duration::zero(),
             refused_events: None,
+            feed_stale: None,
         };
         let got = crossed(&m, &off, now());
         assert_eq!(kinds(&got), [AlertKind::ChannelPaused, AlertKind::TemplateBlocked]);
         assert_eq!((got[0].value, got[0].threshold), (1, Some(1)));
+    }
+
+    #[test]
+    fn a_held_feed_is_always_an_alert_and_a_failing_one_after_its_minutes() {
+        let feed = |name: &str, failing: Option<i64>, held: i64| FeedHealth {
+            name: name.into(),
+            failing_since: failing.map(|m| now() - Duration::minutes(m)),
+            held,
+        };
+        let m = Measures {
+            feeds: vec![feed("a", None, 37), feed("b", Some(29), 0), feed("c", Some(31), 0)],
+            ..Measures::default()
+        };
+        let got = crossed(&m, &thresholds(), now());
+        assert_eq!(kinds(&got), [AlertKind::FeedHeld, AlertKind::FeedStale]);
+        assert_eq!((got[0].value, got[1].value), (37, 1));
+        let off = Thresholds {
+            feed_stale: None,
+            ..thresholds()
+        };
+        assert_eq!(kinds(&crossed(&m, &off, now())), [AlertKind::FeedHeld]);
+        let healthy = Measures {
+            feeds: vec![feed("a", None, 0)],
+            ..Measures::default()
+        };
+        assert!(crossed(&healthy, &thresholds(), now()).is_empty());
     }
 
     #[test]
@@ -308,7 +376,7 @@ mod tests {
             oldest_uncertain_since: Some(now() + Duration::minutes(5)),
             ..Measures::default()
         };
-        let r = evaluate(&m, &thresholds(), now())[3];
+        let r = evaluate(&m, &thresholds(), now())[4];
         assert_eq!((r.kind, r.value), (AlertKind::OldestUncertain, 0));
     }
 

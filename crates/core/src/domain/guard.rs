@@ -327,7 +327,11 @@ pub fn check(op: OpKind, f: &Facts) -> Verdict {
         // A call's outcome and a reopen are judged by the app on the case
         // (`ops::call`); no hint names them.
         OpKind::CallOutcome | OpKind::Reopen => role(f, op),
-        OpKind::Reprocess | OpKind::PauseDispatch | OpKind::ResumeDispatch => role(f, op),
+        OpKind::Reprocess
+        | OpKind::PauseDispatch
+        | OpKind::ResumeDispatch
+        | OpKind::FeedConfirm
+        | OpKind::FeedDiscard => role(f, op),
     }
 }
 

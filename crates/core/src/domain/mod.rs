@@ -11,6 +11,7 @@ pub mod commitment;
 pub mod counter;
 pub mod event;
 pub mod fault;
+pub mod feed;
 pub mod fingerprint;
 pub mod finish;
 pub mod guard;

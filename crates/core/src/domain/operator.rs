@@ -58,10 +58,15 @@ pub enum OpKind {
     /// Reopens a case marked handled: the compensating action (the mark's
     /// action stays in the log).
     Reopen,
+    /// Confirms a calendar feed's held disappearances: cancels them.
+    FeedConfirm,
+    /// Discards them: the appointments stay, the feed's body is the
+    /// baseline.
+    FeedDiscard,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 12] = [
+    pub const ALL: [OpKind; 14] = [
         Self::Cancel,
         Self::Verify,
         Self::AuthorizeResend,
@@ -74,6 +79,8 @@ impl OpKind {
         Self::DeclineResend,
         Self::CallOutcome,
         Self::Reopen,
+        Self::FeedConfirm,
+        Self::FeedDiscard,
     ];
 
     /// The stored word, in `operator_actions` and in the intention's
@@ -92,6 +99,8 @@ impl OpKind {
             OpKind::DeclineResend => "decline_resend",
             OpKind::CallOutcome => "call_outcome",
             OpKind::Reopen => "reopen",
+            OpKind::FeedConfirm => "feed_confirm",
+            OpKind::FeedDiscard => "feed_discard",
         }
     }
 
@@ -123,6 +132,9 @@ pub fn allowed(role: Role, op: OpKind) -> bool {
         // The desk works the lists; stopping the sends is a call for the
         // people who answer for the whole queue.
         OpKind::PauseDispatch | OpKind::ResumeDispatch => matches!(role, Role::Supervisor | Role::Technician),
+        // Cancelling (or keeping) a batch of appointments a calendar lost
+        // at once: the people who answer for the whole agenda.
+        OpKind::FeedConfirm | OpKind::FeedDiscard => matches!(role, Role::Supervisor | Role::Technician),
     }
 }
 
@@ -169,7 +181,9 @@ mod tests {
                 "request_resend",
                 "decline_resend",
                 "call_outcome",
-                "reopen"
+                "reopen",
+                "feed_confirm",
+                "feed_discard"
             ]
         );
         for op in OpKind::ALL {
@@ -205,8 +219,19 @@ mod tests {
                     DeclineResend,
                     CallOutcome,
                     Reopen,
+                    FeedConfirm,
+                    FeedDiscard,
                 ],
-                Technician => vec![Verify, Reprocess, PauseDispatch, ResumeDispatch, Resolve, Reopen],
+                Technician => vec![
+                    Verify,
+                    Reprocess,
+                    PauseDispatch,
+                    ResumeDispatch,
+                    Resolve,
+                    Reopen,
+                    FeedConfirm,
+                    FeedDiscard,
+                ],
             }
         };
         for role in [FrontDesk, Supervisor, Technician] {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use super::attention::{REFUSED_FROM, RowKind, covered_sql};
 use super::console::PLANNED_DUE;
 use super::{Result, Tx, ms};
-use crate::domain::alert::{BlockedTemplate, Measures};
+use crate::domain::alert::{BlockedTemplate, FeedHealth, Measures};
 
 impl Tx<'_> {
     /// The alerts' measures at `now`. An intention counts as due but unsent
@@ -56,6 +56,15 @@ impl Tx<'_> {
             paused_channels: Vec::new(),
             // Known to whoever runs the backups (`serve`), not stored.
             backup: None,
+            feeds: self
+                .feeds()?
+                .into_iter()
+                .map(|f| FeedHealth {
+                    name: f.name,
+                    failing_since: f.failing_since,
+                    held: f.held,
+                })
+                .collect(),
         })
     }
 }

@@ -116,7 +116,10 @@ fn lease_of(a: &NewAttempt) -> (Value<'_>, Value<'_>) {
     }
 }
 
-const DUE: &str = "i.state = 'planned' AND i.due_at <= ?1 AND (i.next_attempt_at IS NULL OR i.next_attempt_at <= ?1)";
+/// A commitment whose calendar event vanished in a mass disappearance is
+/// held (`feed_held`, a person decides): its planned messages wait.
+const DUE: &str = "i.state = 'planned' AND i.due_at <= ?1 AND (i.next_attempt_at IS NULL OR i.next_attempt_at <= ?1)
+    AND NOT EXISTS (SELECT 1 FROM feed_held h WHERE h.commitment_id = i.commitment_id)";
 
 /// Attempts that may have reached the channel (every outcome but `retry`
 /// and `not_sent`) started since `?1`.

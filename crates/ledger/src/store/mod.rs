@@ -19,6 +19,7 @@ mod calls;
 mod console;
 mod day_timings;
 mod dispatch;
+mod feeds;
 pub mod files;
 mod heartbeat;
 mod inbound;
@@ -43,6 +44,7 @@ pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, Handl
 pub use console::{Board, CounterQuery, HourCount, NotificationCell, Page, UpcomingRow};
 pub use day_timings::DayTiming;
 pub use dispatch::PresendFacts;
+pub use feeds::{FeedRow, FeedSuccess};
 pub use inbound::SignalRow;
 pub use intents::Entry;
 pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
@@ -148,6 +150,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (10, include_str!("migrations/0010_one_day_index.sql")),
     (11, include_str!("migrations/0011_channel_pause.sql")),
     (12, include_str!("migrations/0012_patient_search.sql")),
+    (13, include_str!("migrations/0013_feeds.sql")),
 ];
 
 impl Tx<'_> {

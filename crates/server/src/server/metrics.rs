@@ -16,7 +16,7 @@ use crate::domain::backup::BackupMeasure;
 use crate::domain::counter::{Counter, Source};
 use crate::domain::fault::ChannelFault;
 use crate::domain::heartbeat::{self, DispatcherState, Heartbeat, Liveness};
-use crate::store::{LATENCY_BUCKETS_MS, MetricsSnapshot, StoreError};
+use crate::store::{FeedRow, LATENCY_BUCKETS_MS, MetricsSnapshot, StoreError};
 
 /// How far back heartbeat rows are read: far beyond any dispatcher's
 /// window of three missed beats, so a run that died recently still shows
@@ -29,13 +29,14 @@ pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError>
     let grace = thresholds.due_grace;
     // One read: the figures, the alerts' measures and the dispatchers'
     // heartbeats come from the same snapshot.
-    let (mut snap, mut measures, beats) = state
+    let (mut snap, mut measures, beats, feeds) = state
         .blocking(move |_, store| {
             store.read(|tx| {
                 Ok::<_, StoreError>((
                     tx.metrics_snapshot()?,
                     tx.alert_measures(now, grace)?,
                     tx.heartbeats(now - HEARTBEAT_LOOKBACK)?,
+                    tx.feeds()?,
                 ))
             })
         })
@@ -67,6 +68,7 @@ pub async fn render(State(state): State<AppState>) -> Result<Response, ApiError>
     backup_families(&mut body, measures.backup.as_ref());
     dispatcher_families(&mut body, &beats, now);
     channel_families(&mut body, &beats, now);
+    feed_families(&mut body, &feeds);
     Ok((
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
@@ -182,6 +184,51 @@ pub fn channel_families(out: &mut String, beats: &[Heartbeat], now: DateTime<Utc
 }
 
 /// Escapes a label value (`\`, `"` and newlines).
+/// A per-feed gauge: its name, help text and value.
+type FeedGauge = (&'static str, &'static str, fn(&FeedRow) -> i64);
+
+/// Each calendar feed by name (never its URL): when it last succeeded and
+/// failed (Unix seconds, 0 for never), what its last body held and
+/// changed, and what it holds for review.
+pub fn feed_families(out: &mut String, feeds: &[FeedRow]) {
+    fn secs(t: Option<DateTime<Utc>>) -> i64 {
+        t.map_or(0, |t| t.timestamp())
+    }
+    let gauges: [FeedGauge; 5] = [
+        (
+            "unavez_feed_last_success_seconds",
+            "When the calendar feed last answered with a usable body or 304 (Unix time; 0: never).",
+            |f| secs(f.last_success_at),
+        ),
+        (
+            "unavez_feed_last_failure_seconds",
+            "When a poll of the calendar feed last failed or could not be trusted (Unix time; 0: never).",
+            |f| secs(f.last_failure_at),
+        ),
+        (
+            "unavez_feed_events_seen",
+            "VEVENTs in the calendar feed's last imported body.",
+            |f| f.events_seen,
+        ),
+        (
+            "unavez_feed_events_applied",
+            "Events of the calendar feed's last imported body that changed an appointment (vanished ones cancelled included).",
+            |f| f.events_applied,
+        ),
+        (
+            "unavez_feed_held",
+            "Appointments the calendar feed lost at once, held for `unavez feeds confirm|discard`.",
+            |f| f.held,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        family(out, name, "gauge", help);
+        for f in feeds {
+            let _ = writeln!(out, "{name}{{feed=\"{}\"}} {}", esc(&f.name), value(f));
+        }
+    }
+}
+
 fn esc(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
@@ -411,6 +458,7 @@ mod tests {
             due_unsent: Some(5),
             due_grace: chrono::Duration::minutes(10),
             refused_events: Some(1),
+            feed_stale: None,
         };
         let m = Measures {
             due_unsent: 7,

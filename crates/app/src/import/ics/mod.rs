@@ -77,6 +77,16 @@ pub struct Parsed {
     pub counts: CalendarCounts,
     /// What was skipped or ignored, and where (`file:line: …`).
     pub notes: Vec<String>,
+    /// Every `VEVENT`'s `UID`, refused ones included: a calendar feed
+    /// decides presence by these.
+    pub uids: std::collections::BTreeSet<String>,
+    /// Whether the text has a `VCALENDAR` at all.
+    pub has_vcalendar: bool,
+}
+
+/// [`event::uid_to_ref`], for the feeds.
+pub fn ref_of_uid(uid: &str) -> String {
+    event::uid_to_ref(uid)
 }
 
 /// The file's components that matter.
@@ -115,6 +125,8 @@ pub fn parse(text: &str, file: &str, opts: &Options<'_>) -> Parsed {
         wr_timezone: None,
     };
     collect(&doc.components, &mut contents);
+    out.has_vcalendar = doc.components.iter().any(|c| c.name == "VCALENDAR");
+    out.uids = contents.vevents.iter().filter_map(|c| c.text("UID")).collect();
     if contents.vevents.is_empty() {
         out.errors.push(RowError {
             file: file.to_string(),

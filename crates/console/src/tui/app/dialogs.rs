@@ -249,6 +249,27 @@ impl App {
                 )
             }
             OpKind::Cancel => (PendingOp::Cancel { intention_id: iid }, fill(t.scope_cancel, &vals)),
+            // A feed's review names the feed where a case names its ref.
+            OpKind::FeedConfirm | OpKind::FeedDiscard => {
+                let confirm = f.op == OpKind::FeedConfirm;
+                let vals = [
+                    ("feed", target.commitment_ref.as_str()),
+                    ("reason", reason.as_str()),
+                    ("operator", self.operator.as_str()),
+                ];
+                let text = if confirm {
+                    t.scope_feed_confirm
+                } else {
+                    t.scope_feed_discard
+                };
+                (
+                    PendingOp::FeedReview {
+                        feed: target.commitment_ref.clone(),
+                        confirm,
+                    },
+                    fill(text, &vals),
+                )
+            }
             OpKind::Verify => (
                 match choice {
                     VerifyChoice::Manual(outcome) => PendingOp::Verify {

@@ -256,6 +256,8 @@ pub struct App {
     /// `[alerts]`'s grace before a due message counts as late, in minutes:
     /// what the banner's count is about (issue 25 §5).
     pub due_grace_minutes: i64,
+    /// `[alerts] feed_stale_minutes`, for the banner's words.
+    pub feed_stale_minutes: u32,
 }
 
 impl App {
@@ -316,6 +318,7 @@ impl App {
             help_scroll: 0,
             max_resends_per_day: 2,
             due_grace_minutes: 15,
+            feed_stale_minutes: 30,
         }
     }
 

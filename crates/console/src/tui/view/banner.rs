@@ -57,6 +57,11 @@ fn banner_text(app: &App) -> String {
                 t.alert_backup_stale,
                 &[("age", &age(app.now, app.now - Duration::seconds(r.value)))],
             ),
+            AlertKind::FeedHeld => fill(t.alert_feed_held, &[("n", &n(r.value))]),
+            AlertKind::FeedStale => fill(
+                t.alert_feed_stale,
+                &[("n", &n(r.value)), ("minutes", &app.feed_stale_minutes.to_string())],
+            ),
         })
         .collect();
     if !alerts.is_empty() {
