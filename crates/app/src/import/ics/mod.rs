@@ -30,6 +30,8 @@ mod tz;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tolerance_tests;
 
 use std::collections::HashMap;
 
