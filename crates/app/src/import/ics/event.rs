@@ -443,7 +443,7 @@ fn series(
             continue;
         };
         locals.retain(|l| *l != rid);
-        match occurrence_override(ctx, o, uid, &base, (rid, zone), who, (now, horizon), &mut out.notes) {
+        match occurrence_override(ctx, o, (uid, &base), (rid, zone), who, (now, horizon), &mut out.notes) {
             Ok(Some(ev)) => {
                 push(out, o, ev);
                 emitted += 1;
@@ -482,8 +482,7 @@ fn series(
 fn occurrence_override(
     ctx: &Ctx<'_>,
     o: &Comp,
-    uid: &str,
-    base: &str,
+    (uid, base): (&str, &str),
     (rid, zone): (NaiveDateTime, &Zone),
     master: &Who,
     (now, horizon): (DateTime<Utc>, DateTime<Utc>),
