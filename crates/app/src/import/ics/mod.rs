@@ -27,6 +27,7 @@ mod lines;
 mod phone;
 mod recur;
 mod tz;
+mod unreadable;
 
 #[cfg(test)]
 mod tests;
