@@ -179,6 +179,22 @@ pub static EN: Strings = Strings {
             "event from another engine instance: refused (check [channel.motor] instance_id)",
         ),
         (
+            "unreadable_message",
+            "unreadable WhatsApp message: stored as received, not applied (check the stored body)",
+        ),
+        (
+            "unreadable_status",
+            "unreadable WhatsApp status: stored as received, not applied (check the stored body)",
+        ),
+        (
+            "sender_not_a_phone",
+            "WhatsApp message whose sender is not a number (an example from Meta's documentation?): stored, not applied",
+        ),
+        (
+            "no_sender",
+            "WhatsApp message with no sender (neither from nor user_id): stored, not applied",
+        ),
+        (
             "unknown_state",
             "engine event parked: its state is not one the engine contract names; applied to nothing (ask the engine what happened to the message)",
         ),
@@ -370,6 +386,10 @@ pub static EN: Strings = Strings {
     channel_event_parked: "parked",
     channel_event_refused: "refused",
     channel_event_reasons: &[
+        ("unreadable_message", "unreadable message"),
+        ("unreadable_status", "unreadable status"),
+        ("sender_not_a_phone", "sender not a number"),
+        ("no_sender", "no sender"),
         ("key_message_mismatch", "key ≠ message"),
         ("foreign_instance", "other instance"),
         ("unknown_state", "unknown state"),

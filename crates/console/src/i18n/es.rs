@@ -179,6 +179,22 @@ pub static ES: Strings = Strings {
             "evento de otra instancia del motor: rechazado (revisar [channel.motor] instance_id)",
         ),
         (
+            "unreadable_message",
+            "mensaje de WhatsApp ilegible: guardado tal cual, no se aplicó (revisar el cuerpo guardado)",
+        ),
+        (
+            "unreadable_status",
+            "estado de WhatsApp ilegible: guardado tal cual, no se aplicó (revisar el cuerpo guardado)",
+        ),
+        (
+            "sender_not_a_phone",
+            "mensaje de WhatsApp cuyo remitente no es un número (¿un ejemplo de la documentación de Meta?): guardado, no se aplicó",
+        ),
+        (
+            "no_sender",
+            "mensaje de WhatsApp sin remitente (ni from ni user_id): guardado, no se aplicó",
+        ),
+        (
             "unknown_state",
             "evento del motor apartado: su estado no es uno del contrato del motor; no se aplicó (preguntar al motor qué pasó con el mensaje)",
         ),
@@ -370,6 +386,10 @@ pub static ES: Strings = Strings {
     channel_event_parked: "apartado",
     channel_event_refused: "rechazado",
     channel_event_reasons: &[
+        ("unreadable_message", "mensaje ilegible"),
+        ("unreadable_status", "estado ilegible"),
+        ("sender_not_a_phone", "remitente inválido"),
+        ("no_sender", "sin remitente"),
         ("key_message_mismatch", "clave ≠ mensaje"),
         ("foreign_instance", "otra instancia"),
         ("unknown_state", "estado desconocido"),

@@ -143,13 +143,18 @@ fn refused_repeat_reasons_are_said_in_both_languages() {
 /// a technician in Atención, in both languages.
 #[test]
 fn parked_and_refused_event_reasons_are_said_in_both_languages() {
+    use crate::domain::counter::Unactionable;
     use crate::store::{PARKED_KEY_MESSAGE_MISMATCH, PARKED_UNKNOWN_STATE, REFUSED_FOREIGN_INSTANCE};
+    let unactionable = Unactionable::ALL.map(Unactionable::as_str);
     for code in [
         PARKED_KEY_MESSAGE_MISMATCH,
         PARKED_UNKNOWN_STATE,
         REFUSED_FOREIGN_INSTANCE,
         "template_blocked",
-    ] {
+    ]
+    .into_iter()
+    .chain(unactionable)
+    {
         assert_ne!(ES.reason(code), code);
         assert_ne!(EN.reason(code), code);
     }
@@ -160,7 +165,10 @@ fn parked_and_refused_event_reasons_are_said_in_both_languages() {
             PARKED_KEY_MESSAGE_MISMATCH,
             PARKED_UNKNOWN_STATE,
             REFUSED_FOREIGN_INSTANCE,
-        ] {
+        ]
+        .into_iter()
+        .chain(unactionable)
+        {
             assert!(lookup(t.channel_event_reasons, code).is_some(), "{code}");
         }
     }

@@ -118,6 +118,40 @@ impl Parking {
     }
 }
 
+/// Why a webhook event was stored `refused`: it cannot be acted on, so it
+/// is kept raw, applied to nothing, and listed for a technician.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Unactionable {
+    /// A `messages[]` object that is not a message (no id, wrong types).
+    UnreadableMessage,
+    /// A `statuses[]` object that cannot be read (no id or status, a
+    /// timestamp that is no time).
+    UnreadableStatus,
+    /// A sender that is no phone number (`<WHATSAPP_USER_PHONE_NUMBER>`,
+    /// `PHONE_NUMBER`: a documentation example's placeholder).
+    SenderNotAPhone,
+    /// Neither `from` nor a `user_id`, in the message or its `contacts[]`.
+    NoSender,
+}
+
+impl Unactionable {
+    pub const ALL: [Unactionable; 4] = [
+        Self::UnreadableMessage,
+        Self::UnreadableStatus,
+        Self::SenderNotAPhone,
+        Self::NoSender,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::UnreadableMessage => "unreadable_message",
+            Self::UnreadableStatus => "unreadable_status",
+            Self::SenderNotAPhone => "sender_not_a_phone",
+            Self::NoSender => "no_sender",
+        }
+    }
+}
+
 /// One named counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Counter {

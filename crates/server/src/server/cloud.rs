@@ -9,6 +9,13 @@
 //! later) is stored raw too and handled by [`super::notices`]. A status of
 //! `type: "call"` is a call's, not a message's: stored, never parked as a
 //! pending message status.
+//!
+//! Nothing in a notification is dropped: a status or message object that
+//! cannot be acted on (unreadable, a placeholder sender such as
+//! `<WHATSAPP_USER_PHONE_NUMBER>`, no sender at all) is stored raw with
+//! status `refused` and an [`Unactionable`] reason, counted, and listed
+//! for technicians with the parked events (docs/design.md, "Every webhook
+//! body is kept").
 
 use std::collections::HashMap;
 
@@ -20,15 +27,16 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::auth::{check_signature, constant_time_eq, read_body};
 use super::inbound::{self, InboundOutcome};
 use super::notices::{self, Notice, NoticeOutcome};
 use super::{ApiError, AppState};
-use crate::domain::counter::{Counter, Rejection, Source};
+use crate::domain::counter::{Counter, Rejection, Source, Unactionable};
 use crate::domain::json::parse_strict;
 use crate::domain::status::{CloudStatus, parse_timestamp};
-use crate::store::{NewChannelEvent, SOURCE_CLOUD, StatusOutcome, StoreError, Tx};
+use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StatusOutcome, StoreError, Tx};
 use unavez_app::status::OnSplit;
 
 /// Meta's signature header: HMAC-SHA256 of the raw body with the app secret.
@@ -88,7 +96,8 @@ pub struct BatchSummary {
     /// updates, fields we do not act on, messages we cannot correlate yet.
     #[serde(default)]
     pub recorded: usize,
-    /// `(index in the batch, reason)` of events that could not be read.
+    /// `(index in the batch, reason)` of events that could not be acted
+    /// on; each is stored raw as `refused`.
     pub rejected: Vec<(usize, String)>,
 }
 
@@ -164,7 +173,9 @@ pub async fn receive(State(state): State<AppState>, headers: HeaderMap, body: Bo
 #[derive(Debug, Clone)]
 pub enum Item {
     Status(Value),
-    Message(Value),
+    /// A message, and the `user_id` of its change's `contacts[]` when
+    /// they name exactly one (the sender of a message without `from`).
+    Message(Value, Option<String>),
     /// A `contacts[]` entry: `wa_id` and Meta's `user_id`.
     Contact(Value),
     /// A change of another field, or a call status.
@@ -188,6 +199,7 @@ pub fn items(note: Notification) -> Vec<Item> {
                 continue;
             }
             let v: ChangeValue = serde_json::from_value(c.value.clone()).unwrap_or_default();
+            let sole_user_id = sole_user_id(&v.contacts);
             out.extend(v.contacts.into_iter().map(Item::Contact));
             for s in v.statuses {
                 if s.get("type").and_then(Value::as_str) == Some("call") {
@@ -201,11 +213,30 @@ pub fn items(note: Notification) -> Vec<Item> {
                     out.push(Item::Status(s));
                 }
             }
-            out.extend(v.messages.into_iter().map(Item::Message));
+            out.extend(v.messages.into_iter().map(|m| Item::Message(m, sole_user_id.clone())));
         }
     }
     out
 }
+
+/// The one `user_id` a change's `contacts[]` names, if they name one.
+fn sole_user_id(contacts: &[Value]) -> Option<String> {
+    let mut ids: Vec<&str> = contacts
+        .iter()
+        .filter_map(|c| c.get("user_id").and_then(Value::as_str))
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .collect();
+    ids.dedup();
+    match ids.as_slice() {
+        [one] => Some((*one).to_string()),
+        _ => None,
+    }
+}
+
+/// An event that cannot be acted on: why (stored) and the detail (in the
+/// answer and the log).
+pub type Refused = (Unactionable, String);
 
 /// Applies a notification's events in order, each whole or not at all.
 pub fn process_batch(
@@ -225,12 +256,17 @@ pub fn process_batch(
             inbound::learn_user_id(tx, v, now)?;
             continue;
         }
+        let (kind, raw) = match &item {
+            Item::Status(v) => ("status", Some(v.clone())),
+            Item::Message(v, _) => ("inbound", Some(v.clone())),
+            _ => ("", None),
+        };
         let outcome = match item {
             Item::Status(v) => tx
                 .atomically(|tx| process_status(tx, v, now))
                 .map(|o| o.map(Counted::Status)),
-            Item::Message(v) => tx
-                .atomically(|tx| inbound::process(tx, state, v, now))
+            Item::Message(v, contact_user_id) => tx
+                .atomically(|tx| inbound::process(tx, state, v, contact_user_id.as_deref(), now))
                 .map(|o| o.map(Counted::Inbound)),
             Item::Contact(_) => continue,
             Item::Notice(n) => tx
@@ -247,14 +283,38 @@ pub fn process_batch(
             Ok(Counted::Status(StatusOutcome::Parked { .. } | StatusOutcome::Refused { .. }))
             | Ok(Counted::Inbound(InboundOutcome::Recorded { .. }))
             | Ok(Counted::Notice(NoticeOutcome::Recorded { .. })) => s.recorded += 1,
-            Err(reason) => {
+            Err((why, detail)) => {
                 tx.bump_counter(Counter::WebhookRejected(Source::Cloud, Rejection::MalformedEvent), 1)?;
-                s.rejected.push((i, reason));
+                if let Some(raw) = raw {
+                    tx.atomically(|tx| keep_refused(tx, kind, &raw, why, now))?;
+                }
+                tracing::warn!(index = i, reason = why.as_str(), detail = ?detail, "webhook event refused and kept");
+                s.rejected.push((i, detail));
             }
         }
         i += 1;
     }
     Ok(s)
+}
+
+/// Keeps an event that cannot be acted on: raw, `refused`, with its
+/// reason. Its id is made from its bytes (it may have no usable id of its
+/// own), so a redelivery counts as a copy, never a second row.
+fn keep_refused(tx: &Tx<'_>, kind: &str, raw: &Value, why: Unactionable, now: DateTime<Utc>) -> Result<(), StoreError> {
+    let payload = raw.to_string();
+    let event_id = format!("refused:{}", &hex::encode(Sha256::digest(payload.as_bytes()))[..32]);
+    let ev = NewChannelEvent {
+        source: SOURCE_CLOUD,
+        event_id: &event_id,
+        kind,
+        message_id: None,
+        intention_key: None,
+        payload: &payload,
+    };
+    if let Recorded::New(row) = tx.record_channel_event(&ev, now)? {
+        tx.set_channel_event_reason(row, "refused", why.as_str())?;
+    }
+    Ok(())
 }
 
 enum Counted {
@@ -263,18 +323,19 @@ enum Counted {
     Notice(NoticeOutcome),
 }
 
-/// One `statuses[]` object: `Ok(Err(reason))` when it cannot be read.
-fn process_status(tx: &Tx<'_>, v: Value, now: DateTime<Utc>) -> Result<Result<StatusOutcome, String>, StoreError> {
+/// One `statuses[]` object: `Ok(Err(why))` when it cannot be read.
+fn process_status(tx: &Tx<'_>, v: Value, now: DateTime<Utc>) -> Result<Result<StatusOutcome, Refused>, StoreError> {
+    let unreadable = |detail: String| Ok(Err((Unactionable::UnreadableStatus, detail)));
     let status: CloudStatus = match serde_json::from_value(v.clone()) {
         Ok(s) => s,
-        Err(e) => return Ok(Err(format!("status object: {e}"))),
+        Err(e) => return unreadable(format!("status object: {e}")),
     };
     if status.id.trim().is_empty() || status.status.trim().is_empty() {
-        return Ok(Err("status object: empty id or status".into()));
+        return unreadable("status object: empty id or status".into());
     }
-    // Refused before it is stored: an unreadable time is no evidence.
+    // Not applied: an unreadable time is no evidence (kept `refused`).
     if let Err(reason) = parse_timestamp(&status.timestamp) {
-        return Ok(Err(format!("status object: {reason}")));
+        return unreadable(format!("status object: {reason}"));
     }
     let payload = v.to_string();
     let event_id = status.event_id();

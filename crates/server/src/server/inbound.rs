@@ -12,9 +12,11 @@
 //!   console's attention list) plus a commitment signal;
 //! - anything else → a conversation signal on the commitment.
 //!
-//! A message with no `from` but Meta's `user_id` is correlated by the
-//! contact that id was seen with (`contacts[]`); until one is known it is
-//! stored, not rejected (Meta does not resend after our 200). A `system`
+//! A message with no `from` but Meta's `user_id` (in the message, or only
+//! in its change's `contacts[]`) is correlated by the contact that id was
+//! seen with; until one is known it is stored, not rejected (Meta does not
+//! resend after our 200). A message that cannot be acted on is stored
+//! `refused` by the caller ([`super::cloud`]). A `system`
 //! message is not the user writing: it opens no service window. Its
 //! `user_changed_number` moves the contact's upcoming appointments, and
 //! the orders with a notice still planned, to the new number as a booking
@@ -26,8 +28,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::cloud::Refused;
 use crate::domain::commitment::CommitmentKind;
-use crate::domain::counter::Counter;
+use crate::domain::counter::{Counter, Unactionable};
 use crate::domain::event::{BookingEvent, is_e164};
 use crate::domain::inbound::Reply;
 use crate::domain::mask::mask_phone;
@@ -97,15 +100,35 @@ pub struct IdTitle {
 }
 
 /// A `system` message: `{"type": "user_changed_number", "wa_id": new, "body": …}`.
+/// Older API versions name the new number `new_wa_id`, and some bodies
+/// carry both: two fields, not a serde alias (an alias makes both together
+/// a "duplicate field" error).
 #[derive(Debug, Clone, Deserialize)]
 pub struct SystemBody {
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
-    /// The new number (`new_wa_id` in older API versions).
-    #[serde(default, alias = "new_wa_id")]
+    #[serde(default)]
     pub wa_id: Option<String>,
     #[serde(default)]
+    pub new_wa_id: Option<String>,
+    #[serde(default)]
     pub body: Option<String>,
+}
+
+impl SystemBody {
+    /// The new number: `new_wa_id` when given (it can only mean the new
+    /// number, while `wa_id` names the user in other system messages),
+    /// else `wa_id`; and whether both were given and differ.
+    pub fn new_number(&self) -> (Option<&str>, bool) {
+        fn given(v: &Option<String>) -> Option<&str> {
+            v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+        }
+        match (given(&self.new_wa_id), given(&self.wa_id)) {
+            (Some(new), Some(wa)) => (Some(new), e164(new) != e164(wa)),
+            (Some(new), None) => (Some(new), false),
+            (None, wa) => (wa, false),
+        }
+    }
 }
 
 /// The message a reply quotes (`context.id` is the wamid we sent).
@@ -210,32 +233,46 @@ pub fn learn_user_id(tx: &Tx<'_>, v: &Value, now: DateTime<Utc>) -> Result<(), S
 }
 
 /// Records and applies one `messages[]` object inside the caller's
-/// savepoint. `Ok(Err(reason))`: unreadable, nothing written.
+/// savepoint; `contact_user_id` is the `user_id` its change's `contacts[]`
+/// name, for a message that has neither `from` nor its own. `Ok(Err(why))`:
+/// it cannot be acted on, nothing written (the caller keeps it `refused`).
 pub fn process(
     tx: &Tx<'_>,
     state: &AppState,
     v: Value,
+    contact_user_id: Option<&str>,
     now: DateTime<Utc>,
-) -> Result<Result<InboundOutcome, String>, StoreError> {
-    let msg: InboundMessage = match serde_json::from_value(v.clone()) {
+) -> Result<Result<InboundOutcome, Refused>, StoreError> {
+    let mut msg: InboundMessage = match serde_json::from_value(v.clone()) {
         Ok(m) => m,
-        Err(e) => return Ok(Err(format!("message object: {e}"))),
+        Err(e) => return Ok(Err((Unactionable::UnreadableMessage, format!("message object: {e}")))),
     };
     if msg.id.trim().is_empty() {
-        return Ok(Err("message object: empty id".into()));
+        return Ok(Err((
+            Unactionable::UnreadableMessage,
+            "message object: empty id".into(),
+        )));
+    }
+    if msg.from.is_none() && msg.user_id.is_none() {
+        msg.user_id = contact_user_id.map(str::to_string);
     }
     let by_user_id = match (&msg.from, msg.user_id.as_deref()) {
         (None, Some(uid)) => Some(tx.phone_by_user_id(uid)?),
-        (None, None) => return Ok(Err("message object: neither from nor user_id".into())),
+        (None, None) => {
+            return Ok(Err((
+                Unactionable::NoSender,
+                "message object: neither from nor user_id (in the message or its contacts[])".into(),
+            )));
+        }
         _ => None,
     };
     let phone = msg.phone().or(by_user_id.clone().flatten());
     if let Some(p) = &phone
         && !is_e164(p)
     {
-        return Ok(Err(format!(
-            "message object: sender {:?} is not a phone number",
-            msg.from
+        return Ok(Err((
+            Unactionable::SenderNotAPhone,
+            format!("message object: sender {:?} is not a phone number", msg.from),
         )));
     }
     let payload = v.to_string();
@@ -389,10 +426,11 @@ fn system(
     now: DateTime<Utc>,
 ) -> Result<InboundOutcome, StoreError> {
     let sys = msg.system.as_ref();
-    let new = sys
-        .and_then(|s| s.wa_id.as_deref())
-        .map(e164)
-        .filter(|p| is_e164(p) && p != old);
+    let (new, both_differ) = sys.map(SystemBody::new_number).unwrap_or((None, false));
+    if both_differ {
+        tracing::warn!(message = ?msg.id, "user_changed_number with wa_id and new_wa_id that differ: new_wa_id used");
+    }
+    let new = new.map(e164).filter(|p| is_e164(p) && p != old);
     let (Some("user_changed_number"), Some(new)) = (sys.and_then(|s| s.kind.as_deref()), new) else {
         tx.mark_channel_event(row, "recorded", None, now)?;
         return Ok(InboundOutcome::Recorded { why: "system" });
@@ -402,6 +440,11 @@ fn system(
         return Ok(InboundOutcome::Recorded { why: "unknown_number" });
     };
     tx.bump_counter(Counter::NumberChanged, 1)?;
+    let note = if both_differ {
+        "the customer changed their WhatsApp number (wa_id and new_wa_id differed: new_wa_id used)"
+    } else {
+        "the customer changed their WhatsApp number"
+    };
     let source_event = format!("cloud:{}", msg.id);
     let shown = format!("{} → {}", mask_phone(old), mask_phone(&new));
     for a in &changed.upcoming {
@@ -417,7 +460,7 @@ fn system(
                 "service": a.service,
                 "location": a.location,
                 "occurred_at": sent_at.to_rfc3339(),
-                "note": "the customer changed their WhatsApp number",
+                "note": note,
             }),
             // The order's state stays; only where its notices go moves.
             CommitmentKind::Order => json!({
@@ -426,7 +469,7 @@ fn system(
                 "ref": a.reference,
                 "contact": contact,
                 "occurred_at": sent_at.to_rfc3339(),
-                "note": "the customer changed their WhatsApp number",
+                "note": note,
             }),
         };
         match BookingEvent::from_value(raw) {

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use super::lines::{Comp, Prop};
 use super::recur::{self, Series};
 use super::tz::{Zone, Zones};
+use super::unreadable::unreadable_lines;
 use super::{Options, Parsed, phone};
 use crate::domain::event::{BookingEvent, MAX_REF_CHARS, MAX_VERSION};
 use crate::domain::key::check_ref;
@@ -23,22 +24,10 @@ pub struct Ctx<'a> {
 }
 
 /// Why a VEVENT (or one occurrence) is refused: `(line, field, reason)`.
-type Refusal = (usize, String, String);
+pub(super) type Refusal = (usize, String, String);
 
-fn refusal(line: usize, field: &str, reason: impl Into<String>) -> Refusal {
+pub(super) fn refusal(line: usize, field: &str, reason: impl Into<String>) -> Refusal {
     (line, field.to_string(), reason.into())
-}
-
-/// A component with lines that could not be read is refused by them.
-fn unreadable_lines(c: &Comp) -> Result<(), Vec<Refusal>> {
-    if c.errors.is_empty() {
-        return Ok(());
-    }
-    Err(c
-        .errors
-        .iter()
-        .map(|e| refusal(e.line, "line", e.reason.clone()))
-        .collect())
 }
 
 /// A `DTSTART`-like value.
@@ -209,7 +198,7 @@ fn refuse(ctx: &Ctx<'_>, c: &Comp, errs: Vec<Refusal>, out: &mut Parsed) {
 }
 
 fn try_vevent(ctx: &Ctx<'_>, c: &Comp, overrides: &[&Comp], out: &mut Parsed) -> Result<(), Vec<Refusal>> {
-    unreadable_lines(c)?;
+    unreadable_lines(ctx, c, &mut out.notes)?;
     let mut errors = Vec::new();
     let uid = c.text("UID");
     if uid.is_none() {
@@ -258,17 +247,36 @@ fn try_vevent(ctx: &Ctx<'_>, c: &Comp, overrides: &[&Comp], out: &mut Parsed) ->
                 Some((t, z, line)) => Some(z.localize(*t).map_err(|e| vec![refusal(*line, "starts_at", e)])?),
                 None => None,
             };
-            let version = sequence(c)?;
+            // An occurrence whose series is not in the file keeps the
+            // reference it has when the series is (no version, as any
+            // occurrence).
+            let orphan = orphan_ref(ctx, c, &uid)?;
+            let version = if orphan.is_some() { None } else { sequence(c)? };
             let id = match version {
                 Some(seq) => format!("{uid}|{seq}|{status}"),
-                None => content_identity(&uid, "", &status, starts_at, &who),
+                None => content_identity(&uid, orphan.as_deref().unwrap_or(""), &status, starts_at, &who),
             };
-            let reference = uid_to_ref(&uid);
+            let reference = orphan.unwrap_or_else(|| uid_to_ref(&uid));
             let ev = build(c, &reference, &id, kind, starts_at, version.map(|s| s + 1), &who)?;
             push(out, c, ev);
             Ok(())
         }
     }
+}
+
+/// The occurrence reference of a `VEVENT` with a `RECURRENCE-ID` whose
+/// recurring `VEVENT` is not in the file (an invitation to one occurrence,
+/// a series whose other occurrences were deleted); `None` without one.
+fn orphan_ref(ctx: &Ctx<'_>, c: &Comp, uid: &str) -> Result<Option<String>, Vec<Refusal>> {
+    let Some(p) = c.prop("RECURRENCE-ID") else {
+        return Ok(None);
+    };
+    let unreadable = |e: String| vec![refusal(p.line, "rrule", format!("unreadable RECURRENCE-ID: {e}"))];
+    let original = match when(ctx, p, &p.value).map_err(unreadable)? {
+        When::AllDay(d) => d.and_time(chrono::NaiveTime::MIN).and_utc(),
+        When::At(t, z) => z.localize(t).map_err(unreadable)?.with_timezone(&Utc),
+    };
+    Ok(Some(occurrence_ref(&uid_to_ref(uid), uid, original)))
 }
 
 fn push(out: &mut Parsed, c: &Comp, event: BookingEvent) {
@@ -320,17 +328,30 @@ fn series(
 ) -> Result<(), Vec<Refusal>> {
     let now = ctx.opts.now;
     let horizon = now + Duration::days(ctx.opts.config.recurrence_days.into());
-    let dates = |name: &str| -> Result<Vec<NaiveDateTime>, Vec<Refusal>> {
+    // An unreadable EXDATE refuses the series (a removed occurrence would
+    // be sent); an unreadable RDATE only loses the occurrence it adds.
+    let mut skipped = Vec::new();
+    let mut dates = |name: &str| -> Result<Vec<NaiveDateTime>, Vec<Refusal>> {
         let mut out = Vec::new();
         for p in c.all(name) {
-            for v in p.value.split(',').filter(|v| !v.trim().is_empty() && !v.contains('/')) {
-                let w = when(ctx, p, v).map_err(|e| vec![refusal(p.line, "rrule", e)])?;
-                out.extend(local_in(&w, zone, start));
+            // A PERIOD (`start/end` or `start/duration`) starts at its start.
+            for v in p.value.split(',').filter_map(|v| v.split('/').next()) {
+                if v.trim().is_empty() {
+                    continue;
+                }
+                match when(ctx, p, v) {
+                    Ok(w) => out.extend(local_in(&w, zone, start)),
+                    Err(e) if name == "RDATE" => {
+                        skipped.push(format!("{}:{}: RDATE value skipped ({e})", ctx.file, p.line))
+                    }
+                    Err(e) => return Err(vec![refusal(p.line, "rrule", e)]),
+                }
             }
         }
         Ok(out)
     };
     let (exdates, rdates) = (dates("EXDATE")?, dates("RDATE")?);
+    out.notes.append(&mut skipped);
     let rule_prop = c.prop("RRULE");
     // RDATE alone: a rule that yields only DTSTART.
     let rule = rule_prop
@@ -358,7 +379,7 @@ fn series(
             continue;
         };
         locals.retain(|l| *l != rid);
-        match occurrence_override(ctx, o, uid, &base, (rid, zone), who, (now, horizon)) {
+        match occurrence_override(ctx, o, (uid, &base), (rid, zone), who, (now, horizon), &mut out.notes) {
             Ok(Some(ev)) => {
                 push(out, o, ev);
                 emitted += 1;
@@ -397,13 +418,13 @@ fn series(
 fn occurrence_override(
     ctx: &Ctx<'_>,
     o: &Comp,
-    uid: &str,
-    base: &str,
+    (uid, base): (&str, &str),
     (rid, zone): (NaiveDateTime, &Zone),
     master: &Who,
     (now, horizon): (DateTime<Utc>, DateTime<Utc>),
+    notes: &mut Vec<String>,
 ) -> Result<Option<BookingEvent>, Vec<Refusal>> {
-    unreadable_lines(o)?;
+    unreadable_lines(ctx, o, notes)?;
     let (kind, status) = kind(o).map_err(|e| vec![e])?;
     let start = match o.prop("DTSTART") {
         Some(p) => match when(ctx, p, &p.value).map_err(|e| vec![refusal(p.line, "starts_at", e)])? {

@@ -37,6 +37,10 @@ impl Prop {
 pub struct LineError {
     pub line: usize,
     pub reason: String,
+    /// The property the line seems to be (its leading name characters,
+    /// upper case), so a caller can tell whether it needed it; `None` for
+    /// a broken nesting (`BEGIN` without `END`) or a line with no name.
+    pub prop: Option<String>,
 }
 
 /// `BEGIN:NAME` … `END:NAME`.
@@ -116,6 +120,7 @@ pub fn read(text: &str) -> Document {
                         inner.errors.push(LineError {
                             line: inner.begin,
                             reason: format!("BEGIN:{} has no END:{}", inner.name, inner.name),
+                            prop: None,
                         });
                         close(&mut open, &mut doc, inner, &physical[start..first]);
                     }
@@ -125,6 +130,7 @@ pub fn read(text: &str) -> Document {
                 None => doc.stray.push(LineError {
                     line,
                     reason: format!("END:{value} without BEGIN:{value}: ignored"),
+                    prop: None,
                 }),
             }
             continue;
@@ -135,10 +141,11 @@ pub fn read(text: &str) -> Document {
             (None, Ok(_)) => doc.stray.push(LineError {
                 line,
                 reason: "text outside any BEGIN/END component: ignored".into(),
+                prop: None,
             }),
             (None, Err(e)) => doc.stray.push(LineError {
-                line,
                 reason: format!("{}: ignored", e.reason),
+                ..e
             }),
         }
     }
@@ -146,6 +153,7 @@ pub fn read(text: &str) -> Document {
         c.errors.push(LineError {
             line: c.begin,
             reason: format!("BEGIN:{} has no END:{} (file cut short?)", c.name, c.name),
+            prop: None,
         });
         close(&mut open, &mut doc, c, &physical[start..]);
     }
@@ -178,47 +186,56 @@ fn unfold(physical: &[&str]) -> Vec<(usize, usize, String)> {
     out
 }
 
-fn bad(line: usize, reason: impl Into<String>) -> LineError {
+fn bad(line: usize, text: &str, reason: impl Into<String>) -> LineError {
+    let name: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
     LineError {
         line,
         reason: reason.into(),
+        prop: Some(name.to_ascii_uppercase()).filter(|n| !n.is_empty()),
     }
 }
 
 /// `NAME *(";" param) ":" value`, with quoted parameter values that may
 /// hold `;`, `:` and `,` (RFC 5545 §3.1, RFC 7986 multi-valued params).
+/// An empty parameter (`DTSTART;;VALUE=DATE:…`, `DTSTART;:…`) is read as
+/// no parameter, as python `icalendar` and `ical.js` read it.
 pub fn parse_line(text: &str, line: usize) -> Result<Prop, LineError> {
+    let bad = |reason: String| bad(line, text, reason);
     let name_end = text.find([';', ':']).ok_or_else(|| {
-        bad(
-            line,
-            format!(
-                "not a content line (no ':' after the property name): {:?}",
-                shorten(text)
-            ),
-        )
+        bad(format!(
+            "not a content line (no ':' after the property name): {:?}",
+            shorten(text)
+        ))
     })?;
     let name = &text[..name_end];
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(bad(line, format!("invalid property name {:?}", shorten(name))));
+        return Err(bad(format!("invalid property name {:?}", shorten(name))));
     }
     let mut params = Vec::new();
     let mut rest = &text[name_end..];
     while let Some(after) = rest.strip_prefix(';') {
+        if after.starts_with([';', ':']) {
+            rest = after;
+            continue;
+        }
         let eq = after
             .find('=')
-            .ok_or_else(|| bad(line, format!("{name}: parameter without '=' ({:?})", shorten(after))))?;
+            .ok_or_else(|| bad(format!("{name}: parameter without '=' ({:?})", shorten(after))))?;
         let key = after[..eq].trim();
         if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-            return Err(bad(line, format!("{name}: invalid parameter name {:?}", shorten(key))));
+            return Err(bad(format!("{name}: invalid parameter name {:?}", shorten(key))));
         }
-        let (values, tail) = param_values(&after[eq + 1..])
-            .ok_or_else(|| bad(line, format!("{name};{key}: unterminated quoted value")))?;
+        let (values, tail) =
+            param_values(&after[eq + 1..]).ok_or_else(|| bad(format!("{name};{key}: unterminated quoted value")))?;
         params.push((key.to_ascii_uppercase(), values));
         rest = tail;
     }
     let value = rest
         .strip_prefix(':')
-        .ok_or_else(|| bad(line, format!("{name}: no ':' before the value")))?;
+        .ok_or_else(|| bad(format!("{name}: no ':' before the value")))?;
     Ok(Prop {
         name: name.to_ascii_uppercase(),
         params,
@@ -307,7 +324,8 @@ mod tests {
         let cal = &doc.components[0];
         let ev = &cal.children[0];
         assert_eq!((ev.begin, ev.text("SUMMARY").as_deref()), (2, Some("Ana Quispe")));
-        assert_eq!(ev.errors, [bad(5, ev.errors[0].reason.clone())]);
+        assert_eq!(ev.errors, [bad(5, "broken", ev.errors[0].reason.clone())]);
+        assert_eq!(ev.errors[0].prop.as_deref(), Some("BROKEN"));
         assert_eq!(doc.stray.len(), 1);
         assert_eq!(doc.stray[0].line, 8);
         assert_eq!(doc.components[1].name, "VEVENT");

@@ -27,9 +27,12 @@ mod lines;
 mod phone;
 mod recur;
 mod tz;
+mod unreadable;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tolerance_tests;
 
 use std::collections::HashMap;
 
@@ -95,13 +98,24 @@ struct Contents<'d> {
     vtimezones: Vec<&'d Comp>,
     /// `X-WR-TIMEZONE` of the (first) calendar that has one.
     wr_timezone: Option<String>,
+    /// `(line, component, reason)` of lines outside events that could not
+    /// be read.
+    skipped: Vec<(usize, String, String)>,
 }
 
 fn collect<'d>(comps: &'d [Comp], out: &mut Contents<'d>) {
     for c in comps {
+        if c.name != "VEVENT" {
+            // Unreadable lines outside events refuse nothing: noted.
+            out.skipped
+                .extend(c.errors.iter().map(|e| (e.line, c.name.clone(), e.reason.clone())));
+        }
         match c.name.as_str() {
             "VEVENT" => out.vevents.push(c),
-            "VTIMEZONE" => out.vtimezones.push(c),
+            "VTIMEZONE" => {
+                out.vtimezones.push(c);
+                collect(&c.children, out);
+            }
             _ => {
                 if c.name == "VCALENDAR" && out.wr_timezone.is_none() {
                     out.wr_timezone = c.text("X-WR-TIMEZONE");
@@ -123,10 +137,15 @@ pub fn parse(text: &str, file: &str, opts: &Options<'_>) -> Parsed {
         vevents: Vec::new(),
         vtimezones: Vec::new(),
         wr_timezone: None,
+        skipped: Vec::new(),
     };
     collect(&doc.components, &mut contents);
     out.has_vcalendar = doc.components.iter().any(|c| c.name == "VCALENDAR");
     out.uids = contents.vevents.iter().filter_map(|c| c.text("UID")).collect();
+    for (line, comp, reason) in &contents.skipped {
+        out.notes
+            .push(format!("{file}:{line}: line skipped in {comp} ({reason})"));
+    }
     if contents.vevents.is_empty() {
         out.errors.push(RowError {
             file: file.to_string(),
@@ -151,12 +170,14 @@ pub fn parse(text: &str, file: &str, opts: &Options<'_>) -> Parsed {
         }
         None => tz::Zone::Iana(opts.tz),
     };
-    // Overrides (RECURRENCE-ID) belong to the recurring VEVENT of their UID.
+    // Overrides (RECURRENCE-ID) belong to the recurring VEVENT of their
+    // UID; one whose series is not in the file stands alone.
     let mut overrides: HashMap<String, Vec<&Comp>> = HashMap::new();
     let recurring: std::collections::HashSet<String> = contents
         .vevents
         .iter()
         .filter(|c| c.prop("RRULE").is_some() || c.prop("RDATE").is_some())
+        .filter(|c| c.prop("RECURRENCE-ID").is_none())
         .filter_map(|c| c.text("UID"))
         .collect();
     for c in &contents.vevents {

@@ -62,7 +62,11 @@ pub fn expand_with(
         .clone()
         .after(wall(before))
         .before(wall(before + chrono::Duration::days(3660)));
-    let dates = set.all(limit).dates.into_iter().map(|d| d.naive_utc()).collect();
+    // A recurrence set is a set (RFC 5545 §3.8.5.2): an RDATE equal to
+    // DTSTART or to a rule's occurrence is one occurrence.
+    let mut dates: Vec<NaiveDateTime> = set.all(limit).dates.into_iter().map(|d| d.naive_utc()).collect();
+    dates.sort_unstable();
+    dates.dedup();
     Ok((dates, !later.all(1).dates.is_empty()))
 }
 

@@ -12,7 +12,15 @@
 //!    listed city in the configured country, else the first listed city
 //!    that names an IANA zone;
 //! 4. the file's own `VTIMEZONE` with that `TZID`: its `X-LIC-LOCATION` if
-//!    that is an IANA name, else its `STANDARD`/`DAYLIGHT` observances.
+//!    that is an IANA name, else its `STANDARD`/`DAYLIGHT` observances;
+//! 5. a common alias ([`alias`]): `US-Eastern`, `America-Chicago`
+//!    (a `-` for the `/`), `posix/Europe/Vaduz`, and names some exporters
+//!    write for a region (`Western/Central Europe`, `Eastern Time (US &
+//!    Canada)`). Last, because the file's own definition is better than a
+//!    guess.
+//!
+//! A `TZID` none of these resolve refuses its event: a wrong hour is worse
+//! than a refused event.
 
 use std::collections::HashMap;
 
@@ -132,15 +140,86 @@ impl<'a> Zones<'a> {
             return Ok(Zone::Iana(z));
         }
         let Some(vtz) = self.defined.get(tzid) else {
-            return Err(format!(
-                "unknown TZID {tzid:?} (not an IANA or Windows zone name, and the file defines no VTIMEZONE for it)"
-            ));
+            return alias(tzid).map(Zone::Iana).ok_or_else(|| {
+                format!(
+                    "unknown TZID {tzid:?} (not an IANA or Windows zone name or a known alias, and the file defines no VTIMEZONE for it)"
+                )
+            });
         };
         if let Some(z) = vtz.text("X-LIC-LOCATION").and_then(|l| by_name(&l, self.country)) {
             return Ok(Zone::Iana(z));
         }
-        defined(tzid, vtz).map(Zone::Defined)
+        defined(tzid, vtz)
+            .map(Zone::Defined)
+            .or_else(|e| alias(tzid).map(Zone::Iana).ok_or(e))
     }
+}
+
+/// Names exporters write for a region rather than a zone, lower case, and
+/// the IANA zone whose rules they mean (today's rules: every zone of the
+/// region keeps the same clock).
+const REGION_NAMES: &[(&str, &str)] = &[
+    ("western/central europe", "Europe/Berlin"),
+    ("central europe", "Europe/Berlin"),
+    ("central european time", "Europe/Berlin"),
+    ("central european standard time", "Europe/Berlin"),
+    ("western europe", "Europe/Lisbon"),
+    ("western european time", "Europe/Lisbon"),
+    ("eastern europe", "Europe/Bucharest"),
+    ("eastern european time", "Europe/Bucharest"),
+    ("eastern time (us & canada)", "America/New_York"),
+    ("central time (us & canada)", "America/Chicago"),
+    ("mountain time (us & canada)", "America/Denver"),
+    ("pacific time (us & canada)", "America/Los_Angeles"),
+    ("peru", "America/Lima"),
+    ("peru time", "America/Lima"),
+    ("peru standard time", "America/Lima"),
+    ("hora de peru", "America/Lima"),
+    ("hora de perú", "America/Lima"),
+];
+
+/// Step 5: a common alias of an IANA name.
+pub fn alias(tzid: &str) -> Option<Tz> {
+    let name = tzid.trim().trim_matches('"').trim();
+    let lower = name.to_lowercase();
+    if let Some((_, iana_name)) = REGION_NAMES.iter().find(|(k, _)| *k == lower) {
+        return iana_name.parse().ok();
+    }
+    // tzdata's own directories of the same zones.
+    for prefix in ["posix/", "right/"] {
+        if let Some(rest) = lower.strip_prefix(prefix) {
+            return iana(rest).ok();
+        }
+    }
+    // `US-Eastern`, `America-Chicago`, `America-Argentina-Buenos_Aires`:
+    // a `-` where IANA has `/`, only between the area and a known name.
+    let area = name.split('-').next().unwrap_or_default();
+    let areas = [
+        "Africa",
+        "America",
+        "Antarctica",
+        "Asia",
+        "Atlantic",
+        "Australia",
+        "Canada",
+        "Europe",
+        "Indian",
+        "Mexico",
+        "Pacific",
+        "US",
+    ];
+    if areas.iter().any(|a| a.eq_ignore_ascii_case(area)) && name.len() > area.len() + 1 {
+        let rest = &name[area.len() + 1..];
+        for candidate in [
+            format!("{area}/{rest}"),
+            format!("{area}/{}", rest.replacen('-', "/", 1)),
+        ] {
+            if let Ok(z) = iana(&candidate) {
+                return Some(z);
+            }
+        }
+    }
+    None
 }
 
 /// Steps 1–3 of the module's order.
@@ -224,9 +303,16 @@ fn defined(tzid: &str, vtz: &Comp) -> Result<Defined, String> {
         let what = |p: &str| format!("VTIMEZONE {tzid:?} {}: {p}", obs.name);
         let from = offset(obs.text("TZOFFSETFROM").as_deref()).ok_or_else(|| what("bad TZOFFSETFROM"))?;
         let to = offset(obs.text("TZOFFSETTO").as_deref()).ok_or_else(|| what("bad TZOFFSETTO"))?;
+        // A date alone (`DTSTART;VALUE=DATE:20170101`) starts at midnight.
         let start = obs
             .text("DTSTART")
-            .and_then(|s| NaiveDateTime::parse_from_str(&s, "%Y%m%dT%H%M%S").ok())
+            .and_then(|s| {
+                NaiveDateTime::parse_from_str(&s, "%Y%m%dT%H%M%S")
+                    .or_else(|_| {
+                        chrono::NaiveDate::parse_from_str(&s, "%Y%m%d").map(|d| d.and_time(chrono::NaiveTime::MIN))
+                    })
+                    .ok()
+            })
             .ok_or_else(|| what("bad DTSTART"))?;
         let mut locals = vec![start];
         if let Some(rule) = obs.text("RRULE") {
