@@ -28,7 +28,7 @@
 pub use unavez_app::{board, config, demo, dispatch, import, ingest, ledger, ops, planning, status};
 pub use unavez_channels::channel;
 pub use unavez_console::{i18n, tui};
-pub use unavez_core::{domain, planner, policy, templates};
+pub use unavez_core::{domain, planner, policy, template_check, templates};
 pub use unavez_ledger::store;
 pub use unavez_server::server;
 pub use unavez_sim::sim;

@@ -13,6 +13,7 @@ mod progress;
 mod resend;
 mod show;
 mod sim;
+mod templates;
 mod tui;
 
 use std::path::PathBuf;
@@ -72,6 +73,9 @@ pub enum Command {
     /// The ledger itself: copy a SQLite ledger to PostgreSQL.
     #[command(subcommand)]
     Ledger(copy::LedgerCmd),
+    /// Message templates against Meta's (Cloud API): check, or pull a skeleton.
+    #[command(subcommand)]
+    Templates(templates::TemplatesCmd),
 }
 
 /// `unavez intents …`: the listings, and the operator actions that have a
@@ -284,6 +288,7 @@ where
         Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
         Command::Ledger(c) => copy::run(c),
+        Command::Templates(c) => templates::run(&ctx, c),
     }
 }
 

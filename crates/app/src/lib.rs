@@ -21,7 +21,7 @@
 //! server, the console and the binary build on it; it knows none of them.
 
 pub use unavez_channels::channel;
-pub use unavez_core::{domain, planner, policy, templates};
+pub use unavez_core::{domain, planner, policy, template_check, templates};
 #[cfg(feature = "failpoints")]
 pub use unavez_ledger::failpoint;
 pub use unavez_ledger::{location, pg, store};

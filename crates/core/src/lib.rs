@@ -10,6 +10,7 @@
 //! | [`planner`] | which messages a commitment change calls for, and which planned ones it closes |
 //! | [`policy`] | what to send and when (`[policy]`) and the inbound keywords (`[inbound]`), with validation |
 //! | [`search`] | finding a patient: a typed query read as phone digits or name tokens, accents folded, one typo (OSA distance) forgiven, exact before fuzzy |
+//! | [`template_check`] | our templates file against Meta's (missing, not approved, other parameters, other text) and the skeleton of a file from Meta's approved templates |
 //! | [`templates`] | WhatsApp-shaped message templates (parsed from text; the embedded set) and Spanish date formatting |
 //!
 //! **Layering:** the bottom of the workspace. It depends on no other unavez
@@ -19,4 +20,5 @@ pub mod domain;
 pub mod planner;
 pub mod policy;
 pub mod search;
+pub mod template_check;
 pub mod templates;

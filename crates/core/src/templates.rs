@@ -46,6 +46,10 @@ impl Category {
 #[serde(deny_unknown_fields)]
 pub struct Template {
     pub name: String,
+    /// The key slug the template serves; empty (or left out) in a skeleton
+    /// `unavez templates pull` wrote, until a person assigns one: such a
+    /// template is checked against Meta but never planned.
+    #[serde(default)]
     pub purpose: String,
     pub category: Category,
     pub language: String,
@@ -73,6 +77,8 @@ struct File {
 #[derive(Debug, Clone)]
 pub struct Templates {
     by_purpose: HashMap<String, Template>,
+    /// Every template, in file order (also those without a purpose).
+    all: Vec<Template>,
 }
 
 impl Templates {
@@ -92,6 +98,7 @@ impl Templates {
             message: e.message().to_string(),
         })?;
         let mut by_purpose = HashMap::new();
+        let mut all = Vec::with_capacity(file.template.len());
         for t in file.template {
             if t.body.trim().is_empty() {
                 return Err(TemplateError::Invalid {
@@ -99,6 +106,20 @@ impl Templates {
                     name: t.name,
                     message: "empty body".into(),
                 });
+            }
+            if all
+                .iter()
+                .any(|o: &Template| o.name == t.name && o.language == t.language)
+            {
+                return Err(TemplateError::Invalid {
+                    path: path.into(),
+                    name: t.name,
+                    message: format!("given twice for language {:?}", t.language),
+                });
+            }
+            all.push(t.clone());
+            if t.purpose.trim().is_empty() {
+                continue;
             }
             if by_purpose.contains_key(&t.purpose) {
                 return Err(TemplateError::Invalid {
@@ -109,7 +130,12 @@ impl Templates {
             }
             by_purpose.insert(t.purpose.clone(), t);
         }
-        Ok(Templates { by_purpose })
+        Ok(Templates { by_purpose, all })
+    }
+
+    /// Every template of the file, in its order.
+    pub fn all(&self) -> &[Template] {
+        &self.all
     }
 
     pub fn for_purpose(&self, purpose: &str) -> Option<&Template> {
@@ -118,7 +144,7 @@ impl Templates {
 
     /// Whether a template of this WhatsApp name is one of ours.
     pub fn names(&self, name: &str) -> bool {
-        self.by_purpose.values().any(|t| t.name == name)
+        self.all.iter().any(|t| t.name == name)
     }
 }
 

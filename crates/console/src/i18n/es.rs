@@ -399,6 +399,7 @@ pub static ES: Strings = Strings {
     words: &super::words::ES,
     // issue 25 §8 (words)
     cli: &super::cli::ES,
+    templates: &super::templates::ES,
     // --- §1/§7 (issue 25): patient card, chooser, help scrolling, footer ---
     screen_patient: "Paciente",
     patient_usage: "Escriba :paciente y un nombre, teléfono o referencia.",

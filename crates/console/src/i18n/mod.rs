@@ -338,6 +338,7 @@ pub struct Strings {
     pub words: &'static words::Words,
     // issue 25 §8 (words): the command line's errors and summaries.
     pub cli: &'static cli::CliWords,
+    pub templates: &'static templates::TemplateWords,
     // --- issue 25 §3 (guards): hints from guards, dimmed keys, "pedir reenvío" ---
     pub act_request_resend: &'static str,
     pub act_decline_resend: &'static str,
@@ -403,6 +404,7 @@ pub struct Strings {
 pub mod cli;
 mod en;
 mod es;
+pub mod templates;
 pub mod words;
 
 pub use en::EN;
