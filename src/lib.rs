@@ -25,7 +25,7 @@
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
 //! module boundaries; only the binary edge uses `anyhow`.
 
-pub use unavez_app::{board, config, demo, dispatch, import, ingest, ledger, ops, planning, status};
+pub use unavez_app::{board, config, demo, dispatch, doctor, import, ingest, ledger, ops, planning, status};
 pub use unavez_channels::channel;
 pub use unavez_console::{i18n, tui};
 pub use unavez_core::{domain, planner, policy, template_check, templates};

@@ -6,6 +6,7 @@ mod background;
 mod copy;
 mod demo;
 mod dispatch;
+mod doctor;
 pub mod errors;
 mod intents_ops;
 mod ledger;
@@ -73,6 +74,10 @@ pub enum Command {
     /// The ledger itself: copy a SQLite ledger to PostgreSQL.
     #[command(subcommand)]
     Ledger(copy::LedgerCmd),
+    /// Check everything the service needs (configuration, secrets, ledger,
+    /// channel, templates, webhooks, listen address, dispatchers), each
+    /// with a fix. Exit 0 all ok, 3 when a check warns or fails.
+    Doctor(doctor::DoctorArgs),
     /// Message templates against Meta's (Cloud API): check, or pull a skeleton.
     #[command(subcommand)]
     Templates(templates::TemplatesCmd),
@@ -257,6 +262,10 @@ where
         Err(e) => e.exit(),
     };
     init_tracing(matches!(cli.command, Command::Tui(_) | Command::Demo(_)));
+    // Doctor reports a configuration that does not load as a check.
+    if let Command::Doctor(a) = &cli.command {
+        return doctor::run(&cli, a);
+    }
     let ctx = Ctx::load(&cli)?;
     match cli.command {
         Command::Init => {
@@ -289,6 +298,7 @@ where
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
         Command::Ledger(c) => copy::run(c),
         Command::Templates(c) => templates::run(&ctx, c),
+        Command::Doctor(_) => Err(anyhow::anyhow!("doctor runs before the context loads")),
     }
 }
 

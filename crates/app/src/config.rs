@@ -5,6 +5,7 @@
 //! hold tokens and webhook secrets, so the file can be committed and shown.
 
 mod alerts;
+mod doctor;
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,7 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 pub use alerts::AlertsConfig;
+pub use doctor::DoctorConfig;
 
 pub use crate::channel::config::{ChannelConfig, ChannelKind, CloudConfig, MotorConfig};
 pub use crate::domain::operator::{Operator, Role};
@@ -93,6 +95,8 @@ pub struct Config {
     pub inbound: InboundConfig,
     pub import: ImportConfig,
     pub alerts: AlertsConfig,
+    /// `[doctor]`: thresholds of `unavez doctor`.
+    pub doctor: DoctorConfig,
     #[serde(rename = "operator")]
     pub operators: Vec<Operator>,
     /// With operators mapped to OS accounts, still accept `--operator`
@@ -116,6 +120,7 @@ impl Default for Config {
             inbound: InboundConfig::default(),
             import: ImportConfig::default(),
             alerts: AlertsConfig::default(),
+            doctor: DoctorConfig::default(),
             operators: vec![
                 Operator {
                     name: "recepcion".into(),
@@ -214,6 +219,9 @@ pub struct ServerConfig {
     pub motor_webhook_secret_env: String,
     /// Bearer token for `POST /v1/bookings/events`, by env var name.
     pub ingest_token_env: String,
+    /// The public https URL Meta reaches this server at (behind a proxy);
+    /// `unavez doctor` reminds that Meta's webhook must point at it.
+    pub public_url: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -230,6 +238,7 @@ impl Default for ServerConfig {
             cloud_verify_token_env: "UNAVEZ_CLOUD_VERIFY_TOKEN".into(),
             motor_webhook_secret_env: "UNAVEZ_MOTOR_WEBHOOK_SECRET".into(),
             ingest_token_env: "UNAVEZ_INGEST_TOKEN".into(),
+            public_url: None,
         }
     }
 }

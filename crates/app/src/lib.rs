@@ -12,6 +12,7 @@
 //! | [`planning`] | reserving a plan's intentions (a reused key with other content is a conflict) and closing what a closure names |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`status`] | status webhooks: record → correlate → apply, or wait for the message id; the periodic sweep |
+//! | [`doctor`] | `unavez doctor`: gathers each check's facts (configuration, ledger file and schema, free space, the channel's answer, Meta's templates, the listen address, heartbeat rows) for `domain::doctor` to decide |
 //! | [`dispatch`] | the background dispatcher and reconciler: claims with validity, durable attempts, pre-send checks, uncertain outcomes, repeats, reprocessing a day |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact, pause) with reason and responsible |
 //! | [`demo`] | the demo clinic generator |
@@ -30,6 +31,7 @@ pub mod board;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
+pub mod doctor;
 pub mod import;
 pub mod ingest;
 pub mod ledger;

@@ -11,7 +11,7 @@
 //! (`cli/background.rs`) and hands the console a channel and a control.
 
 pub use unavez_app::{
-    board, channel, config, dispatch, domain, ledger, ops, planner, store, template_check, templates,
+    board, channel, config, dispatch, doctor, domain, ledger, ops, planner, store, template_check, templates,
 };
 
 pub mod i18n;

@@ -6,6 +6,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`doctor`] | `unavez doctor`'s checks, typed (id, status, finding), and the pure decisions behind them: file mode, free space, schema version, clock skew, template lengths, dispatchers from heartbeat rows |
 //! | [`domain`] | intention states and transitions, idempotency keys, content fingerprints, commitment versions, the booking-event contract (strict JSON: no key given twice), validity, inbound keywords, operators, roles and which actions each may take, channel status words, dispatcher heartbeats (alive or gone) and alert thresholds (crossed or not) |
 //! | [`planner`] | which messages a commitment change calls for, and which planned ones it closes |
 //! | [`policy`] | what to send and when (`[policy]`) and the inbound keywords (`[inbound]`), with validation |
@@ -16,6 +17,7 @@
 //! **Layering:** the bottom of the workspace. It depends on no other unavez
 //! crate; the ledger, channels, app and everything above build on it.
 
+pub mod doctor;
 pub mod domain;
 pub mod planner;
 pub mod policy;

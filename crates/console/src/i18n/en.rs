@@ -400,6 +400,7 @@ pub static EN: Strings = Strings {
     // issue 25 §8 (words)
     cli: &super::cli::EN,
     templates: &super::templates::EN,
+    doctor: &super::doctor::EN,
     // --- §1/§7 (issue 25): patient card, chooser, help scrolling, footer ---
     screen_patient: "Patient",
     patient_usage: "Type :patient and a name, phone or reference.",

@@ -400,6 +400,7 @@ pub static ES: Strings = Strings {
     // issue 25 §8 (words)
     cli: &super::cli::ES,
     templates: &super::templates::ES,
+    doctor: &super::doctor::ES,
     // --- §1/§7 (issue 25): patient card, chooser, help scrolling, footer ---
     screen_patient: "Paciente",
     patient_usage: "Escriba :paciente y un nombre, teléfono o referencia.",

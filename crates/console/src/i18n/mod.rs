@@ -339,6 +339,7 @@ pub struct Strings {
     // issue 25 §8 (words): the command line's errors and summaries.
     pub cli: &'static cli::CliWords,
     pub templates: &'static templates::TemplateWords,
+    pub doctor: &'static doctor::DoctorWords,
     // --- issue 25 §3 (guards): hints from guards, dimmed keys, "pedir reenvío" ---
     pub act_request_resend: &'static str,
     pub act_decline_resend: &'static str,
@@ -402,6 +403,7 @@ pub struct Strings {
 }
 
 pub mod cli;
+pub mod doctor;
 mod en;
 mod es;
 pub mod templates;

@@ -88,6 +88,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_one_day_index.sql")),
     (6, include_str!("migrations/0006_channel_pause.sql")),
     (7, include_str!("migrations/0007_patient_search.sql")),
+    (9, include_str!("migrations/0009_dispatcher_instance.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).

@@ -21,6 +21,7 @@ mod dispatch;
 pub mod files;
 mod heartbeat;
 mod inbound;
+pub mod inspect;
 mod intents;
 mod ledger;
 mod locks;
@@ -147,6 +148,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (10, include_str!("migrations/0010_one_day_index.sql")),
     (11, include_str!("migrations/0011_channel_pause.sql")),
     (12, include_str!("migrations/0012_patient_search.sql")),
+    (14, include_str!("migrations/0014_dispatcher_instance.sql")),
 ];
 
 impl Tx<'_> {
