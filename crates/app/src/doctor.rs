@@ -221,6 +221,8 @@ fn free_space(path: &Path, min_mb: u64) -> Check {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     match nix::sys::statvfs::statvfs(dir) {
+        // `fsblkcnt_t` and `c_ulong` are u64 here, narrower elsewhere.
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
         Ok(s) => {
             let free = u64::from(s.blocks_available()).saturating_mul(s.fragment_size() as u64) / (1024 * 1024);
             doctor::disk(free, min_mb)
