@@ -468,7 +468,7 @@ pub static EN: Strings = Strings {
     confirm_refused: "Cannot be confirmed: {why}. esc close",
     // --- issue 25 §5 (guards): no false alarms ---
     identity_unmapped: "identity not verified: your system account ({user}) is not mapped to an operator",
-    dispatcher_stopped_because: "stopped: {why}",
+    dispatcher_stopped_because: "stopped: {why} · :doctor",
     cause_missing_key: "the channel's key is missing (variable {var})",
     cause_other: "could not start ({detail})",
     header_due_now: "due now",

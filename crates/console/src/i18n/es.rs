@@ -468,7 +468,7 @@ pub static ES: Strings = Strings {
     confirm_refused: "No se puede confirmar: {why}. esc cerrar",
     // --- issue 25 §5 (guards): no false alarms ---
     identity_unmapped: "identidad no verificada: su cuenta del sistema ({user}) no está asociada a un operador",
-    dispatcher_stopped_because: "detenido: {why}",
+    dispatcher_stopped_because: "detenido: {why} · :doctor",
     cause_missing_key: "falta la clave del canal (variable {var})",
     cause_other: "no pudo arrancar ({detail})",
     header_due_now: "por enviar",
