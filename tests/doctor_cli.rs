@@ -339,3 +339,39 @@ fn rejected_and_mismatched_templates_fail_the_cloud_check() {
     );
     assert!(checks["templates"].2.contains("unavez templates pull"));
 }
+
+#[test]
+fn a_postgresql_ledger_reports_its_schema_and_clock() {
+    let schema = unavez_testkit::PgSchema::new();
+    let engine = sim(&[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("unavez.toml");
+    std::fs::write(&cfg, motor_config(&engine, "")).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_unavez"))
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--db")
+            .arg(&schema.url)
+            .args(args)
+            .envs(MOTOR_ENV)
+            .env_remove("UNAVEZ_DB")
+            .output()
+            .unwrap()
+    };
+    // Before `init`: the schema is missing, which `unavez init` makes.
+    let o = run(&["init"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&["doctor", "--json"]);
+    let v: Vec<Value> =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let by = |id: &str| v.iter().find(|c| c["id"] == id).unwrap().clone();
+    assert_eq!(by("ledger")["status"], "ok", "{v:?}");
+    assert_eq!(by("schema")["status"], "ok", "{v:?}");
+    assert!(matches!(by("clock")["status"].as_str(), Some("ok" | "warn")), "{v:?}");
+    assert!(by("clock")["message"].as_str().unwrap().contains("ms"));
+    assert_eq!(by("ledger_file")["status"], "skip");
+    assert_eq!(by("disk")["message"], "no comprobado: solo para un registro SQLite");
+    assert_eq!(by("dispatchers")["status"], "skip");
+    assert_eq!(o.status.code(), Some(0), "{v:?}");
+}

@@ -94,7 +94,24 @@ pub async fn run(inputs: Inputs) -> Vec<Check> {
         )
     });
     let db = inputs.db.unwrap_or_else(|| cfg.database.clone());
-    let ledger_ok = ledger_checks(&cfg, &db, &mut out);
+    // The ledger's clients are blocking (PostgreSQL's runs its own
+    // runtime, which may not start inside this one).
+    let (ledger_ok, ledger) = {
+        let (cfg, db) = (cfg.clone(), db.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut checks = Vec::new();
+            (ledger_checks(&cfg, &db, &mut checks), checks)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            let detail = e.to_string();
+            (
+                false,
+                vec![fail(CheckId::Ledger, Finding::LedgerUnreachable { detail })],
+            )
+        })
+    };
+    out.extend(ledger);
     let channel_ok = channel_check(&cfg, &mut out).await;
     out.push(templates_check(&cfg, &templates, channel_ok).await);
     out.push(listen_check(&cfg).await);
