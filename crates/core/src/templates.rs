@@ -121,6 +121,18 @@ impl Templates {
             if t.purpose.trim().is_empty() {
                 continue;
             }
+            // The planner fills `{{1}}…` in order; a named placeholder
+            // would reach the patient as written, and the Cloud API would
+            // refuse the send without `parameter_name`s.
+            if crate::template_check::Params::of(&t.body).is_named() {
+                return Err(TemplateError::Invalid {
+                    path: path.into(),
+                    name: t.name,
+                    message: "named parameters ({{nombre}}) cannot be sent yet: unavez fills {{1}}, {{2}}… in order; \
+                              leave purpose empty or use a positional version of the template"
+                        .into(),
+                });
+            }
             if by_purpose.contains_key(&t.purpose) {
                 return Err(TemplateError::Invalid {
                     path: path.into(),
@@ -284,6 +296,16 @@ mod tests {
         assert_eq!(date_es_seen_at(eve, dec, lima), "jueves 31 de diciembre");
         let far = Utc.with_ymd_and_hms(9999, 12, 31, 14, 0, 0).unwrap();
         assert_eq!(date_es_seen_at(far, dec, lima), "viernes 31 de diciembre de 9999");
+    }
+
+    #[test]
+    fn a_named_parameter_template_may_be_checked_but_not_planned() {
+        let named =
+            "[[template]]\nname = \"n\"\ncategory = \"transactional\"\nlanguage = \"es\"\nbody = \"Hola {{nombre}}\"\n";
+        assert_eq!(Templates::parse(named, "t.toml").unwrap().all().len(), 1);
+        let planned = named.replace("name = \"n\"", "name = \"n\"\npurpose = \"recordatorio\"");
+        let e = Templates::parse(&planned, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("named parameters") && e.contains("\"n\""), "{e}");
     }
 
     #[test]
