@@ -25,10 +25,12 @@
 //! [`cli`] and calls into these modules. Errors are `thiserror` enums at
 //! module boundaries; only the binary edge uses `anyhow`.
 
-pub use unavez_app::{backup, board, config, demo, dispatch, feed, import, ingest, ledger, ops, planning, status};
+pub use unavez_app::{
+    backup, board, config, demo, dispatch, doctor, feed, import, ingest, ledger, ops, planning, status,
+};
 pub use unavez_channels::channel;
 pub use unavez_console::{i18n, tui};
-pub use unavez_core::{domain, planner, policy, templates};
+pub use unavez_core::{domain, planner, policy, template_check, templates};
 pub use unavez_ledger::store;
 pub use unavez_server::server;
 pub use unavez_sim::sim;

@@ -108,6 +108,7 @@ fn seed(h: &Harness) {
                     fault: ChannelFault::CredentialRejected,
                     secret_env: Some("UNAVEZ_MOTOR_API_KEY".into()),
                 }),
+                channel_instance: None,
             })?;
             Ok::<_, StoreError>(())
         })

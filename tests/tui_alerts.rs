@@ -198,6 +198,7 @@ fn the_write_lock_turns_a_spinner_in_the_banner_and_the_header_keeps_the_clock()
         beat_at: now(),
         interval: Duration::seconds(5),
         channel: None,
+        channel_instance: None,
     }]);
     let wide = render(&app, 120, 30);
     let header = wide.lines().next().unwrap();
@@ -371,6 +372,7 @@ fn a_paused_channel_is_the_first_banner_alert_and_names_the_variable() {
         beat_at: now(),
         interval: Duration::seconds(5),
         channel,
+        channel_instance: None,
     };
     let pause = ChannelPause {
         fault: ChannelFault::CredentialRejected,

@@ -219,7 +219,7 @@ fn no_false_alarms_in_the_header() {
     });
     let header = render(&app, 140, 30).lines().next().unwrap().to_string();
     assert!(
-        header.contains("detenido: falta la clave del canal (variable UNAVEZ_MOTOR_API_KEY)"),
+        header.contains("detenido: falta la clave del canal (variable UNAVEZ_MOTOR_API_KEY) · :doctor"),
         "{header}"
     );
 

@@ -7,6 +7,7 @@ mod backup;
 mod copy;
 mod demo;
 mod dispatch;
+mod doctor;
 pub mod errors;
 mod feeds;
 mod intents_ops;
@@ -15,6 +16,7 @@ mod progress;
 mod resend;
 mod show;
 mod sim;
+mod templates;
 mod tui;
 
 use std::path::PathBuf;
@@ -78,6 +80,13 @@ pub enum Command {
     /// The ledger itself: back up or restore a SQLite ledger, copy one to PostgreSQL.
     #[command(subcommand)]
     Ledger(copy::LedgerCmd),
+    /// Check everything the service needs (configuration, secrets, ledger,
+    /// channel, templates, webhooks, listen address, dispatchers), each
+    /// with a fix. Exit 0 all ok, 3 when a check warns or fails.
+    Doctor(doctor::DoctorArgs),
+    /// Message templates against Meta's (Cloud API): check, or pull a skeleton.
+    #[command(subcommand)]
+    Templates(templates::TemplatesCmd),
 }
 
 /// `unavez intents …`: the listings, and the operator actions that have a
@@ -259,6 +268,10 @@ where
         Err(e) => e.exit(),
     };
     init_tracing(matches!(cli.command, Command::Tui(_) | Command::Demo(_)));
+    // Doctor reports a configuration that does not load as a check.
+    if let Command::Doctor(a) = &cli.command {
+        return doctor::run(&cli, a);
+    }
     let ctx = Ctx::load(&cli)?;
     match cli.command {
         Command::Init => {
@@ -291,6 +304,8 @@ where
         Command::Dispatch(a) => dispatch::dispatch(&ctx, a),
         Command::Reprocess(a) => dispatch::reprocess(&ctx, a),
         Command::Ledger(c) => copy::run(&ctx, c),
+        Command::Templates(c) => templates::run(&ctx, c),
+        Command::Doctor(_) => Err(anyhow::anyhow!("doctor runs before the context loads")),
     }
 }
 

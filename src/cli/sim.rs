@@ -1,4 +1,6 @@
-//! `unavez sim`: the WhatsApp engine simulator as a process.
+//! `unavez sim`: the WhatsApp engine simulator as a process; with
+//! `--cloud`, the fake Cloud API (sends, the phone number's profile and the
+//! account's message templates).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,6 +13,8 @@ use crate::sim::{self, DEV_WEBHOOK_SECRET, FaultSpec, SimOptions, SimTiming};
 
 /// Env var with the only accepted bearer key (any non-empty one if unset).
 const API_KEY_ENV: &str = "UNAVEZ_MOTOR_API_KEY";
+/// Env var with the only accepted Cloud API token under `--cloud`.
+const CLOUD_TOKEN_ENV: &str = "UNAVEZ_CLOUD_TOKEN";
 /// Env var with the webhook signing secret.
 const WEBHOOK_SECRET_ENV: &str = "UNAVEZ_MOTOR_WEBHOOK_SECRET";
 
@@ -50,9 +54,26 @@ pub struct SimArgs {
     /// Milliseconds until an `ambiguo` command is resolved.
     #[arg(long, default_value_t = SimTiming::default().resolve_ms)]
     pub resolve_ms: u64,
+    /// Act as the WhatsApp Cloud API instead of the engine: messages, the
+    /// phone number's profile and the account's message templates. Only
+    /// the token in UNAVEZ_CLOUD_TOKEN is accepted when it is set (any
+    /// other gets Graph error 190).
+    #[arg(long)]
+    pub cloud: bool,
+    /// With --cloud: the account's templates, a JSON array of template
+    /// objects in Meta's shape (default: the embedded templates, approved,
+    /// plus a rejected, a paused and a named-parameter one).
+    #[arg(long, requires = "cloud")]
+    pub cloud_templates: Option<PathBuf>,
+    /// With --cloud: templates per page when a request gives no `limit`.
+    #[arg(long, requires = "cloud", default_value_t = sim::cloud_graph::DEFAULT_PAGE)]
+    pub page_size: usize,
 }
 
 pub fn run(_ctx: &Ctx, args: SimArgs) -> anyhow::Result<ExitCode> {
+    if args.cloud {
+        return run_cloud(args);
+    }
     let faults = FaultSpec::parse(&args.faults).context("--faults")?;
     let api_key = std::env::var(API_KEY_ENV).ok().filter(|s| !s.trim().is_empty());
     let webhook_secret = match std::env::var(WEBHOOK_SECRET_ENV) {
@@ -97,6 +118,42 @@ pub fn run(_ctx: &Ctx, args: SimArgs) -> anyhow::Result<ExitCode> {
         stop.await;
         eprintln!("sim: stopping");
         handle.shutdown().await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `unavez sim --cloud`: the fake Cloud API until stopped.
+fn run_cloud(args: SimArgs) -> anyhow::Result<ExitCode> {
+    use sim::cloud_fake::{CloudFake, CloudFakeOptions};
+    let token = std::env::var(CLOUD_TOKEN_ENV).ok().filter(|s| !s.trim().is_empty());
+    let mut opts = CloudFakeOptions {
+        listen: args.listen,
+        log: args.log,
+        token,
+        page_size: args.page_size.max(1),
+        ..CloudFakeOptions::default()
+    };
+    if let Some(p) = &args.cloud_templates {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        opts.templates = serde_json::from_str::<Vec<serde_json::Value>>(&text)
+            .with_context(|| format!("{}: expected a JSON array of templates in Meta's shape", p.display()))?;
+    }
+    let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    rt.block_on(async move {
+        let key_note = if opts.token.is_some() {
+            "only the token in UNAVEZ_CLOUD_TOKEN"
+        } else {
+            "any bearer token"
+        };
+        let count = opts.templates.len();
+        let stop = stop_signal()?;
+        let fake = CloudFake::spawn(opts).await?;
+        println!("listening on {}", fake.addr());
+        eprintln!("sim: Cloud API; accepting {key_note}; {count} template(s)");
+        stop.await;
+        eprintln!("sim: stopping");
+        fake.shutdown().await;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)

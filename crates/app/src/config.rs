@@ -6,6 +6,7 @@
 
 mod alerts;
 mod backup;
+mod doctor;
 pub mod feeds;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use alerts::AlertsConfig;
 pub use backup::{BackupConfig, Periodic};
+pub use doctor::DoctorConfig;
 pub use feeds::FeedConfig;
 
 pub use crate::channel::config::{ChannelConfig, ChannelKind, CloudConfig, MotorConfig};
@@ -99,6 +101,8 @@ pub struct Config {
     pub alerts: AlertsConfig,
     /// `[backup]`: periodic backups of a SQLite ledger in `serve`.
     pub backup: BackupConfig,
+    /// `[doctor]`: thresholds of `unavez doctor`.
+    pub doctor: DoctorConfig,
     #[serde(rename = "operator")]
     pub operators: Vec<Operator>,
     /// With operators mapped to OS accounts, still accept `--operator`
@@ -123,6 +127,7 @@ impl Default for Config {
             import: ImportConfig::default(),
             alerts: AlertsConfig::default(),
             backup: BackupConfig::default(),
+            doctor: DoctorConfig::default(),
             operators: vec![
                 Operator {
                     name: "recepcion".into(),
@@ -221,6 +226,9 @@ pub struct ServerConfig {
     pub motor_webhook_secret_env: String,
     /// Bearer token for `POST /v1/bookings/events`, by env var name.
     pub ingest_token_env: String,
+    /// The public https URL Meta reaches this server at (behind a proxy);
+    /// `unavez doctor` reminds that Meta's webhook must point at it.
+    pub public_url: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -237,6 +245,7 @@ impl Default for ServerConfig {
             cloud_verify_token_env: "UNAVEZ_CLOUD_VERIFY_TOKEN".into(),
             motor_webhook_secret_env: "UNAVEZ_MOTOR_WEBHOOK_SECRET".into(),
             ingest_token_env: "UNAVEZ_INGEST_TOKEN".into(),
+            public_url: None,
         }
     }
 }

@@ -13,6 +13,7 @@
 //! | [`planning`] | reserving a plan's intentions (a reused key with other content is a conflict) and closing what a closure names |
 //! | [`import`] | `.jsonl`, `.csv` and `.ics` files → booking events, with `file:line` errors |
 //! | [`status`] | status webhooks: record → correlate → apply, or wait for the message id; the periodic sweep |
+//! | [`doctor`] | `unavez doctor`: gathers each check's facts (configuration, ledger file and schema, free space, the channel's answer, Meta's templates, the listen address, heartbeat rows) for `domain::doctor` to decide |
 //! | [`dispatch`] | the background dispatcher and reconciler: claims with validity, durable attempts, pre-send checks, uncertain outcomes, repeats, reprocessing a day |
 //! | [`feed`] | calendar feeds polled by `serve`: the conditional GET, one poll's body through the `.ics` import path, vanished events cancelled or held (`domain::feed` decides), the poller with its lease |
 //! | [`ops`] | operator actions (cancel, verify, authorize resend, manual contact, pause) with reason and responsible |
@@ -23,7 +24,7 @@
 //! server, the console and the binary build on it; it knows none of them.
 
 pub use unavez_channels::channel;
-pub use unavez_core::{domain, planner, policy, templates};
+pub use unavez_core::{domain, planner, policy, template_check, templates};
 #[cfg(feature = "failpoints")]
 pub use unavez_ledger::failpoint;
 pub use unavez_ledger::{location, pg, store};
@@ -33,6 +34,7 @@ pub mod board;
 pub mod config;
 pub mod demo;
 pub mod dispatch;
+pub mod doctor;
 pub mod feed;
 pub mod import;
 pub mod ingest;

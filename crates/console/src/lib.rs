@@ -10,7 +10,9 @@
 //! needs neither the server nor the simulator: the binary starts those
 //! (`cli/background.rs`) and hands the console a channel and a control.
 
-pub use unavez_app::{board, channel, config, dispatch, domain, ledger, ops, planner, store, templates};
+pub use unavez_app::{
+    board, channel, config, dispatch, doctor, domain, ledger, ops, planner, store, template_check, templates,
+};
 
 pub mod i18n;
 pub mod tui;

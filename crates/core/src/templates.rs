@@ -46,6 +46,10 @@ impl Category {
 #[serde(deny_unknown_fields)]
 pub struct Template {
     pub name: String,
+    /// The key slug the template serves; empty (or left out) in a skeleton
+    /// `unavez templates pull` wrote, until a person assigns one: such a
+    /// template is checked against Meta but never planned.
+    #[serde(default)]
     pub purpose: String,
     pub category: Category,
     pub language: String,
@@ -73,6 +77,8 @@ struct File {
 #[derive(Debug, Clone)]
 pub struct Templates {
     by_purpose: HashMap<String, Template>,
+    /// Every template, in file order (also those without a purpose).
+    all: Vec<Template>,
 }
 
 impl Templates {
@@ -92,12 +98,39 @@ impl Templates {
             message: e.message().to_string(),
         })?;
         let mut by_purpose = HashMap::new();
+        let mut all = Vec::with_capacity(file.template.len());
         for t in file.template {
             if t.body.trim().is_empty() {
                 return Err(TemplateError::Invalid {
                     path: path.into(),
                     name: t.name,
                     message: "empty body".into(),
+                });
+            }
+            if all
+                .iter()
+                .any(|o: &Template| o.name == t.name && o.language == t.language)
+            {
+                return Err(TemplateError::Invalid {
+                    path: path.into(),
+                    name: t.name,
+                    message: format!("given twice for language {:?}", t.language),
+                });
+            }
+            all.push(t.clone());
+            if t.purpose.trim().is_empty() {
+                continue;
+            }
+            // The planner fills `{{1}}…` in order; a named placeholder
+            // would reach the patient as written, and the Cloud API would
+            // refuse the send without `parameter_name`s.
+            if crate::template_check::Params::of(&t.body).is_named() {
+                return Err(TemplateError::Invalid {
+                    path: path.into(),
+                    name: t.name,
+                    message: "named parameters ({{nombre}}) cannot be sent yet: unavez fills {{1}}, {{2}}… in order; \
+                              leave purpose empty or use a positional version of the template"
+                        .into(),
                 });
             }
             if by_purpose.contains_key(&t.purpose) {
@@ -109,7 +142,12 @@ impl Templates {
             }
             by_purpose.insert(t.purpose.clone(), t);
         }
-        Ok(Templates { by_purpose })
+        Ok(Templates { by_purpose, all })
+    }
+
+    /// Every template of the file, in its order.
+    pub fn all(&self) -> &[Template] {
+        &self.all
     }
 
     pub fn for_purpose(&self, purpose: &str) -> Option<&Template> {
@@ -118,7 +156,7 @@ impl Templates {
 
     /// Whether a template of this WhatsApp name is one of ours.
     pub fn names(&self, name: &str) -> bool {
-        self.by_purpose.values().any(|t| t.name == name)
+        self.all.iter().any(|t| t.name == name)
     }
 }
 
@@ -258,6 +296,16 @@ mod tests {
         assert_eq!(date_es_seen_at(eve, dec, lima), "jueves 31 de diciembre");
         let far = Utc.with_ymd_and_hms(9999, 12, 31, 14, 0, 0).unwrap();
         assert_eq!(date_es_seen_at(far, dec, lima), "viernes 31 de diciembre de 9999");
+    }
+
+    #[test]
+    fn a_named_parameter_template_may_be_checked_but_not_planned() {
+        let named =
+            "[[template]]\nname = \"n\"\ncategory = \"transactional\"\nlanguage = \"es\"\nbody = \"Hola {{nombre}}\"\n";
+        assert_eq!(Templates::parse(named, "t.toml").unwrap().all().len(), 1);
+        let planned = named.replace("name = \"n\"", "name = \"n\"\npurpose = \"recordatorio\"");
+        let e = Templates::parse(&planned, "t.toml").unwrap_err().to_string();
+        assert!(e.contains("named parameters") && e.contains("\"n\""), "{e}");
     }
 
     #[test]

@@ -43,6 +43,7 @@ struct Run {
     owner: Option<String>,
     started_at: DateTime<Utc>,
     interval: StdDuration,
+    channel_instance: Option<String>,
 }
 
 impl Run {
@@ -59,6 +60,7 @@ impl Run {
             beat_at: now,
             interval: Duration::from_std(self.interval).unwrap_or(Duration::seconds(5)),
             channel: status.channel.as_ref().map(|h| h.pause.clone()),
+            channel_instance: self.channel_instance.clone(),
         }
     }
 }
@@ -86,6 +88,7 @@ impl Beating {
             owner: settings.run_by.clone(),
             started_at: Utc::now(),
             interval: settings.heartbeat,
+            channel_instance: settings.channel_instance.clone(),
         };
         let stop = CancellationToken::new();
         let task = tracker.spawn(beat_loop(db.clone(), run.clone(), control, stop.clone()));

@@ -102,6 +102,9 @@ pub struct Settings {
     /// The environment variable the channel's secret comes from, named
     /// when the channel rejects it.
     pub secret_env: Option<String>,
+    /// The channel instance it sends through, for its heartbeat row
+    /// (`channel::instance_label`).
+    pub channel_instance: Option<String>,
 }
 
 impl Settings {
@@ -138,6 +141,7 @@ impl Settings {
             run_by: crate::ops::identity::current_account().ok(),
             channel_probe: StdDuration::from_millis(cfg.dispatcher.channel_probe_ms.max(100)),
             secret_env: Some(crate::channel::secret_env(&cfg.channel).to_string()),
+            channel_instance: Some(crate::channel::instance_label(&cfg.channel)),
         }
     }
 

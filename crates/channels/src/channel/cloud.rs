@@ -23,9 +23,9 @@ pub fn channel_fault(status: StatusCode, code: Option<i64>) -> Option<ChannelFau
     (matches!(status.as_u16(), 401 | 403) || code == Some(OAUTH_EXCEPTION)).then_some(ChannelFault::CredentialRejected)
 }
 
-pub(super) const KIND: &str = "cloud";
+pub(crate) const KIND: &str = "cloud";
 /// What the bearer secret is, in errors.
-pub(super) const TOKEN: &str = "Cloud API access token";
+pub(crate) const TOKEN: &str = "Cloud API access token";
 
 /// Client of `POST /{version}/{phone_number_id}/messages`.
 #[derive(Debug, Clone)]

@@ -67,6 +67,10 @@ pub struct CloudConfig {
     pub base_url: String,
     pub api_version: String,
     pub phone_number_id: String,
+    /// The WhatsApp Business Account id (WhatsApp Manager → account
+    /// settings): whose message templates `unavez templates` and
+    /// `unavez doctor` compare with the templates file.
+    pub waba_id: String,
     /// Environment variable holding the access token.
     pub token_env: String,
     pub timeout_ms: u64,
@@ -78,6 +82,7 @@ impl Default for CloudConfig {
             base_url: "https://graph.facebook.com".into(),
             api_version: "v21.0".into(),
             phone_number_id: String::new(),
+            waba_id: String::new(),
             token_env: "UNAVEZ_CLOUD_TOKEN".into(),
             timeout_ms: 10_000,
         }

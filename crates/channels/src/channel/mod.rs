@@ -14,6 +14,7 @@
 
 pub mod cloud;
 pub mod config;
+pub mod graph;
 mod http;
 pub mod motor;
 pub mod motor_event;
@@ -291,6 +292,15 @@ pub fn secret_env(cfg: &ChannelConfig) -> &str {
     match cfg.kind {
         ChannelKind::Motor => &cfg.motor.api_key_env,
         ChannelKind::Cloud => &cfg.cloud.token_env,
+    }
+}
+
+/// The channel instance a configuration sends through, as heartbeat rows
+/// record it: `motor/<instance_id>` or `cloud/<phone_number_id>`.
+pub fn instance_label(cfg: &ChannelConfig) -> String {
+    match cfg.kind {
+        ChannelKind::Motor => format!("motor/{}", cfg.motor.instance_id.trim()),
+        ChannelKind::Cloud => format!("cloud/{}", cfg.cloud.phone_number_id.trim()),
     }
 }
 

@@ -425,6 +425,8 @@ pub static EN: Strings = Strings {
     words: &super::words::EN,
     // issue 25 §8 (words)
     cli: &super::cli::EN,
+    templates: &super::templates::EN,
+    doctor: &super::doctor::EN,
     // --- §1/§7 (issue 25): patient card, chooser, help scrolling, footer ---
     screen_patient: "Patient",
     patient_usage: "Type :patient and a name, phone or reference.",
@@ -492,7 +494,7 @@ pub static EN: Strings = Strings {
     confirm_refused: "Cannot be confirmed: {why}. esc close",
     // --- issue 25 §5 (guards): no false alarms ---
     identity_unmapped: "identity not verified: your system account ({user}) is not mapped to an operator",
-    dispatcher_stopped_because: "stopped: {why}",
+    dispatcher_stopped_because: "stopped: {why} · :doctor",
     cause_missing_key: "the channel's key is missing (variable {var})",
     cause_other: "could not start ({detail})",
     header_due_now: "due now",

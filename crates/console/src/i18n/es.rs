@@ -425,6 +425,8 @@ pub static ES: Strings = Strings {
     words: &super::words::ES,
     // issue 25 §8 (words)
     cli: &super::cli::ES,
+    templates: &super::templates::ES,
+    doctor: &super::doctor::ES,
     // --- §1/§7 (issue 25): patient card, chooser, help scrolling, footer ---
     screen_patient: "Paciente",
     patient_usage: "Escriba :paciente y un nombre, teléfono o referencia.",
@@ -492,7 +494,7 @@ pub static ES: Strings = Strings {
     confirm_refused: "No se puede confirmar: {why}. esc cerrar",
     // --- issue 25 §5 (guards): no false alarms ---
     identity_unmapped: "identidad no verificada: su cuenta del sistema ({user}) no está asociada a un operador",
-    dispatcher_stopped_because: "detenido: {why}",
+    dispatcher_stopped_because: "detenido: {why} · :doctor",
     cause_missing_key: "falta la clave del canal (variable {var})",
     cause_other: "no pudo arrancar ({detail})",
     header_due_now: "por enviar",

@@ -346,6 +346,8 @@ pub struct Strings {
     pub words: &'static words::Words,
     // issue 25 §8 (words): the command line's errors and summaries.
     pub cli: &'static cli::CliWords,
+    pub templates: &'static templates::TemplateWords,
+    pub doctor: &'static doctor::DoctorWords,
     // --- issue 25 §3 (guards): hints from guards, dimmed keys, "pedir reenvío" ---
     pub act_request_resend: &'static str,
     pub act_decline_resend: &'static str,
@@ -425,9 +427,11 @@ pub struct Strings {
 
 pub mod backup;
 pub mod cli;
+pub mod doctor;
 mod en;
 mod es;
 mod reprocess;
+pub mod templates;
 pub mod words;
 
 pub use en::EN;

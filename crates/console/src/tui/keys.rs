@@ -73,6 +73,8 @@ pub enum Mode {
     /// Every live dispatcher, this console's and other processes'
     /// (`:despachadores`).
     Dispatchers,
+    /// `unavez doctor`'s report (`:doctor`).
+    Doctor,
     /// Several patients match `:paciente`: pick one.
     Chooser,
     /// The call-outcome chooser (`t`): one digit records the outcome.
@@ -598,7 +600,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             KeyCode::PageDown => Some(Action::PageDown),
             _ => Some(Action::Back),
         },
-        Mode::Error | Mode::Dispatchers => match key.code {
+        Mode::Error | Mode::Dispatchers | Mode::Doctor => match key.code {
             KeyCode::Char('q') => Some(Action::Quit),
             _ => Some(Action::Back),
         },

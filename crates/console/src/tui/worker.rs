@@ -97,6 +97,9 @@ pub enum Request {
     Status {
         now: DateTime<Utc>,
     },
+    /// `:doctor`: the checks of `unavez doctor` (without the webhooks',
+    /// which need the server).
+    Doctor,
     /// `:paciente`: the patients a search finds (at most `limit`).
     Patients {
         text: String,
@@ -124,6 +127,7 @@ pub enum Request {
 /// says them in the operator's language.
 #[derive(Debug, Clone)]
 pub enum Response {
+    Doctor(Vec<crate::doctor::Check>),
     ReprocessPlan(Result<Vec<reprocess::Item>, Failure>),
     Reprocessed(Result<Box<reprocess::Report>, Failure>),
     /// A real reprocess run's progress, sent while it runs.
@@ -346,6 +350,7 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
             }
         }
         Request::Status { now } => status(store, ctx, now),
+        Request::Doctor => Response::Doctor(doctor(store, ctx)),
         Request::Patients { text, limit } => Response::Patients {
             found: store.read(|tx| tx.patients(&text, limit)).map_err(s),
             text,
@@ -515,4 +520,22 @@ pub fn spawn(
                 }
             }
         })
+}
+
+/// The doctor's checks on this worker's thread (not a runtime's: its own
+/// current-thread runtime for the channel's HTTP).
+fn doctor(store: &Store, ctx: &WorkerCtx) -> Vec<crate::doctor::Check> {
+    let inputs = crate::doctor::Inputs {
+        config: Ok((ctx.config.clone(), ctx.templates.clone())),
+        config_path: None,
+        db: Some(store.path().to_path_buf()),
+    };
+    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(crate::doctor::run(inputs)),
+        Err(e) => vec![crate::doctor::Check::new(
+            crate::doctor::CheckId::Config,
+            crate::doctor::Status::Fail,
+            crate::doctor::Finding::LedgerUnreachable { detail: e.to_string() },
+        )],
+    }
 }

@@ -96,6 +96,10 @@ pub struct Heartbeat {
     /// `paused` with the fault's code (docs/design.md, "A channel that
     /// refuses us").
     pub channel: Option<ChannelPause>,
+    /// The channel instance it sends through (`motor/<instance_id>`,
+    /// `cloud/<phone_number_id>`); `None` on rows written before it was
+    /// recorded.
+    pub channel_instance: Option<String>,
 }
 
 /// Whether a heartbeat row stands for a dispatcher that is working now.
@@ -175,6 +179,7 @@ mod tests {
             beat_at: now() - Duration::seconds(ago_s),
             interval: DEFAULT_INTERVAL,
             channel: None,
+            channel_instance: None,
         }
     }
 

@@ -89,6 +89,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (6, include_str!("migrations/0006_channel_pause.sql")),
     (7, include_str!("migrations/0007_patient_search.sql")),
     (8, include_str!("migrations/0008_feeds.sql")),
+    (9, include_str!("migrations/0009_dispatcher_instance.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).

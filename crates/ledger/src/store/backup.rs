@@ -220,6 +220,7 @@ pub fn file_heartbeats(path: &Path, since: DateTime<Utc>) -> Result<Vec<Heartbea
                 beat_at: from_ms(r.get(6)?),
                 interval: chrono::Duration::milliseconds(r.get(7)?),
                 channel: None,
+                channel_instance: None,
             },
             state,
         ))

@@ -27,6 +27,7 @@ fn heartbeat_row(r: &dyn Cols) -> std::result::Result<Heartbeat, String> {
             }),
             _ => None,
         },
+        channel_instance: r.opt_text(13)?,
     })
 }
 
@@ -37,8 +38,8 @@ impl Tx<'_> {
     pub fn beat(&self, hb: &Heartbeat) -> Result<()> {
         self.db().exec(
             "INSERT INTO dispatchers(id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at,
-                 interval_ms, channel_state, channel_error, channel_secret_env)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                 interval_ms, channel_state, channel_error, channel_secret_env, channel_instance)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
              ON CONFLICT(id) DO UPDATE SET state = excluded.state, last_error = excluded.last_error,
                  last_error_at = excluded.last_error_at, beat_at = excluded.beat_at,
                  interval_ms = excluded.interval_ms, channel_state = excluded.channel_state,
@@ -57,6 +58,7 @@ impl Tx<'_> {
                 if hb.channel.is_some() { "paused" } else { "ok" },
                 hb.channel.as_ref().map(|c| c.fault.as_str()),
                 hb.channel.as_ref().and_then(|c| c.secret_env.clone()),
+                hb.channel_instance.clone(),
             ],
         )?;
         Ok(())
@@ -67,7 +69,7 @@ impl Tx<'_> {
     pub fn heartbeats(&self, since: DateTime<Utc>) -> Result<Vec<Heartbeat>> {
         Ok(self.db().rows(
             "SELECT id, host, pid, owner, state, last_error, last_error_at, started_at, beat_at, interval_ms,
-                 channel_state, channel_error, channel_secret_env
+                 channel_state, channel_error, channel_secret_env, channel_instance
              FROM dispatchers WHERE beat_at >= ?1 ORDER BY beat_at DESC, id LIMIT 100",
             &crate::vals![ms(since)],
             heartbeat_row,
@@ -108,6 +110,7 @@ mod tests {
             beat_at: at,
             interval: Duration::seconds(5),
             channel: None,
+            channel_instance: Some("motor/i1".into()),
         }
     }
 

@@ -23,6 +23,7 @@ mod feeds;
 pub mod files;
 mod heartbeat;
 mod inbound;
+pub mod inspect;
 mod intents;
 mod ledger;
 mod locks;
@@ -151,6 +152,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (11, include_str!("migrations/0011_channel_pause.sql")),
     (12, include_str!("migrations/0012_patient_search.sql")),
     (13, include_str!("migrations/0013_feeds.sql")),
+    (14, include_str!("migrations/0014_dispatcher_instance.sql")),
 ];
 
 impl Tx<'_> {

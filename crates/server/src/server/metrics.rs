@@ -479,6 +479,7 @@ mod tests {
             beat_at: now - chrono::Duration::seconds(ago),
             interval: chrono::Duration::seconds(5),
             channel: None,
+            channel_instance: None,
         };
         let beats = [
             beat("a", DispatcherState::Running, 1),

@@ -1,7 +1,10 @@
 //! A local fake of the WhatsApp Cloud API `POST /{version}/{phone}/messages`
 //! for tests: it records what it "sent" (same [`SentLine`] log format as
 //! the engine simulator), and can be told to time out after recording or
-//! to answer with a given Graph error code.
+//! to answer with a given Graph error code. It also answers the Graph
+//! reads `unavez doctor` and `unavez templates` make (the phone number's
+//! profile, the account's templates): see [`super::cloud_graph`]. It runs
+//! in-process or as `unavez sim --cloud`.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -20,6 +23,7 @@ use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::cloud_graph::{self, PhoneProfile};
 use super::core::{SentLine, lock};
 use super::http::ConnKill;
 use super::{PauseMode, SimError};
@@ -56,6 +60,12 @@ pub struct CloudFakeOptions {
     /// The only accepted bearer token; `None` accepts any.
     pub token: Option<String>,
     pub hold_ms: u64,
+    /// The account's templates, as Meta's JSON objects
+    /// ([`cloud_graph::default_templates`] by default).
+    pub templates: Vec<Value>,
+    /// Templates per page when the request gives no `limit`.
+    pub page_size: usize,
+    pub profile: PhoneProfile,
 }
 
 impl Default for CloudFakeOptions {
@@ -65,6 +75,9 @@ impl Default for CloudFakeOptions {
             log: None,
             token: None,
             hold_ms: 30_000,
+            templates: cloud_graph::default_templates(),
+            page_size: cloud_graph::DEFAULT_PAGE,
+            profile: PhoneProfile::default(),
         }
     }
 }
@@ -78,10 +91,13 @@ pub struct CloudReceived {
     pub wamid: Option<String>,
 }
 
-struct FakeState {
+pub(super) struct FakeState {
     /// Rotated by [`CloudFake::set_token`], as Meta does when a token
     /// expires or is revoked.
     token: Mutex<Option<String>>,
+    pub(super) templates: Mutex<Vec<Value>>,
+    pub(super) page_size: usize,
+    pub(super) profile: Mutex<PhoneProfile>,
     hold_ms: u64,
     default: Mutex<CloudBehavior>,
     queue: Mutex<VecDeque<CloudBehavior>>,
@@ -117,6 +133,9 @@ impl CloudFake {
         };
         let state = Arc::new(FakeState {
             token: Mutex::new(opts.token),
+            templates: Mutex::new(opts.templates),
+            page_size: opts.page_size.max(1),
+            profile: Mutex::new(opts.profile),
             hold_ms: opts.hold_ms,
             default: Mutex::new(CloudBehavior::Ok),
             queue: Mutex::new(VecDeque::new()),
@@ -125,7 +144,11 @@ impl CloudFake {
             log: Mutex::new(log),
         });
         let router = Router::new()
-            .route("/{version}/{phone}", axum::routing::get(phone_number))
+            .route("/{version}/{phone}", axum::routing::get(cloud_graph::phone_number))
+            .route(
+                "/{version}/{waba}/message_templates",
+                axum::routing::get(cloud_graph::message_templates),
+            )
             .route("/{version}/{phone}/messages", post(messages))
             .with_state(state.clone());
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -162,6 +185,15 @@ impl CloudFake {
     /// A one-shot behavior for the next request (FIFO).
     pub fn push(&self, b: CloudBehavior) {
         lock(&self.state.queue).push_back(b);
+    }
+
+    /// Replaces the account's templates (Meta's JSON objects).
+    pub fn set_templates(&self, templates: Vec<Value>) {
+        *lock(&self.state.templates) = templates;
+    }
+
+    pub fn set_profile(&self, profile: PhoneProfile) {
+        *lock(&self.state.profile) = profile;
     }
 
     pub fn received(&self) -> Vec<CloudReceived> {
@@ -219,12 +251,15 @@ pub fn status_webhook(
     })
 }
 
-fn graph_error(status: StatusCode, code: i64, title: &str) -> Response {
-    (
-        status,
-        Json(json!({"error": {"message": title, "type": "OAuthException", "code": code, "error_data": {"details": title}, "fbtrace_id": "fake"}})),
-    )
-        .into_response()
+/// A Graph error in Meta's shape; a rejected token (190) carries Meta's
+/// subcode for an invalidated session (463: expired) and no `error_data`.
+pub(super) fn graph_error(status: StatusCode, code: i64, title: &str) -> Response {
+    let body = if code == 190 {
+        json!({"error": {"message": format!("Error validating access token: {title}"), "type": "OAuthException", "code": code, "error_subcode": 463, "fbtrace_id": "fake"}})
+    } else {
+        json!({"error": {"message": title, "type": "OAuthException", "code": code, "error_data": {"details": title}, "fbtrace_id": "fake"}})
+    };
+    (status, Json(body)).into_response()
 }
 
 /// The customer-visible text of a Cloud API message body.
@@ -245,7 +280,7 @@ fn visible_text(body: &Value) -> Option<String> {
 }
 
 /// Whether the bearer token is the accepted one.
-fn authorized(st: &FakeState, headers: &HeaderMap) -> bool {
+pub(super) fn authorized(st: &FakeState, headers: &HeaderMap) -> bool {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -255,19 +290,6 @@ fn authorized(st: &FakeState, headers: &HeaderMap) -> bool {
         (Some(t), Some(b)) => t == b,
         (None, Some(b)) => !b.trim().is_empty(),
     }
-}
-
-/// `GET /{version}/{phone_number_id}`: the number's profile, which needs
-/// the token and sends nothing (what unavez probes a paused channel with).
-async fn phone_number(
-    State(st): State<Arc<FakeState>>,
-    Path((_version, phone)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    if !authorized(&st, &headers) {
-        return graph_error(StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token");
-    }
-    Json(json!({"id": phone, "verified_name": "Clínica (fake)", "quality_rating": "GREEN"})).into_response()
 }
 
 async fn messages(

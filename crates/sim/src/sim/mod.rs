@@ -15,6 +15,7 @@
 //! Faults apply to `POST …/messages` only; see [`faults`] for the grammar.
 
 pub mod cloud_fake;
+pub mod cloud_graph;
 mod core;
 pub mod engine;
 pub mod faults;

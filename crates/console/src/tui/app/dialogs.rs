@@ -50,7 +50,7 @@ impl App {
         if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
             v.push("reproceso");
         }
-        v.extend(["despachadores", "detalle", "error", "salir"]);
+        v.extend(["despachadores", "detalle", "doctor", "error", "salir"]);
         // §1/§7 (issue 25)
         v.extend(["paciente", "ayuda"]);
         v
@@ -127,6 +127,11 @@ impl App {
             // §1/§7 (issue 25)
             "paciente" | "patient" => self.find_patient(arg),
             "ayuda" | "help" | "?" => self.on_action(Action::Help),
+            "doctor" => {
+                self.doctor = None;
+                self.mode = Mode::Doctor;
+                vec![Request::Doctor]
+            }
             "error" => {
                 if self.failure.is_some() || self.dispatcher.last_error.is_some() {
                     self.mode = Mode::Error;
@@ -530,6 +535,7 @@ impl App {
                 self.detail_loading = false;
             }
             status @ Response::Status { .. } => self.on_status(status),
+            Response::Doctor(checks) => self.doctor = Some(checks),
             Response::Attention(Err(e))
             | Response::Upcoming(Err(e))
             | Response::Counter(Err(e))

@@ -234,6 +234,8 @@ pub struct App {
     /// The last error a request met, whole: `enter` while its flash is on
     /// the line, or `:error`, shows it.
     pub failure: Option<Failure>,
+    /// `:doctor`'s last report (`None`: asked, not answered yet).
+    pub doctor: Option<Vec<crate::doctor::Check>>,
     /// Crossed alert thresholds (the header's banner), most urgent first,
     /// and the blocked templates behind `template_blocked`.
     pub alerts: Vec<Reading>,
@@ -309,6 +311,7 @@ impl App {
             board_day: None,
             board_day_asked: None,
             failure: None,
+            doctor: None,
             alerts: Vec::new(),
             blocked_templates: Vec::new(),
             paused_channels: Vec::new(),

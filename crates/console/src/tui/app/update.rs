@@ -22,7 +22,7 @@ impl App {
             Mode::Confirm | Mode::ConfirmWord => self.on_confirm(a),
             Mode::Help => self.on_help(a),
             Mode::Chooser => self.on_chooser(a),
-            Mode::Log | Mode::Error | Mode::Dispatchers => self.on_reading_overlay(a),
+            Mode::Log | Mode::Error | Mode::Dispatchers | Mode::Doctor => self.on_reading_overlay(a),
             Mode::CallChooser => self.on_call_chooser(a),
             Mode::Normal => self.on_normal(a),
         }

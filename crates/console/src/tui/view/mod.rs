@@ -21,7 +21,7 @@ use attention::{draw_attention_like, human_time, short_name};
 use banner::draw_banner;
 use board::draw_board;
 use detail::draw_detail;
-use overlay::{draw_confirm, draw_dispatchers, draw_error, draw_form, draw_help, draw_log};
+use overlay::{draw_confirm, draw_dispatchers, draw_doctor, draw_error, draw_form, draw_help, draw_log};
 use panels::draw_reprocess;
 use patient::{draw_chooser, draw_patient};
 use upcoming::{draw_upcoming, needs_call, upcoming_status};
@@ -109,6 +109,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Log => draw_log(f, app),
         Mode::Error => draw_error(f, app),
         Mode::Dispatchers => draw_dispatchers(f, app),
+        Mode::Doctor => draw_doctor(f, app),
         Mode::Chooser => draw_chooser(f, app),
         Mode::CallChooser => calls::draw_call_chooser(f, app),
         _ => {}

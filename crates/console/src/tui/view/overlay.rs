@@ -342,6 +342,46 @@ pub(super) fn draw_error(f: &mut Frame<'_>, app: &App) {
     f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
 }
 
+/// `:doctor`: the same checks, messages and fixes as `unavez doctor`.
+pub(super) fn draw_doctor(f: &mut Frame<'_>, app: &App) {
+    use crate::doctor::Status;
+    let (t, words) = (app.t, app.t.doctor);
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    match &app.doctor {
+        None => lines.push(Line::styled(t.loading, app.palette.dim())),
+        Some(checks) => {
+            for c in checks {
+                let (message, fix) = words.say(c, t.templates);
+                let (mark, style) = match c.status {
+                    Status::Ok => ("✓", Style::new().fg(app.palette.ok)),
+                    Status::Skip => ("·", app.palette.dim()),
+                    Status::Warn => ("!", Style::new().fg(app.palette.warn)),
+                    Status::Fail => ("✗", Style::new().fg(app.palette.error)),
+                };
+                lines.push(Line::styled(
+                    format!("{mark} {:<12} {}", c.id.as_str(), inert(&message)),
+                    style,
+                ));
+                if !fix.is_empty() && matches!(c.status, Status::Warn | Status::Fail) {
+                    lines.push(Line::from(format!("  {:<12} → {}", "", inert(&fix))));
+                }
+            }
+            let healthy = crate::doctor::healthy(checks);
+            lines.push(Line::from(""));
+            lines.push(Line::styled(if healthy { words.all_ok } else { words.some_bad }, HEAD));
+        }
+    }
+    let width: u16 = 100;
+    let inner = usize::from(width.saturating_sub(2));
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX));
+    f.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" {} ", words.title));
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
