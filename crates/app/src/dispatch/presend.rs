@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::Db;
 use crate::domain::key::Purpose;
-use crate::domain::state::IntentionState;
+use crate::domain::presend;
 use crate::store::{PresendFacts, Store};
 
 /// Most attempts one query covers: as many as a large dispatcher has in
@@ -27,55 +27,24 @@ use crate::store::{PresendFacts, Store};
 /// attempt still gets a read made after it asked).
 const BATCH: usize = 512;
 
-/// Who holds an attempt that is about to be sent: what the pre-send check
-/// compares (the fencing token of a send).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Holder {
-    /// A dispatcher's claim: the intention is `dispatching` under this
-    /// lease owner, and the lease has not run out.
-    Lease(String),
-    /// A reconciliation repeat: the intention is still `uncertain`.
-    Reconciler,
-}
+pub use crate::domain::presend::Holder;
 
 /// Why the request must not leave, or `None` when nothing moved since its
-/// validity check: the commitment's version and cancellation, and the
-/// holder's own claim on the intention and the attempt. Pure.
+/// validity check: the ledger's row read by core's rule
+/// ([`crate::domain::presend::moved`]). Pure.
 pub fn moved(f: &PresendFacts, holder: &Holder, now: chrono::DateTime<Utc>) -> Option<String> {
-    if !f.attempt_open {
-        return Some(format!("attempt {} was closed meanwhile", f.n));
-    }
-    match holder {
-        Holder::Lease(owner) => {
-            if f.state != IntentionState::Dispatching {
-                return Some(format!("the intention is {} now, no longer dispatching", f.state));
-            }
-            if f.lease_owner.as_deref() != Some(owner.as_str()) {
-                return Some(format!(
-                    "the lease is held by {} now",
-                    f.lease_owner.as_deref().unwrap_or("nobody")
-                ));
-            }
-            if f.lease_until.is_none_or(|t| t <= now) {
-                return Some("the lease ran out before the request could leave".into());
-            }
-        }
-        Holder::Reconciler => {
-            if f.state != IntentionState::Uncertain {
-                return Some(format!("the intention is {} now, no longer uncertain", f.state));
-            }
-        }
-    }
-    if f.commitment_version != f.version_checked {
-        return Some(format!(
-            "the commitment moved from v{} to v{} after the validity check",
-            f.version_checked, f.commitment_version
-        ));
-    }
-    if f.commitment_cancelled && Purpose::from_slug(&f.purpose) != Purpose::Cancellation {
-        return Some("the commitment was cancelled after the validity check".into());
-    }
-    None
+    let facts = presend::PresendFacts {
+        n: f.n,
+        attempt_open: f.attempt_open,
+        version_checked: f.version_checked,
+        state: f.state,
+        lease_owner: f.lease_owner.clone(),
+        lease_until: f.lease_until,
+        purpose: Purpose::from_slug(&f.purpose),
+        commitment_version: f.commitment_version,
+        commitment_cancelled: f.commitment_cancelled,
+    };
+    presend::moved(&facts, holder, now)
 }
 
 /// The answer for one attempt.
@@ -193,6 +162,7 @@ pub(crate) fn clearance(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::state::IntentionState;
     use chrono::Duration;
 
     fn facts() -> PresendFacts {

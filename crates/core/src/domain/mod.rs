@@ -25,6 +25,7 @@ pub mod lifecycle;
 pub mod mask;
 pub mod operator;
 pub mod phone;
+pub mod presend;
 pub mod recovery;
 pub mod refusal;
 pub mod state;

@@ -1,0 +1,30 @@
+//! A model checker of the "una vez" protocol over the real core rules
+//! (issue 28; docs/verification.md). Dev only: not in the workspace's
+//! default members, never in the product build.
+//!
+//! The actors (dispatchers, the reconciler, the idempotent engine and its
+//! webhooks, the booking source, supervisors) only move messages and crash;
+//! every decision calls `unavez-core`: validity, the state machine, the
+//! pre-send re-check, lease recovery, the reconciler's review and the
+//! operator guards. [stateright] explores every interleaving within
+//! [`Bounds`].
+//!
+//! Modules:
+//! - [`world`]: the state (ledger rows, engine, processes, fault budget)
+//!   and the [`Bounds`];
+//! - [`model`]: the [`stateright::Model`] ([`Una`]), its [`Action`]s and
+//!   the [`Mutation`] switch that weakens one rule;
+//! - [`step`]: each action's effect;
+//! - [`rules`]: the calls into core;
+//! - [`props`]: the properties (all `always`);
+//! - [`trace`]: counterexamples as readable traces, and their replay.
+
+pub mod model;
+pub mod props;
+pub mod rules;
+pub mod step;
+pub mod trace;
+pub mod world;
+
+pub use model::{Action, Mutation, Una};
+pub use world::Bounds;

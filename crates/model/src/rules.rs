@@ -1,0 +1,176 @@
+//! The model's calls into `unavez-core`: every decision the actors take is
+//! one of these, with the ledger's rows turned into core's facts.
+
+use chrono::{DateTime, Duration, Utc};
+use unavez_core::domain::commitment::CommitmentKind;
+use unavez_core::domain::guard::{self, CommitmentState, Facts, PendingResend, ResendAsk, ResendFacts};
+use unavez_core::domain::operator::Role;
+use unavez_core::domain::presend::{self, Holder, PresendFacts};
+use unavez_core::domain::recovery::{self, LeaseFacts, ToReview};
+use unavez_core::domain::state::{IntentionState, ReviewReason, Signal, Transition, transition};
+use unavez_core::domain::validity::{self, CommitmentFacts, IntentionFacts, Rules, Validity};
+use unavez_core::templates::Category;
+
+use crate::world::{Commitment, Intention, World};
+
+/// The model's one instant: time does not pass in the model, leases run
+/// out by an explicit event instead.
+pub fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_800_000_000, 0).expect("a fixed instant")
+}
+
+/// Core's validity verdict for `i` against the commitment `c`.
+pub fn validity(i: &Intention, c: Commitment) -> Validity {
+    validity::check(
+        &IntentionFacts {
+            commitment_version: i.planned_version,
+            purpose: i.purpose.clone(),
+            category: Category::Transactional,
+            asks_confirmation: false,
+            expires_at: None,
+            created_at: now() - Duration::hours(1),
+        },
+        &CommitmentFacts {
+            kind: CommitmentKind::Appointment,
+            cancelled: c.cancelled,
+            version: c.version,
+            starts_at: Some(now() + Duration::days(2)),
+            confirmed_at: None,
+            manual_contact_at: None,
+        },
+        None,
+        0,
+        &Rules {
+            quiet_hours: None,
+            daily_cap: 0,
+            tz: chrono_tz::UTC,
+        },
+        now(),
+    )
+}
+
+/// Core's pre-send re-check of row `i` for `holder`.
+pub fn presend(w: &World, i: usize, holder: &Holder) -> Option<String> {
+    let row = &w.intentions[i];
+    let Some(attempt) = row.attempt else {
+        return Some("no open attempt".into());
+    };
+    let (owner, until) = match row.lease {
+        Some((d, live)) => (
+            Some(owner_name(d)),
+            Some(if live { now() + Duration::seconds(30) } else { now() }),
+        ),
+        None => (None, None),
+    };
+    presend::moved(
+        &PresendFacts {
+            n: attempt.n,
+            attempt_open: true,
+            version_checked: attempt.version_checked,
+            state: row.state,
+            lease_owner: owner,
+            lease_until: until,
+            purpose: row.purpose.clone(),
+            commitment_version: w.commitment.version,
+            commitment_cancelled: w.commitment.cancelled,
+        },
+        holder,
+        now(),
+    )
+}
+
+pub fn owner_name(d: usize) -> String {
+    format!("dispatcher-{d}")
+}
+
+/// Core's transition, as the state machine applies it.
+pub fn apply(from: IntentionState, signal: Signal) -> Option<IntentionState> {
+    match transition(from, signal) {
+        Transition::Move(to) => Some(to),
+        Transition::Record(_) | Transition::Refuse => None,
+    }
+}
+
+/// Core's lease recovery: whether an expired lease makes row `i` uncertain.
+pub fn expire(i: usize, row: &Intention) -> bool {
+    let facts = LeaseFacts {
+        intention_id: i as i64,
+        state: row.state,
+        owner: row.lease.map(|(d, _)| owner_name(d)),
+        open_attempts: row.attempt.map(|a| a.n).into_iter().collect(),
+    };
+    recovery::expire_leases(&[facts], now()).moved().contains(&(i as i64))
+}
+
+/// Core's review row for a repeat the validity rule refused: the reason
+/// a person sees, when the machine takes it.
+pub fn refused_repeat(i: usize, row: &Intention, verdict: &Validity, version: i64) -> Option<String> {
+    let Validity::Cancel { reason, explanation } = verdict else {
+        return None;
+    };
+    let why = ToReview::RefusedRepeat {
+        reason: ReviewReason::for_refused_repeat(*reason),
+        version,
+    };
+    let r = recovery::reconcile_review(i as i64, row.state, why, explanation, now())?;
+    r.applied.then(|| r.reason.unwrap_or_else(|| "needs_review".into()))
+}
+
+/// The guard's facts for an operator acting on row `i`.
+pub fn guard_facts(w: &World, i: usize, max_per_day: u32) -> Facts {
+    let row = &w.intentions[i];
+    let family: Vec<&Intention> = w.intentions.iter().filter(|r| r.family == row.family).collect();
+    let original = &w.intentions[row.family];
+    let pending = family.iter().skip(1).find(|r| {
+        matches!(
+            r.state,
+            IntentionState::Planned | IntentionState::Dispatching | IntentionState::Uncertain
+        )
+    });
+    Facts {
+        role: Role::Supervisor,
+        state: row.state,
+        state_reason: row.reason.clone(),
+        commitment: if w.commitment.cancelled {
+            CommitmentState::Cancelled
+        } else {
+            CommitmentState::Open
+        },
+        appointment: true,
+        resend: ResendFacts {
+            original: original.state,
+            planned_version: original.planned_version,
+            current_version: w.commitment.version,
+            expired: false,
+            pending: pending.map(|_| PendingResend {
+                key: format!("{}:reenvio:1", row.family),
+                authorized_by: Some("supervisor".into()),
+                authorized_at: now().fixed_offset(),
+            }),
+            authorized_today: (family.len() - 1) as u32,
+            max_per_day,
+        },
+        ask: ResendAsk::None,
+    }
+}
+
+pub use guard::{authorize_resend, cancel, verify};
+
+/// The monotonic rule's check on a written change: evidence never moves
+/// backwards. The explicit exceptions in core: a release (nothing reached
+/// the channel) returns `dispatching` to `planned`;
+/// [`unavez_core::domain::state::replan_failed`] and reopening a handled
+/// case are operator actions the model does not take.
+pub fn backward(from: IntentionState, to: IntentionState) -> bool {
+    use IntentionState as S;
+    if from == to {
+        return false;
+    }
+    if from.is_terminal() {
+        return true;
+    }
+    if (from, to) == (S::Dispatching, S::Planned) {
+        return false;
+    }
+    matches!((from.rank(), to.rank()), (Some(a), Some(b)) if b < a)
+}
