@@ -38,12 +38,12 @@ pub(super) fn draw_feeds(f: &mut Frame<'_>, app: &App) {
         .flat_map(|c| {
             [
                 Span::styled(format!("{} ", c.key_label()), Style::new().fg(app.palette.accent)),
-                Span::raw(format!("{}   ", (c.label)(t))),
+                Span::raw(format!("{}  ", (c.label)(t))),
             ]
         })
         .collect();
     lines.push(Line::from(keys));
-    let width: u16 = 80;
+    let width: u16 = 90;
     let inner = usize::from(width.saturating_sub(2));
     let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
     let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX));
