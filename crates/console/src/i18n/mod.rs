@@ -389,6 +389,11 @@ pub struct Strings {
     /// `{feed}`, `{reason}`, `{operator}`.
     pub scope_feed_confirm: &'static str,
     pub scope_feed_discard: &'static str,
+    /// `:calendario`'s overlay (issue 27 §2): its title, the line when no
+    /// feed holds anything, and one feed's heading (`{feed}`, `{n}`).
+    pub feeds_title: &'static str,
+    pub feeds_none: &'static str,
+    pub feeds_heading: &'static str,
     pub ref_not_handled: &'static str,
     /// `{commitment}`, `{key}`, `{outcome}`, `{operator}`.
     pub scope_call_outcome: &'static str,

@@ -79,6 +79,9 @@ pub enum Mode {
     Chooser,
     /// The call-outcome chooser (`t`): one digit records the outcome.
     CallChooser,
+    /// The calendar feeds' held disappearances (`:calendario`): confirm
+    /// or discard them (issue 27 §2).
+    Feeds,
 }
 
 /// The signed-in operator's powers.
@@ -543,6 +546,64 @@ pub static REGISTRY: &[Command] = &[
     },
 ];
 
+/// The keys of the held-disappearances overlay (`:calendario`): its own
+/// small registry, read by the overlay's hint line, `?` help and
+/// [`action_for`] alike. Both need `feed_confirm`/`feed_discard`'s right,
+/// so a role without it sees neither.
+pub static FEED_KEYS: &[Command] = &[
+    Command {
+        keys: &[KeySpec::Char('c')],
+        action: Action::Op(OpKind::FeedConfirm),
+        label: |t| t.act_feed_confirm,
+        hint: true,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Char('d')],
+        action: Action::Op(OpKind::FeedDiscard),
+        label: |t| t.act_feed_discard,
+        hint: true,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Up, KeySpec::Char('k')],
+        action: Action::Up,
+        label: |t| t.act_move,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Down, KeySpec::Char('j')],
+        action: Action::Down,
+        label: |t| t.act_move,
+        hint: false,
+        screens: &[],
+    },
+    Command {
+        keys: &[KeySpec::Esc, KeySpec::Char('q')],
+        action: Action::Back,
+        label: |t| t.act_back,
+        hint: true,
+        screens: &[],
+    },
+];
+
+/// The held-disappearances overlay's commands this operator may use.
+pub fn feed_keys_visible(access: Access) -> impl Iterator<Item = &'static Command> {
+    FEED_KEYS.iter().filter(move |c| c.permitted(access))
+}
+
+/// What `key` means in the held-disappearances overlay: a feed action the
+/// operator may not take is refused (and was never shown).
+fn feeds_action(key: &KeyEvent, access: Access) -> Option<Action> {
+    let cmd = FEED_KEYS.iter().find(|c| c.keys.iter().any(|s| s.matches(key)))?;
+    match cmd.gate() {
+        Some(_) if access.read_only => Some(Action::ReadOnly),
+        Some(op) if !allowed(access.role, op) => Some(Action::Refused(op)),
+        _ => Some(cmd.action),
+    }
+}
+
 /// The commands shown for a screen and operator (footer hints and help).
 pub fn visible(screen: Screen, access: Access) -> impl Iterator<Item = &'static Command> {
     REGISTRY
@@ -579,6 +640,7 @@ pub fn action_for(key: &KeyEvent, screen: Screen, access: Access, mode: Mode) ->
             _ => None,
         },
         Mode::Help => help_action(key),
+        Mode::Feeds => feeds_action(key, access),
         Mode::Chooser => match key.code {
             KeyCode::Up | KeyCode::Char('k') => Some(Action::Up),
             KeyCode::Down | KeyCode::Char('j') => Some(Action::Down),

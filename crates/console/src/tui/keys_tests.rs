@@ -119,3 +119,34 @@ fn g_and_end_mean_the_last_row_on_every_list() {
         assert_eq!(action_for(&ch('g'), screen, DESK, Mode::Normal), Some(Action::Top));
     }
 }
+
+// --- issue 27 §2: the held-disappearances overlay (`:calendario`) ---
+
+#[test]
+fn feed_review_keys_follow_the_role_rule() {
+    let on = |k: KeyEvent, a: Access| action_for(&k, Screen::Attention, a, Mode::Feeds);
+    for role in [Role::Technician, Role::Supervisor] {
+        let a = access(role);
+        assert_eq!(on(ch('c'), a), Some(Action::Op(OpKind::FeedConfirm)), "{role:?}");
+        assert_eq!(on(ch('d'), a), Some(Action::Op(OpKind::FeedDiscard)), "{role:?}");
+        let shown: Vec<Action> = feed_keys_visible(a).map(|c| c.action).collect();
+        assert!(shown.contains(&Action::Op(OpKind::FeedConfirm)), "{role:?}");
+        assert!(shown.contains(&Action::Op(OpKind::FeedDiscard)), "{role:?}");
+    }
+    // The front desk may not act: the keys are hidden and refused.
+    assert_eq!(on(ch('c'), DESK), Some(Action::Refused(OpKind::FeedConfirm)));
+    assert_eq!(on(ch('d'), DESK), Some(Action::Refused(OpKind::FeedDiscard)));
+    assert!(feed_keys_visible(DESK).all(|c| c.op().is_none()));
+    // A read-only console refuses every action, whatever the role.
+    let ro = Access {
+        role: Role::Technician,
+        read_only: true,
+    };
+    assert_eq!(on(ch('c'), ro), Some(Action::ReadOnly));
+    assert!(feed_keys_visible(ro).all(|c| c.op().is_none()));
+    // Moving and closing work for everyone; a stray key does nothing.
+    assert_eq!(on(ch('j'), DESK), Some(Action::Down));
+    assert_eq!(on(key(KeyCode::Up), DESK), Some(Action::Up));
+    assert_eq!(on(key(KeyCode::Esc), DESK), Some(Action::Back));
+    assert_eq!(on(ch('x'), DESK), None);
+}

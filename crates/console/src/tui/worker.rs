@@ -100,6 +100,8 @@ pub enum Request {
     /// `:doctor`: the checks of `unavez doctor` (without the webhooks',
     /// which need the server).
     Doctor,
+    /// `:calendario`: every feed with disappearances held for review.
+    FeedHolds,
     /// `:paciente`: the patients a search finds (at most `limit`).
     Patients {
         text: String,
@@ -128,6 +130,7 @@ pub enum Request {
 #[derive(Debug, Clone)]
 pub enum Response {
     Doctor(Vec<crate::doctor::Check>),
+    FeedHolds(Result<Vec<FeedHold>, Failure>),
     ReprocessPlan(Result<Vec<reprocess::Item>, Failure>),
     Reprocessed(Result<Box<reprocess::Report>, Failure>),
     /// A real reprocess run's progress, sent while it runs.
@@ -351,6 +354,7 @@ pub fn handle(store: &mut Store, ctx: &WorkerCtx, req: Request) -> Response {
         }
         Request::Status { now } => status(store, ctx, now),
         Request::Doctor => Response::Doctor(doctor(store, ctx)),
+        Request::FeedHolds => Response::FeedHolds(store.read(feed_holds).map_err(s)),
         Request::Patients { text, limit } => Response::Patients {
             found: store.read(|tx| tx.patients(&text, limit)).map_err(s),
             text,
@@ -538,4 +542,49 @@ fn doctor(store: &Store, ctx: &WorkerCtx) -> Vec<crate::doctor::Check> {
             crate::doctor::Finding::LedgerUnreachable { detail: e.to_string() },
         )],
     }
+}
+
+/// One feed's disappearances waiting for a person (issue 27 §2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedHold {
+    pub feed: String,
+    pub held: Vec<HeldAppointment>,
+}
+
+/// One held appointment as the overlay shows it: the patient's phone
+/// masked here, so the raw number never reaches the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldAppointment {
+    pub reference: String,
+    pub patient: Option<String>,
+    pub starts_at: DateTime<Utc>,
+}
+
+/// The feeds with held disappearances, by name; a feed with none is left
+/// out (there is nothing to decide on it).
+fn feed_holds(tx: &crate::store::Tx<'_>) -> Result<Vec<FeedHold>, crate::store::StoreError> {
+    let mut out = Vec::new();
+    for f in tx.feeds()? {
+        if f.held == 0 {
+            continue;
+        }
+        let seen = tx.feed_held(&f.name)?;
+        let refs: Vec<&str> = seen.iter().map(|s| s.reference.as_str()).collect();
+        let rows = tx.commitments_by_ref(&refs)?;
+        let held: Vec<HeldAppointment> = seen
+            .iter()
+            .map(|s| HeldAppointment {
+                reference: s.reference.clone(),
+                patient: rows
+                    .get(&s.reference)
+                    .and_then(|r| r.commitment.phone.as_deref())
+                    .map(crate::domain::mask::mask_phone),
+                starts_at: s.starts_at,
+            })
+            .collect();
+        if !held.is_empty() {
+            out.push(FeedHold { feed: f.name, held });
+        }
+    }
+    Ok(out)
 }

@@ -51,6 +51,10 @@ impl App {
             v.push("reproceso");
         }
         v.extend(["despachadores", "detalle", "doctor", "error", "salir"]);
+        // Issue 27 §2: only for whoever may confirm or discard.
+        if self.may_review_feeds() {
+            v.push("calendario");
+        }
         // §1/§7 (issue 25)
         v.extend(["paciente", "ayuda"]);
         v
@@ -127,6 +131,7 @@ impl App {
             // §1/§7 (issue 25)
             "paciente" | "patient" => self.find_patient(arg),
             "ayuda" | "help" | "?" => self.on_action(Action::Help),
+            "calendario" | "calendarios" | "feeds" | "feed" => self.open_feeds(),
             "doctor" => {
                 self.doctor = None;
                 self.mode = Mode::Doctor;
@@ -536,6 +541,7 @@ impl App {
             }
             status @ Response::Status { .. } => self.on_status(status),
             Response::Doctor(checks) => self.doctor = Some(checks),
+            Response::FeedHolds(r) => self.on_feed_holds(r),
             Response::Attention(Err(e))
             | Response::Upcoming(Err(e))
             | Response::Counter(Err(e))

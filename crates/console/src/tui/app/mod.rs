@@ -11,6 +11,7 @@
 mod board;
 mod calls;
 mod dialogs;
+mod feeds;
 pub mod guard;
 mod patient;
 mod rows;
@@ -18,6 +19,7 @@ mod update;
 
 pub use board::{BoardItem, duration_text};
 pub use calls::{CallsView, Deferred, GRACE_SECONDS, LOG_LINES};
+pub use feeds::FeedsView;
 pub use patient::{CARD_AHEAD_DAYS, CARD_BEHIND_HOURS, PatientView, SavedCursor};
 pub use rows::{RowIdentity, Rows};
 
@@ -236,6 +238,8 @@ pub struct App {
     pub failure: Option<Failure>,
     /// `:doctor`'s last report (`None`: asked, not answered yet).
     pub doctor: Option<Vec<crate::doctor::Check>>,
+    /// `:calendario`'s held disappearances (issue 27 §2).
+    pub feeds: FeedsView,
     /// Crossed alert thresholds (the header's banner), most urgent first,
     /// and the blocked templates behind `template_blocked`.
     pub alerts: Vec<Reading>,
@@ -312,6 +316,7 @@ impl App {
             board_day_asked: None,
             failure: None,
             doctor: None,
+            feeds: FeedsView::default(),
             alerts: Vec::new(),
             blocked_templates: Vec::new(),
             paused_channels: Vec::new(),

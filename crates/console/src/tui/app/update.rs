@@ -24,6 +24,7 @@ impl App {
             Mode::Chooser => self.on_chooser(a),
             Mode::Log | Mode::Error | Mode::Dispatchers | Mode::Doctor => self.on_reading_overlay(a),
             Mode::CallChooser => self.on_call_chooser(a),
+            Mode::Feeds => self.on_feeds(a),
             Mode::Normal => self.on_normal(a),
         }
     }
@@ -495,7 +496,7 @@ impl App {
     }
 
     /// The form for `op` on `target`, empty.
-    fn show_form(&mut self, op: OpKind, target: Target) -> Vec<Request> {
+    pub(super) fn show_form(&mut self, op: OpKind, target: Target) -> Vec<Request> {
         self.form = Some(Form {
             op,
             target,
@@ -533,7 +534,7 @@ impl App {
 
 /// The target of an action on no row (a day's reprocess, the dispatcher):
 /// only a label for the form and the log.
-fn unattached_target(commitment_ref: String) -> Target {
+pub(super) fn unattached_target(commitment_ref: String) -> Target {
     Target {
         case: None,
         seen: None,

@@ -12,6 +12,7 @@ mod banner;
 mod board;
 mod calls;
 mod detail;
+mod feeds;
 mod overlay;
 mod panels;
 mod patient;
@@ -110,6 +111,7 @@ pub fn draw(f: &mut Frame<'_>, app: &App) {
         Mode::Error => draw_error(f, app),
         Mode::Dispatchers => draw_dispatchers(f, app),
         Mode::Doctor => draw_doctor(f, app),
+        Mode::Feeds => feeds::draw_feeds(f, app),
         Mode::Chooser => draw_chooser(f, app),
         Mode::CallChooser => calls::draw_call_chooser(f, app),
         _ => {}
