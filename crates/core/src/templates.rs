@@ -244,20 +244,7 @@ mod tests {
     #[test]
     fn embedded_templates_cover_every_purpose() {
         let t = Templates::embedded();
-        for p in [
-            "aviso-reserva",
-            "recordatorio",
-            "recordatorio-confirmar",
-            "aviso-cambio",
-            "aviso-cancelacion",
-            "confirmado",
-            "pagado",
-            "preparado",
-            "enviado",
-            "incidencia",
-            "entregado",
-            "devuelto",
-        ] {
+        for p in crate::template_check::PURPOSES {
             assert!(t.for_purpose(p).is_some(), "{p}");
         }
     }

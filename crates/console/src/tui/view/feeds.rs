@@ -2,7 +2,7 @@
 //! disappearances, and which appointments (reference, masked patient,
 //! time); the keys this operator may use at the bottom.
 
-use super::overlay::popup;
+use super::overlay::draw_wrapped;
 use super::*;
 use crate::tui::keys::feed_keys_visible;
 
@@ -43,13 +43,8 @@ pub(super) fn draw_feeds(f: &mut Frame<'_>, app: &App) {
         })
         .collect();
     lines.push(Line::from(keys));
-    let width: u16 = 90;
-    let inner = usize::from(width.saturating_sub(2));
-    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
-    let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX));
-    f.render_widget(Clear, area);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", t.feeds_title));
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    draw_wrapped(f, lines, 90, 0, block);
 }

@@ -16,6 +16,21 @@ pub(super) fn popup(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
+/// A bordered popup `width` wide and as tall as `lines` wrap inside it (at
+/// least `min_height`), drawn over what is below: every overlay whose text
+/// decides its height.
+pub(super) fn draw_wrapped(f: &mut Frame<'_>, lines: Vec<Line<'_>>, width: u16, min_height: u16, block: Block<'_>) {
+    let inner = usize::from(width.saturating_sub(2)).max(1);
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let area = popup(
+        f.area(),
+        width,
+        u16::try_from(rows + 2).unwrap_or(u16::MAX).max(min_height),
+    );
+    f.render_widget(Clear, area);
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+}
+
 pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
     let Some(form) = &app.form else { return };
     let t = app.t;
@@ -106,16 +121,11 @@ pub(super) fn draw_confirm(f: &mut Frame<'_>, app: &App) {
             None => lines.push(Line::styled(t.confirm_hint, HEAD)),
         },
     }
-    // Room for the lines as wrapped inside the borders.
-    let inner = usize::from(width.saturating_sub(2)).max(1);
-    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
-    let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX).max(8));
-    f.render_widget(Clear, area);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", t.confirm_title))
         .border_style(Style::new().fg(app.palette.warn));
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    draw_wrapped(f, lines, width, 8, block);
 }
 
 /// A resend's evidence: every earlier message of the family with its
@@ -330,16 +340,11 @@ pub(super) fn draw_error(f: &mut Frame<'_>, app: &App) {
     if lines.is_empty() {
         lines.push(Line::styled(t.no_error, app.palette.dim()));
     }
-    let width: u16 = 90;
-    let inner = usize::from(width.saturating_sub(2));
-    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
-    let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX));
-    f.render_widget(Clear, area);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", t.error_title))
         .border_style(Style::new().fg(app.palette.error));
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    draw_wrapped(f, lines, 90, 0, block);
 }
 
 /// `:doctor`: the same checks, messages and fixes as `unavez doctor`.
@@ -371,15 +376,10 @@ pub(super) fn draw_doctor(f: &mut Frame<'_>, app: &App) {
             lines.push(Line::styled(if healthy { words.all_ok } else { words.some_bad }, HEAD));
         }
     }
-    let width: u16 = 100;
-    let inner = usize::from(width.saturating_sub(2));
-    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
-    let area = popup(f.area(), width, u16::try_from(rows + 2).unwrap_or(u16::MAX));
-    f.render_widget(Clear, area);
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(" {} ", words.title));
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), area);
+    draw_wrapped(f, lines, 100, 0, block);
 }
 
 #[cfg(test)]
