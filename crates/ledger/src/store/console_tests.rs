@@ -185,6 +185,7 @@ fn migration_0002_backfills_an_existing_database() {
              DROP TRIGGER commitment_search_names_insert; DROP TRIGGER commitment_search_names_update;
              DROP TRIGGER commitment_search_names_delete; DROP TRIGGER commitment_search_names_contact;
              DROP TABLE commitment_search_words; DROP TABLE commitment_search_names; DROP TABLE name_word_deletes;
+             DROP TABLE feed_held; DROP TABLE feed_seen; DROP TABLE feeds;
 
              DROP TRIGGER intention_counts_delete; DROP TRIGGER intentions_starts_at_insert;
              DROP TRIGGER commitments_starts_at_copy; DROP TABLE intention_counts;

@@ -640,6 +640,7 @@ fn migration_0007_keeps_the_marks_and_admits_channel_events() {
              DROP TRIGGER commitment_search_names_insert; DROP TRIGGER commitment_search_names_update;
              DROP TRIGGER commitment_search_names_delete; DROP TRIGGER commitment_search_names_contact;
              DROP TABLE commitment_search_words; DROP TABLE commitment_search_names; DROP TABLE name_word_deletes;
+             DROP TABLE feed_held; DROP TABLE feed_seen; DROP TABLE feeds;
              PRAGMA user_version = 6;"
         ))
         .unwrap();
