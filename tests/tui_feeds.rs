@@ -88,6 +88,11 @@ fn the_held_feeds_overlay_lists_each_feed_and_its_appointments() {
         "{:?}",
         app.alerts
     );
+    // `?` lists `:calendario` to whoever may use it.
+    fx.act(&mut app, Action::Help);
+    let help = render(&app, 100, 60);
+    assert!(help.contains(":calendario"), "{help}");
+    fx.act(&mut app, Action::Back);
     fx.command(&mut app, "calendario");
     assert_eq!(app.mode, Mode::Feeds);
     let holds = app.feeds.holds.clone().expect("the worker answered");
@@ -125,6 +130,12 @@ fn discard_releases_and_confirm_cancels_and_both_are_audited() {
         .map(|r| r.value)
         .collect();
     assert_eq!(held, [1], "{:?}", app.alerts);
+    // It names the feed, in the singular.
+    let banner = render(&app, 200, 30);
+    assert!(
+        banner.contains("calendario sede-norte: 1 cita desapareció de golpe"),
+        "{banner}"
+    );
 
     fx.command(&mut app, "feeds");
     let feeds: Vec<String> = app.feeds.holds.clone().unwrap().into_iter().map(|h| h.feed).collect();
@@ -180,6 +191,7 @@ fn a_supervisor_may_review_and_the_front_desk_may_not() {
 
     let mut desk = fx.loaded(Role::FrontDesk, "recepcion");
     assert!(!desk.commands().contains(&"calendario"));
+    assert!(!desk.t.colon_line(&desk.colon_commands()).contains(":calendario"));
     fx.command(&mut desk, "calendario");
     assert_eq!(desk.mode, Mode::Normal);
     assert_eq!(

@@ -1,6 +1,7 @@
 //! English (`language = "en"`).
 
 use super::Strings;
+use crate::tui::colon::ColonCommand;
 
 /// English (`language = "en"`).
 pub static EN: Strings = Strings {
@@ -375,8 +376,9 @@ pub static EN: Strings = Strings {
     alert_refused_events: "{n} refused events",
     alert_backup_failing: "the last backup failed",
     alert_backup_stale: "no backup for {age}",
-    alert_feed_held: "the calendar lost {n} appointments at once: held until someone decides (:feeds or unavez feeds confirm|discard)",
-    alert_feed_stale: "{n} calendar feed(s) failing for over {minutes} min (unavez feeds)",
+    alert_feed_held: "calendar {feeds}: {n} appointments disappeared at once, held until someone decides (:feeds or unavez feeds confirm|discard)",
+    alert_feed_held_one: "calendar {feeds}: 1 appointment disappeared at once, held until someone decides (:feeds or unavez feeds confirm|discard)",
+    alert_feed_stale: "calendar {feeds}: failing for over {minutes} min (unavez feeds)",
     alert_channel_credential: "channel credential rejected: check {env} and restart unavez",
     alert_channel_instance_unknown: "the engine has no such instance: check instance_id and restart unavez",
     alert_channel_instance_disconnected: "the engine instance has no phone linked: link it; sending resumes by itself",
@@ -440,7 +442,8 @@ pub static EN: Strings = Strings {
     chooser_title: "Several patients match",
     chooser_hint: "↑↓ choose · enter or 1–9 open · esc close",
     help_scroll: "j/k ↑↓ pgup/pgdn: scroll · esc or q: close",
-    help_commands: "Commands: :patient TEXT · :detail ID · :attention · :upcoming · :board · :help · :quit",
+    help_commands: "Commands",
+    colon,
     message_sentences: &[
         ("planned", "Not sent yet; it goes out on time."),
         ("dispatching", "Being sent right now."),
@@ -566,3 +569,22 @@ pub static EN: Strings = Strings {
         ),
     ],
 };
+
+/// The `:` commands' words in English (the parser also takes the Spanish
+/// ones: `tui::colon::ColonCommand::aliases`).
+fn colon(c: ColonCommand) -> (&'static str, &'static str) {
+    match c {
+        ColonCommand::Patient => ("patient", "TEXT"),
+        ColonCommand::Detail => ("detail", "ID"),
+        ColonCommand::Attention => ("attention", ""),
+        ColonCommand::Upcoming => ("upcoming", ""),
+        ColonCommand::Board => ("board", ""),
+        ColonCommand::Reprocess => ("reprocess", ""),
+        ColonCommand::Dispatchers => ("dispatchers", ""),
+        ColonCommand::Doctor => ("doctor", ""),
+        ColonCommand::Error => ("error", ""),
+        ColonCommand::Feeds => ("feeds", ""),
+        ColonCommand::Help => ("help", ""),
+        ColonCommand::Quit => ("quit", ""),
+    }
+}

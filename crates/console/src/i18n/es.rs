@@ -1,6 +1,7 @@
 //! Spanish (the default).
 
 use super::Strings;
+use crate::tui::colon::ColonCommand;
 
 /// Spanish (default).
 pub static ES: Strings = Strings {
@@ -375,8 +376,9 @@ pub static ES: Strings = Strings {
     alert_refused_events: "{n} eventos rechazados",
     alert_backup_failing: "falló la última copia de seguridad",
     alert_backup_stale: "sin copia de seguridad desde hace {age}",
-    alert_feed_held: "el calendario perdió {n} citas de golpe: retenidas hasta que alguien decida (:calendario o unavez feeds confirm|discard)",
-    alert_feed_stale: "{n} calendario(s) sin actualizar hace más de {minutes} min (unavez feeds)",
+    alert_feed_held: "calendario {feeds}: {n} citas desaparecieron de golpe, retenidas hasta que alguien decida (:calendario o unavez feeds confirm|discard)",
+    alert_feed_held_one: "calendario {feeds}: 1 cita desapareció de golpe, retenida hasta que alguien decida (:calendario o unavez feeds confirm|discard)",
+    alert_feed_stale: "calendario {feeds}: sin actualizar hace más de {minutes} min (unavez feeds)",
     alert_channel_credential: "credencial del canal rechazada: revise {env} y reinicie unavez",
     alert_channel_instance_unknown: "el motor no tiene la instancia configurada: revise instance_id y reinicie unavez",
     alert_channel_instance_disconnected: "la instancia del motor no tiene teléfono vinculado: vincúlelo; el envío se reanuda solo",
@@ -440,7 +442,8 @@ pub static ES: Strings = Strings {
     chooser_title: "Varios pacientes coinciden",
     chooser_hint: "↑↓ elegir · enter o 1–9 abrir · esc cerrar",
     help_scroll: "j/k ↑↓ pgup/pgdn: desplazar · esc o q: cerrar",
-    help_commands: "Comandos: :paciente TEXTO · :detalle ID · :atencion · :citas · :tablero · :ayuda · :salir",
+    help_commands: "Comandos",
+    colon,
     message_sentences: &[
         ("planned", "Aún no se envió; saldrá a su hora."),
         ("dispatching", "Se está enviando ahora."),
@@ -563,3 +566,22 @@ pub static ES: Strings = Strings {
         ("has_channel_refs", "el canal le dio una referencia: llegó al canal"),
     ],
 };
+
+/// The `:` commands' words in Spanish (the parser also takes the English
+/// ones: `tui::colon::ColonCommand::aliases`).
+fn colon(c: ColonCommand) -> (&'static str, &'static str) {
+    match c {
+        ColonCommand::Patient => ("paciente", "TEXTO"),
+        ColonCommand::Detail => ("detalle", "ID"),
+        ColonCommand::Attention => ("atencion", ""),
+        ColonCommand::Upcoming => ("citas", ""),
+        ColonCommand::Board => ("tablero", ""),
+        ColonCommand::Reprocess => ("reproceso", ""),
+        ColonCommand::Dispatchers => ("despachadores", ""),
+        ColonCommand::Doctor => ("doctor", ""),
+        ColonCommand::Error => ("error", ""),
+        ColonCommand::Feeds => ("calendario", ""),
+        ColonCommand::Help => ("ayuda", ""),
+        ColonCommand::Quit => ("salir", ""),
+    }
+}

@@ -12,6 +12,7 @@ use crate::domain::attention::NextStep;
 use crate::domain::text::inert;
 use crate::ops::{OpKind, OpOutcome, OpReport, Refusal, VerifyOutcome};
 use crate::store::FamilyMember;
+use crate::tui::colon::ColonCommand;
 use crate::tui::failure::{Failure, FailureKind};
 
 /// Every label, hint and message of the console.
@@ -287,7 +288,12 @@ pub struct Strings {
     pub chooser_title: &'static str,
     pub chooser_hint: &'static str,
     pub help_scroll: &'static str,
+    /// The label before the help's `:` commands (the commands themselves
+    /// come from `tui::colon`, so the line cannot drift from the parser).
     pub help_commands: &'static str,
+    /// Each `:` command's word and argument placeholder in this language
+    /// (an exhaustive match, one per language).
+    pub colon: fn(ColonCommand) -> (&'static str, &'static str),
     /// A message's state as one sentence for the patient card, by state
     /// code (see `tui::sentence`).
     pub message_sentences: &'static [(&'static str, &'static str)],
@@ -321,6 +327,9 @@ pub struct Strings {
     pub alert_backup_stale: &'static str,
     /// `{n}` appointments a calendar feed lost at once.
     pub alert_feed_held: &'static str,
+    /// The same for a single appointment (Spanish and English agree in
+    /// number).
+    pub alert_feed_held_one: &'static str,
     /// `{n}` feeds failing for over `{minutes}` minutes.
     pub alert_feed_stale: &'static str,
     /// A dispatcher paused its channel (`channel_paused`), by fault: the
@@ -443,6 +452,23 @@ pub use en::EN;
 pub use es::ES;
 
 impl Strings {
+    /// A `:` command's word in this language.
+    pub fn colon_word(&self, c: ColonCommand) -> &'static str {
+        (self.colon)(c).0
+    }
+
+    /// The help's line of `:` commands, for the ones the operator may use.
+    pub fn colon_line(&self, commands: &[ColonCommand]) -> String {
+        let each: Vec<String> = commands
+            .iter()
+            .map(|&c| match (self.colon)(c) {
+                (word, "") => format!(":{word}"),
+                (word, arg) => format!(":{word} {arg}"),
+            })
+            .collect();
+        format!("{}: {}", self.help_commands, each.join(" · "))
+    }
+
     /// The label of an intention state (or `stuck` / `reschedule`).
     pub fn state<'a>(&self, code: &'a str) -> &'a str
     where

@@ -13,13 +13,15 @@
 //! - [`theme`]: the colour palettes (dark, light) every view draws with;
 //! - [`failure`]: the worker's errors, typed so they are said in the
 //!   operator's language;
-//! - [`sentence`]: a message's state as one sentence (the patient card).
+//! - [`sentence`]: a message's state as one sentence (the patient card);
+//! - [`colon`]: the `:` commands, one table for the parser, Tab and `?`.
 //!
 //! The embedded dispatcher and the demo's in-process simulator are started
 //! by the binary (`cli/background.rs`), so the console needs neither the
 //! server nor the simulator.
 
 pub mod app;
+pub mod colon;
 pub mod failure;
 pub mod keys;
 pub mod listen;

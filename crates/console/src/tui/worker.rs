@@ -17,7 +17,7 @@ use crate::board::DayFigures;
 use crate::channel::Channel;
 use crate::config::{Config, Role};
 use crate::dispatch::{Control, Db, ServiceStatus, Settings, reprocess};
-use crate::domain::alert::{self, BlockedTemplate, Reading};
+use crate::domain::alert::{self, BlockedTemplate, FeedHealth, Reading};
 use crate::domain::fault::ChannelPause;
 use crate::domain::heartbeat::{self, Heartbeat};
 use crate::domain::lifecycle::OperatingDay;
@@ -157,6 +157,9 @@ pub enum Response {
         blocked: Vec<BlockedTemplate>,
         /// The channels live dispatchers paused (behind `channel_paused`).
         paused: Vec<ChannelPause>,
+        /// The calendar feeds' health (behind `feed_held`/`feed_stale`):
+        /// the banner names them.
+        feeds: Vec<FeedHealth>,
         /// Another process holds the ledger's write lock: actions wait.
         locked: bool,
     },
@@ -425,6 +428,7 @@ fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
                 alerts: alert::crossed(&measures, &ctx.config.alerts.thresholds(), now),
                 blocked: measures.blocked_templates,
                 paused: measures.paused_channels,
+                feeds: measures.feeds,
                 locked,
             }
         }
@@ -436,6 +440,7 @@ fn status(store: &mut Store, ctx: &WorkerCtx, now: DateTime<Utc>) -> Response {
             alerts: Vec::new(),
             blocked: Vec::new(),
             paused: Vec::new(),
+            feeds: Vec::new(),
             locked,
         },
     }

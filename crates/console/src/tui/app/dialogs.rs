@@ -2,6 +2,7 @@
 //! worker's answers.
 
 use super::*;
+use crate::tui::colon::ColonCommand;
 
 impl App {
     pub(super) fn on_input(&mut self, a: Action) -> Vec<Request> {
@@ -43,21 +44,23 @@ impl App {
         vec![]
     }
 
-    /// The `:` commands this operator can run, in the console's language
-    /// first (`reproceso` for technicians only).
+    /// The `:` commands this operator can run, in help order:
+    /// `:reproceso` for whoever sees its tab, `:calendario` for whoever may
+    /// confirm or discard a feed's holds (issue 27 §2).
+    pub fn colon_commands(&self) -> Vec<ColonCommand> {
+        ColonCommand::ALL
+            .into_iter()
+            .filter(|c| match c {
+                ColonCommand::Reprocess => Screen::tabs(self.role()).contains(&Screen::Reprocess),
+                ColonCommand::Feeds => self.may_review_feeds(),
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// Their words in the console's language (Tab completes these).
     pub fn commands(&self) -> Vec<&'static str> {
-        let mut v = vec!["atencion", "citas", "tablero"];
-        if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
-            v.push("reproceso");
-        }
-        v.extend(["despachadores", "detalle", "doctor", "error", "salir"]);
-        // Issue 27 §2: only for whoever may confirm or discard.
-        if self.may_review_feeds() {
-            v.push("calendario");
-        }
-        // §1/§7 (issue 25)
-        v.extend(["paciente", "ayuda"]);
-        v
+        self.colon_commands().into_iter().map(|c| self.t.colon_word(c)).collect()
     }
 
     /// Tab in `:`: completes the word to the commands it starts (their
@@ -103,54 +106,59 @@ impl App {
     /// `detalle <id|key>` to jump to one intention.
     pub(super) fn run_command(&mut self, cmd: &str) -> Vec<Request> {
         let (word, arg) = cmd.split_once(' ').map(|(w, a)| (w, a.trim())).unwrap_or((cmd, ""));
-        match word.to_lowercase().as_str() {
-            "" => vec![],
-            "q" | "quit" | "salir" => {
+        if word.is_empty() {
+            return vec![];
+        }
+        let Some(command) = ColonCommand::parse(word) else {
+            let known = self.commands().join(", ");
+            self.flash(
+                FlashKind::Refused,
+                fill(self.t.flash_unknown_command, &[("cmd", cmd), ("commands", &known)]),
+            );
+            return vec![];
+        };
+        match command {
+            ColonCommand::Quit => {
                 self.quit = true;
                 vec![]
             }
-            "atencion" | "atención" | "attention" => self.goto(Screen::Attention),
-            "citas" | "proximas" | "próximas" | "upcoming" => self.goto(Screen::Upcoming),
-            "tablero" | "board" => self.goto(Screen::Board),
-            "reproceso" | "reprocess" => {
+            ColonCommand::Attention => self.goto(Screen::Attention),
+            ColonCommand::Upcoming => self.goto(Screen::Upcoming),
+            ColonCommand::Board => self.goto(Screen::Board),
+            ColonCommand::Reprocess => {
                 if Screen::tabs(self.role()).contains(&Screen::Reprocess) {
                     self.goto(Screen::Reprocess)
                 } else {
                     self.on_action(Action::Refused(OpKind::Reprocess))
                 }
             }
-            "detalle" | "detail" | "d" if !arg.is_empty() => self.open_detail(arg.to_string()),
+            // Without an id, `:detalle` opens the row under the cursor,
+            // as enter does.
+            ColonCommand::Detail if arg.is_empty() => self.open(),
+            ColonCommand::Detail => self.open_detail(arg.to_string()),
             // The header names one dispatcher and counts the rest; a
             // shared ledger may have one on every host: this lists them.
-            "despachadores" | "dispatchers" => {
+            ColonCommand::Dispatchers => {
                 self.mode = Mode::Dispatchers;
                 vec![Request::Status { now: self.now }]
             }
-            // The header and the flash line shorten errors; this shows
-            // the console's and the dispatcher's last ones whole.
             // §1/§7 (issue 25)
-            "paciente" | "patient" => self.find_patient(arg),
-            "ayuda" | "help" | "?" => self.on_action(Action::Help),
-            "calendario" | "calendarios" | "feeds" | "feed" => self.open_feeds(),
-            "doctor" => {
+            ColonCommand::Patient => self.find_patient(arg),
+            ColonCommand::Help => self.on_action(Action::Help),
+            ColonCommand::Feeds => self.open_feeds(),
+            ColonCommand::Doctor => {
                 self.doctor = None;
                 self.mode = Mode::Doctor;
                 vec![Request::Doctor]
             }
-            "error" => {
+            // The header and the flash line shorten errors; this shows
+            // the console's and the dispatcher's last ones whole.
+            ColonCommand::Error => {
                 if self.failure.is_some() || self.dispatcher.last_error.is_some() {
                     self.mode = Mode::Error;
                 } else {
                     self.flash(FlashKind::Info, self.t.no_error.into());
                 }
-                vec![]
-            }
-            _ => {
-                let known = self.commands().join(", ");
-                self.flash(
-                    FlashKind::Refused,
-                    fill(self.t.flash_unknown_command, &[("cmd", cmd), ("commands", &known)]),
-                );
                 vec![]
             }
         }
@@ -601,6 +609,7 @@ impl App {
             alerts,
             blocked,
             paused,
+            feeds,
             locked,
         } = status
         else {
@@ -612,6 +621,7 @@ impl App {
             self.alerts = alerts;
             self.blocked_templates = blocked;
             self.paused_channels = paused;
+            self.feed_health = feeds;
         }
         self.dispatcher.locked = locked;
         let service_error = service.as_ref().and_then(|s| s.last_error.clone()).map(|(_, e)| e);

@@ -246,6 +246,9 @@ pub struct App {
     pub blocked_templates: Vec<BlockedTemplate>,
     /// The channels paused behind `channel_paused`.
     pub paused_channels: Vec<crate::domain::fault::ChannelPause>,
+    /// The calendar feeds' health, so the banner names the feed that
+    /// lost appointments or stopped answering, not just a count.
+    pub feed_health: Vec<crate::domain::alert::FeedHealth>,
     /// Frames drawn: what a spinner turns by.
     pub frame: u64,
     // --- §1/§7 (issue 25): patient card, chooser, kept filter, help ---
@@ -320,6 +323,7 @@ impl App {
             alerts: Vec::new(),
             blocked_templates: Vec::new(),
             paused_channels: Vec::new(),
+            feed_health: Vec::new(),
             frame: 0,
             patient: PatientView::default(),
             before_filter: None,

@@ -57,10 +57,19 @@ fn banner_text(app: &App) -> String {
                 t.alert_backup_stale,
                 &[("age", &age(app.now, app.now - Duration::seconds(r.value)))],
             ),
-            AlertKind::FeedHeld => fill(t.alert_feed_held, &[("n", &n(r.value))]),
+            AlertKind::FeedHeld => {
+                let feeds = feed_names(app, |f| f.held > 0);
+                match r.value {
+                    1 => fill(t.alert_feed_held_one, &[("feeds", &feeds)]),
+                    v => fill(t.alert_feed_held, &[("feeds", &feeds), ("n", &n(v))]),
+                }
+            }
             AlertKind::FeedStale => fill(
                 t.alert_feed_stale,
-                &[("n", &n(r.value)), ("minutes", &app.feed_stale_minutes.to_string())],
+                &[
+                    ("feeds", &feed_names(app, |f| f.failing_since.is_some())),
+                    ("minutes", &app.feed_stale_minutes.to_string()),
+                ],
             ),
         })
         .collect();
@@ -68,6 +77,18 @@ fn banner_text(app: &App) -> String {
         parts.push(format!("⚠ {}", alerts.join(" · ")));
     }
     parts.join(" · ")
+}
+
+/// The feeds an alert is about, by their configured names (inert: a name
+/// comes from a config file, and reaches the terminal).
+fn feed_names(app: &App, about: impl Fn(&crate::domain::alert::FeedHealth) -> bool) -> String {
+    let names: Vec<String> = app
+        .feed_health
+        .iter()
+        .filter(|f| about(f))
+        .map(|f| inert(&f.name).into_owned())
+        .collect();
+    if names.is_empty() { "?".into() } else { names.join(", ") }
 }
 
 /// What the paused channels need, one clause per fault: the credential

@@ -190,7 +190,7 @@ pub(super) fn draw_help(f: &mut Frame<'_>, app: &App) {
         })
         .collect();
     lines.push(Line::from(""));
-    lines.push(Line::styled(t.help_commands, app.palette.dim()));
+    lines.push(Line::styled(t.colon_line(&app.colon_commands()), app.palette.dim()));
     lines.push(Line::styled(t.help_roles, app.palette.dim()));
     // Identity is said once, here, and only where it matters (issue 25 §5);
     // first, so that no scrolling hides it.
