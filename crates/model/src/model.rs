@@ -98,7 +98,7 @@ pub enum Action {
 /// moved on, no longer renews its lease).
 pub fn working_on(pc: Dispatcher, i: usize) -> bool {
     match pc {
-        Dispatcher::Claimed(j, _) | Dispatcher::Answered(j, _) => usize::from(j) == i,
+        Dispatcher::Claimed(j) | Dispatcher::Answered(j, _) => usize::from(j) == i,
         Dispatcher::Ready(r) => usize::from(r.intention) == i,
         Dispatcher::Idle => false,
     }

@@ -61,7 +61,13 @@ pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
             w.cancellations += 1;
             w.commitment.cancelled = true;
         }
-        Action::Operator(s, op, i) => operator(m, &mut w, s, op, i),
+        // A refused or idle action leaves the ledger as it was: the
+        // supervisor is still free to act (a no-op is not a step).
+        Action::Operator(s, op, i) => {
+            if !operator(m, &mut w, s, op, i) {
+                return None;
+            }
+        }
         Action::OperatorWrite(s) => {
             let Supervisor::Read(op, i) = w.supervisors[s] else {
                 return None;
@@ -111,7 +117,7 @@ fn claim(m: &Una, w: &mut World, d: usize, i: usize) {
                 n: 1,
                 version_checked: snapshot.version,
             });
-            w.dispatchers[d] = Dispatcher::Claimed(i as u8, snapshot);
+            w.dispatchers[d] = Dispatcher::Claimed(i as u8);
         }
         Validity::Cancel { reason, explanation } => {
             if signal(w, i, Signal::Cancel(reason)) {
@@ -124,7 +130,7 @@ fn claim(m: &Una, w: &mut World, d: usize, i: usize) {
 }
 
 fn recheck(m: &Una, w: &mut World, d: usize) {
-    let Dispatcher::Claimed(i, _) = w.dispatchers[d] else {
+    let Dispatcher::Claimed(i) = w.dispatchers[d] else {
         return;
     };
     let ready = Dispatcher::Ready(Request {
@@ -248,7 +254,8 @@ fn webhook(m: &Una, w: &mut World, i: usize, hook: Hook, dup: bool) {
     }
 }
 
-fn operator(m: &Una, w: &mut World, s: usize, op: Op, i: usize) {
+/// An operator's action through the guard; whether it took a step.
+fn operator(m: &Una, w: &mut World, s: usize, op: Op, i: usize) -> bool {
     let f = rules::guard_facts(w, i, m.bounds.max_resends);
     let verdict = match op {
         Op::Cancel => rules::cancel(&f, false),
@@ -267,19 +274,19 @@ fn operator(m: &Una, w: &mut World, s: usize, op: Op, i: usize) {
         }
     };
     if verdict.is_err() {
-        w.supervisors[s] = Supervisor::Done;
-        return;
+        return false;
     }
     if m.is(Mutation::GuardOutsideTx) {
         w.supervisors[s] = Supervisor::Read(op, i as u8);
-        return;
+        return true;
     }
-    write(w, op, i);
     w.supervisors[s] = Supervisor::Done;
+    write(w, op, i)
 }
 
-/// The operator's write, and its one audit row when it changed something.
-fn write(w: &mut World, op: Op, i: usize) {
+/// The operator's write, and its one audit row when it changed something;
+/// whether it did.
+fn write(w: &mut World, op: Op, i: usize) -> bool {
     let changed = match op {
         Op::Cancel => {
             let moved = signal(w, i, Signal::Cancel(CancelReason::Operator));
@@ -302,4 +309,5 @@ fn write(w: &mut World, op: Op, i: usize) {
         w.changing_actions += 1;
         w.audit_rows += 1;
     }
+    changed
 }

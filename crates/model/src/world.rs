@@ -207,9 +207,9 @@ pub struct Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dispatcher {
     Idle,
-    /// Claimed `intention` under a lease and recorded its attempt; the
-    /// commitment as the claim's validity check read it.
-    Claimed(u8, Commitment),
+    /// Claimed `intention` under a lease and recorded its attempt (the
+    /// version its validity check read is in the attempt).
+    Claimed(u8),
     /// The pre-send re-check passed (or, mutated, was skipped).
     Ready(Request),
     /// The request was processed; its answer came back (accepted) or
