@@ -225,3 +225,44 @@ pub fn backward(from: IntentionState, to: IntentionState) -> bool {
     }
     matches!((from.rank(), to.rank()), (Some(a), Some(b)) if b < a)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::{Attempt, Bounds, Lease};
+
+    /// The one-family check stands for every family (docs/verification.md,
+    /// "One check or two") only if a booking notice and a reminder are
+    /// decided alike at the model's instant: same validity verdict, same
+    /// pre-send re-check, for every commitment and row the runs reach.
+    #[test]
+    fn a_booking_notice_and_a_reminder_are_decided_alike() {
+        let mut w = World::new(&Bounds::dispatch());
+        for version in 1..=3u8 {
+            for cancelled in [false, true] {
+                let c = Commitment { version, cancelled };
+                w.commitment = c;
+                for planned in 1..=3u8 {
+                    for state in IntentionState::ALL {
+                        for lease in [None, Some(true), Some(false)] {
+                            for r in 0..2 {
+                                let row = &mut w.intentions[r];
+                                row.planned_version = planned;
+                                row.state = state;
+                                row.lease = lease.map(|live| Lease { owner: 0, live });
+                                row.attempt = Some(Attempt {
+                                    n: 1,
+                                    version_checked: planned,
+                                });
+                            }
+                            assert_eq!(validity(&w.intentions[0], c), validity(&w.intentions[1], c));
+                            for holder in [Holder::Lease(owner_name(0)), Holder::Reconciler] {
+                                assert_eq!(presend(&w, 0, &holder), presend(&w, 1, &holder), "{state} {c:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
