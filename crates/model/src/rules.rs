@@ -5,8 +5,8 @@ use chrono::{DateTime, Duration, Utc};
 use unavez_core::domain::attempt::{AttemptResult, Backoff, RetryPolicy};
 use unavez_core::domain::commitment::CommitmentKind;
 use unavez_core::domain::finish::{self, FinishFacts};
-use unavez_core::domain::history::Cause;
 use unavez_core::domain::guard::{self, CommitmentState, Facts, PendingResend, ResendAsk, ResendFacts};
+use unavez_core::domain::history::Cause;
 use unavez_core::domain::operator::Role;
 use unavez_core::domain::presend::{self, Holder, PresendFacts};
 use unavez_core::domain::recovery::{self, LeaseFacts, ToReview};
@@ -122,7 +122,11 @@ pub fn finish(
     } else {
         AttemptResult::Uncertain { detail: "timeout" }
     };
-    let cause = if reconciler { Cause::Reconciler } else { Cause::Dispatcher };
+    let cause = if reconciler {
+        Cause::Reconciler
+    } else {
+        Cause::Dispatcher
+    };
     let retry = RetryPolicy {
         max_attempts: 3,
         backoff: Backoff::new(vec![60]),
@@ -164,7 +168,8 @@ pub fn refused_repeat(i: usize, row: &Intention, verdict: &Validity, version: u8
         version: version.into(),
     };
     let r = recovery::reconcile_review(i as i64, row.state, why, explanation, now())?;
-    r.applied.then(|| intern(r.reason.unwrap_or_else(|| "needs_review".into())))
+    r.applied
+        .then(|| intern(r.reason.unwrap_or_else(|| "needs_review".into())))
 }
 
 /// The guard's facts for an operator acting on row `i`.

@@ -12,11 +12,9 @@ use crate::world::World;
 /// Who took a step.
 pub fn actor(a: &Action) -> String {
     match a {
-        Action::Claim(d, _)
-        | Action::Recheck(d)
-        | Action::Send(d, _)
-        | Action::Record(d)
-        | Action::Crash(d) => format!("dispatcher {d}"),
+        Action::Claim(d, _) | Action::Recheck(d) | Action::Send(d, _) | Action::Record(d) | Action::Crash(d) => {
+            format!("dispatcher {d}")
+        }
         Action::LeaseOfDeadExpires(_) | Action::LeaseOfFrozenExpires(_) => "clock".into(),
         Action::Reconcile(_) | Action::ReconcilerSend(_) | Action::ReconcilerRecord => "reconciler".into(),
         Action::Webhook(..) => "engine".into(),

@@ -121,7 +121,10 @@ pub fn purpose(index: u8) -> Purpose {
 /// `Copy` (a handful of distinct reasons exist in the whole run).
 pub fn intern(reason: String) -> &'static str {
     static SEEN: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut seen = SEEN.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(s) = seen.get(reason.as_str()) {
         return s;
     }

@@ -66,7 +66,10 @@ const CI_LIMIT: Duration = Duration::from_secs(300);
 /// (docs/verification.md, "One check or two").
 #[test]
 fn one_family_under_the_whole_default_budget_holds_every_property() {
-    assert!(check("operators", Bounds::operators(), CI_LIMIT), "not finished in {CI_LIMIT:?}");
+    assert!(
+        check("operators", Bounds::operators(), CI_LIMIT),
+        "not finished in {CI_LIMIT:?}"
+    );
 }
 
 /// Two families sharing the dispatchers, the reconciler and the fault
@@ -74,7 +77,10 @@ fn one_family_under_the_whole_default_budget_holds_every_property() {
 /// families that the projection argument says cannot break a property.
 #[test]
 fn two_families_sharing_the_processes_hold_every_property() {
-    assert!(check("dispatch", Bounds::dispatch(), CI_LIMIT), "not finished in {CI_LIMIT:?}");
+    assert!(
+        check("dispatch", Bounds::dispatch(), CI_LIMIT),
+        "not finished in {CI_LIMIT:?}"
+    );
 }
 
 /// The whole default budget in one check (2 dispatchers, 2
