@@ -5,13 +5,14 @@
 //! The actors (dispatchers, the reconciler, the idempotent engine and its
 //! webhooks, the booking source, supervisors) only move messages and crash;
 //! every decision calls `unavez-core`: validity, the state machine, the
-//! pre-send re-check, lease recovery, the reconciler's review and the
-//! operator guards. [stateright] explores every interleaving within
-//! [`Bounds`].
+//! pre-send re-check, lease recovery, the reconciler's review,
+//! `finish::decide` on a recorded answer and the operator guards.
+//! [stateright] explores every interleaving within [`Bounds`], depth-first
+//! with symmetry reduction over dispatchers and supervisors.
 //!
 //! Modules:
-//! - [`world`]: the state (ledger rows, engine, processes, fault budget)
-//!   and the [`Bounds`];
+//! - [`world`]: the state (ledger rows, engine, processes, fault budget),
+//!   `Copy` and compact, its symmetry representative, and the [`Bounds`];
 //! - [`model`]: the [`stateright::Model`] ([`Una`]), its [`Action`]s and
 //!   the [`Mutation`] switch that weakens one rule;
 //! - [`step`]: each action's effect;

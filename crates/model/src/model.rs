@@ -5,7 +5,7 @@ use stateright::{Model, Property};
 use unavez_core::domain::state::IntentionState;
 
 use crate::props;
-use crate::world::{Bounds, Dispatcher, Op, Reconciler, Supervisor, World};
+use crate::world::{Bounds, Dispatcher, Hook, Op, Reconciler, Supervisor, World};
 
 /// One rule weakened on purpose: the checker must then find a
 /// counterexample (docs/verification.md, "The checker can fail").
@@ -72,8 +72,8 @@ pub enum Action {
     Send(usize, bool),
     /// Dispatcher records the answer (or the timeout).
     Record(usize),
+    /// Dispatcher crashes and restarts with nothing in memory.
     Crash(usize),
-    Restart(usize),
     /// The lease of a dead holder runs out (time passing, no fault).
     LeaseOfDeadExpires(usize),
     /// The lease of a live, frozen holder runs out (a fault).
@@ -83,9 +83,9 @@ pub enum Action {
     Reconcile(usize),
     ReconcilerSend(bool),
     ReconcilerRecord,
-    /// The engine's webhook at this position in the queue; `dup`: it
-    /// arrives again later.
-    Webhook(usize, bool),
+    /// The engine's webhook for a row arrives; `dup`: it arrives again
+    /// later. `Delivered` before `Sent` is the reordered one.
+    Webhook(usize, Hook, bool),
     BookingChange,
     BookingCancel,
     /// Supervisor acts on a row (one serialized transaction, unless
@@ -95,12 +95,12 @@ pub enum Action {
 }
 
 /// Whether a dispatcher's step is on row `i` (a process that crashed, or
-/// restarted and moved on, no longer renews its lease).
+/// moved on, no longer renews its lease).
 pub fn working_on(pc: Dispatcher, i: usize) -> bool {
     match pc {
-        Dispatcher::Claimed(j, _) | Dispatcher::Answered(j, _) => j == i,
-        Dispatcher::Ready(r) => r.intention == i,
-        Dispatcher::Idle | Dispatcher::Crashed => false,
+        Dispatcher::Claimed(j) | Dispatcher::Answered(j, _) => usize::from(j) == i,
+        Dispatcher::Ready(r) => usize::from(r.intention) == i,
+        Dispatcher::Idle => false,
     }
 }
 
@@ -113,80 +113,24 @@ impl Model for Una {
     }
 
     fn actions(&self, w: &World, out: &mut Vec<Action>) {
+        self.dispatcher_actions(w, out);
+        self.engine_actions(w, out);
         let b = &self.bounds;
-        for (d, pc) in w.dispatchers.iter().enumerate() {
-            match *pc {
-                Dispatcher::Idle => {
-                    for (i, row) in w.intentions.iter().enumerate() {
-                        let stealable = self.is(Mutation::StealableLease)
-                            && row.state == IntentionState::Dispatching
-                            && matches!(row.lease, Some((o, true)) if o != d && w.dispatchers[o] != Dispatcher::Crashed);
-                        if row.state == IntentionState::Planned || stealable {
-                            out.push(Action::Claim(d, i));
-                        }
-                    }
-                }
-                Dispatcher::Claimed(..) => out.push(Action::Recheck(d)),
-                Dispatcher::Ready(_) => {
-                    out.push(Action::Send(d, false));
-                    if w.lost_answers < b.lost_answers {
-                        out.push(Action::Send(d, true));
-                    }
-                }
-                Dispatcher::Answered(..) => out.push(Action::Record(d)),
-                Dispatcher::Crashed => out.push(Action::Restart(d)),
-            }
-            if !matches!(pc, Dispatcher::Idle | Dispatcher::Crashed) && w.crashes[d] < b.crashes_per_dispatcher {
-                out.push(Action::Crash(d));
-            }
-        }
-        for (i, row) in w.intentions.iter().enumerate() {
-            match row.lease {
-                Some((d, true)) if !working_on(w.dispatchers[d], i) => out.push(Action::LeaseOfDeadExpires(i)),
-                Some((_, true)) if w.expiries < b.lease_expiries => out.push(Action::LeaseOfFrozenExpires(i)),
-                _ => {}
-            }
-        }
-        match w.reconciler {
-            Reconciler::Idle => {
-                for (i, row) in w.intentions.iter().enumerate() {
-                    if row.state == IntentionState::Uncertain {
-                        out.push(Action::Reconcile(i));
-                    }
-                }
-            }
-            Reconciler::Ready(_) => {
-                out.push(Action::ReconcilerSend(false));
-                if w.lost_answers < b.lost_answers {
-                    out.push(Action::ReconcilerSend(true));
-                }
-            }
-            Reconciler::Answered(..) => out.push(Action::ReconcilerRecord),
-        }
-        for k in 0..w.webhooks.len() {
-            if k > 0 && w.reordered >= b.reordered_webhooks {
-                break;
-            }
-            out.push(Action::Webhook(k, false));
-            if w.duplicated < b.duplicated_webhooks {
-                out.push(Action::Webhook(k, true));
-            }
-        }
         if w.changes < b.changes && !w.commitment.cancelled {
             out.push(Action::BookingChange);
         }
         if w.cancellations < b.cancellations && !w.commitment.cancelled {
             out.push(Action::BookingCancel);
         }
-        for (s, pc) in w.supervisors.iter().enumerate() {
+        for (s, pc) in w.supervisors().iter().enumerate() {
             match *pc {
                 Supervisor::Idle => {
                     // On the first family (its original and resend): two
                     // people on one case is the race that matters.
-                    for i in (0..w.intentions.len()).filter(|&i| w.intentions[i].family == 0) {
+                    for (i, row) in w.rows().iter().enumerate().filter(|(_, r)| r.family == 0) {
                         out.push(Action::Operator(s, Op::Cancel, i));
                         out.push(Action::Operator(s, Op::Verify, i));
-                        if w.intentions[i].family == i {
+                        if usize::from(row.family) == i {
                             out.push(Action::Operator(s, Op::Resend, i));
                         }
                     }
@@ -203,5 +147,82 @@ impl Model for Una {
 
     fn properties(&self) -> Vec<Property<Self>> {
         props::all()
+    }
+}
+
+impl Una {
+    fn dispatcher_actions(&self, w: &World, out: &mut Vec<Action>) {
+        let b = &self.bounds;
+        for (d, pc) in w.dispatchers().iter().enumerate() {
+            match *pc {
+                Dispatcher::Idle => {
+                    for (i, row) in w.rows().iter().enumerate() {
+                        let stealable = self.is(Mutation::StealableLease)
+                            && row.state == IntentionState::Dispatching
+                            && matches!(row.lease, Some(l) if l.live
+                                && usize::from(l.owner) != d
+                                && working_on(w.dispatchers[usize::from(l.owner)], i));
+                        if row.state == IntentionState::Planned || stealable {
+                            out.push(Action::Claim(d, i));
+                        }
+                    }
+                }
+                Dispatcher::Claimed(..) => out.push(Action::Recheck(d)),
+                Dispatcher::Ready(_) => {
+                    out.push(Action::Send(d, false));
+                    if w.lost_answers < b.lost_answers {
+                        out.push(Action::Send(d, true));
+                    }
+                }
+                Dispatcher::Answered(..) => out.push(Action::Record(d)),
+            }
+            if *pc != Dispatcher::Idle && w.crashes[d] < b.crashes_per_dispatcher {
+                out.push(Action::Crash(d));
+            }
+        }
+        for (i, row) in w.rows().iter().enumerate() {
+            match row.lease {
+                Some(l) if l.live && !working_on(w.dispatchers[usize::from(l.owner)], i) => {
+                    out.push(Action::LeaseOfDeadExpires(i))
+                }
+                Some(l) if l.live && w.expiries < b.lease_expiries => out.push(Action::LeaseOfFrozenExpires(i)),
+                _ => {}
+            }
+        }
+    }
+
+    /// The reconciler and the engine's webhooks.
+    fn engine_actions(&self, w: &World, out: &mut Vec<Action>) {
+        let b = &self.bounds;
+        match w.reconciler {
+            Reconciler::Idle => {
+                for (i, row) in w.rows().iter().enumerate() {
+                    if row.state == IntentionState::Uncertain {
+                        out.push(Action::Reconcile(i));
+                    }
+                }
+            }
+            Reconciler::Ready(_) => {
+                out.push(Action::ReconcilerSend(false));
+                if w.lost_answers < b.lost_answers {
+                    out.push(Action::ReconcilerSend(true));
+                }
+            }
+            Reconciler::Answered(..) => out.push(Action::ReconcilerRecord),
+        }
+        let dup = w.duplicated < b.duplicated_webhooks;
+        for (i, row) in w.rows().iter().enumerate() {
+            // Each command's webhooks leave in order (`sent`, then
+            // `delivered`); the delivered one may overtake (reordered).
+            let delivered = row.hook_delivered && (!row.hook_sent || w.reordered < b.reordered_webhooks);
+            for (pending, hook) in [(row.hook_sent, Hook::Sent), (delivered, Hook::Delivered)] {
+                if pending {
+                    out.push(Action::Webhook(i, hook, false));
+                    if dup {
+                        out.push(Action::Webhook(i, hook, true));
+                    }
+                }
+            }
+        }
     }
 }

@@ -7,7 +7,8 @@ use stateright::{Model, Property};
 use unavez_core::domain::state::IntentionState;
 
 use crate::model::Una;
-use crate::world::{Dispatcher, World};
+use crate::model::working_on;
+use crate::world::World;
 
 pub const AT_MOST_ONCE: &str = "at most once";
 pub const NEVER_STALE: &str = "never stale";
@@ -27,38 +28,25 @@ pub fn all() -> Vec<Property<Una>> {
     ]
 }
 
-/// One command per key; a family's second message only by an authorized
-/// resend, within the day's cap, and never one authorized while the
-/// original's outcome was unknown (that would be a blind duplicate).
+/// One command per key (the engine's idempotency); a family's second
+/// message only by an authorized resend, within the day's cap, and never
+/// one authorized while the original's outcome was unknown (that would be
+/// a blind duplicate).
 pub fn at_most_once(m: &Una, w: &World) -> bool {
-    if w.commands.iter().any(|&c| c > 1) {
-        return false;
-    }
-    (0..m.bounds.intentions).all(|f| {
-        let family: Vec<usize> = (0..w.intentions.len())
-            .filter(|&i| w.intentions[i].family == f)
-            .collect();
-        let resends = family.len() - 1;
-        let sent = family.iter().filter(|&&i| w.commands[i] > 0).count();
-        let blind = family.iter().any(|&i| w.intentions[i].blind);
+    (0..m.bounds.intentions as u8).all(|f| {
+        let family = || w.rows().iter().filter(move |r| r.family == f);
+        let resends = family().count() - 1;
+        let sent = family().filter(|r| r.command).count();
+        let blind = family().any(|r| r.blind);
         resends as u32 <= m.bounds.max_resends && !(blind && sent > 1)
     })
 }
 
 /// No two dispatchers work on a row whose lease is live.
 pub fn one_holder(w: &World) -> bool {
-    (0..w.intentions.len()).all(|i| {
-        let live = matches!(w.intentions[i].lease, Some((_, true)));
-        let working = w
-            .dispatchers
-            .iter()
-            .filter(|pc| match pc {
-                Dispatcher::Claimed(j, _) => *j == i,
-                Dispatcher::Ready(r) => r.intention == i,
-                Dispatcher::Answered(j, _) => *j == i,
-                _ => false,
-            })
-            .count();
+    w.rows().iter().enumerate().all(|(i, row)| {
+        let live = row.lease.is_some_and(|l| l.live);
+        let working = w.dispatchers().iter().filter(|&&pc| working_on(pc, i)).count();
         !live || working <= 1
     })
 }
@@ -86,7 +74,7 @@ pub fn quiescent(m: &Una, w: &World) -> bool {
 /// Every row is terminal, acknowledged by the channel, or in review with
 /// a reason a person sees.
 pub fn settled(w: &World) -> bool {
-    w.intentions.iter().all(|r| match r.state {
+    w.rows().iter().all(|r| match r.state {
         IntentionState::Review => r.reason.is_some(),
         s => s.is_terminal() || s.has_channel_evidence(),
     })

@@ -2,8 +2,11 @@
 //! one of these, with the ledger's rows turned into core's facts.
 
 use chrono::{DateTime, Duration, Utc};
+use unavez_core::domain::attempt::{AttemptResult, Backoff, RetryPolicy};
 use unavez_core::domain::commitment::CommitmentKind;
+use unavez_core::domain::finish::{self, FinishFacts};
 use unavez_core::domain::guard::{self, CommitmentState, Facts, PendingResend, ResendAsk, ResendFacts};
+use unavez_core::domain::history::Cause;
 use unavez_core::domain::operator::Role;
 use unavez_core::domain::presend::{self, Holder, PresendFacts};
 use unavez_core::domain::recovery::{self, LeaseFacts, ToReview};
@@ -11,7 +14,7 @@ use unavez_core::domain::state::{IntentionState, ReviewReason, Signal, Transitio
 use unavez_core::domain::validity::{self, CommitmentFacts, IntentionFacts, Rules, Validity};
 use unavez_core::templates::Category;
 
-use crate::world::{Commitment, Intention, World};
+use crate::world::{Commitment, Intention, World, intern, purpose};
 
 /// The model's one instant: time does not pass in the model, leases run
 /// out by an explicit event instead.
@@ -23,8 +26,8 @@ pub fn now() -> DateTime<Utc> {
 pub fn validity(i: &Intention, c: Commitment) -> Validity {
     validity::check(
         &IntentionFacts {
-            commitment_version: i.planned_version,
-            purpose: i.purpose.clone(),
+            commitment_version: i.planned_version.into(),
+            purpose: purpose(i.purpose),
             category: Category::Transactional,
             asks_confirmation: false,
             expires_at: None,
@@ -33,7 +36,7 @@ pub fn validity(i: &Intention, c: Commitment) -> Validity {
         &CommitmentFacts {
             kind: CommitmentKind::Appointment,
             cancelled: c.cancelled,
-            version: c.version,
+            version: c.version.into(),
             starts_at: Some(now() + Duration::days(2)),
             confirmed_at: None,
             manual_contact_at: None,
@@ -56,22 +59,22 @@ pub fn presend(w: &World, i: usize, holder: &Holder) -> Option<String> {
         return Some("no open attempt".into());
     };
     let (owner, until) = match row.lease {
-        Some((d, live)) => (
-            Some(owner_name(d)),
-            Some(if live { now() + Duration::seconds(30) } else { now() }),
+        Some(l) => (
+            Some(owner_name(l.owner.into())),
+            Some(if l.live { now() + Duration::seconds(30) } else { now() }),
         ),
         None => (None, None),
     };
     presend::moved(
         &PresendFacts {
-            n: attempt.n,
+            n: attempt.n.into(),
             attempt_open: true,
-            version_checked: attempt.version_checked,
+            version_checked: attempt.version_checked.into(),
             state: row.state,
             lease_owner: owner,
             lease_until: until,
-            purpose: row.purpose.clone(),
-            commitment_version: w.commitment.version,
+            purpose: purpose(row.purpose),
+            commitment_version: w.commitment.version.into(),
             commitment_cancelled: w.commitment.cancelled,
         },
         holder,
@@ -81,6 +84,58 @@ pub fn presend(w: &World, i: usize, holder: &Holder) -> Option<String> {
 
 pub fn owner_name(d: usize) -> String {
     format!("dispatcher-{d}")
+}
+
+/// Core's decision on a recorded answer (`finish::decide`): an accepted
+/// answer is evidence, a timeout makes a row in flight uncertain; a late
+/// answer for a row that moved on changes nothing it must not. The state
+/// it leaves the row in, when it moved, and the reason it gives.
+pub fn finish(
+    w: &World,
+    i: usize,
+    reconciler: bool,
+    held: bool,
+    accepted: bool,
+) -> (Option<IntentionState>, Option<&'static str>) {
+    let row = &w.intentions[i];
+    let facts = FinishFacts {
+        attempt_id: i as i64,
+        intention_id: i as i64,
+        n: row.attempt.map_or(1, |a| a.n.into()),
+        version_checked: row.attempt.map_or(row.planned_version, |a| a.version_checked).into(),
+        // A lease that ran out closed the attempt: this answer is late.
+        attempt_ended: !held || row.attempt.is_none(),
+        state: row.state,
+        attempt_count: 1,
+        unsent: 0,
+        intention_version: row.planned_version.into(),
+        current_version: w.commitment.version.into(),
+    };
+    let result = if accepted {
+        AttemptResult::Acknowledged {
+            evidence: Some(Signal::Accepted),
+            command_id: Some("command"),
+            message_id: None,
+            http_status: Some(202),
+            detail: None,
+        }
+    } else {
+        AttemptResult::Uncertain { detail: "timeout" }
+    };
+    let cause = if reconciler {
+        Cause::Reconciler
+    } else {
+        Cause::Dispatcher
+    };
+    let retry = RetryPolicy {
+        max_attempts: 3,
+        backoff: Backoff::new(vec![60]),
+    };
+    let plan = finish::decide(&facts, &result, cause, &retry, now());
+    match plan.record {
+        Some(r) if r.applied && r.to != row.state => (Some(r.to), r.reason.map(intern)),
+        _ => (None, None),
+    }
 }
 
 /// Core's transition, as the state machine applies it.
@@ -96,31 +151,32 @@ pub fn expire(i: usize, row: &Intention) -> bool {
     let facts = LeaseFacts {
         intention_id: i as i64,
         state: row.state,
-        owner: row.lease.map(|(d, _)| owner_name(d)),
-        open_attempts: row.attempt.map(|a| a.n).into_iter().collect(),
+        owner: row.lease.map(|l| owner_name(l.owner.into())),
+        open_attempts: row.attempt.map(|a| i64::from(a.n)).into_iter().collect(),
     };
     recovery::expire_leases(&[facts], now()).moved().contains(&(i as i64))
 }
 
 /// Core's review row for a repeat the validity rule refused: the reason
 /// a person sees, when the machine takes it.
-pub fn refused_repeat(i: usize, row: &Intention, verdict: &Validity, version: i64) -> Option<String> {
+pub fn refused_repeat(i: usize, row: &Intention, verdict: &Validity, version: u8) -> Option<&'static str> {
     let Validity::Cancel { reason, explanation } = verdict else {
         return None;
     };
     let why = ToReview::RefusedRepeat {
         reason: ReviewReason::for_refused_repeat(*reason),
-        version,
+        version: version.into(),
     };
     let r = recovery::reconcile_review(i as i64, row.state, why, explanation, now())?;
-    r.applied.then(|| r.reason.unwrap_or_else(|| "needs_review".into()))
+    r.applied
+        .then(|| intern(r.reason.unwrap_or_else(|| "needs_review".into())))
 }
 
 /// The guard's facts for an operator acting on row `i`.
 pub fn guard_facts(w: &World, i: usize, max_per_day: u32) -> Facts {
     let row = &w.intentions[i];
-    let family: Vec<&Intention> = w.intentions.iter().filter(|r| r.family == row.family).collect();
-    let original = &w.intentions[row.family];
+    let family: Vec<&Intention> = w.rows().iter().filter(|r| r.family == row.family).collect();
+    let original = &w.intentions[usize::from(row.family)];
     let pending = family.iter().skip(1).find(|r| {
         matches!(
             r.state,
@@ -130,7 +186,7 @@ pub fn guard_facts(w: &World, i: usize, max_per_day: u32) -> Facts {
     Facts {
         role: Role::Supervisor,
         state: row.state,
-        state_reason: row.reason.clone(),
+        state_reason: row.reason.map(str::to_string),
         commitment: if w.commitment.cancelled {
             CommitmentState::Cancelled
         } else {
@@ -139,8 +195,8 @@ pub fn guard_facts(w: &World, i: usize, max_per_day: u32) -> Facts {
         appointment: true,
         resend: ResendFacts {
             original: original.state,
-            planned_version: original.planned_version,
-            current_version: w.commitment.version,
+            planned_version: original.planned_version.into(),
+            current_version: w.commitment.version.into(),
             expired: false,
             pending: pending.map(|_| PendingResend {
                 key: format!("{}:reenvio:1", row.family),
@@ -173,4 +229,45 @@ pub fn backward(from: IntentionState, to: IntentionState) -> bool {
         return false;
     }
     matches!((from.rank(), to.rank()), (Some(a), Some(b)) if b < a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::{Attempt, Bounds, Lease};
+
+    /// The one-family check stands for every family (docs/verification.md,
+    /// "One check or two") only if a booking notice and a reminder are
+    /// decided alike at the model's instant: same validity verdict, same
+    /// pre-send re-check, for every commitment and row the runs reach.
+    #[test]
+    fn a_booking_notice_and_a_reminder_are_decided_alike() {
+        let mut w = World::new(&Bounds::dispatch());
+        for version in 1..=3u8 {
+            for cancelled in [false, true] {
+                let c = Commitment { version, cancelled };
+                w.commitment = c;
+                for planned in 1..=3u8 {
+                    for state in IntentionState::ALL {
+                        for lease in [None, Some(true), Some(false)] {
+                            for r in 0..2 {
+                                let row = &mut w.intentions[r];
+                                row.planned_version = planned;
+                                row.state = state;
+                                row.lease = lease.map(|live| Lease { owner: 0, live });
+                                row.attempt = Some(Attempt {
+                                    n: 1,
+                                    version_checked: planned,
+                                });
+                            }
+                            assert_eq!(validity(&w.intentions[0], c), validity(&w.intentions[1], c));
+                            for holder in [Holder::Lease(owner_name(0)), Holder::Reconciler] {
+                                assert_eq!(presend(&w, 0, &holder), presend(&w, 1, &holder), "{state} {c:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

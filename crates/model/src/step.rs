@@ -7,10 +7,10 @@ use unavez_core::domain::validity::Validity;
 
 use crate::model::{Action, Mutation, Una};
 use crate::rules;
-use crate::world::{Attempt, Dispatcher, Intention, Op, Reconciler, Request, Supervisor, Webhook, World};
+use crate::world::{Attempt, Backward, Dispatcher, Hook, Lease, Op, Reconciler, Request, Supervisor, World, intern};
 
 pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
-    let mut w = w.clone();
+    let mut w = *w;
     match a {
         Action::Claim(d, i) => claim(m, &mut w, d, i),
         Action::Recheck(d) => recheck(m, &mut w, d),
@@ -22,18 +22,16 @@ pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
             w.dispatchers[d] = Dispatcher::Answered(req.intention, !lost);
         }
         Action::Record(d) => {
-            let Dispatcher::Answered(i, _) = w.dispatchers[d] else {
+            let Dispatcher::Answered(i, accepted) = w.dispatchers[d] else {
                 return None;
             };
-            let accepted = matches!(w.dispatchers[d], Dispatcher::Answered(_, true));
-            record(&mut w, i, Some(d), accepted);
+            record(&mut w, usize::from(i), Some(d), accepted);
             w.dispatchers[d] = Dispatcher::Idle;
         }
         Action::Crash(d) => {
             w.crashes[d] += 1;
-            w.dispatchers[d] = Dispatcher::Crashed;
+            w.dispatchers[d] = Dispatcher::Idle;
         }
-        Action::Restart(d) => w.dispatchers[d] = Dispatcher::Idle,
         Action::LeaseOfDeadExpires(i) => expire(&mut w, i),
         Action::LeaseOfFrozenExpires(i) => {
             w.expiries += 1;
@@ -48,14 +46,13 @@ pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
             w.reconciler = Reconciler::Answered(req.intention, !lost);
         }
         Action::ReconcilerRecord => {
-            let Reconciler::Answered(i, _) = w.reconciler else {
+            let Reconciler::Answered(i, accepted) = w.reconciler else {
                 return None;
             };
-            let accepted = matches!(w.reconciler, Reconciler::Answered(_, true));
-            record(&mut w, i, None, accepted);
+            record(&mut w, usize::from(i), None, accepted);
             w.reconciler = Reconciler::Idle;
         }
-        Action::Webhook(k, dup) => webhook(m, &mut w, k, dup),
+        Action::Webhook(i, hook, dup) => webhook(m, &mut w, i, hook, dup),
         Action::BookingChange => {
             w.changes += 1;
             w.commitment.version += 1;
@@ -64,12 +61,18 @@ pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
             w.cancellations += 1;
             w.commitment.cancelled = true;
         }
-        Action::Operator(s, op, i) => operator(m, &mut w, s, op, i),
+        // A refused or idle action leaves the ledger as it was: the
+        // supervisor is still free to act (a no-op is not a step).
+        Action::Operator(s, op, i) => {
+            if !operator(m, &mut w, s, op, i) {
+                return None;
+            }
+        }
         Action::OperatorWrite(s) => {
             let Supervisor::Read(op, i) = w.supervisors[s] else {
                 return None;
             };
-            write(m, &mut w, op, i);
+            write(&mut w, op, usize::from(i));
             w.supervisors[s] = Supervisor::Done;
         }
     }
@@ -77,20 +80,20 @@ pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
 }
 
 /// Writes a state change, noting any the monotonic rule forbids.
-fn set(w: &mut World, i: usize, to: IntentionState, why: &str) {
+fn set(w: &mut World, i: usize, to: IntentionState) {
     let from = w.intentions[i].state;
     if rules::backward(from, to) && w.backward.is_none() {
-        w.backward = Some(format!("row {i}: {from} -> {to} ({why})"));
+        w.backward = Some(Backward { row: i as u8, from, to });
     }
     w.intentions[i].state = to;
 }
 
 /// Applies `signal` to row `i` through core's state machine; whether it
 /// moved.
-fn signal(w: &mut World, i: usize, signal: Signal, why: &str) -> bool {
+fn signal(w: &mut World, i: usize, signal: Signal) -> bool {
     match rules::apply(w.intentions[i].state, signal) {
         Some(to) => {
-            set(w, i, to, why);
+            set(w, i, to);
             true
         }
         None => false,
@@ -102,20 +105,23 @@ fn claim(m: &Una, w: &mut World, d: usize, i: usize) {
     match rules::validity(&w.intentions[i], snapshot) {
         Validity::Valid => {
             let stolen = m.is(Mutation::StealableLease) && w.intentions[i].state == IntentionState::Dispatching;
-            if !stolen && !signal(w, i, Signal::Claim, "claim") {
+            if !stolen && !signal(w, i, Signal::Claim) {
                 return;
             }
             let row = &mut w.intentions[i];
-            row.lease = Some((d, true));
+            row.lease = Some(Lease {
+                owner: d as u8,
+                live: true,
+            });
             row.attempt = Some(Attempt {
                 n: 1,
                 version_checked: snapshot.version,
             });
-            w.dispatchers[d] = Dispatcher::Claimed(i, snapshot);
+            w.dispatchers[d] = Dispatcher::Claimed(i as u8);
         }
         Validity::Cancel { reason, explanation } => {
-            if signal(w, i, Signal::Cancel(reason), "claim's validity") {
-                w.intentions[i].reason = Some(format!("{}: {explanation}", reason.as_str()));
+            if signal(w, i, Signal::Cancel(reason)) {
+                w.intentions[i].reason = Some(intern(format!("{}: {explanation}", reason.as_str())));
             }
         }
         // No deferral at the model's instant (no quiet hours, no cap).
@@ -124,68 +130,59 @@ fn claim(m: &Una, w: &mut World, d: usize, i: usize) {
 }
 
 fn recheck(m: &Una, w: &mut World, d: usize) {
-    let Dispatcher::Claimed(i, _) = w.dispatchers[d] else {
+    let Dispatcher::Claimed(i) = w.dispatchers[d] else {
         return;
     };
-    if m.is(Mutation::NoPresendCheck) {
-        // Nothing reads the ledger right before the request: it starts
-        // now, from whatever the commitment is now.
-        w.dispatchers[d] = Dispatcher::Ready(Request {
-            intention: i,
-            started: w.commitment,
-        });
+    let ready = Dispatcher::Ready(Request {
+        intention: i,
+        started: w.commitment,
+    });
+    let i = usize::from(i);
+    // Mutated, nothing reads the ledger right before the request: it
+    // starts now, from whatever the commitment is now.
+    if m.is(Mutation::NoPresendCheck) || rules::presend(w, i, &Holder::Lease(rules::owner_name(d))).is_none() {
+        w.dispatchers[d] = ready;
         return;
     }
-    match rules::presend(w, i, &Holder::Lease(rules::owner_name(d))) {
-        None => {
-            w.dispatchers[d] = Dispatcher::Ready(Request {
-                intention: i,
-                started: w.commitment,
-            })
-        }
-        Some(_) => {
-            // Nothing left: release if we still hold it, the next claim
-            // decides again.
-            if w.intentions[i].lease.is_some_and(|(o, _)| o == d) && signal(w, i, Signal::Release, "stop") {
-                w.intentions[i].lease = None;
-                w.intentions[i].attempt = None;
-            }
-            w.dispatchers[d] = Dispatcher::Idle;
-        }
+    // Nothing left: release if we still hold it, the next claim decides
+    // again.
+    if w.intentions[i].lease.is_some_and(|l| usize::from(l.owner) == d) && signal(w, i, Signal::Release) {
+        w.intentions[i].lease = None;
+        w.intentions[i].attempt = None;
     }
+    w.dispatchers[d] = Dispatcher::Idle;
 }
 
 /// The engine, idempotent per key: creates the command once, answers the
 /// stored one after; a created command's status webhooks start on their
 /// way.
 fn engine(w: &mut World, req: Request, _lost: bool) {
-    let i = req.intention;
-    if w.commands[i] > 0 {
+    let i = usize::from(req.intention);
+    if w.intentions[i].command {
         return;
     }
-    w.commands[i] += 1;
     if rules::validity(&w.intentions[i], req.started) != Validity::Valid {
         w.stale_commands += 1;
     }
-    for delivered in [false, true] {
-        w.webhooks.push(Webhook {
-            intention: i,
-            delivered,
-        });
-    }
+    let row = &mut w.intentions[i];
+    row.command = true;
+    row.hook_sent = true;
+    row.hook_delivered = true;
 }
 
-/// A process records its answer: evidence whoever holds the row now; a
-/// timeout is `unknown` only for the holder whose attempt it was.
+/// A process records its answer through core's `finish::decide`: evidence
+/// whoever holds the row now; a timeout moves only a row still in flight.
 fn record(w: &mut World, i: usize, holder: Option<usize>, accepted: bool) {
     let held = match holder {
-        Some(d) => w.intentions[i].lease.is_some_and(|(o, _)| o == d),
+        Some(d) => w.intentions[i].lease.is_some_and(|l| usize::from(l.owner) == d),
         None => true,
     };
-    if accepted {
-        signal(w, i, Signal::Accepted, "answer");
-    } else if held && holder.is_some() {
-        signal(w, i, Signal::Unknown, "timeout");
+    let (to, reason) = rules::finish(w, i, holder.is_none(), held, accepted);
+    if let Some(to) = to {
+        set(w, i, to);
+        if let Some(r) = reason {
+            w.intentions[i].reason = Some(r);
+        }
     }
     if held {
         let row = &mut w.intentions[i];
@@ -198,67 +195,67 @@ fn record(w: &mut World, i: usize, holder: Option<usize>, accepted: bool) {
 
 fn expire(w: &mut World, i: usize) {
     if rules::expire(i, &w.intentions[i]) {
-        set(w, i, IntentionState::Uncertain, "lease expired");
+        set(w, i, IntentionState::Uncertain);
     }
-    if let Some((d, _)) = w.intentions[i].lease {
-        w.intentions[i].lease = Some((d, false));
+    if let Some(l) = &mut w.intentions[i].lease {
+        l.live = false;
     }
     w.intentions[i].attempt = None;
 }
 
 fn reconcile(m: &Una, w: &mut World, i: usize) {
-    if w.commands[i] > 0 {
+    if w.intentions[i].command {
         // The lookup finds the command: the channel has it.
-        signal(w, i, Signal::Accepted, "lookup");
+        signal(w, i, Signal::Accepted);
         return;
     }
     let verdict = rules::validity(&w.intentions[i], w.commitment);
     if verdict != Validity::Valid && !m.is(Mutation::NoValidityBeforeRepeat) {
         if let Some(reason) = rules::refused_repeat(i, &w.intentions[i], &verdict, w.commitment.version) {
-            set(w, i, IntentionState::Review, "refused repeat");
+            set(w, i, IntentionState::Review);
             w.intentions[i].reason = Some(reason);
         }
         return;
     }
-    let row = &mut w.intentions[i];
-    row.attempt = Some(Attempt {
+    w.intentions[i].attempt = Some(Attempt {
         n: 1,
         version_checked: w.commitment.version,
     });
     if rules::presend(w, i, &Holder::Reconciler).is_none() {
         w.reconciler = Reconciler::Ready(Request {
-            intention: i,
+            intention: i as u8,
             started: w.commitment,
         });
     }
 }
 
-fn webhook(m: &Una, w: &mut World, k: usize, dup: bool) {
-    if k > 0 {
+fn webhook(m: &Una, w: &mut World, i: usize, hook: Hook, dup: bool) {
+    let row = &mut w.intentions[i];
+    if hook == Hook::Delivered && row.hook_sent {
         w.reordered += 1;
     }
-    let h = if dup {
+    if dup {
         w.duplicated += 1;
-        w.webhooks[k]
+    } else if hook == Hook::Sent {
+        row.hook_sent = false;
     } else {
-        w.webhooks.remove(k)
+        row.hook_delivered = false;
+    }
+    let (s, to) = match hook {
+        Hook::Sent => (Signal::Sent, IntentionState::Sent),
+        Hook::Delivered => (Signal::Delivered, IntentionState::Delivered),
     };
-    let s = if h.delivered { Signal::Delivered } else { Signal::Sent };
     if m.is(Mutation::WebhookNotMonotonic) {
-        let to = if h.delivered {
-            IntentionState::Delivered
-        } else {
-            IntentionState::Sent
-        };
-        if !w.intentions[h.intention].state.is_terminal() {
-            set(w, h.intention, to, "webhook");
+        if !w.intentions[i].state.is_terminal() {
+            set(w, i, to);
         }
     } else {
-        signal(w, h.intention, s, "webhook");
+        signal(w, i, s);
     }
 }
 
-fn operator(m: &Una, w: &mut World, s: usize, op: Op, i: usize) {
+/// An operator's action through the guard; whether it took a step.
+fn operator(m: &Una, w: &mut World, s: usize, op: Op, i: usize) -> bool {
     let f = rules::guard_facts(w, i, m.bounds.max_resends);
     let verdict = match op {
         Op::Cancel => rules::cancel(&f, false),
@@ -277,47 +274,34 @@ fn operator(m: &Una, w: &mut World, s: usize, op: Op, i: usize) {
         }
     };
     if verdict.is_err() {
-        w.supervisors[s] = Supervisor::Done;
-        return;
+        return false;
     }
     if m.is(Mutation::GuardOutsideTx) {
-        w.supervisors[s] = Supervisor::Read(op, i);
-        return;
+        w.supervisors[s] = Supervisor::Read(op, i as u8);
+        return true;
     }
-    write(m, w, op, i);
     w.supervisors[s] = Supervisor::Done;
+    write(w, op, i)
 }
 
-/// The operator's write, and its one audit row when it changed something.
-fn write(m: &Una, w: &mut World, op: Op, i: usize) {
+/// The operator's write, and its one audit row when it changed something;
+/// whether it did.
+fn write(w: &mut World, op: Op, i: usize) -> bool {
     let changed = match op {
         Op::Cancel => {
-            let moved = signal(w, i, Signal::Cancel(CancelReason::Operator), "operator cancel");
+            let moved = signal(w, i, Signal::Cancel(CancelReason::Operator));
             if moved {
-                w.intentions[i].reason = Some(CancelReason::Operator.as_str().into());
+                w.intentions[i].reason = Some(CancelReason::Operator.as_str());
             }
             moved
         }
-        Op::Verify => w.commands[i] > 0 && signal(w, i, Signal::Accepted, "verify"),
+        Op::Verify => w.intentions[i].command && signal(w, i, Signal::Accepted),
         Op::Resend => {
-            let original = &w.intentions[i];
             let blind = matches!(
-                original.state,
+                w.intentions[i].state,
                 IntentionState::Planned | IntentionState::Dispatching | IntentionState::Uncertain
             );
-            let resend = Intention {
-                family: i,
-                purpose: original.purpose.clone(),
-                planned_version: w.commitment.version,
-                state: IntentionState::Planned,
-                reason: None,
-                lease: None,
-                attempt: None,
-                blind,
-            };
-            w.intentions.push(resend);
-            w.commands.push(0);
-            let _ = m;
+            w.push_resend(i as u8, blind);
             true
         }
     };
@@ -325,4 +309,5 @@ fn write(m: &Una, w: &mut World, op: Op, i: usize) {
         w.changing_actions += 1;
         w.audit_rows += 1;
     }
+    changed
 }

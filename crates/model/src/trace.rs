@@ -12,12 +12,9 @@ use crate::world::World;
 /// Who took a step.
 pub fn actor(a: &Action) -> String {
     match a {
-        Action::Claim(d, _)
-        | Action::Recheck(d)
-        | Action::Send(d, _)
-        | Action::Record(d)
-        | Action::Crash(d)
-        | Action::Restart(d) => format!("dispatcher {d}"),
+        Action::Claim(d, _) | Action::Recheck(d) | Action::Send(d, _) | Action::Record(d) | Action::Crash(d) => {
+            format!("dispatcher {d}")
+        }
         Action::LeaseOfDeadExpires(_) | Action::LeaseOfFrozenExpires(_) => "clock".into(),
         Action::Reconcile(_) | Action::ReconcilerSend(_) | Action::ReconcilerRecord => "reconciler".into(),
         Action::Webhook(..) => "engine".into(),
@@ -33,23 +30,23 @@ pub fn summary(w: &World) -> String {
         w.commitment.version,
         if w.commitment.cancelled { " cancelled" } else { "" }
     );
-    for (i, r) in w.intentions.iter().enumerate() {
+    for (i, r) in w.rows().iter().enumerate() {
         let _ = write!(s, " | row {i} (family {}) {}", r.family, r.state);
-        if let Some((d, live)) = r.lease {
-            let _ = write!(s, " lease d{d}{}", if live { "" } else { " expired" });
+        if let Some(l) = r.lease {
+            let _ = write!(s, " lease d{}{}", l.owner, if l.live { "" } else { " expired" });
         }
-        if let Some(reason) = &r.reason {
+        if let Some(reason) = r.reason {
             let _ = write!(s, " [{reason}]");
         }
-        if w.commands[i] > 0 {
-            let _ = write!(s, " command×{}", w.commands[i]);
+        if r.command {
+            let _ = write!(s, " command");
         }
     }
     if w.stale_commands > 0 {
         let _ = write!(s, " | stale commands {}", w.stale_commands);
     }
-    if let Some(b) = &w.backward {
-        let _ = write!(s, " | backward: {b}");
+    if let Some(b) = w.backward {
+        let _ = write!(s, " | backward: row {} {} -> {}", b.row, b.from, b.to);
     }
     s
 }
@@ -76,7 +73,7 @@ pub fn render(path: &Path<World, Action>) -> String {
 /// taken.
 pub fn replay(m: &Una, steps: &[Action]) -> Option<Vec<World>> {
     let mut w = m.init_states().pop()?;
-    let mut states = vec![w.clone()];
+    let mut states = vec![w];
     for a in steps {
         let mut enabled = Vec::new();
         m.actions(&w, &mut enabled);
@@ -84,7 +81,7 @@ pub fn replay(m: &Una, steps: &[Action]) -> Option<Vec<World>> {
             return None;
         }
         w = m.next_state(&w, a.clone())?;
-        states.push(w.clone());
+        states.push(w);
     }
     Some(states)
 }

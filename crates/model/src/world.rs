@@ -1,9 +1,25 @@
 //! The model's state: the ledger's rows that matter (commitment,
 //! intentions, leases, open attempts, audit), the engine's commands and
 //! webhooks in flight, each process's step, and the fault budget left.
+//!
+//! The state is `Copy`: fixed arrays and byte-sized fields, no `Vec` and
+//! no `String`, so a step is a copy and hashing a state is a few dozen
+//! bytes. The checker explores tens of millions of steps; an allocating
+//! state made the default budget run out of memory and time.
+//! [`World`] implements [`Representative`]: dispatchers are
+//! interchangeable, and so are supervisors (symmetry reduction).
 
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+
+use stateright::Representative;
 use unavez_core::domain::key::Purpose;
 use unavez_core::domain::state::IntentionState;
+
+/// Room for the deeper bounds: 3 intentions and a resend per supervisor.
+pub const MAX_ROWS: usize = 6;
+pub const MAX_DISPATCHERS: usize = 4;
+pub const MAX_SUPERVISORS: usize = 3;
 
 /// How many of each actor and fault; [`Bounds::default`] is the issue's
 /// default budget, run by `cargo test`.
@@ -45,27 +61,25 @@ impl Default for Bounds {
 
 impl Bounds {
     /// The default bounds with any of `UNAVEZ_MODEL_DISPATCHERS`,
-    /// `_INTENTIONS`, `_CHANGES`, `_SUPERVISORS` set in the environment
-    /// (the deeper run of docs/verification.md).
-    pub fn from_env() -> Bounds {
+    /// `_INTENTIONS`, `_CHANGES`, `_SUPERVISORS` set in the environment.
+    pub fn from_env(base: Bounds) -> Bounds {
         let get = |name: &str| {
             std::env::var(format!("UNAVEZ_MODEL_{name}"))
                 .ok()?
                 .parse::<usize>()
                 .ok()
         };
-        let d = Bounds::default();
         Bounds {
-            dispatchers: get("DISPATCHERS").unwrap_or(d.dispatchers),
-            intentions: get("INTENTIONS").unwrap_or(d.intentions),
-            changes: get("CHANGES").map_or(d.changes, |n| n as u8),
-            supervisors: get("SUPERVISORS").unwrap_or(d.supervisors),
-            ..d
+            dispatchers: get("DISPATCHERS").unwrap_or(base.dispatchers),
+            intentions: get("INTENTIONS").unwrap_or(base.intentions),
+            changes: get("CHANGES").map_or(base.changes, |n| n as u8),
+            supervisors: get("SUPERVISORS").unwrap_or(base.supervisors),
+            ..base
         }
     }
 
-    /// `cargo test`'s run of the dispatch protocol: 2 dispatchers, 2
-    /// intentions, every fault of the default budget, no supervisor.
+    /// The dispatch protocol alone (no supervisor): the mutation tests'
+    /// smaller space, where counterexamples are short.
     pub fn dispatch() -> Bounds {
         Bounds {
             supervisors: 0,
@@ -73,8 +87,7 @@ impl Bounds {
         }
     }
 
-    /// `cargo test`'s run of the operators: 2 supervisors at once with 2
-    /// dispatchers, on 1 intention (and its resend), every fault.
+    /// Two supervisors at once on 1 intention (and its resend).
     pub fn operators() -> Bounds {
         Bounds {
             intentions: 1,
@@ -83,7 +96,7 @@ impl Bounds {
     }
 
     /// The deeper run of docs/verification.md: 3 dispatchers, 3
-    /// intentions, 2 changes.
+    /// intentions, 2 changes (two supervisors, every fault).
     pub fn deep() -> Bounds {
         Bounds {
             dispatchers: 3,
@@ -94,59 +107,117 @@ impl Bounds {
     }
 }
 
+/// The purposes of the intentions, by row index (a booking notice, a
+/// 24-hour reminder, an update notice).
+pub fn purpose(index: u8) -> Purpose {
+    match index {
+        0 => Purpose::Booking,
+        1 => Purpose::Reminder { minutes: 1440 },
+        _ => Purpose::Update,
+    }
+}
+
+/// A reason a person sees, as core wrote it, interned so that a row stays
+/// `Copy` (a handful of distinct reasons exist in the whole run).
+pub fn intern(reason: String) -> &'static str {
+    static SEEN: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = seen.get(reason.as_str()) {
+        return s;
+    }
+    let s: &'static str = Box::leak(reason.into_boxed_str());
+    seen.insert(s);
+    s
+}
+
 /// The commitment as a request reads it (a snapshot is kept by each
 /// request at the moment it *started*: its last read of the ledger).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Commitment {
-    pub version: i64,
+    pub version: u8,
     pub cancelled: bool,
 }
 
 /// An open attempt: the version its validity check read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Attempt {
-    pub n: i64,
-    pub version_checked: i64,
+    pub n: u8,
+    pub version_checked: u8,
+}
+
+/// A lease on a row: its owner (a dispatcher) and whether it still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Lease {
+    pub owner: u8,
+    pub live: bool,
 }
 
 /// One intention row. `family` is the original's index; a resend is a new
 /// row (a new key) in the same family.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Intention {
-    pub family: usize,
-    pub purpose: Purpose,
-    pub planned_version: i64,
+    pub family: u8,
+    /// Index for [`purpose`].
+    pub purpose: u8,
+    pub planned_version: u8,
     pub state: IntentionState,
     /// The reason a person sees (review, cancelled).
-    pub reason: Option<String>,
-    /// Lease owner (dispatcher index) and whether it is still running.
-    pub lease: Option<(usize, bool)>,
+    pub reason: Option<&'static str>,
+    pub lease: Option<Lease>,
     pub attempt: Option<Attempt>,
     /// A resend authorized while the original's outcome was unknown.
     pub blind: bool,
+    /// The engine created a command for this row's key (it is idempotent
+    /// per key: at most one, ever).
+    pub command: bool,
+    /// The command's `sent` and `delivered` webhooks still on their way.
+    pub hook_sent: bool,
+    pub hook_delivered: bool,
 }
 
-/// A request the engine received: who sent it, for which intention row,
-/// and the commitment it started from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+impl Intention {
+    fn planned(family: u8, purpose: u8, version: u8) -> Intention {
+        Intention {
+            family,
+            purpose,
+            planned_version: version,
+            state: IntentionState::Planned,
+            reason: None,
+            lease: None,
+            attempt: None,
+            blind: false,
+            command: false,
+            hook_sent: false,
+            hook_delivered: false,
+        }
+    }
+}
+
+/// A request the engine received: for which intention row, and the
+/// commitment it started from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Request {
-    pub intention: usize,
+    pub intention: u8,
     pub started: Commitment,
 }
 
-/// A dispatcher's step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A dispatcher's step. A crash returns it to `Idle`: the process
+/// restarts with nothing in memory (a crashed process can only restart, so
+/// a separate `Crashed` step reaches no other state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dispatcher {
     Idle,
-    /// Claimed `intention` under a lease and recorded its attempt; the
-    /// commitment as the claim's validity check read it.
-    Claimed(usize, Commitment),
+    /// Claimed `intention` under a lease and recorded its attempt (the
+    /// version its validity check read is in the attempt).
+    Claimed(u8),
     /// The pre-send re-check passed (or, mutated, was skipped).
     Ready(Request),
     /// The request was processed; its answer came back (accepted) or
     /// timed out (`false`).
-    Answered(usize, bool),
-    Crashed,
+    Answered(u8, bool),
 }
 
 /// The reconciler's step on one uncertain intention.
@@ -156,53 +227,62 @@ pub enum Reconciler {
     /// A repeat passed its validity check and pre-send re-check.
     Ready(Request),
     /// The repeat was processed; answered or timed out.
-    Answered(usize, bool),
+    Answered(u8, bool),
 }
 
 /// A supervisor's one action, and (mutated) the guard's verdict read in a
 /// transaction of its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Supervisor {
     Idle,
     /// Read the guard, not yet written (only under
     /// [`crate::Mutation::GuardOutsideTx`]).
-    Read(Op, usize),
+    Read(Op, u8),
     Done,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
     Cancel,
     Verify,
     Resend,
 }
 
-/// A status webhook on its way, for an intention row.
+/// A webhook's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Webhook {
-    pub intention: usize,
-    pub delivered: bool,
+pub enum Hook {
+    Sent,
+    Delivered,
 }
 
-/// The whole world.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A state change the monotonic rule forbids, once written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Backward {
+    pub row: u8,
+    pub from: IntentionState,
+    pub to: IntentionState,
+}
+
+/// The whole world. Only the first `rows`, `dispatcher_count` and
+/// `supervisor_count` entries of the arrays exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct World {
     pub commitment: Commitment,
-    pub intentions: Vec<Intention>,
-    pub dispatchers: Vec<Dispatcher>,
+    pub intentions: [Intention; MAX_ROWS],
+    pub rows: u8,
+    pub dispatchers: [Dispatcher; MAX_DISPATCHERS],
+    pub crashes: [u8; MAX_DISPATCHERS],
+    pub dispatcher_count: u8,
     pub reconciler: Reconciler,
-    pub supervisors: Vec<Supervisor>,
-    /// Commands the engine created, by intention row (its key): how many
-    /// times, and whether the request that created it was stale.
-    pub commands: Vec<u8>,
+    pub supervisors: [Supervisor; MAX_SUPERVISORS],
+    pub supervisor_count: u8,
+    /// Commands created by a request whose start already saw the change
+    /// that invalidates it.
     pub stale_commands: u8,
-    pub webhooks: Vec<Webhook>,
     /// Audit rows written and operator actions that changed something.
     pub audit_rows: u8,
     pub changing_actions: u8,
-    /// A state change the monotonic rule forbids was written.
-    pub backward: Option<String>,
-    pub crashes: Vec<u8>,
+    pub backward: Option<Backward>,
     pub lost_answers: u8,
     pub duplicated: u8,
     pub reordered: u8,
@@ -213,34 +293,33 @@ pub struct World {
 
 impl World {
     pub fn new(b: &Bounds) -> World {
-        let purposes = [Purpose::Booking, Purpose::Reminder { minutes: 1440 }, Purpose::Update];
+        assert!(
+            b.intentions + b.supervisors <= MAX_ROWS
+                && b.dispatchers <= MAX_DISPATCHERS
+                && b.supervisors <= MAX_SUPERVISORS,
+            "bounds beyond the model's arrays: {b:?}"
+        );
+        let mut intentions = [Intention::planned(0, 0, 1); MAX_ROWS];
+        for (i, row) in intentions.iter_mut().enumerate().take(b.intentions) {
+            *row = Intention::planned(i as u8, i as u8, 1);
+        }
         World {
             commitment: Commitment {
                 version: 1,
                 cancelled: false,
             },
-            intentions: (0..b.intentions)
-                .map(|i| Intention {
-                    family: i,
-                    purpose: purposes[i % purposes.len()].clone(),
-                    planned_version: 1,
-                    state: IntentionState::Planned,
-                    reason: None,
-                    lease: None,
-                    attempt: None,
-                    blind: false,
-                })
-                .collect(),
-            dispatchers: vec![Dispatcher::Idle; b.dispatchers],
+            intentions,
+            rows: b.intentions as u8,
+            dispatchers: [Dispatcher::Idle; MAX_DISPATCHERS],
+            crashes: [0; MAX_DISPATCHERS],
+            dispatcher_count: b.dispatchers as u8,
             reconciler: Reconciler::Idle,
-            supervisors: vec![Supervisor::Idle; b.supervisors],
-            commands: vec![0; b.intentions],
+            supervisors: [Supervisor::Idle; MAX_SUPERVISORS],
+            supervisor_count: b.supervisors as u8,
             stale_commands: 0,
-            webhooks: Vec::new(),
             audit_rows: 0,
             changing_actions: 0,
             backward: None,
-            crashes: vec![0; b.dispatchers],
             lost_answers: 0,
             duplicated: 0,
             reordered: 0,
@@ -250,9 +329,65 @@ impl World {
         }
     }
 
-    /// No process can act and no message is in flight (the caller adds
-    /// "no action enabled").
+    /// The rows that exist.
+    pub fn rows(&self) -> &[Intention] {
+        &self.intentions[..usize::from(self.rows)]
+    }
+
+    pub fn dispatchers(&self) -> &[Dispatcher] {
+        &self.dispatchers[..usize::from(self.dispatcher_count)]
+    }
+
+    pub fn supervisors(&self) -> &[Supervisor] {
+        &self.supervisors[..usize::from(self.supervisor_count)]
+    }
+
+    /// A resend: a new row in `family`, planned for the current version.
+    pub fn push_resend(&mut self, family: u8, blind: bool) {
+        let purpose = self.intentions[usize::from(family)].purpose;
+        let mut row = Intention::planned(family, purpose, self.commitment.version);
+        row.blind = blind;
+        self.intentions[usize::from(self.rows)] = row;
+        self.rows += 1;
+    }
+
+    /// A webhook is on its way (the caller adds "no action enabled").
     pub fn in_flight(&self) -> bool {
-        !self.webhooks.is_empty()
+        self.rows().iter().any(|r| r.hook_sent || r.hook_delivered)
+    }
+}
+
+/// Dispatchers are interchangeable: their index appears only in their own
+/// step, their crash count and the leases they own. The representative
+/// orders them by all three, so two states that differ by a renaming of
+/// dispatchers have one representative; supervisors likewise.
+impl Representative for World {
+    fn representative(&self) -> World {
+        let n = usize::from(self.dispatcher_count);
+        let key = |d: usize| {
+            let mut leases = [0u8; MAX_ROWS];
+            for (slot, row) in leases.iter_mut().zip(self.rows()) {
+                if let Some(l) = row.lease.filter(|l| usize::from(l.owner) == d) {
+                    *slot = 1 + u8::from(l.live);
+                }
+            }
+            (self.dispatchers[d], self.crashes[d], leases)
+        };
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&d| key(d));
+        let mut w = *self;
+        let mut renamed = [0u8; MAX_DISPATCHERS];
+        for (new, &old) in order.iter().enumerate() {
+            w.dispatchers[new] = self.dispatchers[old];
+            w.crashes[new] = self.crashes[old];
+            renamed[old] = new as u8;
+        }
+        for row in &mut w.intentions[..usize::from(self.rows)] {
+            if let Some(l) = &mut row.lease {
+                l.owner = renamed[usize::from(l.owner)];
+            }
+        }
+        w.supervisors[..usize::from(self.supervisor_count)].sort();
+        w
     }
 }
