@@ -157,6 +157,7 @@ fn an_upgraded_ledger_finds_its_existing_patients() {
              DROP TRIGGER commitment_search_names_insert; DROP TRIGGER commitment_search_names_update;
              DROP TRIGGER commitment_search_names_delete; DROP TRIGGER commitment_search_names_contact;
              DROP TABLE commitment_search_words; DROP TABLE commitment_search_names; DROP TABLE name_word_deletes;
+             DROP TABLE feed_held; DROP TABLE feed_seen; DROP TABLE feeds;
              ALTER TABLE dispatchers DROP COLUMN channel_instance;
              PRAGMA user_version = 11;",
         )
