@@ -144,6 +144,14 @@ fn a_fresh_engine_install_is_ok_and_each_failure_says_its_fix() {
     assert_all_ok_or_skip(code, &checks);
     assert_eq!(checks["dispatchers"].1, "no comprobado: ninguno ha corrido aún");
     assert_eq!(checks.len(), 12, "{checks:?}");
+    // The server's own handler accepted the secret's signature and refused
+    // a forged one.
+    assert_eq!(status(&checks, "webhooks"), "ok");
+    assert!(
+        checks["webhooks"].1.contains("rechaza una falsa"),
+        "{:?}",
+        checks["webhooks"]
+    );
 
     // Missing secret: its check fails naming the variable (never a value);
     // the channel is skipped with the reason.

@@ -2,7 +2,8 @@
 //! each with a fix, in the configured language. Exit 0 when no check
 //! warns or fails, 3 when one does, 1 only when doctor itself cannot run.
 //! The checks are `app::doctor`'s; the webhooks' is here because it asks
-//! the server's own handlers, in-process.
+//! the server's own handlers, in-process (nothing is written: the requests
+//! are ones the handlers refuse before the ledger).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -117,9 +118,9 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The webhook the configured channel calls: the Cloud API's
-/// verification challenge answered by the server's own router, or the
-/// engine's signature over a sample event.
+/// The webhook the configured channel calls, asked of the server's own
+/// router as `serve` would answer it: the Cloud API's verification
+/// challenge, or the engine's signature over a sample body.
 async fn webhooks(cfg: &Config, templates: Templates, db: &Path, ledger_ok: bool) -> Check {
     use crate::channel::config::ChannelKind;
     let id = CheckId::Webhooks;
@@ -129,18 +130,12 @@ async fn webhooks(cfg: &Config, templates: Templates, db: &Path, ledger_ok: bool
             let Some(secret) = std::env::var(var).ok().filter(|s| !s.trim().is_empty()) else {
                 return Check::skip(id, SkipReason::MissingSecret(var.clone()));
             };
-            let body = br#"{"evento":"mensaje.estado","comando_id":"doctor","estado":"entregado"}"#;
-            let header = crate::channel::motor_event::sign(secret.as_bytes(), body);
-            if crate::channel::motor_event::verify(secret.as_bytes(), body, &header) {
-                Check::new(id, Status::Ok, Finding::MotorWebhookOk)
-            } else {
-                Check::new(
-                    id,
-                    Status::Fail,
-                    Finding::WebhookFailed {
-                        detail: "signature does not verify".into(),
-                    },
-                )
+            if !ledger_ok {
+                return Check::skip(id, SkipReason::NoLedger);
+            }
+            match motor_signature(cfg, templates, db, &secret).await {
+                Ok(()) => Check::new(id, Status::Ok, Finding::MotorWebhookOk),
+                Err(detail) => Check::new(id, Status::Fail, Finding::WebhookFailed { detail }),
             }
         }
         ChannelKind::Cloud => {
@@ -165,14 +160,55 @@ async fn webhooks(cfg: &Config, templates: Templates, db: &Path, ledger_ok: bool
     }
 }
 
-/// `GET /webhooks/whatsapp?hub.mode=subscribe&…` through the server's
-/// router, as Meta sends it when the webhook is configured.
-async fn cloud_challenge(cfg: &Config, templates: Templates, db: &Path, token: &str) -> Result<(), String> {
-    use tower_service::Service as _;
+/// The server's router on the ledger, with the secrets `serve` would read.
+fn router_on(cfg: &Config, templates: Templates, db: &Path) -> Result<axum::Router, String> {
     let ledger = crate::ledger::Ledger::attach_or_open(db).map_err(|e| e.to_string())?;
     let secrets = crate::server::Secrets::from_env(&cfg.server);
     let state = crate::server::AppState::on_ledger(cfg.clone(), templates, ledger, secrets);
-    let mut router = crate::server::router(state);
+    Ok(crate::server::router(state))
+}
+
+/// One request through `router`: its status and (the start of) its body.
+async fn ask(router: &mut axum::Router, req: axum::http::Request<axum::body::Body>) -> Result<(u16, String), String> {
+    use tower_service::Service as _;
+    let resp = router.call(req).await.map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let body = axum::body::to_bytes(resp.into_body(), 4096)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// `POST /webhooks/motor` through the server's router: a body signed with
+/// the configured secret passes the signature check and is then refused
+/// as no event (400, so nothing is written), and the same body signed
+/// with another secret is refused as unsigned (401).
+async fn motor_signature(cfg: &Config, templates: Templates, db: &Path, secret: &str) -> Result<(), String> {
+    use crate::channel::motor_event::{SIGNATURE_HEADER, sign};
+    let mut router = router_on(cfg, templates, db)?;
+    let body: &[u8] = br#"{"doctor": "a signature check, not an event"}"#;
+    let post = |signature: String| {
+        axum::http::Request::post("/webhooks/motor")
+            .header(SIGNATURE_HEADER, signature)
+            .header(axum::http::header::CONTENT_TYPE, "application/json")
+            .body(axum::body::Body::from(body))
+            .map_err(|e| e.to_string())
+    };
+    match ask(&mut router, post(sign(secret.as_bytes(), body))?).await? {
+        (400, _) => {}
+        (status, text) => return Err(format!("a body signed with the secret got HTTP {status}: {text}")),
+    }
+    let forged = format!("{secret}-forged");
+    match ask(&mut router, post(sign(forged.as_bytes(), body))?).await? {
+        (401, _) => Ok(()),
+        (status, text) => Err(format!("a body signed with another secret got HTTP {status}: {text}")),
+    }
+}
+
+/// `GET /webhooks/whatsapp?hub.mode=subscribe&…` through the server's
+/// router, as Meta sends it when the webhook is configured.
+async fn cloud_challenge(cfg: &Config, templates: Templates, db: &Path, token: &str) -> Result<(), String> {
+    let mut router = router_on(cfg, templates, db)?;
     let challenge = format!("doctor-{}", std::process::id());
     let uri = format!(
         "/webhooks/whatsapp?hub.mode=subscribe&hub.verify_token={}&hub.challenge={challenge}",
@@ -181,15 +217,9 @@ async fn cloud_challenge(cfg: &Config, templates: Templates, db: &Path, token: &
     let req = axum::http::Request::get(uri)
         .body(axum::body::Body::empty())
         .map_err(|e| e.to_string())?;
-    let resp = router.call(req).await.map_err(|e| e.to_string())?;
-    let status = resp.status();
-    let body = axum::body::to_bytes(resp.into_body(), 4096)
-        .await
-        .map_err(|e| e.to_string())?;
-    if status.is_success() && body.as_ref() == challenge.as_bytes() {
-        Ok(())
-    } else {
-        Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)))
+    match ask(&mut router, req).await? {
+        (200, body) if body == challenge => Ok(()),
+        (status, body) => Err(format!("HTTP {status}: {body}")),
     }
 }
 

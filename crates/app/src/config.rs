@@ -8,6 +8,8 @@ mod alerts;
 mod backup;
 mod doctor;
 pub mod feeds;
+mod import;
+mod server;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,8 @@ pub use alerts::AlertsConfig;
 pub use backup::{BackupConfig, Periodic};
 pub use doctor::DoctorConfig;
 pub use feeds::FeedConfig;
+pub use import::{ImportConfig, MAX_DAYS_AHEAD_LIMIT, PHONE_PROPERTIES};
+pub use server::ServerConfig;
 
 pub use crate::channel::config::{ChannelConfig, ChannelKind, CloudConfig, MotorConfig};
 pub use crate::domain::operator::{Operator, Role};
@@ -197,182 +201,6 @@ impl Default for DispatcherConfig {
             heartbeat_ms: 5_000,
             channel_probe_ms: 60_000,
         }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServerConfig {
-    pub listen: String,
-    /// The largest request body accepted (413 above).
-    pub body_limit_bytes: usize,
-    /// From a connection's start (or, on a kept-alive connection, the
-    /// first byte of the next request) to the end of the headers.
-    pub header_read_timeout_ms: u64,
-    /// To read a whole request body, in total: a trickling body is cut too.
-    pub body_read_timeout_ms: u64,
-    /// How long a kept-alive connection may wait for its next request.
-    pub idle_timeout_ms: u64,
-    /// Connections served at once; more wait in the listen backlog.
-    pub max_connections: usize,
-    /// Request body bytes held in memory at once, over all connections
-    /// (503 with Retry-After beyond).
-    pub bodies_in_flight_bytes: usize,
-    /// Cloud API app secret (HMAC of webhook bodies), by env var name.
-    pub cloud_app_secret_env: String,
-    /// Cloud API webhook verification token, by env var name.
-    pub cloud_verify_token_env: String,
-    /// Shared secret of the engine's webhooks, by env var name.
-    pub motor_webhook_secret_env: String,
-    /// Bearer token for `POST /v1/bookings/events`, by env var name.
-    pub ingest_token_env: String,
-    /// The public https URL Meta reaches this server at (behind a proxy);
-    /// `unavez doctor` reminds that Meta's webhook must point at it.
-    pub public_url: Option<String>,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            listen: "127.0.0.1:8089".into(),
-            body_limit_bytes: 2 * 1024 * 1024,
-            header_read_timeout_ms: 10_000,
-            body_read_timeout_ms: 30_000,
-            idle_timeout_ms: 60_000,
-            max_connections: 1024,
-            bodies_in_flight_bytes: 64 * 1024 * 1024,
-            cloud_app_secret_env: "UNAVEZ_CLOUD_APP_SECRET".into(),
-            cloud_verify_token_env: "UNAVEZ_CLOUD_VERIFY_TOKEN".into(),
-            motor_webhook_secret_env: "UNAVEZ_MOTOR_WEBHOOK_SECRET".into(),
-            ingest_token_env: "UNAVEZ_INGEST_TOKEN".into(),
-            public_url: None,
-        }
-    }
-}
-
-impl ServerConfig {
-    fn validate(&self) -> Result<(), (&'static str, String)> {
-        let positive = [
-            ("body_limit_bytes", self.body_limit_bytes as u64),
-            ("header_read_timeout_ms", self.header_read_timeout_ms),
-            ("body_read_timeout_ms", self.body_read_timeout_ms),
-            ("idle_timeout_ms", self.idle_timeout_ms),
-            ("max_connections", self.max_connections as u64),
-        ];
-        for (field, v) in positive {
-            if v == 0 {
-                return Err((field, "must be greater than 0".into()));
-            }
-        }
-        if self.bodies_in_flight_bytes < self.body_limit_bytes {
-            return Err((
-                "bodies_in_flight_bytes",
-                format!(
-                    "{} is smaller than body_limit_bytes ({}): no body of the largest allowed size could be read",
-                    self.bodies_in_flight_bytes, self.body_limit_bytes
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// `[import]`: how calendar files are read (`unavez import agenda.ics`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ImportConfig {
-    /// ISO 3166 country of phones typed without a country code
-    /// (`987 654 321` → `+51987654321` with `"PE"`).
-    pub default_country: String,
-    /// How many days ahead the occurrences of a recurring event are
-    /// imported; later ones are imported by a later import of the file.
-    pub recurrence_days: u32,
-    /// Where a phone typed as text is looked for, in this order, after
-    /// `X-UNAVEZ-PHONE` and an `ATTENDEE` with a `tel:` URI.
-    pub phone_properties: Vec<String>,
-    /// The furthest ahead an appointment may start, in days from the
-    /// import (or the booking API's request): anything later is refused at
-    /// the door, naming the line and `starts_at` (a mistyped year).
-    pub max_days_ahead: u32,
-    /// `[[import.feed]]`: calendars `unavez serve` polls over HTTP.
-    pub feed: Vec<FeedConfig>,
-}
-
-/// The widest `[import] max_days_ahead`: about ten years.
-pub const MAX_DAYS_AHEAD_LIMIT: u32 = 3660;
-
-/// The text properties `[import] phone_properties` may name.
-pub const PHONE_PROPERTIES: [&str; 5] = ["SUMMARY", "DESCRIPTION", "LOCATION", "COMMENT", "CONTACT"];
-
-impl Default for ImportConfig {
-    fn default() -> Self {
-        ImportConfig {
-            default_country: "PE".into(),
-            recurrence_days: 60,
-            phone_properties: vec!["SUMMARY".into(), "DESCRIPTION".into(), "LOCATION".into()],
-            max_days_ahead: 400,
-            feed: Vec::new(),
-        }
-    }
-}
-
-impl ImportConfig {
-    /// The default country as libphonenumber's id (validated at load).
-    pub fn country(&self) -> phonenumber::country::Id {
-        self.default_country
-            .trim()
-            .to_ascii_uppercase()
-            .parse()
-            .unwrap_or(phonenumber::country::Id::PE)
-    }
-
-    /// `(field, message)` of the first bad setting.
-    pub fn validate(&self) -> Result<(), (String, String)> {
-        let code = self.default_country.trim().to_ascii_uppercase();
-        if code.parse::<phonenumber::country::Id>().is_err() {
-            return Err((
-                "import.default_country".into(),
-                format!(
-                    "unknown country {:?} (expected an ISO 3166 code such as \"PE\")",
-                    self.default_country
-                ),
-            ));
-        }
-        if !(1..=731).contains(&self.recurrence_days) {
-            return Err((
-                "import.recurrence_days".into(),
-                format!("must be between 1 and 731 days, got {}", self.recurrence_days),
-            ));
-        }
-        if !(1..=MAX_DAYS_AHEAD_LIMIT).contains(&self.max_days_ahead) {
-            return Err((
-                "import.max_days_ahead".into(),
-                format!(
-                    "must be between 1 and {MAX_DAYS_AHEAD_LIMIT} days, got {}",
-                    self.max_days_ahead
-                ),
-            ));
-        }
-        if self.recurrence_days > self.max_days_ahead {
-            return Err((
-                "import.recurrence_days".into(),
-                format!(
-                    "{} days would expand occurrences past import.max_days_ahead ({})",
-                    self.recurrence_days, self.max_days_ahead
-                ),
-            ));
-        }
-        if let Some(p) = self
-            .phone_properties
-            .iter()
-            .find(|p| !PHONE_PROPERTIES.contains(&p.to_ascii_uppercase().as_str()))
-        {
-            return Err((
-                "import.phone_properties".into(),
-                format!("{p:?} is not one of {}", PHONE_PROPERTIES.join(", ")),
-            ));
-        }
-        feeds::validate_all(&self.feed)
     }
 }
 

@@ -337,3 +337,54 @@ fn a_text_names_the_year_only_when_it_is_not_the_year_the_message_is_due() {
         .unwrap();
     assert_eq!(r2.parameters[2], "viernes 1 de enero");
 }
+
+/// WhatsApp refuses a message whose parameter count differs from its
+/// template's (Graph error 132000): every shipped template numbers the
+/// parameters the planner sends for its purpose, `{{1}}` to `{{n}}`.
+#[test]
+fn every_shipped_template_takes_the_parameters_planned_for_its_purpose() {
+    use crate::template_check::{PURPOSES, Params};
+    use std::collections::BTreeMap;
+    let at = |day: u32| format!(r#","starts_at":"2026-12-{day:02}T09:30:00-05:00""#);
+    let (c, booked) = run(None, &ev("appointment.scheduled", &at(1)));
+    let (c, moved) = run(Some(&c), &ev("appointment.rescheduled", &at(3)));
+    let (_, cancelled) = run(Some(&c), &ev("appointment.cancelled", ""));
+    let mut plans = vec![booked, moved, cancelled];
+    let order = |kind: &str| {
+        BookingEvent::from_json(&format!(
+            r#"{{"event_id":"e","type":"{kind}","ref":"pedido-88","contact":{{"phone":"+51987654321","name":"Luis"}}}}"#
+        ))
+        .unwrap()
+    };
+    for kind in [
+        "order.confirmed",
+        "order.paid",
+        "order.prepared",
+        "order.shipped",
+        "order.exception",
+        "order.delivered",
+        "order.returned",
+    ] {
+        plans.push(run(None, &order(kind)).1);
+    }
+    // Template name → how many parameters the planner sent it.
+    let mut sent: BTreeMap<String, usize> = BTreeMap::new();
+    for i in plans.iter().flat_map(|p| &p.intentions) {
+        let n = *sent.entry(i.template.clone()).or_insert(i.parameters.len());
+        assert_eq!(n, i.parameters.len(), "{} gets one count of parameters", i.template);
+    }
+    let templates = Templates::embedded();
+    for purpose in PURPOSES {
+        let t = templates.for_purpose(purpose).unwrap();
+        let n = sent
+            .get(&t.name)
+            .unwrap_or_else(|| panic!("{purpose}: {} never planned", t.name));
+        let numbered: Vec<u32> = (1..).take(*n).collect();
+        assert_eq!(
+            Params::of(&t.body),
+            Params::Positional(numbered),
+            "{purpose}: {} does not take the {n} parameters the planner sends",
+            t.name
+        );
+    }
+}

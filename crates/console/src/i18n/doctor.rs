@@ -270,7 +270,10 @@ pub static ES: DoctorWords = DoctorWords {
         "el webhook responde correctamente al desafío de verificación de Meta",
         "configure en Meta la URL {url}/webhooks/whatsapp con el mismo token de verificación",
     ),
-    motor_webhook_ok: ("un evento de prueba firmado con la clave del webhook se verifica", ""),
+    motor_webhook_ok: (
+        "el servidor acepta la firma hecha con la clave del webhook y rechaza una falsa",
+        "",
+    ),
     webhook_failed: (
         "el webhook no funcionaría: {detail}",
         "revise las claves del webhook en la configuración",
@@ -394,7 +397,10 @@ pub static EN: DoctorWords = DoctorWords {
         "the webhook answers Meta's verification challenge correctly",
         "configure {url}/webhooks/whatsapp at Meta with the same verify token",
     ),
-    motor_webhook_ok: ("a sample event signed with the webhook secret verifies", ""),
+    motor_webhook_ok: (
+        "the server accepts a signature made with the webhook secret and refuses a forged one",
+        "",
+    ),
     webhook_failed: (
         "the webhook would not work: {detail}",
         "check the webhook secrets in the configuration",

@@ -498,6 +498,7 @@ pub static EN: Strings = Strings {
     // --- issue 25 §5 (guards): no false alarms ---
     identity_unmapped: "identity not verified: your system account ({user}) is not mapped to an operator",
     dispatcher_stopped_because: "stopped: {why} · :doctor",
+    dispatcher_stopped_doctor: "stopped · :doctor",
     cause_missing_key: "the channel's key is missing (variable {var})",
     cause_other: "could not start ({detail})",
     header_due_now: "due now",

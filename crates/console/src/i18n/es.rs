@@ -498,6 +498,7 @@ pub static ES: Strings = Strings {
     // --- issue 25 §5 (guards): no false alarms ---
     identity_unmapped: "identidad no verificada: su cuenta del sistema ({user}) no está asociada a un operador",
     dispatcher_stopped_because: "detenido: {why} · :doctor",
+    dispatcher_stopped_doctor: "detenido · :doctor",
     cause_missing_key: "falta la clave del canal (variable {var})",
     cause_other: "no pudo arrancar ({detail})",
     header_due_now: "por enviar",

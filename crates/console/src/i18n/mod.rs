@@ -381,6 +381,9 @@ pub struct Strings {
     pub identity_unmapped: &'static str,
     /// A stopped dispatcher's header: `{why}`.
     pub dispatcher_stopped_because: &'static str,
+    /// A stopped dispatcher's header when the console does not know why:
+    /// it points to `:doctor`, which does.
+    pub dispatcher_stopped_doctor: &'static str,
     /// The channel's key variable `{var}` is not set.
     pub cause_missing_key: &'static str,
     /// Any other start-up error: `{detail}`.

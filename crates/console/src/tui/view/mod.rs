@@ -210,7 +210,7 @@ fn dispatcher_span(app: &App, detail: Detail) -> Span<'static> {
             };
             (symbol, label + &more(others.len() - 1), style)
         }
-        (None, None) if d.others.is_some() => ("■", t.dispatcher_stopped.to_string(), red),
+        (None, None) if d.others.is_some() => ("■", t.dispatcher_stopped_doctor.to_string(), red),
         (None, None) => ("○", t.dispatcher_off.to_string(), app.palette.dim()),
         (Some(true), _) if d.paused => ("⏸", t.dispatcher_paused.to_string() + &more(others.len()), red),
         (Some(true), _) => ("●", t.dispatcher_running.to_string() + &more(others.len()), green),
@@ -223,12 +223,13 @@ fn dispatcher_span(app: &App, detail: Detail) -> Span<'static> {
 }
 
 /// A stopped dispatcher in the configured language, with its cause when
-/// the console knows it (issue 25 §5).
+/// the console knows it (issue 25 §5); either way it points to `:doctor`,
+/// which checks everything a dispatcher needs (issue 26 §1).
 fn stopped_label(app: &App) -> String {
     use crate::tui::app::StopCause;
     let t = app.t;
     let why = match &app.dispatcher.stopped_because {
-        None => return t.dispatcher_stopped.to_string(),
+        None => return t.dispatcher_stopped_doctor.to_string(),
         Some(StopCause::MissingKey { var }) => fill(t.cause_missing_key, &[("var", &inert(var))]),
         Some(StopCause::Other(detail)) => fill(t.cause_other, &[("detail", &shorten(&inert(detail), 40))]),
     };
