@@ -20,7 +20,7 @@ use unavez_core::search::{Country, PatientQuery};
 
 use super::search::{Matches, fuzzy_rank_sql};
 use super::{Page, Result, Tx, ms};
-use crate::domain::attention::{AttentionRule, Clause};
+use crate::domain::attention::{AttentionRule, Clause, Situation};
 use crate::rows::Cols;
 use crate::rules_sql::{EVIDENCE_SIGNALS, RESEND_ASK_ACTIONS, SHOWN_STATE, Sql, TECHNICIAN_EVENTS};
 use crate::vals;
@@ -127,6 +127,16 @@ pub struct AttentionRow {
     /// pending resend, the day's count); `None` for other kinds of row.
     /// Filled for the whole page by [`Tx::fill_families`].
     pub family: Option<crate::domain::guard::Family>,
+}
+
+impl AttentionRow {
+    /// What the row shows, typed: the state word read back by core's
+    /// [`Situation`] (a channel event's status for a channel event row);
+    /// an unknown word reads as `review`, a person must look.
+    pub fn situation(&self) -> Situation {
+        Situation::parse(&self.state, self.kind == RowKind::ChannelEvent)
+            .unwrap_or(Situation::State(crate::domain::state::IntentionState::Review))
+    }
 }
 
 /// A mark "atendido" to record.

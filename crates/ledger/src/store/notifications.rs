@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Result, Tx, ms};
+use crate::domain::channel_event::EventStatus;
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::state::IntentionState;
 use crate::rules_sql::{BLOCKING_TEMPLATE_STATUSES, Sql, TECHNICIAN_EVENTS};
@@ -199,10 +200,10 @@ impl Tx<'_> {
 
     /// Parks (`parked`) or refuses (`refused`) a stored channel event with
     /// a reason code; it is applied to nothing.
-    pub fn set_channel_event_reason(&self, row: i64, status: &str, reason: &str) -> Result<()> {
+    pub fn set_channel_event_reason(&self, row: i64, status: EventStatus, reason: &str) -> Result<()> {
         self.db().exec(
             "UPDATE channel_events SET status = ?2, reason = ?3 WHERE id = ?1",
-            &vals![row, status, reason],
+            &vals![row, status.as_str(), reason],
         )?;
         Ok(())
     }
