@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-use super::{HEAD, SELECTED, page_info, short_purpose, state_style};
+use super::{HEAD, SELECTED, page_info, short_purpose};
 use crate::domain::attention::Situation;
 use crate::domain::guard::ResendAsk;
 use crate::domain::mask::mask_phone;
