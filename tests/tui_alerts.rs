@@ -252,6 +252,7 @@ fn channel_events(fx: &mut Fixture) -> (i64, i64) {
                 else {
                     panic!("new")
                 };
+                let status = unavez::domain::channel_event::EventStatus::parse(status).expect("a status");
                 tx.set_channel_event_reason(row, status, reason)?;
                 rows.push(row);
             }

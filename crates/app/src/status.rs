@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::domain::channel_event::EventStatus;
 use crate::domain::counter::{Counter, Parking, Source};
 use crate::domain::history::HistorySignal;
 use crate::domain::status::{CloudStatus, MotorEvent, Report, motor_report};
@@ -62,7 +63,7 @@ pub fn ingest_status(
     match correlate_names(tx, &mut names, at)? {
         Some(id) => {
             let (moved, state) = tx.apply_report(id, report, at)?;
-            tx.mark_channel_event(row, "applied", Some(id), at)?;
+            tx.mark_channel_event(row, EventStatus::Applied, Some(id), at)?;
             Ok(StatusOutcome::Applied {
                 intention_id: id,
                 moved,
@@ -70,7 +71,7 @@ pub fn ingest_status(
             })
         }
         None => {
-            tx.mark_channel_event(row, "pending", None, at)?;
+            tx.mark_channel_event(row, EventStatus::Pending, None, at)?;
             Ok(StatusOutcome::Pending)
         }
     }
@@ -195,7 +196,7 @@ fn park_if_split(
     if by_key == by_mid {
         return Ok(None);
     }
-    tx.set_channel_event_reason(row, "parked", PARKED_KEY_MESSAGE_MISMATCH)?;
+    tx.set_channel_event_reason(row, EventStatus::Parked, PARKED_KEY_MESSAGE_MISMATCH)?;
     if let Some(source) = Source::parse(ev.source) {
         tx.bump_counter(Counter::WebhookParked(source, Parking::KeyMessageMismatch), 1)?;
     }
@@ -264,9 +265,9 @@ fn apply_one<L: LedgerTx + ?Sized>(tx: &L, p: &PendingStatus, intention_id: i64,
     match report_from_payload(&p.source, &p.payload) {
         Some(report) => {
             tx.apply_report(intention_id, &report, at)?;
-            tx.mark_channel_event(p.id, "applied", Some(intention_id), at)
+            tx.mark_channel_event(p.id, EventStatus::Applied, Some(intention_id), at)
         }
-        None => tx.mark_channel_event(p.id, "ignored", Some(intention_id), at),
+        None => tx.mark_channel_event(p.id, EventStatus::Ignored, Some(intention_id), at),
     }
 }
 

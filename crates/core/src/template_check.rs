@@ -24,6 +24,22 @@ pub enum MetaStatus {
 }
 
 impl MetaStatus {
+    /// Every status with a word of its own.
+    pub const KNOWN: [MetaStatus; 6] = [
+        MetaStatus::Approved,
+        MetaStatus::Pending,
+        MetaStatus::Rejected,
+        MetaStatus::Paused,
+        MetaStatus::Disabled,
+        MetaStatus::InAppeal,
+    ];
+
+    /// Meta will not send this template: its planned messages are held in
+    /// review (one alert, not one failure per message).
+    pub fn blocks_sending(&self) -> bool {
+        matches!(self, MetaStatus::Rejected | MetaStatus::Paused | MetaStatus::Disabled)
+    }
+
     pub fn parse(s: &str) -> MetaStatus {
         match s.trim().to_ascii_uppercase().as_str() {
             "APPROVED" => MetaStatus::Approved,

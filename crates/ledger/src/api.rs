@@ -172,7 +172,13 @@ pub trait LedgerTx {
     /// Stores the history row core decides for one status report.
     fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)>;
     /// Sets a stored channel event's processing status.
-    fn mark_channel_event(&self, row: i64, status: &str, intention_id: Option<i64>, at: DateTime<Utc>) -> Result<()>;
+    fn mark_channel_event(
+        &self,
+        row: i64,
+        status: crate::domain::channel_event::EventStatus,
+        intention_id: Option<i64>,
+        at: DateTime<Utc>,
+    ) -> Result<()>;
     /// Adds `by` to a named counter.
     fn bump_counter(&self, counter: Counter, by: i64) -> Result<()>;
 }
@@ -241,7 +247,13 @@ impl LedgerTx for Tx<'_> {
     fn apply_report(&self, id: i64, report: &Report, at: DateTime<Utc>) -> Result<(bool, IntentionState)> {
         Tx::apply_report(self, id, report, at)
     }
-    fn mark_channel_event(&self, row: i64, status: &str, intention_id: Option<i64>, at: DateTime<Utc>) -> Result<()> {
+    fn mark_channel_event(
+        &self,
+        row: i64,
+        status: crate::domain::channel_event::EventStatus,
+        intention_id: Option<i64>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
         Tx::mark_channel_event(self, row, status, intention_id, at)
     }
     fn bump_counter(&self, counter: Counter, by: i64) -> Result<()> {

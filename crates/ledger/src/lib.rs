@@ -56,5 +56,6 @@ pub mod failpoint;
 pub mod location;
 pub mod pg;
 pub mod rows;
+pub mod rules_sql;
 pub mod sql;
 pub mod store;

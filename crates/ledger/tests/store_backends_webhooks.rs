@@ -10,6 +10,7 @@ mod pg_common;
 use backends_fixture::{both, ok, unless_unported};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use unavez_ledger::api_recovery::RecoveryTx;
+use unavez_ledger::domain::channel_event::EventStatus;
 use unavez_ledger::domain::counter::Counter;
 use unavez_ledger::domain::event::ConflictKind;
 use unavez_ledger::domain::state::IntentionState;
@@ -56,7 +57,7 @@ fn a_channel_event_is_recorded_once_and_its_copies_counted() {
                     ..event("m1", None, None)
                 };
                 tx.record_channel_event(&motor, at(2))?;
-                tx.mark_channel_event(row, "applied", None, at(3))?;
+                tx.mark_channel_event(row, EventStatus::Applied, None, at(3))?;
                 Ok::<_, StoreError>(())
             })
             .unwrap();
@@ -98,7 +99,7 @@ fn pending(store: &mut unavez_ledger::store::Store, event_id: &str, mid: &str, m
     let Recorded::New(row) = recorded else {
         panic!("{recorded:?}")
     };
-    ok(store.write(|tx| tx.mark_channel_event(row, "pending", None, at(minutes))));
+    ok(store.write(|tx| tx.mark_channel_event(row, EventStatus::Pending, None, at(minutes))));
     row
 }
 
@@ -142,7 +143,7 @@ fn pending_statuses_are_found_by_key_message_id_or_attempt_and_by_age() {
         assert_eq!((waiting[0].id, waiting[0].source.as_str()), (w9, SOURCE_CLOUD));
         assert_eq!(waiting[0].message_id.as_deref(), Some("w9"));
         // Marked ignored, applied to the intention: no longer pending.
-        ok(store.write(|tx| tx.mark_channel_event(w9, "ignored", Some(301), at(2))));
+        ok(store.write(|tx| tx.mark_channel_event(w9, EventStatus::Ignored, Some(301), at(2))));
         let on = store.path().display().to_string();
         store
             .read(|tx| {
@@ -295,7 +296,7 @@ fn template_statuses_user_ids_and_parked_events_are_kept() {
         );
         assert_eq!(ok(store.read(|tx| tx.phone_by_user_id("meta-0"))), None);
 
-        ok(store.write(|tx| tx.set_channel_event_reason(row, "refused", "foreign_instance")));
+        ok(store.write(|tx| tx.set_channel_event_reason(row, EventStatus::Refused, "foreign_instance")));
         assert_eq!(
             ok(store.read(|tx| tx.parked_channel_events(10))),
             vec![(

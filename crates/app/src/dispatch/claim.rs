@@ -6,10 +6,9 @@
 //! `BEGIN IMMEDIATE` transaction, so a batch costs one fsync and two
 //! processes can never claim the same intention.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Duration, Utc};
 
+use crate::domain::claim::{self, Candidate};
 use crate::domain::history::{self, Cause, HistorySignal, Record, Said};
 use crate::domain::state::{IntentionState, Signal};
 use crate::domain::validity::{self, ContactFacts, IntentionFacts, Rules, Validity};
@@ -60,37 +59,47 @@ pub struct Claimant<'a> {
     pub rules: &'a Rules,
 }
 
-/// The verdict for one candidate. Pure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Guard,
-    Validity(Validity),
-}
+pub use crate::domain::claim::Verdict;
 
 /// The day start from which the daily cap counts, when there is a cap.
 pub fn day_start(rules: &Rules, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     (rules.daily_cap > 0).then(|| validity::local_midnight(rules.tz, now))
 }
 
-/// Validity of one intention from its facts; `extra_today` adds messages
-/// to the same recipient claimed earlier in the same batch. Pure.
-pub fn validity_of(f: &ClaimFacts, extra_today: u32, rules: &Rules, now: DateTime<Utc>) -> Validity {
-    let i = &f.intention;
-    validity::check(
-        &IntentionFacts {
-            commitment_version: i.commitment_version,
-            purpose: i.purpose(),
-            category: i.category(),
-            asks_confirmation: i.asks_confirmation,
-            expires_at: i.expires_at,
-            created_at: i.created_at,
-        },
-        &f.commitment,
-        f.contact.as_ref().map(contact_facts).as_ref(),
-        f.sent_today + extra_today,
-        rules,
-        now,
-    )
+/// What core's claim rule reads of one row, owned: the row's fields as
+/// validity's facts.
+struct Read {
+    intention: IntentionFacts,
+    contact: Option<ContactFacts>,
+}
+
+impl Read {
+    fn of(f: &ClaimFacts) -> Read {
+        let i = &f.intention;
+        Read {
+            intention: IntentionFacts {
+                commitment_version: i.commitment_version,
+                purpose: i.purpose(),
+                category: i.category(),
+                asks_confirmation: i.asks_confirmation,
+                expires_at: i.expires_at,
+                created_at: i.created_at,
+            },
+            contact: f.contact.as_ref().map(contact_facts),
+        }
+    }
+
+    fn candidate<'a>(&'a self, f: &'a ClaimFacts) -> Candidate<'a> {
+        Candidate {
+            intention: &self.intention,
+            commitment: &f.commitment,
+            contact: self.contact.as_ref(),
+            recipient: &f.intention.recipient,
+            acknowledged: f.acknowledged,
+            sent_today: f.sent_today,
+            counted_today: f.counted_today,
+        }
+    }
 }
 
 fn contact_facts(k: &ContactRow) -> ContactFacts {
@@ -101,27 +110,19 @@ fn contact_facts(k: &ContactRow) -> ContactFacts {
     }
 }
 
-/// The verdicts for a batch, in order. A candidate claimed earlier in the
-/// batch counts against the daily cap of the later ones to the same
-/// recipient, exactly as if they had been claimed one by one. Pure.
+/// Validity of one intention from its facts, by core's rule
+/// ([`crate::domain::claim::validity_of`]).
+pub fn validity_of(f: &ClaimFacts, rules: &Rules, now: DateTime<Utc>) -> Validity {
+    let read = Read::of(f);
+    claim::validity_of(&read.candidate(f), 0, rules, now)
+}
+
+/// The verdicts for a batch, in order, by core's rule
+/// ([`crate::domain::claim::decide_batch`]).
 pub fn decide_batch(facts: &[ClaimFacts], rules: &Rules, now: DateTime<Utc>) -> Vec<Verdict> {
-    let mut claimed_to: HashMap<&str, u32> = HashMap::new();
-    facts
-        .iter()
-        .map(|f| {
-            // Belt and braces: an earlier attempt the channel acknowledged
-            // means the message may be out; a new send could only duplicate it.
-            if f.acknowledged {
-                return Verdict::Guard;
-            }
-            let recipient = f.intention.recipient.as_str();
-            let v = validity_of(f, claimed_to.get(recipient).copied().unwrap_or(0), rules, now);
-            if v == Validity::Valid && !f.counted_today {
-                *claimed_to.entry(recipient).or_default() += 1;
-            }
-            Verdict::Validity(v)
-        })
-        .collect()
+    let reads: Vec<Read> = facts.iter().map(Read::of).collect();
+    let batch: Vec<Candidate<'_>> = reads.iter().zip(facts).map(|(r, f)| r.candidate(f)).collect();
+    claim::decide_batch(&batch, rules, now)
 }
 
 /// Claims up to `limit` due intentions in `scope` for `who`.
@@ -303,7 +304,7 @@ pub fn evaluate<L: LedgerTx + ?Sized>(
         .claim_facts(&[i.id], day_start(rules, now))?
         .pop()
         .ok_or_else(|| StoreError::NoIntention(format!("#{}", i.id)))?;
-    Ok((validity_of(&f, 0, rules, now), f.commitment.version, f.contact))
+    Ok((validity_of(&f, rules, now), f.commitment.version, f.contact))
 }
 
 #[cfg(test)]

@@ -361,12 +361,6 @@ pub(crate) fn act_on_intention(
     record(tx, actor, rec, now)
 }
 
-/// Why a cancel from the intention's state is refused: the pure rule
-/// (`domain::guard`), so the console's hint says the same.
-fn cancel_refusal(row: &IntentionRow) -> Refusal {
-    crate::domain::guard::cancel_refusal(row.state, row.state_reason.as_deref())
-}
-
 /// Cancels an intention that has not left (planned, or in review), or one
 /// the channel accepted but may still hold queued. For the latter,
 /// `withdraw` is the channel's answer to `cancel(command_id)`, asked by the
@@ -382,36 +376,33 @@ pub fn cancel(
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
     act_on_intention(tx, actor, OpKind::Cancel, intention_id, reason, now, |row| {
-        let note = note_text(actor, reason);
-        let (why, evidence, note) = match (withdraw, row.state) {
-            (Some(CancelOutcome::Cancelled), IntentionState::Accepted) => (
-                CancelReason::Withdrawn,
-                row.provider_command_id.as_deref(),
-                format!("{note} — the channel withdrew the queued command"),
-            ),
-            (Some(CancelOutcome::TooLate { .. } | CancelOutcome::Unsupported), IntentionState::Accepted) => {
-                return Ok(OpOutcome::Refused(cancel_refusal(row)));
-            }
-            (Some(CancelOutcome::Unavailable { detail }), IntentionState::Accepted) => {
-                return Ok(OpOutcome::Refused(Refusal::ChannelUnavailable {
-                    detail: detail.clone(),
-                }));
-            }
-            _ => (CancelReason::Operator, None, note),
+        use crate::domain::guard::{Withdrawal, cancel_decision, cancel_refusal};
+        let answer = withdraw.map(|w| match w {
+            CancelOutcome::Cancelled => Withdrawal::Withdrawn,
+            CancelOutcome::TooLate { .. } | CancelOutcome::Unsupported => Withdrawal::Kept,
+            CancelOutcome::Unavailable { detail } => Withdrawal::Unreachable { detail: detail.clone() },
+        });
+        // Decided by core before signalling: a cancel the state machine
+        // would only record is refused, and noted once, with the operator
+        // action.
+        let why = match cancel_decision(row.state, row.state_reason.as_deref(), answer.as_ref()) {
+            Ok(why) => why,
+            Err(r) => return Ok(OpOutcome::Refused(r)),
         };
-        let signal = Signal::Cancel(why);
-        // Decided before signalling: a cancel the state machine would only
-        // record is refused, and noted once, with the operator action.
-        if !matches!(crate::domain::state::transition(row.state, signal), Transition::Move(_)) {
-            return Ok(OpOutcome::Refused(cancel_refusal(row)));
+        let mut note = note_text(actor, reason);
+        let mut evidence = None;
+        if why == CancelReason::Withdrawn {
+            note.push_str(" — the channel withdrew the queued command");
+            evidence = row.provider_command_id.as_deref();
         }
+        let signal = Signal::Cancel(why);
         let mut said = Said::new(HistorySignal::Cancel, Cause::Operator)
             .note(note)
             .version(row.commitment_version);
         said.evidence = evidence.map(str::to_string);
         Ok(match write_signal(tx, row.id, signal, said, now)?.1 {
             Transition::Move(to) => OpOutcome::moved(to),
-            _ => OpOutcome::Refused(cancel_refusal(row)),
+            _ => OpOutcome::Refused(cancel_refusal(row.state, row.state_reason.as_deref())),
         })
     })
 }

@@ -85,9 +85,7 @@ impl ResendEvidence {
 }
 
 fn has_reached(m: &FamilyMember) -> bool {
-    m.delivered_at.is_some()
-        || m.read_at.is_some()
-        || matches!(m.state, IntentionState::Delivered | IntentionState::Read)
+    guard::has_reached(m.state, m.delivered_at.is_some(), m.read_at.is_some())
 }
 
 /// Everything the guard reads, in the caller's transaction.
@@ -111,36 +109,20 @@ pub(super) fn load(
     let commitment = tx.commitment_by_id(original.commitment_id)?;
     let messages = tx.resend_family(original.id)?;
     let facts = family_of(&original, &commitment, &messages).facts(max_per_day, tz, now);
-    let mut evidence = ResendEvidence {
+    let evidence = ResendEvidence {
         original_id: original.id,
         original_key: original.key.clone(),
         messages,
         authorized_today: facts.authorized_today,
         max_per_day,
-        refusal: None,
+        refusal: guard::resend_refusal(&facts, commitment.commitment.is_cancelled()),
     };
-    evidence.refusal = rule_refusal(&original, &commitment, &evidence, tz, now);
     Ok(Family {
         row,
         original,
         commitment,
         evidence,
     })
-}
-
-/// Every rule but the acknowledgement: the pure rule
-/// (`domain::guard::resend_refusal`) on what the family is now.
-fn rule_refusal(
-    original: &IntentionRow,
-    commitment: &CommitmentRow,
-    ev: &ResendEvidence,
-    tz: Tz,
-    now: DateTime<Utc>,
-) -> Option<Refusal> {
-    guard::resend_refusal(
-        &resend_facts(original, commitment, ev, tz, now),
-        commitment.commitment.is_cancelled(),
-    )
 }
 
 /// The family as the resend rules see it (`domain::guard::Family`).
@@ -206,14 +188,11 @@ pub fn authorize_resend(
     lock_intention(tx, intention_id)?;
     let fam = load(tx, intention_id, guard.max_per_day, tz, now)?;
     let last_reached = fam.evidence.reached().last().cloned();
-    let refusal = fam.evidence.refusal.clone().or_else(|| match &last_reached {
-        Some(m) if !guard.acknowledge_delivered => Some(Refusal::AcknowledgeDelivery {
-            key: m.key.clone(),
-            state: m.state,
-        }),
-        _ => None,
-    });
-    if let Some(r) = refusal {
+    if let Some(r) = crate::domain::guard::authorization_refusal(
+        fam.evidence.refusal.clone(),
+        last_reached.as_ref().map(|m| (m.key.as_str(), m.state)),
+        guard.acknowledge_delivered,
+    ) {
         let rec = Record::on(OpKind::AuthorizeResend, &fam.row, reason, OpOutcome::Refused(r));
         return record(tx, actor, rec, now);
     }

@@ -162,13 +162,13 @@ pub static EN: Strings = Strings {
         ("failed", "failed"),
         ("review", "review"),
         ("cancelled", "cancelled"),
-        ("stuck", "stuck"),
-        // Atención's state column is 11 wide: the whole words lead the
-        // evidence column (`reasons`).
-        ("unconfirmed", "delivered?"),
-        ("reschedule", "wants change"),
-        ("refused_event", "refused"),
     ],
+    situation_stuck: "stuck",
+    // Atención's state column is 11 wide: the whole words lead the
+    // evidence column (`reasons`).
+    situation_unconfirmed: "delivered?",
+    situation_reschedule: "wants change",
+    situation_refused_event: "refused",
     reasons: &[
         ("unconfirmed", "no delivery confirmation"),
         (

@@ -162,13 +162,13 @@ pub static ES: Strings = Strings {
         ("failed", "fallida"),
         ("review", "en revisión"),
         ("cancelled", "cancelada"),
-        ("stuck", "atascada"),
-        // Atención's state column is 11 wide: the whole words lead the
-        // evidence column (`reasons`).
-        ("unconfirmed", "¿entregada?"),
-        ("reschedule", "pide cambio"),
-        ("refused_event", "rechazado"),
     ],
+    situation_stuck: "atascada",
+    // Atención's state column is 11 wide: the whole words lead the
+    // evidence column (`reasons`).
+    situation_unconfirmed: "¿entregada?",
+    situation_reschedule: "pide cambio",
+    situation_refused_event: "rechazado",
     reasons: &[
         ("unconfirmed", "sin confirmación de entrega"),
         (

@@ -8,7 +8,9 @@
 use chrono_tz::Tz;
 
 use crate::config::{Language, Role};
-use crate::domain::attention::NextStep;
+use crate::domain::attention::{NextStep, Situation};
+use crate::domain::channel_event::EventStatus;
+use crate::domain::state::IntentionState;
 use crate::domain::text::inert;
 use crate::ops::{OpKind, OpOutcome, OpReport, Refusal, VerifyOutcome};
 use crate::store::FamilyMember;
@@ -176,6 +178,14 @@ pub struct Strings {
     pub ref_channel_unavailable: &'static str,
     /// `(code, label)` for intention states and row kinds.
     pub states: &'static [(&'static str, &'static str)],
+    /// Atención's pseudo-states ([`Situation`]), by an exhaustive match in
+    /// [`Strings::situation`]: a dispatch whose lease expired, a message
+    /// the channel took and never confirmed, a reschedule request, a
+    /// refused booking event.
+    pub situation_stuck: &'static str,
+    pub situation_unconfirmed: &'static str,
+    pub situation_reschedule: &'static str,
+    pub situation_refused_event: &'static str,
     /// `(code, label)` for closure reasons.
     pub reasons: &'static [(&'static str, &'static str)],
     // Resend guard (issue 9): refusals, the confirmation's evidence, the
@@ -472,16 +482,45 @@ impl Strings {
         format!("{}: {}", self.help_commands, each.join(" · "))
     }
 
-    /// The label of an intention state (or `stuck` / `reschedule`).
+    /// The label of an intention state, or of an Atención pseudo-state
+    /// (`stuck`, `reschedule`…) read from its word ([`Strings::situation`]).
     pub fn state<'a>(&self, code: &'a str) -> &'a str
     where
         'static: 'a,
     {
+        match Situation::parse(code, false) {
+            Some(s) => self.situation(s),
+            None => code,
+        }
+    }
+
+    /// The label of what an Atención row shows: every pseudo-state by an
+    /// exhaustive match, so a new one cannot go unnamed.
+    pub fn situation(&self, s: Situation) -> &'static str {
+        match s {
+            Situation::State(state) => self.intention_state(state),
+            Situation::Stuck => self.situation_stuck,
+            Situation::Unconfirmed => self.situation_unconfirmed,
+            Situation::Reschedule => self.situation_reschedule,
+            Situation::RefusedEvent => self.situation_refused_event,
+            Situation::ChannelEvent(e) => match e {
+                EventStatus::Parked => self.channel_event_parked,
+                EventStatus::Refused => self.channel_event_refused,
+                EventStatus::Received
+                | EventStatus::Applied
+                | EventStatus::Pending
+                | EventStatus::Ignored
+                | EventStatus::Recorded => e.as_str(),
+            },
+        }
+    }
+
+    /// The label of an intention state.
+    pub fn intention_state(&self, state: IntentionState) -> &'static str {
         self.states
             .iter()
-            .find(|(c, _)| *c == code)
-            .map(|(_, l)| *l)
-            .unwrap_or(code)
+            .find(|(c, _)| *c == state.as_str())
+            .map_or(state.as_str(), |(_, l)| *l)
     }
 
     /// The label of a closure reason.

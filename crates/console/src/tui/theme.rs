@@ -15,6 +15,8 @@
 use ratatui::style::{Color, Modifier, Style};
 
 use crate::config::Theme;
+use crate::domain::attention::Situation;
+use crate::domain::state::IntentionState;
 
 /// Which palette a terminal gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,15 +144,28 @@ impl Palette {
             .add_modifier(Modifier::BOLD | Modifier::REVERSED)
     }
 
-    /// An intention state (or `stuck` / `reschedule`) in a list.
+    /// An intention state (or `stuck` / `reschedule`) in a list, read
+    /// from its word ([`Palette::situation`]).
     pub fn state(&self, state: &str) -> Style {
-        match state {
-            "uncertain" | "stuck" | "unconfirmed" => self.fg(self.warn),
-            "review" | "reschedule" => self.fg(self.review),
-            "failed" => self.fg(self.error),
-            "delivered" | "read" => self.fg(self.ok),
-            "cancelled" => self.dim(),
-            _ => Style::new(),
+        Situation::parse(state, false).map_or(Style::new(), |s| self.situation(s))
+    }
+
+    /// What an Atención row shows, by an exhaustive match: a new state or
+    /// pseudo-state must choose its colour here.
+    pub fn situation(&self, s: Situation) -> Style {
+        use IntentionState as S;
+        match s {
+            Situation::State(S::Uncertain) | Situation::Stuck | Situation::Unconfirmed => self.fg(self.warn),
+            Situation::State(S::Review) | Situation::Reschedule => self.fg(self.review),
+            Situation::State(S::Failed) => self.fg(self.error),
+            Situation::State(S::Delivered | S::Read) => self.fg(self.ok),
+            Situation::State(S::Cancelled) => self.dim(),
+            Situation::State(S::Planned | S::Dispatching | S::Accepted | S::Sent) | Situation::RefusedEvent => {
+                Style::new()
+            }
+            // A person must look at a technician's event.
+            Situation::ChannelEvent(e) if e.is_technicians_case() => self.fg(self.review),
+            Situation::ChannelEvent(_) => Style::new(),
         }
     }
 }

@@ -74,6 +74,13 @@ impl AttemptOutcome {
     pub fn acknowledged(self) -> bool {
         matches!(self, Self::Accepted | Self::Ambiguous)
     }
+
+    /// The attempt ended in an error a technician reads (the Tablero's
+    /// last error): refused, retried, uncertain or conflicting. A stopped
+    /// request (`not_sent`) is the pre-send check doing its job.
+    pub fn is_error(self) -> bool {
+        matches!(self, Self::Failed | Self::Retry | Self::Uncertain | Self::Conflict)
+    }
 }
 
 impl fmt::Display for AttemptOutcome {

@@ -10,6 +10,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+use super::channel_event::EventStatus;
 use super::operator::OpKind;
 use super::state::IntentionState;
 
@@ -163,6 +164,94 @@ pub enum CaseKind {
     /// A channel event parked or refused (technicians only): applied to
     /// nothing until a person looks.
     ChannelEvent,
+}
+
+/// What an Atención row shows as its situation: an intention's state, or
+/// one of the pseudo-states the list names its other cases by. The ledger
+/// builds the shown word's SQL from [`Situation::of_intention`]
+/// (`unavez_ledger::rules_sql`); the console colours and names each one
+/// by an exhaustive match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Situation {
+    State(IntentionState),
+    /// A dispatch that never came back (its lease expired).
+    Stuck,
+    /// Acknowledged by the channel, no news since ([`Clause::Unconfirmed`]).
+    Unconfirmed,
+    /// The customer asked to reschedule.
+    Reschedule,
+    /// A booking event refused as a conflict.
+    RefusedEvent,
+    /// A channel event kept for a technician, by its status.
+    ChannelEvent(EventStatus),
+}
+
+impl Situation {
+    /// How an intention on the list shows: a dispatching one is there only
+    /// because its lease expired ([`Clause::LeaseExpired`]), an accepted or
+    /// sent one only because the channel never confirmed it
+    /// ([`Clause::Unconfirmed`]).
+    pub fn of_intention(state: IntentionState) -> Situation {
+        match state {
+            IntentionState::Dispatching => Situation::Stuck,
+            IntentionState::Accepted | IntentionState::Sent => Situation::Unconfirmed,
+            s => Situation::State(s),
+        }
+    }
+
+    /// The word the ledger's row carries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Situation::State(s) => s.as_str(),
+            Situation::Stuck => "stuck",
+            Situation::Unconfirmed => "unconfirmed",
+            Situation::Reschedule => "reschedule",
+            Situation::RefusedEvent => "refused_event",
+            Situation::ChannelEvent(e) => e.as_str(),
+        }
+    }
+
+    /// Reads the word back; a channel event's status is read for
+    /// `channel_event` rows only (its words overlap no state's, but
+    /// `refused` is also a row kind).
+    pub fn parse(word: &str, channel_event: bool) -> Option<Situation> {
+        if channel_event {
+            return EventStatus::parse(word).map(Situation::ChannelEvent);
+        }
+        Some(match word {
+            "stuck" => Situation::Stuck,
+            "unconfirmed" => Situation::Unconfirmed,
+            "reschedule" => Situation::Reschedule,
+            "refused_event" => Situation::RefusedEvent,
+            other => Situation::State(other.parse().ok()?),
+        })
+    }
+
+    /// The intention state behind the situation, for the guards: a stuck
+    /// row is dispatching, an unconfirmed one accepted (the channel took
+    /// it); `None` for cases that are no intention.
+    pub fn intention_state(self) -> Option<IntentionState> {
+        match self {
+            Situation::State(s) => Some(s),
+            Situation::Stuck => Some(IntentionState::Dispatching),
+            Situation::Unconfirmed => Some(IntentionState::Accepted),
+            Situation::Reschedule | Situation::RefusedEvent | Situation::ChannelEvent(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Situation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Situation {
+    /// As its word: the rows' JSON stays what it was when the state was
+    /// a string.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 /// What this person should do next with a case: each Atención row says
@@ -364,5 +453,40 @@ mod tests {
         assert!(handled_covers(t, t));
         assert!(!handled_covers(t, t - Duration::seconds(1)));
         assert!(!handled_covers(t, t + Duration::milliseconds(1)));
+    }
+
+    /// Each pseudo-state names exactly the clause that brings its state to
+    /// the list, and every word reads back.
+    #[test]
+    fn a_situation_shows_the_clause_that_made_the_case() {
+        let rule = AttentionRule {
+            unconfirmed_window: Some(Duration::minutes(30)),
+            ..AttentionRule::default()
+        };
+        for c in rule.clauses() {
+            let shown = Situation::of_intention(c.state());
+            match c {
+                Clause::LeaseExpired(_) => assert_eq!(shown, Situation::Stuck),
+                Clause::Unconfirmed(_) => assert_eq!(shown, Situation::Unconfirmed),
+                _ => assert_eq!(shown, Situation::State(c.state())),
+            }
+            let behind = match c {
+                Clause::Unconfirmed(_) => IntentionState::Accepted,
+                _ => c.state(),
+            };
+            assert_eq!(shown.intention_state(), Some(behind));
+        }
+        for s in IntentionState::ALL {
+            let shown = Situation::of_intention(s);
+            assert_eq!(Situation::parse(shown.as_str(), false), Some(shown), "{s}");
+        }
+        for e in EventStatus::ALL {
+            let shown = Situation::ChannelEvent(e);
+            assert_eq!(Situation::parse(shown.as_str(), true), Some(shown));
+        }
+        for other in [Situation::Reschedule, Situation::RefusedEvent] {
+            assert_eq!(Situation::parse(other.as_str(), false), Some(other));
+            assert_eq!(other.intention_state(), None);
+        }
     }
 }

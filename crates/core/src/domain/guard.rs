@@ -115,12 +115,7 @@ impl Family {
     /// outcome, and how many resends were authorized in the clinic's
     /// operating day of `now`.
     pub fn facts(&self, max_per_day: u32, tz: Tz, now: DateTime<Utc>) -> ResendFacts {
-        let pending = self.resends.iter().find(|m| {
-            matches!(
-                m.state,
-                IntentionState::Planned | IntentionState::Dispatching | IntentionState::Uncertain
-            )
-        });
+        let pending = self.resends.iter().find(|m| m.state.awaits_outcome());
         let today = operating_day(now, tz);
         let authorized_today = self
             .resends
@@ -193,20 +188,51 @@ pub fn cancel_refusal(state: IntentionState, state_reason: Option<&str>) -> Refu
     }
 }
 
-/// A cancel: only what has not left closes without the channel; an
-/// accepted message closes only if the channel confirms it withdrew it
-/// (`withdrawn`, the channel's answer the caller asked first).
+/// The channel's answer when asked to withdraw an accepted message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Withdrawal {
+    /// The channel withdrew the queued command.
+    Withdrawn,
+    /// Too late (it already went out), or the channel cannot withdraw.
+    Kept,
+    /// The channel could not be reached.
+    Unreachable { detail: String },
+}
+
+/// The cancel's decision on an intention in `state`: the reason it closes
+/// with, or why it is refused. Only what has not left closes without the
+/// channel; an accepted message closes only if the channel confirms it
+/// withdrew it (`withdrawal`, the channel's answer the caller asked first;
+/// `None` when it did not ask, and the ledger decides alone).
+pub fn cancel_decision(
+    state: IntentionState,
+    state_reason: Option<&str>,
+    withdrawal: Option<&Withdrawal>,
+) -> Result<CancelReason, Refusal> {
+    let accepted = state == IntentionState::Accepted;
+    let why = match withdrawal {
+        Some(Withdrawal::Withdrawn) if accepted => CancelReason::Withdrawn,
+        Some(Withdrawal::Kept) if accepted => return Err(cancel_refusal(state, state_reason)),
+        Some(Withdrawal::Unreachable { detail }) if accepted => {
+            return Err(Refusal::ChannelUnavailable { detail: detail.clone() });
+        }
+        _ => CancelReason::Operator,
+    };
+    // A cancel the state machine would only record is refused.
+    match transition(state, Signal::Cancel(why)) {
+        Transition::Move(_) => Ok(why),
+        _ => Err(cancel_refusal(state, state_reason)),
+    }
+}
+
+/// A cancel, as [`cancel_decision`] decides it (`withdrawn`: the channel
+/// confirmed it withdrew an accepted message).
 pub fn cancel(f: &Facts, withdrawn: bool) -> Verdict {
     role(f, OpKind::Cancel)?;
-    let why = if withdrawn && f.state == IntentionState::Accepted {
-        CancelReason::Withdrawn
-    } else {
-        CancelReason::Operator
-    };
-    match transition(f.state, Signal::Cancel(why)) {
-        Transition::Move(_) => Ok(()),
-        _ => rule(Some(cancel_refusal(f.state, f.state_reason.as_deref()))),
-    }
+    let answer = withdrawn.then_some(&Withdrawal::Withdrawn);
+    cancel_decision(f.state, f.state_reason.as_deref(), answer)
+        .map(|_| ())
+        .map_err(Why::Rule)
 }
 
 /// A verification by a call: evidence on a message that went out.
@@ -283,6 +309,37 @@ pub fn resend_refusal(r: &ResendFacts, commitment_cancelled: bool) -> Option<Ref
         });
     }
     None
+}
+
+/// Whether a family member already reached the customer: delivered or
+/// read, by its state or by a delivery or read the channel reported. A
+/// resend after one needs the supervisor's explicit acknowledgement.
+pub fn has_reached(state: IntentionState, delivered: bool, read: bool) -> bool {
+    delivered || read || state.reached_recipient()
+}
+
+/// The authorization's last rule: the member that last reached the
+/// customer (`key`, state), if any, refuses a resend the supervisor did
+/// not acknowledge.
+pub fn acknowledgement_refusal(last_reached: Option<(&str, IntentionState)>, acknowledged: bool) -> Option<Refusal> {
+    match last_reached {
+        Some((key, state)) if !acknowledged => Some(Refusal::AcknowledgeDelivery {
+            key: key.to_string(),
+            state,
+        }),
+        _ => None,
+    }
+}
+
+/// What refuses an authorization now: every resend rule first
+/// ([`resend_refusal`]), then the acknowledgement
+/// ([`acknowledgement_refusal`]).
+pub fn authorization_refusal(
+    rule: Option<Refusal>,
+    last_reached: Option<(&str, IntentionState)>,
+    acknowledged: bool,
+) -> Option<Refusal> {
+    rule.or_else(|| acknowledgement_refusal(last_reached, acknowledged))
 }
 
 /// A resend, the acknowledgement of an earlier delivery aside (that one is

@@ -332,3 +332,61 @@ fn a_familys_facts_count_the_clinics_day() {
         ResendFacts::single(IntentionState::Failed, 2)
     );
 }
+
+/// Every channel answer on every state: only an accepted message reads
+/// the answer; the rest is decided by the ledger alone.
+#[test]
+fn cancel_decision_by_state_and_channel_answer() {
+    use IntentionState as S;
+    let answers = [
+        None,
+        Some(Withdrawal::Withdrawn),
+        Some(Withdrawal::Kept),
+        Some(Withdrawal::Unreachable { detail: "503".into() }),
+    ];
+    for state in S::ALL {
+        for a in &answers {
+            let d = cancel_decision(state, Some("why"), a.as_ref());
+            match (state, a) {
+                (S::Planned | S::Review, _) => assert_eq!(d, Ok(CancelReason::Operator), "{state} {a:?}"),
+                (S::Accepted, Some(Withdrawal::Withdrawn)) => assert_eq!(d, Ok(CancelReason::Withdrawn)),
+                (S::Accepted, Some(Withdrawal::Unreachable { detail })) => {
+                    assert_eq!(d, Err(Refusal::ChannelUnavailable { detail: detail.clone() }))
+                }
+                _ => assert_eq!(d, Err(cancel_refusal(state, Some("why"))), "{state} {a:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_resend_after_a_delivery_needs_the_acknowledgement() {
+    use IntentionState as S;
+    for state in S::ALL {
+        assert_eq!(
+            has_reached(state, false, false),
+            matches!(state, S::Delivered | S::Read),
+            "{state}"
+        );
+        assert!(has_reached(state, true, false) && has_reached(state, false, true));
+    }
+    let last = Some(("k:reenvio:1", S::Read));
+    assert_eq!(
+        acknowledgement_refusal(last, false),
+        Some(Refusal::AcknowledgeDelivery {
+            key: "k:reenvio:1".into(),
+            state: S::Read
+        })
+    );
+    assert_eq!(acknowledgement_refusal(last, true), None);
+    assert_eq!(acknowledgement_refusal(None, false), None);
+    // A rule refuses before the acknowledgement is asked for.
+    assert_eq!(
+        authorization_refusal(Some(Refusal::InFlight), last, false),
+        Some(Refusal::InFlight)
+    );
+    assert_eq!(
+        authorization_refusal(None, last, false),
+        acknowledgement_refusal(last, false)
+    );
+}

@@ -7,6 +7,8 @@ pub mod attempt;
 pub mod attention;
 pub mod backup;
 pub mod call;
+pub mod channel_event;
+pub mod claim;
 pub mod commitment;
 pub mod counter;
 pub mod event;

@@ -104,6 +104,16 @@ impl OpKind {
         }
     }
 
+    /// The actions whose latest on an intention decides where the front
+    /// desk's request for a resend stands (`guard::ResendAsk`): a
+    /// request, its decline, or an authorization.
+    pub fn settles_resend_ask(self) -> bool {
+        matches!(
+            self,
+            OpKind::RequestResend | OpKind::DeclineResend | OpKind::AuthorizeResend
+        )
+    }
+
     /// The history row an action writes on its intention: the typed
     /// signal whose stored word is the action's own (a cancel writes the
     /// state machine's `cancel`).

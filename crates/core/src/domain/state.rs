@@ -85,6 +85,23 @@ impl IntentionState {
     pub fn has_channel_evidence(self) -> bool {
         matches!(self, Self::Accepted | Self::Sent | Self::Delivered | Self::Read)
     }
+
+    /// The message reached the customer: delivered or read.
+    pub fn reached_recipient(self) -> bool {
+        matches!(self, Self::Delivered | Self::Read)
+    }
+
+    /// Its outcome is still to come: not sent yet, in flight, or uncertain
+    /// (a resend of a family with such a member waits for it).
+    pub fn awaits_outcome(self) -> bool {
+        matches!(self, Self::Planned | Self::Dispatching | Self::Uncertain)
+    }
+
+    /// The state is the channel's word on the message: one an evidence
+    /// signal moves to ([`Signal::is_evidence`]).
+    pub fn is_channel_outcome(self) -> bool {
+        Signal::KINDS.iter().any(|s| s.evidence_state() == Some(self))
+    }
 }
 
 impl fmt::Display for IntentionState {
@@ -265,7 +282,7 @@ impl Signal {
     }
 
     /// The state an evidence signal stands for.
-    fn evidence_state(self) -> Option<IntentionState> {
+    pub fn evidence_state(self) -> Option<IntentionState> {
         Some(match self {
             Signal::Accepted => IntentionState::Accepted,
             Signal::Sent => IntentionState::Sent,

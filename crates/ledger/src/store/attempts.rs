@@ -4,15 +4,32 @@
 //! decided in `unavez-core` (`domain::finish`); this file reads the facts
 //! that decision needs and writes the rows it decided.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
 
 use super::dispatch::{runs, values_rows};
 use super::{Result, StoreError, Tx, ms};
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
+use crate::rules_sql::{self, Sql};
 use crate::sql::Value;
 use crate::vals;
+
+/// An attempt of `?1` the channel acknowledged.
+static HAS_ACKNOWLEDGED: Sql = Sql::new(|| {
+    format!(
+        "SELECT 1 FROM attempts WHERE intention_id = ?1 AND outcome IN {} LIMIT 1",
+        rules_sql::ACKNOWLEDGED_OUTCOMES
+    )
+});
+
+/// The first attempt of `?1` that may have reached the channel.
+static PRODUCER: Sql = Sql::new(|| {
+    format!(
+        "SELECT n, commitment_version_checked FROM attempts
+             WHERE intention_id = ?1 AND outcome NOT IN {} ORDER BY n LIMIT 1",
+        rules_sql::UNREACHED_OUTCOMES
+    )
+});
 
 impl Tx<'_> {
     /// Records an attempt as started (before the channel is contacted).
@@ -36,14 +53,7 @@ impl Tx<'_> {
     }
 
     pub(super) fn has_acknowledged_attempt(&self, id: i64) -> Result<bool> {
-        Ok(self
-            .db()
-            .row(
-                "SELECT 1 FROM attempts WHERE intention_id = ?1 AND outcome IN ('accepted', 'ambiguous') LIMIT 1",
-                &vals![id],
-                |r| r.int(0),
-            )?
-            .is_some())
+        Ok(self.db().row(&HAS_ACKNOWLEDGED, &vals![id], |r| r.int(0))?.is_some())
     }
 
     /// Whether any status webhook waits for its intention (one probe of
@@ -210,12 +220,7 @@ impl Tx<'_> {
                 |r| Ok((r.text(0)?, r.state(1)?, r.int(2)?, r.int(3)?, r.text(4)?, r.int(5)?)),
             )?
             .ok_or_else(|| StoreError::NoIntention(format!("#{intention_id}")))?;
-        let producer = db.row(
-            "SELECT n, commitment_version_checked FROM attempts
-             WHERE intention_id = ?1 AND outcome NOT IN ('retry', 'not_sent') ORDER BY n LIMIT 1",
-            &vals![intention_id],
-            |r| Ok((r.int(0)?, r.int(1)?)),
-        )?;
+        let producer = db.row(&PRODUCER, &vals![intention_id], |r| Ok((r.int(0)?, r.int(1)?)))?;
         let marks = (3..3 + notice_purposes.len())
             .map(|i| format!("?{i}"))
             .collect::<Vec<_>>()

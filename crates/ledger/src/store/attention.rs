@@ -20,8 +20,9 @@ use unavez_core::search::{Country, PatientQuery};
 
 use super::search::{Matches, fuzzy_rank_sql};
 use super::{Page, Result, Tx, ms};
-use crate::domain::attention::{AttentionRule, Clause};
+use crate::domain::attention::{AttentionRule, Clause, Situation};
 use crate::rows::Cols;
+use crate::rules_sql::{EVIDENCE_SIGNALS, RESEND_ASK_ACTIONS, SHOWN_STATE, Sql, TECHNICIAN_EVENTS};
 use crate::vals;
 
 /// What an attention row is about.
@@ -128,6 +129,16 @@ pub struct AttentionRow {
     pub family: Option<crate::domain::guard::Family>,
 }
 
+impl AttentionRow {
+    /// What the row shows, typed: the state word read back by core's
+    /// [`Situation`] (a channel event's status for a channel event row);
+    /// an unknown word reads as `review`, a person must look.
+    pub fn situation(&self) -> Situation {
+        Situation::parse(&self.state, self.kind == RowKind::ChannelEvent)
+            .unwrap_or(Situation::State(crate::domain::state::IntentionState::Review))
+    }
+}
+
 /// A mark "atendido" to record.
 #[derive(Debug, Clone, Copy)]
 pub struct NewMark<'a> {
@@ -184,8 +195,6 @@ impl AttentionQuery {
         }
     }
 }
-
-pub(super) const EVIDENCE_SIGNALS: &str = "('accepted','sent','delivered','read','failed')";
 
 /// The latest history row of intention `i`, as `signal (cause): note`.
 pub(super) const LAST_EVENT: &str =
@@ -299,19 +308,29 @@ pub(super) const REFUSED_FROM: &str = "FROM refused_events r JOIN commitments c 
     WHERE c.version <= r.version";
 
 /// Channel events `e` that are technicians' cases: parked or refused, and
-/// received since `?11` (`NULL`: channel events are not asked for).
-pub(super) const EVENTS_FROM: &str = "FROM channel_events e
+/// received since `?11` (`NULL`: channel events are not asked for). Its
+/// status term is the predicate of the partial index
+/// `channel_events_parked` (`rules_sql`'s tests).
+pub(super) static EVENTS_FROM: Sql = Sql::new(|| {
+    format!(
+        "FROM channel_events e
     LEFT JOIN intentions ei ON ei.key = e.intention_key
     LEFT JOIN commitments c ON c.id = ei.commitment_id
-    WHERE e.status IN ('parked', 'refused') AND CAST(?11 AS BIGINT) IS NOT NULL AND e.received_at >= ?11";
+    WHERE e.status IN {TECHNICIAN_EVENTS} AND CAST(?11 AS BIGINT) IS NOT NULL AND e.received_at >= ?11"
+    )
+});
 
 /// The latest resend request, decline or authorization done on intention
 /// `i`, as `action:operator:reason` (issue 25 §3; see `unavez_app::ops`'s
 /// `request.rs`).
-pub const RESEND_ASK: &str = "(SELECT a.action || ':' || a.operator || ':' || a.reason FROM operator_actions a
+pub static RESEND_ASK: Sql = Sql::new(|| {
+    format!(
+        "(SELECT a.action || ':' || a.operator || ':' || a.reason FROM operator_actions a
         WHERE a.intention_id = i.id AND a.result = 'done'
-          AND a.action IN ('request_resend', 'decline_resend', 'authorize_resend')
-        ORDER BY a.id DESC LIMIT 1)";
+          AND a.action IN {RESEND_ASK_ACTIONS}
+        ORDER BY a.id DESC LIMIT 1)"
+    )
+});
 
 /// Display columns for a page of keys `p(kind, iid, sid, cid, starts, ev)`.
 pub(super) fn page_sql(keys: &str, order: &str) -> String {
@@ -320,8 +339,7 @@ pub(super) fn page_sql(keys: &str, order: &str) -> String {
             coalesce(i.recipient, k.phone), coalesce(i.purpose, r.type, e.source || ':' || e.kind, ''),
             CASE WHEN p.kind = 'reschedule' THEN 'reschedule' WHEN p.kind = 'refused' THEN 'refused_event'
                  WHEN p.kind = 'channel_event' THEN e.status
-                 WHEN i.state = 'dispatching' THEN 'stuck'
-                 WHEN i.state IN ('accepted', 'sent') THEN 'unconfirmed' ELSE i.state END,
+                 ELSE {SHOWN_STATE} END,
             coalesce(i.state_reason, r.reason, e.reason),
             CASE p.kind WHEN 'intention' THEN i.state_changed_at WHEN 'refused' THEN r.last_seen_at
                  WHEN 'reschedule' THEN c.reschedule_requested_at ELSE e.received_at END, p.ev,

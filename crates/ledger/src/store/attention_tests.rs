@@ -57,3 +57,26 @@ fn postgresql_asks_its_trigram_index_for_the_most_telling_word() {
     let s = Search::parse(Some("Paciente 57321"), PE).unwrap();
     assert_eq!((s.arg(true), s.arg(false)), ("%57321%", "\"Paciente 57321\""));
 }
+
+/// The walked states are the text of `intentions_attention`'s predicate as
+/// both backends' migrations wrote it (SQLite's `INDEXED BY` refuses the
+/// query otherwise; PostgreSQL would not prove the predicate), whichever
+/// clauses the rule has.
+#[test]
+fn the_walked_states_are_the_attention_index_predicate_on_both_backends() {
+    fn predicate(migration: &str) -> &str {
+        let at = migration.find("CREATE INDEX intentions_attention ").expect("the index");
+        let (_, rest) = migration[at..].split_once("WHERE ").expect("a partial index");
+        rest.split(';').next().unwrap().trim()
+    }
+    let sqlite = predicate(include_str!("migrations/0002_console_speed.sql"));
+    let pg = predicate(include_str!("../pg/migrations/0001_ledger.sql"));
+    for unconfirmed in [None, Some(chrono::Duration::minutes(30))] {
+        let rule = AttentionRule {
+            unconfirmed_window: unconfirmed,
+            ..AttentionRule::default()
+        };
+        assert_eq!(walked_states(&rule), format!("i.{sqlite}"));
+        assert_eq!(walked_states(&rule), format!("i.{pg}"));
+    }
+}

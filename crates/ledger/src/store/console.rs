@@ -19,6 +19,7 @@ use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
 use crate::domain::counter::Counter;
 use crate::domain::lifecycle::OperatingDay;
 use crate::rows::Cols;
+use crate::rules_sql::{self, Sql};
 use crate::sql::Value;
 use crate::vals;
 
@@ -116,6 +117,59 @@ pub struct CounterQuery {
 /// `intentions_state_due` already chose.
 pub(super) const PLANNED_DUE: &str =
     "state = 'planned' AND due_at <= ?1 AND CASE WHEN state = 'planned' THEN due_at END <= ?1";
+
+/// The day's summary rows: counts by state, closures, opt-outs, counters
+/// and a sample of latencies of messages the channel took.
+static DAY_PARTS: Sql = Sql::new(|| {
+    format!(
+        "SELECT 'state', state, n FROM intention_counts WHERE day = ?1 AND n > 0
+             UNION ALL
+             SELECT 'closure', coalesce(state_reason, '-'), count(*) FROM intentions
+                 WHERE day = ?1 AND state = 'cancelled' GROUP BY 2
+             UNION ALL
+             SELECT 'opt_outs', '', count(*) FROM contacts
+                 WHERE opt_out_marketing_at IS NOT NULL OR opt_out_transactional_at IS NOT NULL
+             UNION ALL
+             SELECT 'counter', name, value FROM counters WHERE name IN (?2, ?3, ?4)
+             UNION ALL
+             SELECT 'latency', '', ms FROM (
+                 SELECT a.ended_at - i.due_at AS ms FROM intentions i JOIN attempts a ON a.intention_id = i.id
+                 WHERE i.day = ?1 AND i.state IN {}
+                   AND a.outcome = 'accepted' AND a.ended_at IS NOT NULL LIMIT 500) AS sample",
+        rules_sql::CHANNEL_EVIDENCE_STATES
+    )
+});
+
+/// The day's messages by outcome and hour.
+static BOARD_HOURS: Sql = Sql::new(|| {
+    format!(
+        "SELECT (state_changed_at - ?2) / 3600000 AS h, state, count(*) FROM intentions
+             WHERE day = ?1 AND state IN {}
+               AND state_changed_at >= ?2
+             GROUP BY h, state",
+        rules_sql::OUTCOME_STATES
+    )
+});
+
+/// A resend of `?1` whose outcome is still to come.
+static PENDING_RESEND: Sql = Sql::new(|| {
+    format!(
+        "SELECT id, key FROM intentions WHERE related_id = ?1 AND state IN {}
+             ORDER BY id LIMIT 1",
+        rules_sql::AWAITING_STATES
+    )
+});
+
+/// The latest attempt error among the last few hundred attempts.
+static LAST_ATTEMPT_ERROR: Sql = Sql::new(|| {
+    format!(
+        "SELECT outcome || coalesce(' ' || error_code, '') || coalesce(': ' || error_detail, '')
+             FROM (SELECT * FROM attempts ORDER BY id DESC LIMIT 500) AS recent
+             WHERE outcome IN {} AND ended_at >= ?1
+             ORDER BY id DESC LIMIT 1",
+        rules_sql::ERROR_OUTCOMES
+    )
+});
 
 /// Appointments whose notifications one statement reads (see
 /// [`Tx::fill_notifications`]): a page of Próximas citas.
@@ -273,20 +327,7 @@ impl Tx<'_> {
             "duplicate_channel_events",
         ];
         let parts = self.db().rows(
-            "SELECT 'state', state, n FROM intention_counts WHERE day = ?1 AND n > 0
-             UNION ALL
-             SELECT 'closure', coalesce(state_reason, '-'), count(*) FROM intentions
-                 WHERE day = ?1 AND state = 'cancelled' GROUP BY 2
-             UNION ALL
-             SELECT 'opt_outs', '', count(*) FROM contacts
-                 WHERE opt_out_marketing_at IS NOT NULL OR opt_out_transactional_at IS NOT NULL
-             UNION ALL
-             SELECT 'counter', name, value FROM counters WHERE name IN (?2, ?3, ?4)
-             UNION ALL
-             SELECT 'latency', '', ms FROM (
-                 SELECT a.ended_at - i.due_at AS ms FROM intentions i JOIN attempts a ON a.intention_id = i.id
-                 WHERE i.day = ?1 AND i.state IN ('accepted','sent','delivered','read')
-                   AND a.outcome = 'accepted' AND a.ended_at IS NOT NULL LIMIT 500) AS sample",
+            &DAY_PARTS,
             &vals![operating_day.to_string(), names[0], names[1], names[2]],
             |r| Ok((r.text(0)?, r.text(1)?, r.int(2)?)),
         )?;
@@ -333,20 +374,15 @@ impl Tx<'_> {
     /// their outcome, for the Tablero's chart: the day's rows come from
     /// `intentions_day_state`, one state at a time.
     pub fn board_hours(&self, day: OperatingDay, day_start: DateTime<Utc>) -> Result<Vec<HourCount>> {
-        let mut rows = self.db().rows(
-            "SELECT (state_changed_at - ?2) / 3600000 AS h, state, count(*) FROM intentions
-             WHERE day = ?1 AND state IN ('accepted', 'sent', 'delivered', 'read', 'failed')
-               AND state_changed_at >= ?2
-             GROUP BY h, state",
-            &vals![day.to_string(), ms(day_start)],
-            |r| {
+        let mut rows = self
+            .db()
+            .rows(&BOARD_HOURS, &vals![day.to_string(), ms(day_start)], |r| {
                 Ok(HourCount {
                     hour: r.int(0)?,
                     state: r.text(1)?,
                     n: r.int(2)?,
                 })
-            },
-        )?;
+            })?;
         rows.sort_by(|a, b| (a.hour, &a.state).cmp(&(b.hour, &b.state)));
         Ok(rows)
     }
@@ -409,12 +445,9 @@ impl Tx<'_> {
     /// A resend of `intention_id` that has not left yet (planned or in
     /// flight), if any: a second authorization would be a duplicate.
     pub fn pending_resend(&self, intention_id: i64) -> Result<Option<(i64, String)>> {
-        Ok(self.db().row(
-            "SELECT id, key FROM intentions WHERE related_id = ?1 AND state IN ('planned', 'dispatching', 'uncertain')
-             ORDER BY id LIMIT 1",
-            &vals![intention_id],
-            |r| Ok((r.int(0)?, r.text(1)?)),
-        )?)
+        Ok(self
+            .db()
+            .row(&PENDING_RESEND, &vals![intention_id], |r| Ok((r.int(0)?, r.text(1)?)))?)
     }
 
     /// Planned intentions already due: the dispatcher's queue.
@@ -433,14 +466,7 @@ impl Tx<'_> {
     /// that ended at or after `since`, as `code: detail`; only the last few
     /// hundred attempts are looked at, so this stays cheap on any ledger.
     pub fn last_attempt_error(&self, since: DateTime<Utc>) -> Result<Option<String>> {
-        Ok(self.db().row(
-            "SELECT outcome || coalesce(' ' || error_code, '') || coalesce(': ' || error_detail, '')
-             FROM (SELECT * FROM attempts ORDER BY id DESC LIMIT 500) AS recent
-             WHERE outcome IN ('failed', 'retry', 'uncertain', 'conflict') AND ended_at >= ?1
-             ORDER BY id DESC LIMIT 1",
-            &vals![ms(since)],
-            |r| r.text(0),
-        )?)
+        Ok(self.db().row(&LAST_ATTEMPT_ERROR, &vals![ms(since)], |r| r.text(0))?)
     }
 }
 

@@ -4,10 +4,9 @@
 //! the facts the pre-send check compares. What to do with them is decided
 //! in `unavez-app` (`dispatch::claim`, `dispatch::presend`).
 
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::ops::Range;
-
-use chrono::{DateTime, Utc};
 
 use super::{Result, StoreError, Tx, ms};
 use crate::api::{ClaimFacts, ClaimScope, NewAttempt, NewClaim};
@@ -16,6 +15,7 @@ use crate::domain::history::Record;
 use crate::domain::state::IntentionState;
 use crate::domain::validity::CommitmentFacts;
 use crate::rows::{Cols, INTENTION_COLS, INTENTION_WIDTH, contact_row, intention_row};
+use crate::rules_sql::{self, Sql};
 use crate::sql::{Db, Value};
 use crate::vals;
 
@@ -121,9 +121,15 @@ fn lease_of(a: &NewAttempt) -> (Value<'_>, Value<'_>) {
 const DUE: &str = "i.state = 'planned' AND i.due_at <= ?1 AND (i.next_attempt_at IS NULL OR i.next_attempt_at <= ?1)
     AND NOT EXISTS (SELECT 1 FROM feed_held h WHERE h.commitment_id = i.commitment_id)";
 
-/// Attempts that may have reached the channel (every outcome but `retry`
-/// and `not_sent`) started since `?1`.
-const COUNTED: &str = "a.started_at >= ?1 AND a.outcome NOT IN ('retry', 'not_sent')";
+/// Attempts that may have reached the channel (every outcome but those
+/// that prove it never got there: `rules_sql::UNREACHED_OUTCOMES`)
+/// started since `?1`.
+static COUNTED: Sql = Sql::new(|| {
+    format!(
+        "a.started_at >= ?1 AND a.outcome NOT IN {}",
+        rules_sql::UNREACHED_OUTCOMES
+    )
+});
 
 fn claim_row(r: &dyn Cols) -> std::result::Result<ClaimFacts, String> {
     let base = INTENTION_WIDTH;
@@ -190,17 +196,19 @@ impl Tx<'_> {
             "SELECT {INTENTION_COLS}, c.kind, c.status = 'cancelled', c.version, c.starts_at, c.confirmed_at,
                     c.manual_contact_at, k.id, k.phone, k.name, k.language, k.consent_marketing,
                     k.opt_out_marketing_at, k.opt_out_transactional_at, k.last_inbound_at,
-                    EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND a.outcome IN ('accepted', 'ambiguous')),
+                    EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND a.outcome IN {acknowledged}),
                     CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE (SELECT count(*) FROM intentions o
                         WHERE o.recipient = i.recipient AND o.id != i.id
-                          AND EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = o.id AND {COUNTED})) END,
+                          AND EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = o.id AND {counted})) END,
                     CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE
-                        CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND {COUNTED})
+                        CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND {counted})
                              THEN 1 ELSE 0 END END
              FROM intentions i JOIN commitments c ON c.id = i.commitment_id
              LEFT JOIN contacts k ON k.id = coalesce(c.contact_id, (SELECT id FROM contacts WHERE phone = i.recipient))
              WHERE i.id IN ({})",
-            in_ids(&db, 2)
+            in_ids(&db, 2),
+            acknowledged = rules_sql::ACKNOWLEDGED_OUTCOMES,
+            counted = COUNTED,
         );
         let mut by_id: HashMap<i64, ClaimFacts> = db
             .rows(&sql, &vals![day_start.map(ms), id_list(ids)], claim_row)?

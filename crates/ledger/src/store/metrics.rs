@@ -5,6 +5,7 @@
 
 use super::{Result, Tx};
 use crate::domain::state::IntentionState;
+use crate::rules_sql::{self, Sql};
 use crate::sql::Db;
 use chrono::{DateTime, Utc};
 
@@ -78,7 +79,7 @@ impl Tx<'_> {
             oldest_uncertain_since,
             latency_to_acceptance: latency_to_acceptance(&db)?,
             errors: errors(&db)?,
-            delivered: count("SELECT count(*) FROM intentions WHERE state IN ('delivered', 'read')")?,
+            delivered: count(&DELIVERED)?,
             read: count("SELECT count(*) FROM intentions WHERE state = 'read'")?,
             opt_outs_marketing: count("SELECT count(*) FROM contacts WHERE opt_out_marketing_at IS NOT NULL")?,
             opt_outs_transactional: count("SELECT count(*) FROM contacts WHERE opt_out_transactional_at IS NOT NULL")?,
@@ -87,6 +88,14 @@ impl Tx<'_> {
         })
     }
 }
+
+/// Intentions whose message reached the customer.
+static DELIVERED: Sql = Sql::new(|| {
+    format!(
+        "SELECT count(*) FROM intentions WHERE state IN {}",
+        rules_sql::REACHED_STATES
+    )
+});
 
 /// Due (or created, for an intention reserved late) to the first applied
 /// move into an accepted state, as a cumulative histogram.
@@ -100,11 +109,12 @@ fn latency_to_acceptance(db: &Db<'_>) -> Result<Histogram> {
         "WITH acc AS (
              SELECT min(h.at) - CASE WHEN i.due_at > i.created_at THEN i.due_at ELSE i.created_at END AS wait
              FROM intentions i JOIN intention_history h ON h.intention_id = i.id
-             WHERE h.applied = 1 AND h.to_state IN ('accepted', 'sent', 'delivered', 'read')
+             WHERE h.applied = 1 AND h.to_state IN {accepted}
              GROUP BY i.id),
          clamped AS (SELECT CASE WHEN wait > 0 THEN wait ELSE 0 END AS lat FROM acc)
          SELECT count(*), CAST(coalesce(sum(lat), 0) AS BIGINT), {} FROM clamped",
-        bucket_cols.join(", ")
+        bucket_cols.join(", "),
+        accepted = rules_sql::CHANNEL_EVIDENCE_STATES,
     );
     let histogram = db.row(&sql, &[], |r| {
         let mut cumulative = Vec::with_capacity(LATENCY_BUCKETS_MS.len());

@@ -6,9 +6,29 @@
 use chrono::{DateTime, Utc};
 
 use super::{Result, Tx, ms};
+use crate::domain::channel_event::EventStatus;
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::state::IntentionState;
+use crate::rules_sql::{BLOCKING_TEMPLATE_STATUSES, Sql, TECHNICIAN_EVENTS};
 use crate::vals;
+
+/// Templates Meta blocks, with how many intentions of each wait in review.
+static BLOCKED_TEMPLATES: Sql = Sql::new(|| {
+    format!(
+        "SELECT t.name, t.language, t.status,
+                    (SELECT count(*) FROM intentions i WHERE i.template = t.name AND i.state = 'review')
+             FROM template_status t WHERE t.status IN {BLOCKING_TEMPLATE_STATUSES} ORDER BY t.name, t.language"
+    )
+});
+
+/// The technicians' channel events, newest first; its status term is the
+/// predicate of the partial index `channel_events_parked`.
+static PARKED_EVENTS: Sql = Sql::new(|| {
+    format!(
+        "SELECT source, event_id, kind, status, coalesce(reason, ''), copies FROM channel_events
+             WHERE status IN {TECHNICIAN_EVENTS} ORDER BY id DESC LIMIT ?1"
+    )
+});
 
 /// A template's status as Meta reported it; `None` fields keep what was known.
 #[derive(Debug, Clone, Default)]
@@ -71,13 +91,9 @@ impl Tx<'_> {
     /// `(name, language, status)` of templates Meta has rejected, paused or
     /// disabled, with how many intentions of that name wait in `review`.
     pub fn blocked_templates(&self) -> Result<Vec<(String, String, String, i64)>> {
-        Ok(self.db().rows(
-            "SELECT t.name, t.language, t.status,
-                    (SELECT count(*) FROM intentions i WHERE i.template = t.name AND i.state = 'review')
-             FROM template_status t WHERE t.status IN ('REJECTED', 'PAUSED', 'DISABLED') ORDER BY t.name, t.language",
-            &[],
-            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.int(3)?)),
-        )?)
+        Ok(self.db().rows(&BLOCKED_TEMPLATES, &[], |r| {
+            Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.int(3)?))
+        })?)
     }
 
     /// The planned intentions of a template (all languages), by id: what a
@@ -184,10 +200,10 @@ impl Tx<'_> {
 
     /// Parks (`parked`) or refuses (`refused`) a stored channel event with
     /// a reason code; it is applied to nothing.
-    pub fn set_channel_event_reason(&self, row: i64, status: &str, reason: &str) -> Result<()> {
+    pub fn set_channel_event_reason(&self, row: i64, status: EventStatus, reason: &str) -> Result<()> {
         self.db().exec(
             "UPDATE channel_events SET status = ?2, reason = ?3 WHERE id = ?1",
-            &vals![row, status, reason],
+            &vals![row, status.as_str(), reason],
         )?;
         Ok(())
     }
@@ -195,11 +211,8 @@ impl Tx<'_> {
     /// Channel events parked or refused, newest first, for the console's
     /// attention list.
     pub fn parked_channel_events(&self, limit: u32) -> Result<Vec<ParkedEventRow>> {
-        Ok(self.db().rows(
-            "SELECT source, event_id, kind, status, coalesce(reason, ''), copies FROM channel_events
-             WHERE status IN ('parked', 'refused') ORDER BY id DESC LIMIT ?1",
-            &vals![limit],
-            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.text(3)?, r.text(4)?, r.int(5)?)),
-        )?)
+        Ok(self.db().rows(&PARKED_EVENTS, &vals![limit], |r| {
+            Ok((r.text(0)?, r.text(1)?, r.text(2)?, r.text(3)?, r.text(4)?, r.int(5)?))
+        })?)
     }
 }

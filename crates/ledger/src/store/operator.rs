@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{Result, StoreError, Tx, ms};
+use crate::rules_sql::{RESEND_ASK_ACTIONS, Sql};
 use crate::vals;
 
 /// One operator action to record. `reason` must be non-empty (the schema
@@ -72,18 +73,23 @@ impl Tx<'_> {
     }
 }
 
+/// The latest resend request, decline or authorization on `?1`.
+static RESEND_ASK: Sql = Sql::new(|| {
+    format!(
+        "SELECT a.action, a.operator, a.reason FROM operator_actions a
+             WHERE a.intention_id = ?1 AND a.result = 'done'
+               AND a.action IN {RESEND_ASK_ACTIONS}
+             ORDER BY a.id DESC LIMIT 1"
+    )
+});
+
 impl Tx<'_> {
     /// Issue 25 §3: the latest resend request, decline or authorization
     /// done on intention `id` (`action`, `operator`, `reason`).
     pub fn resend_ask(&self, id: i64) -> Result<Option<(String, String, String)>> {
-        Ok(self.db().row(
-            "SELECT a.action, a.operator, a.reason FROM operator_actions a
-             WHERE a.intention_id = ?1 AND a.result = 'done'
-               AND a.action IN ('request_resend', 'decline_resend', 'authorize_resend')
-             ORDER BY a.id DESC LIMIT 1",
-            &vals![id],
-            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?)),
-        )?)
+        Ok(self
+            .db()
+            .row(&RESEND_ASK, &vals![id], |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?)))?)
     }
 }
 

@@ -11,6 +11,7 @@ use crate::domain::attempt::AttemptOutcome;
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
 use crate::rows::{Cols, INTENTION_COLS, intention_row};
+use crate::rules_sql::{self, Sql};
 use crate::sql::Value;
 use crate::vals;
 
@@ -106,6 +107,27 @@ pub(super) fn attempt_row(r: &dyn Cols) -> std::result::Result<AttemptRow, Strin
 
 pub(super) const ATTEMPT_COLS: &str = "id, n, worker, channel, started_at, ended_at, outcome, http_status, command_id,
     message_id, error_code, error_detail, commitment_version_checked";
+
+/// A family's members with when the channel first took each, delivered
+/// it and saw it read.
+static RESEND_FAMILY: Sql = Sql::new(|| {
+    format!(
+        "WITH RECURSIVE fam(id) AS (
+                 SELECT CAST(?1 AS BIGINT)
+                 UNION SELECT i.id FROM intentions i JOIN fam ON i.related_id = fam.id
+             )
+             SELECT i.id, i.key, i.state, i.created_by, i.authorized_by, i.created_at,
+                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
+                     AND (h.to_state IN {taken_states} OR h.signal IN {taken_signals})),
+                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
+                     AND (h.to_state = 'delivered' OR h.signal = 'delivered')),
+                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
+                     AND (h.to_state = 'read' OR h.signal = 'read'))
+             FROM fam JOIN intentions i ON i.id = fam.id ORDER BY i.id",
+        taken_states = rules_sql::TAKEN_STATES,
+        taken_signals = rules_sql::TAKEN_SIGNALS,
+    )
+});
 
 impl Tx<'_> {
     pub fn list_intentions(&self, f: &IntentFilter) -> Result<Vec<IntentionRow>> {
@@ -230,34 +252,19 @@ impl Tx<'_> {
     }
 
     pub fn resend_family(&self, root_id: i64) -> Result<Vec<FamilyMember>> {
-        Ok(self.db().rows(
-            "WITH RECURSIVE fam(id) AS (
-                 SELECT CAST(?1 AS BIGINT)
-                 UNION SELECT i.id FROM intentions i JOIN fam ON i.related_id = fam.id
-             )
-             SELECT i.id, i.key, i.state, i.created_by, i.authorized_by, i.created_at,
-                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
-                     AND (h.to_state IN ('accepted', 'sent') OR h.signal IN ('accepted', 'sent'))),
-                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
-                     AND (h.to_state = 'delivered' OR h.signal = 'delivered')),
-                 (SELECT min(h.at) FROM intention_history h WHERE h.intention_id = i.id
-                     AND (h.to_state = 'read' OR h.signal = 'read'))
-             FROM fam JOIN intentions i ON i.id = fam.id ORDER BY i.id",
-            &vals![root_id],
-            |r| {
-                Ok(FamilyMember {
-                    id: r.int(0)?,
-                    key: r.text(1)?,
-                    state: r.state(2)?,
-                    created_by: r.text(3)?,
-                    authorized_by: r.opt_text(4)?,
-                    created_at: r.time(5)?,
-                    accepted_at: r.opt_time(6)?,
-                    delivered_at: r.opt_time(7)?,
-                    read_at: r.opt_time(8)?,
-                })
-            },
-        )?)
+        Ok(self.db().rows(&RESEND_FAMILY, &vals![root_id], |r| {
+            Ok(FamilyMember {
+                id: r.int(0)?,
+                key: r.text(1)?,
+                state: r.state(2)?,
+                created_by: r.text(3)?,
+                authorized_by: r.opt_text(4)?,
+                created_at: r.time(5)?,
+                accepted_at: r.opt_time(6)?,
+                delivered_at: r.opt_time(7)?,
+                read_at: r.opt_time(8)?,
+            })
+        })?)
     }
 
     /// Intention counts by state (whole ledger).

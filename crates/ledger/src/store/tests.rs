@@ -463,6 +463,7 @@ fn channel_event(tx: &Tx<'_>, event_id: &str, key: &str, status: &str, reason: &
         panic!("{event_id} is new")
     };
     if !status.is_empty() {
+        let status = crate::domain::channel_event::EventStatus::parse(status).expect("a channel event status");
         tx.set_channel_event_reason(row, status, reason).unwrap();
     }
     row

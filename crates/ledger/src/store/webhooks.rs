@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::intents::Entry;
 use super::{Cause, Result, StoreError, Tx, ms};
+use crate::domain::channel_event::EventStatus;
 use crate::domain::counter::{Counter, Parking, Rejection, Source};
 use crate::domain::history::HistorySignal;
 use crate::domain::state::{IntentionState, Transition};
@@ -133,7 +134,7 @@ impl Tx<'_> {
     pub fn mark_channel_event(
         &self,
         row: i64,
-        status: &str,
+        status: EventStatus,
         intention_id: Option<i64>,
         at: DateTime<Utc>,
     ) -> Result<()> {
@@ -141,7 +142,7 @@ impl Tx<'_> {
             "UPDATE channel_events SET status = ?2, intention_id = coalesce(CAST(?3 AS BIGINT), intention_id),
                  applied_at = CASE WHEN ?2 = 'applied' THEN CAST(?4 AS BIGINT) ELSE applied_at END
              WHERE id = ?1",
-            &vals![row, status, intention_id, ms(at)],
+            &vals![row, status.as_str(), intention_id, ms(at)],
         )?;
         Ok(())
     }

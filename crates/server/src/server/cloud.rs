@@ -33,6 +33,7 @@ use super::auth::{check_signature, constant_time_eq, read_body};
 use super::inbound::{self, InboundOutcome};
 use super::notices::{self, Notice, NoticeOutcome};
 use super::{ApiError, AppState};
+use crate::domain::channel_event::EventStatus;
 use crate::domain::counter::{Counter, Rejection, Source, Unactionable};
 use crate::domain::json::parse_strict;
 use crate::domain::status::{CloudStatus, parse_timestamp};
@@ -312,7 +313,7 @@ fn keep_refused(tx: &Tx<'_>, kind: &str, raw: &Value, why: Unactionable, now: Da
         payload: &payload,
     };
     if let Recorded::New(row) = tx.record_channel_event(&ev, now)? {
-        tx.set_channel_event_reason(row, "refused", why.as_str())?;
+        tx.set_channel_event_reason(row, EventStatus::Refused, why.as_str())?;
     }
     Ok(())
 }

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::cloud::Refused;
+use crate::domain::channel_event::EventStatus;
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::counter::{Counter, Unactionable};
 use crate::domain::event::{BookingEvent, is_e164};
@@ -290,7 +291,7 @@ pub fn process(
     };
     let Some(phone) = phone else {
         // Kept, and counted, until a contacts[] entry links the user id.
-        tx.mark_channel_event(row, "recorded", None, now)?;
+        tx.mark_channel_event(row, EventStatus::Recorded, None, now)?;
         tx.bump_counter(Counter::InboundByUserIdUncorrelated, 1)?;
         return Ok(Ok(InboundOutcome::Recorded { why: "unknown_user_id" }));
     };
@@ -319,7 +320,7 @@ pub fn process(
         sent_at,
     };
     apply_reply(tx, state, &msg, reply, target.as_ref(), &facts, now)?;
-    tx.mark_channel_event(row, "applied", None, now)?;
+    tx.mark_channel_event(row, EventStatus::Applied, None, now)?;
     Ok(Ok(InboundOutcome::Applied {
         reply: reply.as_str(),
         commitment: target.map(|t| t.1),
@@ -432,11 +433,11 @@ fn system(
     }
     let new = new.map(e164).filter(|p| is_e164(p) && p != old);
     let (Some("user_changed_number"), Some(new)) = (sys.and_then(|s| s.kind.as_deref()), new) else {
-        tx.mark_channel_event(row, "recorded", None, now)?;
+        tx.mark_channel_event(row, EventStatus::Recorded, None, now)?;
         return Ok(InboundOutcome::Recorded { why: "system" });
     };
     let Some(changed) = tx.change_number(old, &new, now)? else {
-        tx.mark_channel_event(row, "recorded", None, now)?;
+        tx.mark_channel_event(row, EventStatus::Recorded, None, now)?;
         return Ok(InboundOutcome::Recorded { why: "unknown_number" });
     };
     tx.bump_counter(Counter::NumberChanged, 1)?;
@@ -482,7 +483,7 @@ fn system(
         }
         tx.add_commitment_signal(a.id, "number_changed", Some(&shown), &source_event, now)?;
     }
-    tx.mark_channel_event(row, "applied", None, now)?;
+    tx.mark_channel_event(row, EventStatus::Applied, None, now)?;
     Ok(InboundOutcome::Applied {
         reply: "number_changed",
         commitment: changed.upcoming.first().map(|a| a.reference.clone()),

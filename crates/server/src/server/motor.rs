@@ -28,6 +28,7 @@ use serde_json::Value;
 use super::auth::{check_signature, read_body};
 use super::{ApiError, AppState};
 use crate::channel::motor_event::{MotorEvent, SIGNATURE_HEADER};
+use crate::domain::channel_event::EventStatus;
 use crate::domain::counter::{Counter, Parking, Rejection, Source};
 use crate::domain::json::{array_items, parse_strict};
 use crate::domain::status::{motor_report, motor_signal};
@@ -125,7 +126,7 @@ pub fn apply(
     if ev.instance_id != instance {
         return match tx.record_channel_event(&new, now)? {
             Recorded::New(row) => {
-                tx.set_channel_event_reason(row, "refused", REFUSED_FOREIGN_INSTANCE)?;
+                tx.set_channel_event_reason(row, EventStatus::Refused, REFUSED_FOREIGN_INSTANCE)?;
                 tx.bump_counter(Counter::WebhookRejected(Source::Motor, Rejection::ForeignInstance), 1)?;
                 // Debug-quoted: these are the sender's words, and a raw
                 // newline in them would forge a log line.
@@ -147,7 +148,7 @@ pub fn apply(
     if motor_signal(&ev.estado).is_none() {
         return match tx.record_channel_event(&new, now)? {
             Recorded::New(row) => {
-                tx.set_channel_event_reason(row, "parked", PARKED_UNKNOWN_STATE)?;
+                tx.set_channel_event_reason(row, EventStatus::Parked, PARKED_UNKNOWN_STATE)?;
                 tx.bump_counter(Counter::WebhookParked(Source::Motor, Parking::UnknownState), 1)?;
                 tracing::warn!(
                     event_id = ?ev.event_id,

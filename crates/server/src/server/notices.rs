@@ -13,6 +13,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::domain::channel_event::EventStatus;
 use crate::domain::counter::Counter;
 use crate::domain::status::timestamp_text;
 use crate::domain::webhook;
@@ -84,14 +85,14 @@ pub fn process(
     match n.field.as_str() {
         "message_template_status_update" | "message_template_quality_update" | "template_category_update" => {
             let (Some(name), language) = (text("message_template_name"), text("message_template_language")) else {
-                tx.mark_channel_event(row, "recorded", None, now)?;
+                tx.mark_channel_event(row, EventStatus::Recorded, None, now)?;
                 return Ok(NoticeOutcome::Recorded { held });
             };
             // Another app's template on the same business account: a note
             // on the stored event, never this clinic's alert.
             let planned = tx.planned_of_template(&name)?;
             if !templates.names(&name) && planned.is_empty() {
-                tx.set_channel_event_reason(row, "recorded", TEMPLATE_NOT_USED)?;
+                tx.set_channel_event_reason(row, EventStatus::Recorded, TEMPLATE_NOT_USED)?;
                 tracing::info!(template = ?name, field = ?n.field, "template notice for a template this clinic does not use: noted");
                 return Ok(NoticeOutcome::Recorded { held });
             }
@@ -136,7 +137,7 @@ pub fn process(
         }
         _ => {}
     }
-    tx.mark_channel_event(row, "recorded", None, now)?;
+    tx.mark_channel_event(row, EventStatus::Recorded, None, now)?;
     Ok(NoticeOutcome::Recorded { held })
 }
 

@@ -30,13 +30,11 @@ pub fn case_kind(r: &AttentionRow) -> CaseKind {
     }
 }
 
+/// The intention state behind the row's situation (a stuck row is
+/// dispatching; an unconfirmed one, which the channel took and never
+/// confirmed, accepted).
 fn row_state(r: &AttentionRow) -> IntentionState {
-    match r.state.as_str() {
-        "stuck" => IntentionState::Dispatching,
-        // A message the channel took and never confirmed (Cloud API).
-        "unconfirmed" => IntentionState::Accepted,
-        s => s.parse().unwrap_or(IntentionState::Review),
-    }
+    r.situation().intention_state().unwrap_or(IntentionState::Review)
 }
 
 /// The commitment as the guards see it.

@@ -6,7 +6,8 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 
-use super::{HEAD, SELECTED, page_info, short_purpose, state_style};
+use super::{HEAD, SELECTED, page_info, short_purpose};
+use crate::domain::attention::Situation;
 use crate::domain::guard::ResendAsk;
 use crate::domain::mask::mask_phone;
 use crate::domain::text::inert;
@@ -263,7 +264,7 @@ fn evidence_text(app: &App, r: &AttentionRow) -> String {
         (Some(e), _) if r.kind == RowKind::ChannelEvent => inert(e).into_owned(),
         // An acknowledged message nobody confirmed delivering: the words
         // first, since the state column only has room for a few.
-        (_, n) if r.state == "unconfirmed" => format!(
+        (_, n) if r.situation() == Situation::Unconfirmed => format!(
             "{} · {n} · {}",
             app.t.reason("unconfirmed"),
             inert(last.as_deref().unwrap_or_default())
@@ -319,15 +320,8 @@ fn short_reason<'a>(app: &App, code: &'a str) -> &'a str {
 /// The state column: the intention's state in words, or a channel event's
 /// "apartado" / "rechazado" (in review's colour: a person must look).
 fn state_cell(app: &App, r: &AttentionRow) -> Cell<'static> {
-    let t = app.t;
-    if r.kind == RowKind::ChannelEvent {
-        let label = match r.state.as_str() {
-            "parked" => t.channel_event_parked,
-            _ => t.channel_event_refused,
-        };
-        return Cell::from(label).style(state_style(app, "review"));
-    }
-    Cell::from(inert(t.state(&r.state)).into_owned()).style(state_style(app, &r.state))
+    let s = r.situation();
+    Cell::from(inert(app.t.situation(s)).into_owned()).style(app.palette.situation(s))
 }
 
 /// A local, human time: `hoy 14:30`, `mañana 09:00`, `ayer 18:10`, else
