@@ -95,9 +95,13 @@ impl Backend {
         let schema = format!("river_bench_{}", std::process::id());
         let base = PgConnectOptions::from_str(url)?;
         let watch = PgPoolOptions::new().max_connections(1).connect_with(base.clone()).await?;
-        riverqueue::sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"))
-            .execute(&watch)
-            .await?;
+        // One statement each: sqlx prepares what it sends.
+        for sql in [
+            format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
+            format!("CREATE SCHEMA {schema}"),
+        ] {
+            riverqueue::sqlx::query(&sql).execute(&watch).await?;
+        }
         let watch = PgPoolOptions::new()
             .max_connections(1)
             .connect_with(base.clone().options([("search_path", schema.as_str())]))
