@@ -100,7 +100,8 @@ impl Backend {
             format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
             format!("CREATE SCHEMA {schema}"),
         ] {
-            riverqueue::sqlx::query(&sql).execute(&watch).await?;
+            // The schema name is ours (the process id), not input.
+            riverqueue::sqlx::query(riverqueue::sqlx::AssertSqlSafe(sql)).execute(&watch).await?;
         }
         let watch = PgPoolOptions::new()
             .max_connections(1)
@@ -168,7 +169,7 @@ impl Backend {
                 pool, watch, schema, ..
             } => {
                 pool.close().await;
-                riverqueue::sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+                riverqueue::sqlx::query(riverqueue::sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
                     .execute(&watch)
                     .await?;
                 watch.close().await;
