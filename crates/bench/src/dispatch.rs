@@ -65,7 +65,7 @@ impl Throughput {
     }
 }
 
-fn channel(cfg: &Config, base_url: String) -> anyhow::Result<Arc<dyn Channel>> {
+pub fn channel(cfg: &Config, base_url: String) -> anyhow::Result<Arc<dyn Channel>> {
     let mut m = cfg.channel.motor.clone();
     m.base_url = base_url;
     Ok(Arc::new(MotorChannel::with_api_key(&m, API_KEY)?))

@@ -19,6 +19,7 @@
 //! | `versus` | unavez dispatch against river: each side's sweep, three interleaved repeats, the median ratio |
 //! | `webhook` | status webhooks applied per second |
 //! | `pg` | the PostgreSQL ledger: raw and `SKIP LOCKED` baselines, reserve + plan, dispatch with 1 and 3 processes, the console at a million intentions |
+//! | `pgversus` | unavez dispatch on PostgreSQL (1 and 3 dispatchers, in-process simulator) against River on PostgreSQL, interleaved |
 //! | `console`, `screens` | a generated million-row ledger and the console's screens on it |
 //! | `ledger_shape` | the raw baseline and the fast ledger generator (bench-only SQL) |
 //! | `report` | the figures table |
@@ -28,16 +29,19 @@
 
 mod console;
 mod dispatch;
+mod floor;
 mod import;
 mod ledger_shape;
 mod peer;
 mod pg;
+mod pgversus;
 mod raw;
 mod report;
 mod reserve;
 mod screens;
 mod versus;
 mod webhook;
+mod wire;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -186,6 +190,34 @@ fn unavez_bin(args: &Args) -> PathBuf {
     })
 }
 
+/// Reserve + plan beside its same-schema floor (issue 29: at most twice
+/// the floor's time for the same rows, so at least half its rate).
+pub fn reserve_figure(name: &str, r: &reserve::Reserve, floor: &floor::Floor) -> Figure {
+    let floor_rate = r.intentions as f64 / floor.seconds;
+    Figure::new(name, r.intentions_per_s(), "intentions/s")
+        .baseline("same rows, same schema, bulk writes", floor_rate)
+        .target(Target::AtLeast(0.5 * floor_rate))
+        .note(format!(
+            "{} events -> {} intentions in {:.2} s ({:.0} events/s), 1,000 events per transaction; floor: the same {} rows ({}) in {} transactions in {:.2} s, {:.2}x of its rate (target >= 0.5x)",
+            r.events,
+            r.intentions,
+            r.seconds,
+            r.events as f64 / r.seconds,
+            floor.rows,
+            floor.summary(),
+            floor.transactions,
+            floor.seconds,
+            floor.seconds / r.seconds
+        ))
+}
+
+/// The River peer binary (`benches/river`).
+fn river_bin(args: &Args) -> PathBuf {
+    args.river_bin.clone().unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/river/target/release/unavez-river-peer")
+    })
+}
+
 fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     let (dir, remove_after) = match &args.dir {
         Some(d) => (d.clone(), false),
@@ -231,28 +263,27 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     if run.wants("reserve") {
         let events = run.scale(100_000);
         run.say(&format!("reserve + plan: {events} booking events"));
-        let r = reserve::run(&dir, events, 1000)?;
-        let mut f =
-            Figure::new("reserve + plan", r.intentions_per_s(), "intentions/s").target(Target::AtLeast(50_000.0));
+        let (r, bounds) = reserve::run(&dir, events, 1000)?;
+        let floor_db = dir.join("reserve-floor.db");
+        drop(unavez::store::Store::open(&floor_db)?);
+        run.say("reserve + plan: the same rows again, multi-row INSERT into the same schema");
+        let floor = floor::run(bounds, &floor_db)?;
+        let mut f = reserve_figure("reserve + plan", &r, &floor);
         if let Some(b) = raw_batched {
-            f = f.baseline_in("raw batched", b, "rows/s");
+            f.note
+                .push_str(&format!("; raw batched (bare table) {} rows/s", report::num(b)));
         }
         let cpu = r
             .cpu_seconds
             .map(|c| {
                 format!(
-                    ", {c:.2} s on a CPU ({:.1} µs per intention)",
+                    "; {c:.2} s on a CPU ({:.1} µs per intention)",
                     c * 1e6 / r.intentions as f64
                 )
             })
             .unwrap_or_default();
-        run.figures.push(f.note(format!(
-            "{} events -> {} intentions in {:.2} s ({:.0} events/s){cpu}, 1,000 events per transaction",
-            r.events,
-            r.intentions,
-            r.seconds,
-            r.events as f64 / r.seconds
-        )));
+        f.note.push_str(&cpu);
+        run.figures.push(f);
     }
 
     if run.wants("import") {
@@ -323,11 +354,7 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     // Dispatch against the peer: each side at its best configuration from
     // a sweep, then three interleaved full-size repeats (see `versus`).
     if run.wants("dispatch") || run.wants("peer") {
-        let river = run.wants("peer").then(|| {
-            args.river_bin.clone().unwrap_or_else(|| {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../benches/river/target/release/unavez-river-peer")
-            })
-        });
+        let river = run.wants("peer").then(|| river_bin(args));
         let plan = versus::Plan {
             dir: &dir,
             unavez: run.wants("dispatch"),
@@ -402,7 +429,8 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
     }
     if run.wants("pg") {
         let bin = unavez_bin(args);
-        pg::rows(&mut run, &dir, &bin)?;
+        // River on PostgreSQL belongs to this section (its peer row).
+        pg::rows(&mut run, &dir, &bin, &river_bin(args))?;
     }
     println!("{}", report::render(&run.figures));
     if remove_after {

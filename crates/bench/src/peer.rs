@@ -1,5 +1,6 @@
-//! The peer: River for Rust on SQLite (`benches/river`, its own Cargo
-//! project), run as a child process; we parse its one result line.
+//! The peer: River for Rust (`benches/river`, its own Cargo project) on
+//! SQLite or on PostgreSQL, run as a child process; we parse its one result
+//! line.
 
 use std::path::Path;
 use std::process::Command;
@@ -11,14 +12,35 @@ pub struct River {
     pub line: String,
 }
 
+/// River's PostgreSQL driver: the database URL (River makes a schema of
+/// its own there) and the size of its connection pool.
+#[derive(Clone, Debug)]
+pub struct OnPg {
+    pub url: String,
+    pub pool: u32,
+}
+
 /// One run of the peer: `jobs` no-op jobs inserted, then worked by
-/// `workers` workers fetching at most every `cooldown_ms`.
-pub fn run(bin: &Path, jobs: u64, workers: u32, cooldown_ms: u64, dir: &Path) -> anyhow::Result<River> {
-    let out = Command::new(bin)
-        .env("RIVER_JOBS", jobs.to_string())
+/// `workers` workers fetching at most every `cooldown_ms`; on SQLite in
+/// `dir`, or on PostgreSQL when `pg` says so.
+pub fn run(
+    bin: &Path,
+    jobs: u64,
+    workers: u32,
+    cooldown_ms: u64,
+    dir: &Path,
+    pg: Option<&OnPg>,
+) -> anyhow::Result<River> {
+    let mut cmd = Command::new(bin);
+    cmd.env("RIVER_JOBS", jobs.to_string())
         .env("RIVER_WORKERS", workers.to_string())
         .env("RIVER_COOLDOWN_MS", cooldown_ms.to_string())
         .env("RIVER_DIR", dir)
+        .env_remove("RIVER_PG");
+    if let Some(pg) = pg {
+        cmd.env("RIVER_PG", &pg.url).env("RIVER_POOL", pg.pool.to_string());
+    }
+    let out = cmd
         .output()
         .with_context(|| format!("running {} (build it with benches/run.sh)", bin.display()))?;
     if !out.status.success() {

@@ -1,9 +1,11 @@
 //! The PostgreSQL ledger's figures, each beside a baseline measured on the
 //! same server in the same run: raw inserts and a bare `SKIP LOCKED` job
-//! queue (the peer: riverqueue's Rust crate drives SQLite only), then
-//! reserve + plan, dispatch with one and three `unavez dispatch` processes
-//! against `unavez sim`, and the console's screens at a million
-//! intentions. Every measurement gets a schema of its own, dropped after.
+//! queue (a hand-written floor, not a product), then reserve + plan,
+//! dispatch in-process against River on PostgreSQL (the peer: `riverqueue`
+//! with its PostgreSQL driver, see [`crate::pgversus`]), dispatch with one
+//! and three `unavez dispatch` processes against `unavez sim`, and the
+//! console's screens at a million intentions. Every measurement gets a
+//! schema of its own, dropped after.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,6 +18,7 @@ use unavez_testkit::PgSchema;
 
 use crate::dispatch::{API_KEY, SimProcess};
 use crate::report::{Figure, Target};
+use crate::wire::{Relay, Seen};
 
 /// Rows per second of the bare baselines.
 pub struct Baselines {
@@ -109,16 +112,23 @@ fn work_queue(url: &str) -> anyhow::Result<u64> {
 }
 
 /// Reserve + plan into a fresh PostgreSQL ledger: the import path, as the
-/// SQLite row measures it.
-pub fn reserve(base: &str, events: u64) -> anyhow::Result<crate::reserve::Reserve> {
+/// SQLite row measures it; then its same-schema floor (COPY of the same
+/// rows into another fresh ledger, [`crate::floor`]).
+pub fn reserve(base: &str, events: u64) -> anyhow::Result<(crate::reserve::Reserve, crate::floor::Floor)> {
     let schema = PgSchema::in_database(base);
-    Ok(crate::reserve::run_into(
+    let (r, bounds) = crate::reserve::run_recorded(
         &PathBuf::from(&schema.url),
         "cita",
         events,
         1000,
         &Config::default(),
-    )?)
+        true,
+    )?;
+    let dst = PgSchema::in_database(base);
+    let dst_path = PathBuf::from(&dst.url);
+    drop(unavez::store::Store::open(&dst_path)?);
+    let floor = crate::floor::run(bounds.context("recorded")?, &dst_path)?;
+    Ok((r, floor))
 }
 
 /// `processes` `unavez dispatch --until-idle` processes started together on
@@ -132,16 +142,25 @@ pub fn dispatch(
     n: u64,
     processes: usize,
     cfg: &Config,
-) -> anyhow::Result<(f64, String)> {
+    relay: Option<&Relay>,
+) -> anyhow::Result<(f64, String, Seen)> {
     let schema = PgSchema::in_database(base);
     let db = PathBuf::from(&schema.url);
-    crate::dispatch::prepare(&db, &format!("citapg{processes}"), n, cfg)?;
+    let tag = if relay.is_some() { "w" } else { "" };
+    crate::dispatch::prepare(&db, &format!("citapg{tag}{processes}"), n, cfg)?;
+    // The children connect through the relay when counting (the import
+    // above did not).
+    let db = match relay {
+        Some(r) => PathBuf::from(r.url(&schema.url)?),
+        None => db,
+    };
+    let before = relay.map(Relay::seen).unwrap_or_default();
     let sim = SimProcess::start(unavez)?;
     let mut c = cfg.clone();
     c.database = PathBuf::new();
     c.channel.motor.base_url = sim.base_url.clone();
     c.channel.motor.api_key_env = "UNAVEZ_MOTOR_API_KEY".into();
-    let config = dir.join(format!("pg-dispatch-{processes}.toml"));
+    let config = dir.join(format!("pg-dispatch{tag}-{processes}.toml"));
     std::fs::write(&config, toml::to_string(&c)?).with_context(|| format!("writing {}", config.display()))?;
     let t = Instant::now();
     let children = (0..processes)
@@ -174,6 +193,7 @@ pub fn dispatch(
         each.push(a.to_string());
     }
     let seconds = t.elapsed().as_secs_f64();
+    let seen = relay.map(Relay::seen).unwrap_or_default() - before;
     let (created, repeated) = sim.created_and_repeated()?;
     if accepted != n || created != n || repeated != 0 {
         bail!(
@@ -186,6 +206,7 @@ pub fn dispatch(
             "{n} due notices in {seconds:.2} s by {processes} process(es) (accepted each: {}); the simulator created {created} commands, no key presented twice",
             each.join(" + ")
         ),
+        seen,
     ))
 }
 
@@ -231,7 +252,7 @@ pub fn kept_console_ledger(base: &str, dir: &Path, total: u64) -> anyhow::Result
 }
 
 /// The PostgreSQL rows of the table, in `run` (section `pg`).
-pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path) -> anyhow::Result<()> {
+pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path, river: &Path) -> anyhow::Result<()> {
     let base = run.args.pg.clone();
     run.say(&format!(
         "postgresql: baselines on {}",
@@ -249,30 +270,54 @@ pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path) -> anyhow::Resu
     );
     run.figures.push(
         Figure::new("pg queue: SKIP LOCKED fetch + complete", b.queue_per_s, "jobs/s").note(format!(
-            "{} no-op jobs, {} connections, 128 locked per transaction (the peer: riverqueue's Rust crate has no PostgreSQL driver)",
+            "{} no-op jobs, {} connections, 128 locked per transaction (a hand-written floor; the peer is River on PostgreSQL below)",
             b.queue_jobs, b.queue_workers
         )),
     );
 
     let events = run.scale(100_000);
     run.say(&format!("postgresql: reserve + plan, {events} booking events"));
-    let r = reserve(&base, events)?;
-    run.figures.push(
-        Figure::new("pg reserve + plan", r.intentions_per_s(), "intentions/s")
-            .baseline_in("pg raw batched", b.raw_batched_per_s, "rows/s")
-            .note(format!(
-                "{} events -> {} intentions in {:.2} s, 1,000 events per transaction",
-                r.events, r.intentions, r.seconds
-            )),
-    );
+    let (r, floor) = reserve(&base, events)?;
+    let mut f = crate::reserve_figure("pg reserve + plan", &r, &floor);
+    f.note.push_str(&format!(
+        "; raw batched (bare table, one INSERT per row) {} rows/s",
+        crate::report::num(b.raw_batched_per_s)
+    ));
+    run.figures.push(f);
 
-    let cfg = crate::dispatch::config(run.args.dispatch_concurrency, run.args.dispatch_batch, 20);
+    let (conc, batch) = (run.args.dispatch_concurrency, run.args.dispatch_batch);
+    let cfg = crate::dispatch::config(conc, batch, 20);
+    let plan = crate::pgversus::PgPlan {
+        base: &base,
+        dir,
+        river: river.exists().then(|| river.to_path_buf()),
+        sweep_jobs: run.scale(20_000),
+        full_jobs: run.scale(50_000),
+        cfg: cfg.clone(),
+    };
+    let outcome = crate::pgversus::run(&plan, &|m| run.say(m))?;
+    let (river_fig, figs) = crate::pgversus::figures(&outcome, conc, batch);
+    let river_fig = river_fig.unwrap_or_else(|| {
+        Figure::missing(
+            "peer: river on PostgreSQL",
+            "jobs/s",
+            None,
+            format!("no peer binary at {} (benches/run.sh builds it)", river.display()),
+        )
+    });
+    // Beside the River SQLite row, when that section ran.
+    match run.figures.iter().position(|f| f.name.starts_with("peer: river work")) {
+        Some(i) => run.figures.insert(i + 1, river_fig),
+        None => run.figures.push(river_fig),
+    }
+    run.figures.extend(figs);
+
     for processes in [1, 3] {
         let n = run.scale(30_000);
         run.say(&format!(
             "postgresql: dispatch, {processes} process(es), {n} due notices"
         ));
-        let (per_s, note) = dispatch(&base, unavez, dir, n, processes, &cfg)?;
+        let (per_s, note, _) = dispatch(&base, unavez, dir, n, processes, &cfg, None)?;
         run.figures.push(
             Figure::new(
                 format!("pg dispatch, {processes} process(es), HTTP to `unavez sim`"),
@@ -283,6 +328,8 @@ pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path) -> anyhow::Resu
             .note(note),
         );
     }
+
+    round_trips(run, &base, dir, unavez, &cfg)?;
 
     let total = run.scale(1_000_000);
     let now = Utc::now();
@@ -318,5 +365,39 @@ pub fn rows(run: &mut crate::Run<'_>, dir: &Path, unavez: &Path) -> anyhow::Resu
             .note(p.first_frame_kind.clone()),
     );
     let _ = std::fs::remove_file(&from);
+    Ok(())
+}
+
+/// Round trips and statements per message for one and three `unavez
+/// dispatch` processes over HTTP, counted by a relay on the wire
+/// ([`crate::wire`]): scaling out must not cost more per message.
+fn round_trips(run: &mut crate::Run<'_>, base: &str, dir: &Path, unavez: &Path, cfg: &Config) -> anyhow::Result<()> {
+    let relay = Relay::start(base)?;
+    let n = run.scale(10_000);
+    let mut per = Vec::new();
+    for processes in [1, 3] {
+        run.say(&format!(
+            "postgresql: round trips per message, {processes} process(es), {n} due notices through a counting relay"
+        ));
+        let (per_s, _, seen) = dispatch(base, unavez, dir, n, processes, cfg, Some(&relay))?;
+        let rt = seen.round_trips as f64 / n as f64;
+        let st = seen.statements as f64 / n as f64;
+        per.push(rt);
+        let mut f = Figure::new(
+            format!("pg round trips per message, {processes} process(es) over HTTP"),
+            rt,
+            "round trips",
+        );
+        if let [one, ..] = per[..]
+            && processes > 1
+        {
+            // Scaling out must not cost more per message than one process.
+            f = f.baseline("1 process", one).target(Target::AtMost(one));
+        }
+        run.figures.push(f.note(format!(
+            "{n} messages: {} round trips, {} statements ({st:.2} per message) on {} connections, counted on the wire between the dispatchers and the server; {per_s:.0} msg/s through the relay",
+            seen.round_trips, seen.statements, seen.connections
+        )));
+    }
     Ok(())
 }

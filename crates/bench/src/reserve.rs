@@ -11,6 +11,8 @@ use unavez::config::Config;
 use unavez::domain::event::{BookingEvent, EventContact, EventType};
 use unavez::import::IMPORT_BATCH;
 use unavez::ingest::{IngestError, Outcome, ingest_each};
+
+use crate::floor::Bounds;
 use unavez::planner::Planner;
 use unavez::store::Store;
 use unavez::templates::Templates;
@@ -55,14 +57,29 @@ fn event(prefix: &str, i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
 }
 
 /// Ingests `events` appointment bookings in transactions of `batch`, with
-/// the default policy (booking notice and two reminders each).
-pub fn run(dir: &Path, events: u64, batch: u64) -> Result<Reserve, IngestError> {
-    run_into(&dir.join("reserve.db"), "cita", events, batch, &Config::default())
+/// the default policy (booking notice and two reminders each), recording
+/// each commit's rows for the same-schema floor ([`crate::floor`]).
+pub fn run(dir: &Path, events: u64, batch: u64) -> anyhow::Result<(Reserve, Bounds)> {
+    let (r, b) = run_recorded(&dir.join("reserve.db"), "cita", events, batch, &Config::default(), true)?;
+    Ok((r, b.expect("recorded")))
 }
 
 /// The same into `path` with the policy of `config`; references are
 /// `{prefix}-NNNNNN`, so runs against one simulator never share a key.
-pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Config) -> Result<Reserve, IngestError> {
+pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Config) -> anyhow::Result<Reserve> {
+    Ok(run_recorded(path, prefix, events, batch, config, false)?.0)
+}
+
+/// [`run_into`], and when `record`, each commit's highest ids (the time
+/// that takes is left out of the figure).
+pub fn run_recorded(
+    path: &Path,
+    prefix: &str,
+    events: u64,
+    batch: u64,
+    config: &Config,
+    record: bool,
+) -> anyhow::Result<(Reserve, Option<Bounds>)> {
     let templates = Templates::embedded();
     let planner = Planner::new(&config.policy, &templates, config.tz());
     drop(Store::open(path)?);
@@ -70,11 +87,13 @@ pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Con
         let c = unavez::store::open_connection(path)?;
         c.execute_batch(&sql).map_err(unavez::store::StoreError::from)?;
     }
+    let mut bounds = record.then(|| Bounds::start(path)).transpose()?;
     let mut store = Store::open(path)?;
     let now = Utc::now();
     let evs: Vec<BookingEvent> = (0..events).map(|i| event(prefix, i, now)).collect();
     let t = Instant::now();
     let cpu = thread_cpu_seconds();
+    let mut left_out = (0.0, 0.0);
     let mut intentions = 0u64;
     for chunk in evs.chunks(batch.max(1) as usize) {
         intentions += store.write(|tx| {
@@ -89,13 +108,22 @@ pub fn run_into(path: &Path, prefix: &str, events: u64, batch: u64, config: &Con
             }
             Ok::<_, IngestError>(n)
         })?;
+        if let Some(b) = &mut bounds {
+            let (t0, c0) = (Instant::now(), thread_cpu_seconds());
+            b.record()?;
+            left_out.0 += t0.elapsed().as_secs_f64();
+            left_out.1 += c0.zip(thread_cpu_seconds()).map_or(0.0, |(a, b)| b - a);
+        }
     }
-    Ok(Reserve {
-        events,
-        intentions,
-        seconds: t.elapsed().as_secs_f64(),
-        cpu_seconds: cpu.zip(thread_cpu_seconds()).map(|(a, b)| b - a),
-    })
+    Ok((
+        Reserve {
+            events,
+            intentions,
+            seconds: t.elapsed().as_secs_f64() - left_out.0,
+            cpu_seconds: cpu.zip(thread_cpu_seconds()).map(|(a, b)| b - a - left_out.1),
+        },
+        bounds,
+    ))
 }
 
 /// The calling thread's CPU time so far (`/proc/thread-self/schedstat`,

@@ -70,7 +70,7 @@ fn unavez_once(dir: &Path, tag: &str, n: u64, (conc, batch): (u32, u32)) -> anyh
 }
 
 fn river_once(bin: &Path, dir: &Path, jobs: u64, workers: u32) -> Result<River, String> {
-    peer::run(bin, jobs, workers, RIVER_COOLDOWN_MS, dir).map_err(|e| format!("{e:#}"))
+    peer::run(bin, jobs, workers, RIVER_COOLDOWN_MS, dir, None).map_err(|e| format!("{e:#}"))
 }
 
 /// Runs the plan; `say` prints progress.
