@@ -60,7 +60,10 @@ impl App {
 
     /// Their words in the console's language (Tab completes these).
     pub fn commands(&self) -> Vec<&'static str> {
-        self.colon_commands().into_iter().map(|c| self.t.colon_word(c)).collect()
+        self.colon_commands()
+            .into_iter()
+            .map(|c| self.t.colon_word(c))
+            .collect()
     }
 
     /// Tab in `:`: completes the word to the commands it starts (their

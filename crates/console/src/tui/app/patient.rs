@@ -361,7 +361,11 @@ impl App {
         } else {
             0
         };
-        let text = keys + 1 + rows(t.colon_line(&self.colon_commands()).chars().count()) + rows(t.help_roles.chars().count()) + identity;
+        let text = keys
+            + 1
+            + rows(t.colon_line(&self.colon_commands()).chars().count())
+            + rows(t.help_roles.chars().count())
+            + identity;
         u16::try_from(text + 1).unwrap_or(u16::MAX)
     }
 }
