@@ -32,7 +32,7 @@ use unavez_testkit::PgSchema;
 use crate::dispatch;
 use crate::peer::{self, OnPg, River};
 use crate::report::{Figure, Target, num};
-use crate::versus::{REPEATS, RIVER_COOLDOWN_MS, RIVER_SWEEP, median};
+use crate::versus::{REPEATS, RIVER_COOLDOWN_MS, RIVER_SWEEP, median, sweep_note};
 
 /// River's pool size: the connections three unavez dispatchers hold (each
 /// a ledger session and a pre-send reader). One dispatcher holds two, so
@@ -251,15 +251,7 @@ pub fn figures(o: &PgOutcome, conc: u32, batch: u32) -> (Option<Figure>, Vec<Fig
         .max()
         .unwrap_or(0);
     let river_fig = if let Some(m) = median(river.clone()) {
-        let sweep = o
-            .river_sweep
-            .iter()
-            .map(|(w, v)| match v {
-                Ok(v) => format!("{w}: {}", num(*v)),
-                Err(e) => format!("{w}: failed ({e})"),
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let sweep = sweep_note(&o.river_sweep);
         let line = o
             .river_runs
             .iter()

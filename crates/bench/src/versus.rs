@@ -197,15 +197,7 @@ pub fn figures(o: &Outcome, raw_single: Option<f64>) -> Vec<Figure> {
         )));
     }
     if let Some(m) = median(r.clone()) {
-        let sweep = o
-            .river_sweep
-            .iter()
-            .map(|(w, v)| match v {
-                Ok(v) => format!("{w}: {}", num(*v)),
-                Err(e) => format!("{w}: failed ({e})"),
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let sweep = sweep_note(&o.river_sweep);
         let line = o
             .river_runs
             .iter()
@@ -255,4 +247,17 @@ pub fn figures(o: &Outcome, raw_single: Option<f64>) -> Vec<Figure> {
         }
     }
     figs
+}
+
+/// The River workers sweep, one `workers: jobs/s` (or its failure) each,
+/// for a figure's note.
+pub(crate) fn sweep_note(sweep: &[(u32, Result<f64, String>)]) -> String {
+    sweep
+        .iter()
+        .map(|(w, v)| match v {
+            Ok(v) => format!("{w}: {}", num(*v)),
+            Err(e) => format!("{w}: failed ({e})"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
