@@ -258,7 +258,7 @@ fn command_completion_lists_choices_and_refuses_by_role() {
     fx.act(&mut app, Action::Submit);
     let text = app.flash.clone().unwrap().text;
     assert!(
-        text.contains("Disponibles: atencion, citas, tablero, despachadores, detalle"),
+        text.contains("Disponibles: paciente, detalle, atencion, citas, tablero, despachadores, doctor"),
         "{text}"
     );
     assert!(!text.contains("reproceso"), "{text}");
