@@ -6,10 +6,12 @@
 //! fixed clock; the running console feeds it keys and the worker's answers.
 //!
 //! `update.rs` holds navigation, `dialogs.rs` typing, forms, the two-step
-//! confirmation and the worker's answers, `board.rs` the Tablero's counters.
+//! confirmation and the worker's answers, `command.rs` the `:` command
+//! line, `board.rs` the Tablero's counters.
 
 mod board;
 mod calls;
+mod command;
 mod dialogs;
 mod feeds;
 pub mod guard;
