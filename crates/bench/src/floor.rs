@@ -23,12 +23,13 @@ use anyhow::Context as _;
 use rusqlite::types::Value;
 
 /// Tables the floor does not write: kept by triggers on the tables it does
-/// write (counts, search, phone suffixes, and SQLite's FTS shadow tables),
-/// or the schema's version.
-const DERIVED: [&str; 4] = [
+/// write (counts, search and its word deletions, phone suffixes, and
+/// SQLite's FTS shadow tables), or the schema's version.
+const DERIVED: [&str; 5] = [
     "intention_counts",
     "commitment_search",
     "contact_phone_suffixes",
+    "name_word_deletes",
     "unavez_schema",
 ];
 
@@ -68,12 +69,13 @@ impl Conn {
     }
 
     /// Tables written by code, in foreign-key order, each with whether it
-    /// has an `id` column.
+    /// has an integer `id` column (a text id, as the dispatchers' heartbeat
+    /// rows have, has no order to bound the rows by).
     fn tables(&mut self) -> anyhow::Result<Vec<(String, bool)>> {
         let names: Vec<(String, bool)> = match self {
             Conn::Sqlite(c) => {
                 let mut st = c.prepare(
-                    "SELECT name, EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'id')
+                    "SELECT name, EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'id' AND upper(type) LIKE '%INT%')
                        FROM sqlite_master m WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'",
                 )?;
                 st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -82,7 +84,8 @@ impl Conn {
             Conn::Pg(c) => c
                 .query(
                     "SELECT t.table_name::text, EXISTS (SELECT 1 FROM information_schema.columns k
-                        WHERE k.table_schema = t.table_schema AND k.table_name = t.table_name AND k.column_name = 'id')
+                        WHERE k.table_schema = t.table_schema AND k.table_name = t.table_name AND k.column_name = 'id'
+                          AND k.data_type IN ('smallint', 'integer', 'bigint'))
                        FROM information_schema.tables t
                       WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE'",
                     &[],
