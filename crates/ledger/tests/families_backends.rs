@@ -7,26 +7,11 @@
 mod backends_fixture;
 mod pg_common;
 
-use backends_fixture::Fixture;
+use backends_fixture::{Fixture, open};
 use chrono::{Duration, TimeZone, Utc};
 use unavez_ledger::domain::guard::{Family, FamilyResend};
 use unavez_ledger::domain::state::IntentionState;
-use unavez_ledger::location::Location;
-use unavez_ledger::store::{OpenOptions, Store};
 use unavez_testkit::{Backend, on_both};
-
-fn open(backend: Backend) -> (Store, Fixture, unavez_testkit::TestLedger) {
-    let l = backend.ledger();
-    match backend {
-        Backend::Sqlite => (Store::open(l.db()).unwrap(), Fixture::Sqlite(l.db().to_path_buf()), l),
-        Backend::Postgres => {
-            let loc = Location::parse(l.db()).unwrap_or_else(|e| panic!("{e}"));
-            let store = Store::open_location(&loc, &OpenOptions::CREATE).unwrap_or_else(|e| panic!("{e}"));
-            let url = l.db().to_string_lossy().to_string();
-            (store, Fixture::Pg(url), l)
-        }
-    }
-}
 
 fn now() -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 12, 1, 15, 0, 0).unwrap()

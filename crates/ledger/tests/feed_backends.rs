@@ -6,26 +6,12 @@
 mod backends_fixture;
 mod pg_common;
 
-use backends_fixture::Fixture;
+use backends_fixture::open;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use unavez_ledger::api::ClaimScope;
 use unavez_ledger::domain::feed::Seen;
-use unavez_ledger::location::Location;
-use unavez_ledger::store::{FeedSuccess, OpenOptions, Store, StoreError};
+use unavez_ledger::store::{FeedSuccess, Store, StoreError};
 use unavez_testkit::{Backend, on_both};
-
-fn open(backend: Backend) -> (Store, Fixture, unavez_testkit::TestLedger) {
-    let l = backend.ledger();
-    match backend {
-        Backend::Sqlite => (Store::open(l.db()).unwrap(), Fixture::Sqlite(l.db().to_path_buf()), l),
-        Backend::Postgres => {
-            let loc = Location::parse(l.db()).unwrap_or_else(|e| panic!("{e}"));
-            let store = Store::open_location(&loc, &OpenOptions::CREATE).unwrap_or_else(|e| panic!("{e}"));
-            let url = l.db().to_string_lossy().to_string();
-            (store, Fixture::Pg(url), l)
-        }
-    }
-}
 
 fn at(minutes: i64) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 12, 1, 9, 0, 0).unwrap() + Duration::minutes(minutes)

@@ -6,25 +6,9 @@
 mod backends_fixture;
 mod pg_common;
 
-use backends_fixture::Fixture;
+use backends_fixture::{Fixture, open};
 use chrono::{Duration, TimeZone, Utc};
-use unavez_ledger::location::Location;
-use unavez_ledger::store::{OpenOptions, Store};
 use unavez_testkit::{Backend, on_both};
-
-/// A fresh store on `backend`, with a fixture handle on the same ledger.
-fn open(backend: Backend) -> (Store, Fixture, unavez_testkit::TestLedger) {
-    let l = backend.ledger();
-    match backend {
-        Backend::Sqlite => (Store::open(l.db()).unwrap(), Fixture::Sqlite(l.db().to_path_buf()), l),
-        Backend::Postgres => {
-            let loc = Location::parse(l.db()).unwrap_or_else(|e| panic!("{e}"));
-            let store = Store::open_location(&loc, &OpenOptions::CREATE).unwrap_or_else(|e| panic!("{e}"));
-            let url = l.db().to_string_lossy().to_string();
-            (store, Fixture::Pg(url), l)
-        }
-    }
-}
 
 fn ms(h: i64) -> i64 {
     (now() + Duration::hours(h)).timestamp_millis()

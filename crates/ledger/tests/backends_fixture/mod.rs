@@ -86,6 +86,22 @@ impl Fixture {
     }
 }
 
+/// A fresh store on `backend` (the `on_both!` tests), with a fixture
+/// handle on the same ledger and the ledger's guard (keep it alive).
+pub fn open(backend: unavez_testkit::Backend) -> (Store, Fixture, unavez_testkit::TestLedger) {
+    use unavez_testkit::Backend;
+    let l = backend.ledger();
+    match backend {
+        Backend::Sqlite => (Store::open(l.db()).unwrap(), Fixture::Sqlite(l.db().to_path_buf()), l),
+        Backend::Postgres => {
+            let loc = Location::parse(l.db()).unwrap_or_else(|e| panic!("{e}"));
+            let store = Store::open_location(&loc, &OpenOptions::CREATE).unwrap_or_else(|e| panic!("{e}"));
+            let url = l.db().to_string_lossy().to_string();
+            (store, Fixture::Pg(url), l)
+        }
+    }
+}
+
 /// Runs `body` on a fresh SQLite ledger and on a fresh PostgreSQL one.
 pub fn both(body: impl Fn(&mut Store, &Fixture)) {
     let dir = tempfile::tempdir().unwrap();
