@@ -272,7 +272,7 @@ fn a_quiet_cloud_message_is_an_attention_case_after_the_window() {
     let rows = cases(later);
     assert_eq!(rows.len(), 2, "{rows:?}");
     for r in &rows {
-        assert_eq!(r.state, "unconfirmed", "{r:?}");
+        assert_eq!(r.state.as_str(), "unconfirmed", "{r:?}");
     }
     // The console, in a real terminal, lists them in those words (on a
     // configuration whose window has already passed).

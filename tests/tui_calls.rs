@@ -87,7 +87,7 @@ fn the_call_list_holds_the_cases_a_call_answers_soonest_first() {
     assert!(
         rows.iter().all(|r| matches!(r.state.as_str(), "review" | "failed")),
         "{:?}",
-        rows.iter().map(|r| &r.state).collect::<Vec<_>>()
+        rows.iter().map(|r| r.state).collect::<Vec<_>>()
     );
     let starts: Vec<_> = rows.iter().map(|r| r.starts_at).collect();
     let mut sorted = starts.clone();
@@ -313,7 +313,12 @@ fn the_handled_cases_are_shown_whole_with_the_call_list_on() {
     let reqs = app.load();
     fx.run(&mut app, reqs);
     // A case no call answers (the channel settles it), marked handled.
-    let at = app.attention.rows.iter().position(|r| r.state == "uncertain").unwrap();
+    let at = app
+        .attention
+        .rows
+        .iter()
+        .position(|r| r.state.as_str() == "uncertain")
+        .unwrap();
     app.attention.select(at);
     let uncertain = app.attention.current().unwrap().subject_id;
     fx.act(&mut app, Action::Op(OpKind::Resolve));

@@ -37,7 +37,7 @@ fn select(app: &mut App, pick: impl Fn(&AttentionRow) -> bool) -> AttentionRow {
 }
 
 fn failed_open(r: &AttentionRow) -> bool {
-    r.state == "failed" && !r.confirmed && r.commitment_status.as_deref() != Some("cancelled")
+    r.state.as_str() == "failed" && !r.confirmed && r.commitment_status.as_deref() != Some("cancelled")
 }
 
 /// The next step the guards give `row` as it is now on `app`'s list.
@@ -97,7 +97,7 @@ fn a_confirmed_appointment_is_not_chased_and_a_cancelled_ones_notice_says_to_pho
         .attention
         .rows
         .iter()
-        .find(|r| r.confirmed && r.state == "review")
+        .find(|r| r.confirmed && r.state.as_str() == "review")
         .expect("a confirmed appointment in review")
         .clone();
     assert!(line_of(&app, &confirmed.commitment_ref).contains("ya confirmó"));

@@ -109,7 +109,7 @@ fn an_operator_action_marks_the_case_handled() {
         .attention
         .rows
         .iter()
-        .position(|r| r.state == "review")
+        .position(|r| r.state.as_str() == "review")
         .expect("a review case");
     app.attention.select(i);
     let row = app.attention.current().unwrap().clone();
@@ -129,7 +129,7 @@ fn an_operator_action_marks_the_case_handled() {
     q.view = AttentionView::HandledSince(now() - chrono::Duration::hours(1));
     let handled = fx.store.read(|tx| tx.attention(&q)).unwrap();
     assert_eq!(handled.rows.len(), 1);
-    assert_eq!(handled.rows[0].state, "cancelled");
+    assert_eq!(handled.rows[0].state.as_str(), "cancelled");
 }
 
 #[test]
@@ -177,7 +177,12 @@ fn the_cursor_follows_its_case_when_rows_above_it_leave() {
 fn a_form_refuses_a_case_that_changed_while_it_was_open() {
     let mut fx = clinic(60);
     let mut app = loaded(&mut fx, Role::FrontDesk, "recepcion");
-    let i = app.attention.rows.iter().position(|r| r.state == "review").unwrap();
+    let i = app
+        .attention
+        .rows
+        .iter()
+        .position(|r| r.state.as_str() == "review")
+        .unwrap();
     app.attention.select(i);
     let id = app.attention.current().unwrap().subject_id;
     fx.act(&mut app, Action::Op(unavez::ops::OpKind::Cancel));

@@ -211,7 +211,7 @@ fn a_cancel_confirmation_says_it_cannot_be_undone() {
         .attention
         .rows
         .iter()
-        .position(|r| r.state == "review")
+        .position(|r| r.state.as_str() == "review")
         .expect("a message in review");
     app.attention.select(i);
     fx.act(&mut app, Action::Op(unavez::ops::OpKind::Cancel));

@@ -8,6 +8,6 @@
 //! crates' it re-exports, are re-exported here under the same names). The
 //! binary starts it; nothing below knows it.
 
-pub use unavez_app::{channel, config, dispatch, domain, ingest, ledger, planner, store, templates};
+pub use unavez_app::{channel, config, dispatch, domain, ingest, ledger, planner, store, template_check, templates};
 
 pub mod server;

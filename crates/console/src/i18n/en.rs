@@ -73,7 +73,7 @@ pub static EN: Strings = Strings {
     detail_none: "—",
     reprocess_day: "Day",
     reprocess_states: "States",
-    reprocess_hint: "←/→ day · ↑↓ and space pick states · r reprocesses (reason and confirmation)",
+    reprocess_hint: "←/→ day · ↑↓ space: states · r reprocess (with a reason)",
     reprocess_unavailable: "Reprocessing is not available in this console.",
     reprocess_preview: "Dry run (nothing applied)",
     act_cancel: "cancel send",

@@ -73,7 +73,7 @@ pub static ES: Strings = Strings {
     detail_none: "—",
     reprocess_day: "Día",
     reprocess_states: "Estados",
-    reprocess_hint: "←/→ día · ↑↓ y espacio eligen estados · r reprocesa (motivo y confirmación)",
+    reprocess_hint: "←/→ día · ↑↓ espacio: estados · r reprocesa (con motivo)",
     reprocess_unavailable: "El reproceso no está disponible en esta consola.",
     reprocess_preview: "Simulación (nada se ha aplicado)",
     act_cancel: "cancelar envío",

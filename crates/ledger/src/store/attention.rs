@@ -93,15 +93,16 @@ pub struct AttentionRow {
     /// The intention's purpose, or the refused event's type; empty for a
     /// reschedule request.
     pub purpose: String,
-    /// The intention state, or `stuck` for a dispatch whose lease expired,
-    /// `unconfirmed` for an acknowledged message without news
-    /// (`Clause::Unconfirmed`),
-    /// `reschedule` for a reschedule request, `refused_event` for a refused
+    /// What the row shows, typed by core's [`Situation`]: the intention
+    /// state, or `Stuck` for a dispatch whose lease expired, `Unconfirmed`
+    /// for an acknowledged message without news (`Clause::Unconfirmed`),
+    /// `Reschedule` for a reschedule request, `RefusedEvent` for a refused
     /// booking event (then `purpose` is the event's type, `state_reason`
-    /// the refusal and `last_event` its event id and the refusal), `parked`
-    /// or `refused` for a channel event (then `purpose` is `source:kind`,
-    /// `state_reason` its reason code and `last_event` `source:event_id`).
-    pub state: String,
+    /// the refusal and `last_event` its event id and the refusal), a
+    /// channel event's status for a channel event (then `purpose` is
+    /// `source:kind`, `state_reason` its reason code and `last_event`
+    /// `source:event_id`).
+    pub state: Situation,
     pub state_reason: Option<String>,
     /// Since when the row is in this situation.
     pub since: DateTime<Utc>,
@@ -127,16 +128,6 @@ pub struct AttentionRow {
     /// pending resend, the day's count); `None` for other kinds of row.
     /// Filled for the whole page by [`Tx::fill_families`].
     pub family: Option<crate::domain::guard::Family>,
-}
-
-impl AttentionRow {
-    /// What the row shows, typed: the state word read back by core's
-    /// [`Situation`] (a channel event's status for a channel event row);
-    /// an unknown word reads as `review`, a person must look.
-    pub fn situation(&self) -> Situation {
-        Situation::parse(&self.state, self.kind == RowKind::ChannelEvent)
-            .unwrap_or(Situation::State(crate::domain::state::IntentionState::Review))
-    }
 }
 
 /// A mark "atendido" to record.
@@ -366,8 +357,14 @@ pub(super) fn attention_row(r: &dyn Cols) -> std::result::Result<AttentionRow, S
         }),
         None => None,
     };
+    let kind = RowKind::parse(&r.text(0)?);
+    // The word is read back by core's Situation (a channel event's status
+    // for a channel event row); an unknown word reads as review: a person
+    // must look, and the page still opens.
+    let state = Situation::parse(&r.text(10)?, kind == RowKind::ChannelEvent)
+        .unwrap_or(Situation::State(crate::domain::state::IntentionState::Review));
     Ok(AttentionRow {
-        kind: RowKind::parse(&r.text(0)?),
+        kind,
         intention_id: r.opt_int(1)?,
         key: r.opt_text(2)?,
         subject_id: r.int(3)?,
@@ -377,7 +374,7 @@ pub(super) fn attention_row(r: &dyn Cols) -> std::result::Result<AttentionRow, S
         starts_at: r.opt_time(7)?,
         phone: r.opt_text(8)?,
         purpose: r.text(9)?,
-        state: r.text(10)?,
+        state,
         state_reason: r.opt_text(11)?,
         since: r.time(12)?,
         evidence_count: r.int(13)?,

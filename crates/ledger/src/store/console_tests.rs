@@ -292,7 +292,7 @@ fn open_cases_equal_the_domain_rule_applied_row_by_row() {
         assert_eq!(got, want);
         let others = page.rows.iter().filter(|r| r.intention_id.is_none()).count() as i64;
         assert_eq!(page.total, want.len() as i64 + others);
-        let unconfirmed = page.rows.iter().filter(|r| r.state == "unconfirmed").count();
+        let unconfirmed = page.rows.iter().filter(|r| r.state.as_str() == "unconfirmed").count();
         assert_eq!(
             unconfirmed > 0,
             rule.unconfirmed_window.is_some(),

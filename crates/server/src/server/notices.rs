@@ -18,14 +18,12 @@ use crate::domain::counter::Counter;
 use crate::domain::status::timestamp_text;
 use crate::domain::webhook;
 use crate::store::{NewChannelEvent, Recorded, SOURCE_CLOUD, StoreError, TemplateStatus, Tx};
+use crate::template_check::MetaStatus;
 use crate::templates::Templates;
 
 /// The note (`channel_events.reason`) on a template notice for a template
 /// this clinic neither sends nor has planned messages of.
 pub const TEMPLATE_NOT_USED: &str = "template_not_used";
-
-/// Template statuses that stop a template from being sent.
-pub const BLOCKING_TEMPLATE_STATUSES: [&str; 3] = ["REJECTED", "PAUSED", "DISABLED"];
 
 /// What happened to one notification of another field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +109,9 @@ pub fn process(
                 quality: quality.as_deref(),
             };
             tx.set_template_status(&t, row, now)?;
-            if let Some(s) = t.status.filter(|s| BLOCKING_TEMPLATE_STATUSES.contains(s)) {
+            // Core's rule decides which statuses block sending, the same
+            // one `templates check` and the ledger's SQL read.
+            if let Some(s) = t.status.filter(|s| MetaStatus::parse(s).blocks_sending()) {
                 let note = format!(
                     "WhatsApp reports template {name} as {s}{}: held for review instead of failing",
                     reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()

@@ -110,7 +110,7 @@ impl App {
         let target = &f.target;
         let id = target.intention_id.map(|i| i.to_string()).unwrap_or_default();
         let key = target.key.clone().unwrap_or_default();
-        let state = target.state.as_deref().map(|s| t.state(s)).unwrap_or("");
+        let state = target.state.map(|s| t.situation(s)).unwrap_or("");
         let reason = f.reason.trim().to_string();
         let choices = self.verify_choices();
         let choice = choices[f.outcome % choices.len()];

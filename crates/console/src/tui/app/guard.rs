@@ -34,7 +34,7 @@ pub fn case_kind(r: &AttentionRow) -> CaseKind {
 /// dispatching; an unconfirmed one, which the channel took and never
 /// confirmed, accepted).
 fn row_state(r: &AttentionRow) -> IntentionState {
-    r.situation().intention_state().unwrap_or(IntentionState::Review)
+    r.state.intention_state().unwrap_or(IntentionState::Review)
 }
 
 /// The commitment as the guards see it.

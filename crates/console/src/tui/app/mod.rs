@@ -36,7 +36,7 @@ use crate::board::DayFigures;
 use crate::config::Role;
 use crate::dispatch::{ServiceState, reprocess};
 use crate::domain::alert::{BlockedTemplate, Reading};
-use crate::domain::attention::AttentionRule;
+use crate::domain::attention::{AttentionRule, Situation};
 use crate::domain::heartbeat::Heartbeat;
 use crate::domain::lifecycle::OperatingDay;
 use crate::domain::state::IntentionState;
@@ -55,7 +55,9 @@ pub struct Target {
     pub seen: Option<DateTime<Utc>>,
     pub intention_id: Option<i64>,
     pub key: Option<String>,
-    pub state: Option<String>,
+    /// What the operator saw the case as, typed (named by i18n's
+    /// exhaustive match).
+    pub state: Option<Situation>,
     pub commitment_id: i64,
     pub commitment_ref: String,
 }
@@ -606,7 +608,7 @@ impl App {
             seen: Some(r.since),
             intention_id: r.intention_id,
             key: r.key.clone(),
-            state: Some(r.state.clone()),
+            state: Some(r.state),
             // Only a technician's channel event may have no commitment,
             // and no action of a technician's needs one.
             commitment_id: r.commitment_id.unwrap_or_default(),
@@ -629,7 +631,7 @@ impl App {
                 seen: Some(d.intention.state_changed_at),
                 intention_id: Some(d.intention.id),
                 key: Some(d.intention.key.clone()),
-                state: Some(d.intention.state.to_string()),
+                state: Some(Situation::State(d.intention.state)),
                 commitment_id: d.intention.commitment_id,
                 commitment_ref: d.intention.commitment_ref.clone(),
             }),

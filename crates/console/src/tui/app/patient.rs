@@ -257,7 +257,7 @@ impl App {
             seen: Some(cell.state_changed_at),
             intention_id: Some(cell.intention_id),
             key: None,
-            state: Some(cell.state.clone()),
+            state: Situation::parse(&cell.state, false),
             commitment_id: row.commitment_id,
             commitment_ref: row.commitment_ref.clone(),
         })

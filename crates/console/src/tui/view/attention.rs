@@ -264,7 +264,7 @@ fn evidence_text(app: &App, r: &AttentionRow) -> String {
         (Some(e), _) if r.kind == RowKind::ChannelEvent => inert(e).into_owned(),
         // An acknowledged message nobody confirmed delivering: the words
         // first, since the state column only has room for a few.
-        (_, n) if r.situation() == Situation::Unconfirmed => format!(
+        (_, n) if r.state == Situation::Unconfirmed => format!(
             "{} · {n} · {}",
             app.t.reason("unconfirmed"),
             inert(last.as_deref().unwrap_or_default())
@@ -320,7 +320,7 @@ fn short_reason<'a>(app: &App, code: &'a str) -> &'a str {
 /// The state column: the intention's state in words, or a channel event's
 /// "apartado" / "rechazado" (in review's colour: a person must look).
 fn state_cell(app: &App, r: &AttentionRow) -> Cell<'static> {
-    let s = r.situation();
+    let s = r.state;
     Cell::from(inert(app.t.situation(s)).into_owned()).style(app.palette.situation(s))
 }
 

@@ -40,7 +40,7 @@ pub(super) fn draw_form(f: &mut Frame<'_>, app: &App) {
         (Some(id), Some(key)) if form.op != OpKind::ManualContact => format!(
             "#{id} {} ({})",
             inert(key),
-            inert(form.target.state.as_deref().map(|s| t.state(s)).unwrap_or(""))
+            inert(form.target.state.map(|s| t.situation(s)).unwrap_or(""))
         ),
         _ => inert(&form.target.commitment_ref).into_owned(),
     };

@@ -1,6 +1,7 @@
 //! Detalle's technical view and the Reproceso panel.
 
 use super::*;
+use ratatui::text::Text;
 use ratatui::widgets::Gauge;
 
 use crate::store::IntentionDetail;
@@ -184,26 +185,114 @@ pub(super) fn draw_reprocess(f: &mut Frame<'_>, app: &App, area: Rect) {
         .borders(Borders::ALL)
         .title(format!(" {title} · {} ", crate::tui::app::summary_text(t, items)))
         .title_bottom(format!(" {} ", t.reprocess_hint));
-    let header = Row::new([t.col_commitment, t.col_state, t.col_action, t.col_why]).style(HEAD);
-    let rows = items.iter().map(|i| {
-        let state = match i.result {
-            Some(r) => format!("{} → {}", t.state(i.state.as_str()), t.state(r.as_str())),
-            None => t.state(i.state.as_str()).to_string(),
-        };
+    let header = [t.col_commitment, t.col_state, t.col_action, t.col_why];
+    let cells: Vec<[String; 4]> = items
+        .iter()
+        .map(|i| {
+            let state = match i.result {
+                Some(r) => format!("{} → {}", t.state(i.state.as_str()), t.state(r.as_str())),
+                None => t.state(i.state.as_str()).to_string(),
+            };
+            [
+                inert(&i.key).into_owned(),
+                state,
+                t.reprocess_action(i.action).to_string(),
+                inert(&t.reprocess_why(&i.because, app.now, app.tz)).into_owned(),
+            ]
+        })
+        .collect();
+    let widths = reprocess_widths(&header, &cells, right.width.saturating_sub(2));
+    // The action and the reason wrap at word boundaries instead of being
+    // cut: a technician reads "queda para una persona", not "queda para una".
+    let rows = cells.into_iter().map(|c| {
+        let [key, state, action, why] = c;
+        let action = wrap_words(&action, widths[2]);
+        let why = wrap_words(&why, widths[3]);
+        let height = action.len().max(why.len()).max(1) as u16;
         Row::new([
-            Cell::from(inert(&i.key).into_owned()),
+            Cell::from(key),
             Cell::from(state),
-            Cell::from(t.reprocess_action(i.action)),
-            Cell::from(inert(&t.reprocess_why(&i.because, app.now, app.tz)).into_owned()),
+            Cell::from(Text::from(action.into_iter().map(Line::from).collect::<Vec<_>>())),
+            Cell::from(Text::from(why.into_iter().map(Line::from).collect::<Vec<_>>())),
         ])
+        .height(height)
     });
-    let widths = [
-        Constraint::Length(30),
-        Constraint::Length(12),
-        Constraint::Length(15),
-        Constraint::Fill(1),
-    ];
-    f.render_widget(Table::new(rows, widths).header(header).block(block), right);
+    let constraints = widths.map(Constraint::Length);
+    let table = Table::new(rows, constraints)
+        .header(Row::new(header).style(HEAD))
+        .column_spacing(1);
+    f.render_widget(table.block(block), right);
+}
+
+/// Reproceso's column widths for `inner` columns: the key and the state as
+/// wide as their longest text (the key at most 30), the action as wide as
+/// its longest text but at most a third of what is left, the reason the
+/// rest. Wrapping, not cutting, absorbs what does not fit.
+fn reprocess_widths(header: &[&str; 4], cells: &[[String; 4]], inner: u16) -> [u16; 4] {
+    let widest = |col: usize| {
+        cells
+            .iter()
+            .map(|c| Line::from(c[col].as_str()).width())
+            .chain([Line::from(header[col]).width()])
+            .max()
+            .unwrap_or(0) as u16
+    };
+    let key = widest(0).min(30);
+    let state = widest(1);
+    let left = inner.saturating_sub(key + state + 3);
+    let action = widest(2).min(left / 3).max(Line::from(header[2]).width() as u16);
+    [key, state, action, left.saturating_sub(action).max(1)]
+}
+
+/// `text` in lines of at most `width` columns, broken at spaces; a word
+/// longer than a line is split where it must be.
+pub(super) fn wrap_words(text: &str, width: u16) -> Vec<String> {
+    let width = usize::from(width.max(1));
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word = word.to_string();
+        loop {
+            let used = Line::from(line.as_str()).width();
+            let need = Line::from(word.as_str()).width() + usize::from(used > 0);
+            if used + need <= width {
+                if used > 0 {
+                    line.push(' ');
+                }
+                line.push_str(&word);
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word wider than the line: its first `width` columns.
+            let cut = word.char_indices().map(|(i, _)| i).nth(width).unwrap_or(word.len());
+            lines.push(word[..cut].to_string());
+            word = word[cut..].to_string();
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_words;
+
+    #[test]
+    fn words_wrap_at_spaces_and_long_words_split() {
+        assert_eq!(wrap_words("queda para una persona", 15), ["queda para una", "persona"]);
+        assert_eq!(wrap_words("espera a una persona", 20), ["espera a una persona"]);
+        assert_eq!(wrap_words("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap_words("", 4), Vec::<String>::new());
+        assert_eq!(wrap_words("ñandú árbol", 5), ["ñandú", "árbol"]);
+    }
 }
 
 /// How far a real reprocess run is: done of total, as the worker last said
