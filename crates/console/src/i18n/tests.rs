@@ -1,6 +1,7 @@
 //! The string tables: placeholders, defaults, and completeness.
 
 use super::*;
+use crate::ops::OpKind;
 
 #[test]
 fn fill_replaces_every_placeholder() {

@@ -281,20 +281,6 @@ pub(super) fn wrap_words(text: &str, width: u16) -> Vec<String> {
     lines
 }
 
-#[cfg(test)]
-mod tests {
-    use super::wrap_words;
-
-    #[test]
-    fn words_wrap_at_spaces_and_long_words_split() {
-        assert_eq!(wrap_words("queda para una persona", 15), ["queda para una", "persona"]);
-        assert_eq!(wrap_words("espera a una persona", 20), ["espera a una persona"]);
-        assert_eq!(wrap_words("abcdefghij", 4), ["abcd", "efgh", "ij"]);
-        assert_eq!(wrap_words("", 4), Vec::<String>::new());
-        assert_eq!(wrap_words("ñandú árbol", 5), ["ñandú", "árbol"]);
-    }
-}
-
 /// How far a real reprocess run is: done of total, as the worker last said
 /// (nothing counted yet: "starting").
 fn draw_gauge(f: &mut Frame<'_>, app: &App, p: crate::dispatch::reprocess::Progress, area: Rect) {
@@ -317,4 +303,18 @@ fn draw_gauge(f: &mut Frame<'_>, app: &App, p: crate::dispatch::reprocess::Progr
         .ratio(ratio)
         .label(label);
     f.render_widget(gauge, area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_words;
+
+    #[test]
+    fn words_wrap_at_spaces_and_long_words_split() {
+        assert_eq!(wrap_words("queda para una persona", 15), ["queda para una", "persona"]);
+        assert_eq!(wrap_words("espera a una persona", 20), ["espera a una persona"]);
+        assert_eq!(wrap_words("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap_words("", 4), Vec::<String>::new());
+        assert_eq!(wrap_words("ñandú árbol", 5), ["ñandú", "árbol"]);
+    }
 }
