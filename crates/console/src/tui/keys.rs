@@ -252,10 +252,45 @@ impl Command {
     pub fn key_label(&self) -> String {
         self.keys.iter().map(|k| k.label()).collect::<Vec<_>>().join("/")
     }
+
+    /// A command the footer shows (when the screen has room) and `?` help
+    /// lists: one line of the registry each.
+    const fn shown(
+        keys: &'static [KeySpec],
+        action: Action,
+        label: fn(&Strings) -> &'static str,
+        screens: &'static [Screen],
+    ) -> Command {
+        Command {
+            keys,
+            action,
+            label,
+            hint: true,
+            screens,
+        }
+    }
+
+    /// A command only `?` help lists.
+    const fn help_only(
+        keys: &'static [KeySpec],
+        action: Action,
+        label: fn(&Strings) -> &'static str,
+        screens: &'static [Screen],
+    ) -> Command {
+        Command {
+            hint: false,
+            ..Command::shown(keys, action, label, screens)
+        }
+    }
 }
 
+use Command as C;
 use Screen as S;
 const ROWS: &[Screen] = &[S::Attention, S::Detail, S::Counter, S::Patient];
+/// Screens with a case or an appointment to record a contact on.
+const CONTACTS: &[Screen] = &[S::Attention, S::Upcoming, S::Detail, S::Counter, S::Patient];
+/// Screens whose rows open something (a Detalle, a counter's list).
+const OPENS: &[Screen] = &[S::Attention, S::Upcoming, S::Board, S::Counter, S::Patient];
 const LISTS: &[Screen] = &[
     S::Attention,
     S::Upcoming,
@@ -267,325 +302,69 @@ const LISTS: &[Screen] = &[
 ];
 
 /// The one list of commands.
+#[rustfmt::skip]
 pub static REGISTRY: &[Command] = &[
-    Command {
-        keys: &[KeySpec::Char('?'), KeySpec::F(1), KeySpec::Char('¿')],
-        action: Action::Help,
-        label: |t| t.act_help,
-        hint: true,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char('c')],
-        action: Action::Op(OpKind::Cancel),
-        label: |t| t.act_cancel,
-        hint: true,
-        screens: ROWS,
-    },
-    Command {
-        keys: &[KeySpec::Char('v')],
-        action: Action::Op(OpKind::Verify),
-        label: |t| t.act_verify,
-        hint: true,
-        screens: ROWS,
-    },
-    Command {
-        keys: &[KeySpec::Char('a')],
-        action: Action::Op(OpKind::AuthorizeResend),
-        label: |t| t.act_resend,
-        hint: true,
-        screens: ROWS,
-    },
-    Command {
-        keys: &[KeySpec::Char('m')],
-        action: Action::Op(OpKind::ManualContact),
-        label: |t| t.act_manual_contact,
-        hint: true,
-        screens: &[S::Attention, S::Upcoming, S::Detail, S::Counter, S::Patient],
-    },
-    Command {
-        keys: &[KeySpec::Char('x')],
-        action: Action::Op(OpKind::Resolve),
-        label: |t| t.act_resolve,
-        hint: true,
-        screens: ROWS,
-    },
-    Command {
-        keys: &[KeySpec::Char('h')],
-        action: Action::ToggleHandled,
-        label: |t| t.act_toggle_handled,
-        hint: false,
-        screens: &[S::Attention],
-    },
-    Command {
-        keys: &[KeySpec::Char('r')],
-        action: Action::Op(OpKind::Reprocess),
-        label: |t| t.act_reprocess,
-        hint: true,
-        screens: &[S::Reprocess],
-    },
-    Command {
-        // Pauses or resumes, whichever applies (see `App::open_form`).
-        // Help only: the footer is kept for the row actions, and the
-        // header already shows the dispatcher's state.
-        keys: &[KeySpec::Char('p')],
-        action: Action::Op(OpKind::PauseDispatch),
-        label: |t| t.act_pause_toggle,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Enter],
-        action: Action::Open,
-        label: |t| t.act_open,
-        hint: true,
-        screens: &[S::Attention, S::Upcoming, S::Board, S::Counter, S::Patient],
-    },
-    Command {
-        keys: &[KeySpec::Char('/')],
-        action: Action::OpenFilter,
-        label: |t| t.act_filter,
-        hint: true,
-        // Every screen: off a list it searches Atención (the caller is on
-        // the phone whatever screen is open).
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char('L')],
-        action: Action::ShowLog,
-        label: |t| t.act_log,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char(':')],
-        action: Action::OpenCommand,
-        label: |t| t.act_command,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Esc],
-        action: Action::Back,
-        label: |t| t.act_back,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Ctrl('r')],
-        action: Action::Refresh,
-        label: |t| t.act_refresh,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Tab],
-        action: Action::NextScreen,
-        label: |t| t.act_next_screen,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::BackTab],
-        action: Action::PrevScreen,
-        label: |t| t.act_prev_screen,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Up, KeySpec::Char('k')],
-        action: Action::Up,
-        label: |t| t.act_move,
-        hint: false,
-        screens: LISTS,
-    },
-    Command {
-        keys: &[KeySpec::Down, KeySpec::Char('j')],
-        action: Action::Down,
-        label: |t| t.act_move,
-        hint: false,
-        screens: LISTS,
-    },
-    Command {
-        keys: &[KeySpec::Char('g'), KeySpec::Home],
-        action: Action::Top,
-        label: |t| t.act_top,
-        hint: false,
-        screens: LISTS,
-    },
-    Command {
-        keys: &[KeySpec::Char('G'), KeySpec::End],
-        action: Action::Bottom,
-        label: |t| t.act_bottom,
-        hint: false,
-        screens: LISTS,
-    },
-    Command {
-        keys: &[KeySpec::PageUp, KeySpec::Ctrl('u')],
-        action: Action::PageUp,
-        label: |t| t.act_page,
-        hint: false,
-        screens: LISTS,
-    },
-    Command {
-        keys: &[KeySpec::PageDown, KeySpec::Ctrl('d')],
-        action: Action::PageDown,
-        label: |t| t.act_page,
-        hint: false,
-        screens: LISTS,
-    },
-    Command {
-        keys: &[KeySpec::Left],
-        action: Action::DayPrev,
-        label: |t| t.act_day,
-        hint: false,
-        screens: &[S::Board, S::Reprocess],
-    },
-    Command {
-        keys: &[KeySpec::Right],
-        action: Action::DayNext,
-        label: |t| t.act_day,
-        hint: false,
-        screens: &[S::Board, S::Reprocess],
-    },
-    Command {
-        keys: &[KeySpec::Char(' ')],
-        action: Action::ToggleState,
-        label: |t| t.reprocess_states,
-        hint: false,
-        screens: &[S::Reprocess],
-    },
-    Command {
-        keys: &[KeySpec::Char('1')],
-        action: Action::Goto(S::Attention),
-        label: |t| t.screen_attention,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char('2')],
-        action: Action::Goto(S::Upcoming),
-        label: |t| t.screen_upcoming,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char('3')],
-        action: Action::Goto(S::Board),
-        label: |t| t.screen_board,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char('4')],
-        action: Action::Goto(S::Reprocess),
-        label: |t| t.screen_reprocess,
-        hint: false,
-        screens: &[],
-    },
+    C::shown(&[KeySpec::Char('?'), KeySpec::F(1), KeySpec::Char('¿')], Action::Help, |t| t.act_help, &[]),
+    C::shown(&[KeySpec::Char('c')], Action::Op(OpKind::Cancel), |t| t.act_cancel, ROWS),
+    C::shown(&[KeySpec::Char('v')], Action::Op(OpKind::Verify), |t| t.act_verify, ROWS),
+    C::shown(&[KeySpec::Char('a')], Action::Op(OpKind::AuthorizeResend), |t| t.act_resend, ROWS),
+    C::shown(&[KeySpec::Char('m')], Action::Op(OpKind::ManualContact), |t| t.act_manual_contact, CONTACTS),
+    C::shown(&[KeySpec::Char('x')], Action::Op(OpKind::Resolve), |t| t.act_resolve, ROWS),
+    C::help_only(&[KeySpec::Char('h')], Action::ToggleHandled, |t| t.act_toggle_handled, &[S::Attention]),
+    C::shown(&[KeySpec::Char('r')], Action::Op(OpKind::Reprocess), |t| t.act_reprocess, &[S::Reprocess]),
+    // Pauses or resumes, whichever applies (see `App::open_form`). Help
+    // only: the footer is kept for the row actions, and the header already
+    // shows the dispatcher's state.
+    C::help_only(&[KeySpec::Char('p')], Action::Op(OpKind::PauseDispatch), |t| t.act_pause_toggle, &[]),
+    C::shown(&[KeySpec::Enter], Action::Open, |t| t.act_open, OPENS),
+    // Every screen: off a list it searches Atención (the caller is on the
+    // phone whatever screen is open).
+    C::shown(&[KeySpec::Char('/')], Action::OpenFilter, |t| t.act_filter, &[]),
+    C::help_only(&[KeySpec::Char('L')], Action::ShowLog, |t| t.act_log, &[]),
+    C::help_only(&[KeySpec::Char(':')], Action::OpenCommand, |t| t.act_command, &[]),
+    C::help_only(&[KeySpec::Esc], Action::Back, |t| t.act_back, &[]),
+    C::help_only(&[KeySpec::Ctrl('r')], Action::Refresh, |t| t.act_refresh, &[]),
+    C::help_only(&[KeySpec::Tab], Action::NextScreen, |t| t.act_next_screen, &[]),
+    C::help_only(&[KeySpec::BackTab], Action::PrevScreen, |t| t.act_prev_screen, &[]),
+    C::help_only(&[KeySpec::Up, KeySpec::Char('k')], Action::Up, |t| t.act_move, LISTS),
+    C::help_only(&[KeySpec::Down, KeySpec::Char('j')], Action::Down, |t| t.act_move, LISTS),
+    C::help_only(&[KeySpec::Char('g'), KeySpec::Home], Action::Top, |t| t.act_top, LISTS),
+    C::help_only(&[KeySpec::Char('G'), KeySpec::End], Action::Bottom, |t| t.act_bottom, LISTS),
+    C::help_only(&[KeySpec::PageUp, KeySpec::Ctrl('u')], Action::PageUp, |t| t.act_page, LISTS),
+    C::help_only(&[KeySpec::PageDown, KeySpec::Ctrl('d')], Action::PageDown, |t| t.act_page, LISTS),
+    C::help_only(&[KeySpec::Left], Action::DayPrev, |t| t.act_day, &[S::Board, S::Reprocess]),
+    C::help_only(&[KeySpec::Right], Action::DayNext, |t| t.act_day, &[S::Board, S::Reprocess]),
+    C::help_only(&[KeySpec::Char(' ')], Action::ToggleState, |t| t.reprocess_states, &[S::Reprocess]),
+    C::help_only(&[KeySpec::Char('1')], Action::Goto(S::Attention), |t| t.screen_attention, &[]),
+    C::help_only(&[KeySpec::Char('2')], Action::Goto(S::Upcoming), |t| t.screen_upcoming, &[]),
+    C::help_only(&[KeySpec::Char('3')], Action::Goto(S::Board), |t| t.screen_board, &[]),
+    C::help_only(&[KeySpec::Char('4')], Action::Goto(S::Reprocess), |t| t.screen_reprocess, &[]),
     // --- issue 25 §4: the call list, call outcomes, undo ---
-    Command {
-        keys: &[KeySpec::Char('l')],
-        action: Action::CallList,
-        label: |t| t.act_call_list,
-        hint: true,
-        screens: &[S::Attention],
-    },
-    Command {
-        keys: &[KeySpec::Char('t')],
-        action: Action::Op(OpKind::CallOutcome),
-        label: |t| t.act_call,
-        hint: true,
-        screens: ROWS,
-    },
-    Command {
-        // "Reabrir", in the day's handled cases (`h`).
-        keys: &[KeySpec::Char('r')],
-        action: Action::Op(OpKind::Reopen),
-        label: |t| t.act_reopen,
-        hint: false,
-        screens: &[S::Attention],
-    },
-    Command {
-        keys: &[KeySpec::Char('u')],
-        action: Action::Undo,
-        label: |t| t.act_undo,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char('q')],
-        action: Action::Quit,
-        label: |t| t.act_quit,
-        hint: true,
-        screens: &[],
-    },
+    C::shown(&[KeySpec::Char('l')], Action::CallList, |t| t.act_call_list, &[S::Attention]),
+    C::shown(&[KeySpec::Char('t')], Action::Op(OpKind::CallOutcome), |t| t.act_call, ROWS),
+    // "Reabrir", in the day's handled cases (`h`).
+    C::help_only(&[KeySpec::Char('r')], Action::Op(OpKind::Reopen), |t| t.act_reopen, &[S::Attention]),
+    C::help_only(&[KeySpec::Char('u')], Action::Undo, |t| t.act_undo, &[]),
+    C::shown(&[KeySpec::Char('q')], Action::Quit, |t| t.act_quit, &[]),
     // --- issue 25 §2 (words) ---
-    Command {
-        keys: &[KeySpec::Char('e')],
-        action: Action::ToggleTechnical,
-        label: |t| t.words.act_technical,
-        hint: true,
-        screens: &[S::Detail],
-    },
+    C::shown(&[KeySpec::Char('e')], Action::ToggleTechnical, |t| t.words.act_technical, &[S::Detail]),
     // --- issue 25 §3 (guards): the front desk asks for a resend on the
     // supervisor's `a`; a supervisor declines with `d` ---
-    Command {
-        keys: &[KeySpec::Char('a')],
-        action: Action::Op(OpKind::RequestResend),
-        label: |t| t.act_request_resend,
-        hint: true,
-        screens: ROWS,
-    },
-    Command {
-        keys: &[KeySpec::Char('d')],
-        action: Action::Op(OpKind::DeclineResend),
-        label: |t| t.act_decline_resend,
-        hint: false,
-        screens: ROWS,
-    },
+    C::shown(&[KeySpec::Char('a')], Action::Op(OpKind::RequestResend), |t| t.act_request_resend, ROWS),
+    C::help_only(&[KeySpec::Char('d')], Action::Op(OpKind::DeclineResend), |t| t.act_decline_resend, ROWS),
 ];
 
 /// The keys of the held-disappearances overlay (`:calendario`): its own
 /// small registry, read by the overlay's hint line, `?` help and
 /// [`action_for`] alike. Both need `feed_confirm`/`feed_discard`'s right,
 /// so a role without it sees neither.
+#[rustfmt::skip]
 pub static FEED_KEYS: &[Command] = &[
-    Command {
-        keys: &[KeySpec::Char('c')],
-        action: Action::Op(OpKind::FeedConfirm),
-        label: |t| t.act_feed_confirm,
-        hint: true,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Char('d')],
-        action: Action::Op(OpKind::FeedDiscard),
-        label: |t| t.act_feed_discard,
-        hint: true,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Up, KeySpec::Char('k')],
-        action: Action::Up,
-        label: |t| t.act_move,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Down, KeySpec::Char('j')],
-        action: Action::Down,
-        label: |t| t.act_move,
-        hint: false,
-        screens: &[],
-    },
-    Command {
-        keys: &[KeySpec::Esc, KeySpec::Char('q')],
-        action: Action::Back,
-        label: |t| t.act_back,
-        hint: true,
-        screens: &[],
-    },
+    C::shown(&[KeySpec::Char('c')], Action::Op(OpKind::FeedConfirm), |t| t.act_feed_confirm, &[]),
+    C::shown(&[KeySpec::Char('d')], Action::Op(OpKind::FeedDiscard), |t| t.act_feed_discard, &[]),
+    C::help_only(&[KeySpec::Up, KeySpec::Char('k')], Action::Up, |t| t.act_move, &[]),
+    C::help_only(&[KeySpec::Down, KeySpec::Char('j')], Action::Down, |t| t.act_move, &[]),
+    C::shown(&[KeySpec::Esc, KeySpec::Char('q')], Action::Back, |t| t.act_back, &[]),
 ];
 
 /// The held-disappearances overlay's commands this operator may use.
