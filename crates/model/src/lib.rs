@@ -4,9 +4,11 @@
 //!
 //! The actors (dispatchers, the reconciler, the idempotent engine and its
 //! webhooks, the booking source, supervisors) only move messages and crash;
-//! every decision calls `unavez-core`: validity, the state machine, the
-//! pre-send re-check, lease recovery, the reconciler's review,
-//! `finish::decide` on a recorded answer and the operator guards.
+//! every decision calls `unavez-core`: validity and the claim rule, the
+//! state machine, the pre-send re-check, lease recovery, the reconciler's
+//! choice and its review, `finish::decide` on a recorded answer and the
+//! operator guards ([`rules`], which remembers core's answers by their
+//! whole input).
 //! [stateright] explores every interleaving within [`Bounds`], depth-first
 //! with symmetry reduction over dispatchers and supervisors.
 //!

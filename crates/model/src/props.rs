@@ -57,17 +57,23 @@ pub fn quiescent(m: &Una, w: &World) -> bool {
     if w.in_flight() {
         return false;
     }
-    let mut actions = Vec::new();
-    m.actions(w, &mut actions);
-    actions.iter().all(|a| {
-        matches!(
-            a,
-            crate::Action::Operator(..)
-                | crate::Action::BookingChange
-                | crate::Action::BookingCancel
-                | crate::Action::Crash(_)
-                | crate::Action::LeaseOfFrozenExpires(_)
-        )
+    // Evaluated in every state: one buffer per checker thread.
+    thread_local! {
+        static ACTIONS: std::cell::RefCell<Vec<crate::Action>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    ACTIONS.with_borrow_mut(|actions| {
+        actions.clear();
+        m.actions(w, actions);
+        actions.iter().all(|a| {
+            matches!(
+                a,
+                crate::Action::Operator(..)
+                    | crate::Action::BookingChange
+                    | crate::Action::BookingCancel
+                    | crate::Action::Crash(_)
+                    | crate::Action::LeaseOfFrozenExpires(_)
+            )
+        })
     })
 }
 

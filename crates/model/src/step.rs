@@ -1,7 +1,8 @@
 //! The effect of each [`Action`]: the model moves messages and crashes
 //! processes; every decision is a call into [`crate::rules`] (core).
 
-use unavez_core::domain::presend::Holder;
+use unavez_core::domain::claim::Verdict;
+use unavez_core::domain::reconcile::Step;
 use unavez_core::domain::state::{CancelReason, IntentionState, Signal};
 use unavez_core::domain::validity::Validity;
 
@@ -102,7 +103,13 @@ fn signal(w: &mut World, i: usize, signal: Signal) -> bool {
 
 fn claim(m: &Una, w: &mut World, d: usize, i: usize) {
     let snapshot = w.commitment;
-    match rules::validity(&w.intentions[i], snapshot) {
+    let verdict = match rules::claim(&w.intentions[i], snapshot) {
+        Verdict::Validity(v) => v,
+        // Unreachable in the model (`rules::claim`): the app sends such a
+        // row to review instead of claiming it.
+        Verdict::Guard => return,
+    };
+    match verdict {
         Validity::Valid => {
             let stolen = m.is(Mutation::StealableLease) && w.intentions[i].state == IntentionState::Dispatching;
             if !stolen && !signal(w, i, Signal::Claim) {
@@ -140,7 +147,7 @@ fn recheck(m: &Una, w: &mut World, d: usize) {
     let i = usize::from(i);
     // Mutated, nothing reads the ledger right before the request: it
     // starts now, from whatever the commitment is now.
-    if m.is(Mutation::NoPresendCheck) || rules::presend(w, i, &Holder::Lease(rules::owner_name(d))).is_none() {
+    if m.is(Mutation::NoPresendCheck) || rules::presend(w, i, Some(d)).is_none() {
         w.dispatchers[d] = ready;
         return;
     }
@@ -204,10 +211,22 @@ fn expire(w: &mut World, i: usize) {
 }
 
 fn reconcile(m: &Una, w: &mut World, i: usize) {
-    if w.intentions[i].command {
-        // The lookup finds the command: the channel has it.
-        signal(w, i, Signal::Accepted);
-        return;
+    match rules::reconcile_step() {
+        Step::Repeat => {}
+        // A lookup finds a command the engine created (evidence); one it
+        // does not find is repeated with the same key, as the app does.
+        Step::Lookup if w.intentions[i].command => {
+            signal(w, i, Signal::Accepted);
+            return;
+        }
+        Step::Lookup => {}
+        Step::Review(reason) => {
+            if signal(w, i, Signal::NeedsReview) {
+                w.intentions[i].reason = Some(intern(reason));
+            }
+            return;
+        }
+        Step::Wait(_) => return,
     }
     let verdict = rules::validity(&w.intentions[i], w.commitment);
     if verdict != Validity::Valid && !m.is(Mutation::NoValidityBeforeRepeat) {
@@ -221,7 +240,7 @@ fn reconcile(m: &Una, w: &mut World, i: usize) {
         n: 1,
         version_checked: w.commitment.version,
     });
-    if rules::presend(w, i, &Holder::Reconciler).is_none() {
+    if rules::presend(w, i, None).is_none() {
         w.reconciler = Reconciler::Ready(Request {
             intention: i as u8,
             started: w.commitment,
@@ -256,24 +275,13 @@ fn webhook(m: &Una, w: &mut World, i: usize, hook: Hook, dup: bool) {
 
 /// An operator's action through the guard; whether it took a step.
 fn operator(m: &Una, w: &mut World, s: usize, op: Op, i: usize) -> bool {
-    let f = rules::guard_facts(w, i, m.bounds.max_resends);
-    let verdict = match op {
-        Op::Cancel => rules::cancel(&f, false),
-        Op::Verify => rules::verify(&f),
-        Op::Resend => {
-            let v = rules::authorize_resend(&f);
-            let unknown = matches!(
-                f.resend.original,
-                IntentionState::Dispatching | IntentionState::Uncertain
-            );
-            if m.is(Mutation::ResendWhileUncertain) && unknown {
-                Ok(())
-            } else {
-                v
-            }
-        }
-    };
-    if verdict.is_err() {
+    let unknown = matches!(
+        w.intentions[usize::from(w.intentions[i].family)].state,
+        IntentionState::Dispatching | IntentionState::Uncertain
+    );
+    let allowed = rules::guard(w, i, op, m.bounds.max_resends)
+        || (op == Op::Resend && unknown && m.is(Mutation::ResendWhileUncertain));
+    if !allowed {
         return false;
     }
     if m.is(Mutation::GuardOutsideTx) {
@@ -291,7 +299,7 @@ fn write(w: &mut World, op: Op, i: usize) -> bool {
         Op::Cancel => {
             let moved = signal(w, i, Signal::Cancel(CancelReason::Operator));
             if moved {
-                w.intentions[i].reason = Some(CancelReason::Operator.as_str());
+                w.intentions[i].reason = Some(intern(CancelReason::Operator.as_str().to_string()));
             }
             moved
         }

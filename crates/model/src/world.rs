@@ -10,6 +10,7 @@
 //! interchangeable, and so are supervisors (symmetry reduction).
 
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
 
 use stateright::Representative;
@@ -118,18 +119,30 @@ pub fn purpose(index: u8) -> Purpose {
 }
 
 /// A reason a person sees, as core wrote it, interned so that a row stays
-/// `Copy` (a handful of distinct reasons exist in the whole run).
+/// `Copy` (a handful of distinct reasons exist in the whole run): one text,
+/// one address. Each checker thread asks its own table first, so threads
+/// do not queue on the shared one.
 pub fn intern(reason: String) -> &'static str {
+    thread_local! {
+        static LOCAL: std::cell::RefCell<HashSet<&'static str>> = Default::default();
+    }
+    if let Some(s) = LOCAL.with(|l| l.borrow().get(reason.as_str()).copied()) {
+        return s;
+    }
     static SEEN: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
     let mut seen = SEEN
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = seen.get(reason.as_str()) {
-        return s;
-    }
-    let s: &'static str = Box::leak(reason.into_boxed_str());
-    seen.insert(s);
+    let s = match seen.get(reason.as_str()) {
+        Some(s) => *s,
+        None => {
+            let s: &'static str = Box::leak(reason.into_boxed_str());
+            seen.insert(s);
+            s
+        }
+    };
+    LOCAL.with(|l| l.borrow_mut().insert(s));
     s
 }
 
@@ -157,7 +170,7 @@ pub struct Lease {
 
 /// One intention row. `family` is the original's index; a resend is a new
 /// row (a new key) in the same family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Intention {
     pub family: u8,
     /// Index for [`purpose`].
@@ -179,6 +192,28 @@ pub struct Intention {
 }
 
 impl Intention {
+    /// Every field but the reason, packed in one word without overlap
+    /// (family, purpose, versions and states are below 16, an owner fits a
+    /// byte, an attempt 17 bits), so equal words mean equal fields.
+    fn packed(&self) -> u64 {
+        let lease = self
+            .lease
+            .map_or(0, |l| 1 | u64::from(l.live) << 1 | u64::from(l.owner) << 2);
+        let attempt = self
+            .attempt
+            .map_or(0, |a| 1 | u64::from(a.n) << 1 | u64::from(a.version_checked) << 9);
+        u64::from(self.family)
+            | u64::from(self.purpose) << 4
+            | u64::from(self.planned_version) << 8
+            | (self.state as u64) << 12
+            | lease << 16
+            | attempt << 28
+            | u64::from(self.blind) << 48
+            | u64::from(self.command) << 49
+            | u64::from(self.hook_sent) << 50
+            | u64::from(self.hook_delivered) << 51
+    }
+
     fn planned(family: u8, purpose: u8, version: u8) -> Intention {
         Intention {
             family,
@@ -265,7 +300,7 @@ pub struct Backward {
 
 /// The whole world. Only the first `rows`, `dispatcher_count` and
 /// `supervisor_count` entries of the arrays exist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct World {
     pub commitment: Commitment,
     pub intentions: [Intention; MAX_ROWS],
@@ -357,37 +392,108 @@ impl World {
     }
 }
 
+/// The fingerprint's input, consistent with `Eq`: equal worlds hash
+/// alike. Rows are packed words, and a reason hashes by its address: every
+/// reason is [`intern`]ed, so equal texts are one address. The checker
+/// hashes every state it generates; field by field, with reasons' texts,
+/// this was a good part of its time.
+impl Hash for World {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        for row in self.rows() {
+            h.write_u64(row.packed());
+            h.write_usize(row.reason.map_or(0, |r| r.as_ptr() as usize));
+        }
+        (
+            self.commitment,
+            self.rows,
+            self.dispatchers,
+            self.crashes,
+            self.dispatcher_count,
+            self.reconciler,
+            self.supervisors,
+            self.supervisor_count,
+        )
+            .hash(h);
+        h.write(&[
+            self.stale_commands,
+            self.audit_rows,
+            self.changing_actions,
+            self.lost_answers,
+            self.duplicated,
+            self.reordered,
+            self.expiries,
+            self.changes,
+            self.cancellations,
+        ]);
+        self.backward.hash(h);
+    }
+}
+
+/// A dead lease's owner where it no longer matters (see
+/// [`World::representative`]).
+const NOBODY: u8 = u8::MAX;
+
 /// Dispatchers are interchangeable: their index appears only in their own
 /// step, their crash count and the leases they own. The representative
 /// orders them by all three, so two states that differ by a renaming of
-/// dispatchers have one representative; supervisors likewise.
+/// dispatchers have one representative; supervisors likewise. (Two
+/// dispatchers with equal keys are equal in everything a renaming moves,
+/// so the order among them does not matter.)
+///
+/// One more equivalence: the owner of a lease that ran out, once that
+/// owner is no longer working on the row, is read by nothing again. Only
+/// a dispatcher working on the row reads a lease's owner (its pre-send
+/// re-check, its recorded answer); nobody starts working on a row but by
+/// a claim, which writes a new lease; the expiries, the stealable-lease
+/// mutation and the one-holder property read live leases only; the
+/// reconciler, the guard and `finish` do not read the lease. So two states
+/// that differ only in such an owner reach the same futures with the same
+/// properties, and the representative forgets it.
+///
+/// No allocation: this runs for every state generated.
 impl Representative for World {
     fn representative(&self) -> World {
         let n = usize::from(self.dispatcher_count);
+        let rows = usize::from(self.rows);
+        let mut w = *self;
+        for (i, row) in w.intentions[..rows].iter_mut().enumerate() {
+            if let Some(l) = &mut row.lease
+                && !l.live
+                && !crate::model::working_on(self.dispatchers[usize::from(l.owner)], i)
+            {
+                l.owner = NOBODY;
+            }
+        }
         let key = |d: usize| {
             let mut leases = [0u8; MAX_ROWS];
-            for (slot, row) in leases.iter_mut().zip(self.rows()) {
+            for (slot, row) in leases.iter_mut().zip(w.rows()) {
                 if let Some(l) = row.lease.filter(|l| usize::from(l.owner) == d) {
                     *slot = 1 + u8::from(l.live);
                 }
             }
             (self.dispatchers[d], self.crashes[d], leases)
         };
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&d| key(d));
-        let mut w = *self;
+        let mut keys = [(Dispatcher::Idle, 0u8, [0u8; MAX_ROWS]); MAX_DISPATCHERS];
+        let mut order = [0usize; MAX_DISPATCHERS];
+        for d in 0..n {
+            keys[d] = key(d);
+            order[d] = d;
+        }
+        order[..n].sort_unstable_by_key(|&d| keys[d]);
         let mut renamed = [0u8; MAX_DISPATCHERS];
-        for (new, &old) in order.iter().enumerate() {
+        for (new, &old) in order[..n].iter().enumerate() {
             w.dispatchers[new] = self.dispatchers[old];
             w.crashes[new] = self.crashes[old];
             renamed[old] = new as u8;
         }
-        for row in &mut w.intentions[..usize::from(self.rows)] {
-            if let Some(l) = &mut row.lease {
+        for row in &mut w.intentions[..rows] {
+            if let Some(l) = &mut row.lease
+                && l.owner != NOBODY
+            {
                 l.owner = renamed[usize::from(l.owner)];
             }
         }
-        w.supervisors[..usize::from(self.supervisor_count)].sort();
+        w.supervisors[..usize::from(self.supervisor_count)].sort_unstable();
         w
     }
 }

@@ -38,6 +38,7 @@ use super::request::{evidence_for, send_request};
 use super::{Db, Result, Settings};
 use crate::channel::{Capabilities, Channel, LookupOutcome};
 use crate::domain::attempt::AttemptOutcome;
+use crate::domain::reconcile;
 use crate::domain::recovery::ToReview;
 use crate::store::{Finished, UncertainItem};
 
@@ -94,50 +95,27 @@ impl ReconcileReport {
     }
 }
 
-/// What to do with one uncertain intention, decided from the channel's
-/// capabilities, the last attempt and the policy. Pure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Step {
-    Review(String),
-    Lookup,
-    Repeat,
-    Wait(String),
-}
+/// What to do with one uncertain intention: core's rule
+/// ([`crate::domain::reconcile::decide`]) on the item's facts.
+pub(crate) use crate::domain::reconcile::Step;
 
 pub(crate) fn decide(caps: Capabilities, item: &UncertainItem, s: &Settings, now: DateTime<Utc>) -> Step {
-    let ambiguous = item
-        .last_attempt
-        .as_ref()
-        .is_some_and(|a| a.outcome == AttemptOutcome::Ambiguous);
-    let waited = now - item.since;
-    if (!caps.idempotent_keys || ambiguous) && waited >= s.uncertain_review {
-        return Step::Review(format!(
-            "no evidence {} minute(s) after the outcome became unknown{}",
-            waited.num_minutes(),
-            if ambiguous {
-                " (engine: ambiguous)"
-            } else {
-                " (channel cannot be asked or safely repeated)"
-            }
-        ));
-    }
-    if caps.idempotent_keys && item.tries >= s.max_reconcile_attempts {
-        return Step::Review(format!("{} reconciliation tries without evidence", item.tries));
-    }
-    // Lookup needs the command id from an earlier answer. Without one, an
-    // idempotent channel is asked by repeating the request with the same
-    // key, which is recorded as an attempt because it may be the one that
-    // actually goes out (the first may never have arrived).
-    if caps.command_lookup && item.intention.provider_command_id.is_some() {
-        return Step::Lookup;
-    }
-    if ambiguous {
-        return Step::Wait("engine reports the command as ambiguous: waiting for its own resolution".into());
-    }
-    if caps.idempotent_keys {
-        return Step::Repeat;
-    }
-    Step::Wait("channel has no idempotency key: waiting for a status webhook, never resending".into())
+    let facts = reconcile::Facts {
+        idempotent_keys: caps.idempotent_keys,
+        command_lookup: caps.command_lookup,
+        command_known: item.intention.provider_command_id.is_some(),
+        ambiguous: item
+            .last_attempt
+            .as_ref()
+            .is_some_and(|a| a.outcome == AttemptOutcome::Ambiguous),
+        since: item.since,
+        tries: item.tries,
+    };
+    let limits = reconcile::Limits {
+        uncertain_review: s.uncertain_review,
+        max_tries: s.max_reconcile_attempts,
+    };
+    reconcile::decide(&facts, &limits, now)
 }
 
 /// Serve mode: expire leases and reconcile until told to stop.

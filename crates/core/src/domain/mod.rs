@@ -28,6 +28,7 @@ pub mod mask;
 pub mod operator;
 pub mod phone;
 pub mod presend;
+pub mod reconcile;
 pub mod recovery;
 pub mod refusal;
 pub mod state;
