@@ -88,7 +88,10 @@ pub(super) fn matched_commitments_sql(pg: bool, param: &str) -> String {
             json_ids_sql(pg, param)
         )
     } else {
-        format!("({}) m CROSS JOIN commitments c ON c.id = m.cid", json_ids_sql(pg, param))
+        format!(
+            "({}) m CROSS JOIN commitments c ON c.id = m.cid",
+            json_ids_sql(pg, param)
+        )
     }
 }
 
