@@ -424,7 +424,7 @@ pub(super) struct Search {
     like: String,
     key_like: Option<String>,
     /// The pattern PostgreSQL's trigram index is asked with: the most
-    /// telling word of the text (see [`Search::index_word`]).
+    /// telling words of the text (see [`Search::index_like`]).
     index_like: String,
     /// The text read as a phone or name words (see `store/search.rs`).
     query: Option<PatientQuery>,
@@ -440,7 +440,7 @@ impl Search {
             phrase: (head.chars().count() >= 3).then(|| format!("\"{}\"", head.replace('"', "\"\""))),
             like: format!("%{head}%"),
             key_like: text.contains(':').then(|| format!("%{text}%")),
-            index_like: format!("%{}%", Search::index_word(head)),
+            index_like: Search::index_like(head),
             query: PatientQuery::parse(text, country),
         })
     }
@@ -450,29 +450,44 @@ impl Search {
         self.query.as_ref()
     }
 
-    /// The word of `head` PostgreSQL's trigram index is asked for: one
-    /// with digits (a reference's number, a phone's last digits), else the
-    /// longest, of at least three characters; `head` itself when no word
-    /// is that long. Every commitment shares the trigrams of a reference's
-    /// prefix (`cita-`) and of common names, and pg_trgm reads the posting
-    /// list of every trigram of the pattern: for `Paciente 57321` that is
-    /// a third of a million entries for each trigram of `paciente`, 10 ms
-    /// at a million intentions, against under 1 ms for `57321`. The whole
-    /// text is then checked on the few candidates ([`Search::commitments_sql`]).
-    /// Words are runs of letters and digits, as pg_trgm splits them, so
-    /// the word's pattern matches every document the whole text's does.
-    fn index_word(head: &str) -> &str {
-        head.split(|c: char| !c.is_alphanumeric())
+    /// The pattern PostgreSQL's trigram index is asked with for `head`:
+    /// its words of three characters or more in order (`%w1%w2%`), only
+    /// those with digits when there are some (a reference's number, a
+    /// phone's digits); `%head%` when no word is that long. pg_trgm reads
+    /// the posting list of every trigram of the pattern, and each
+    /// candidate it returns costs an accent fold when the whole text is
+    /// checked ([`Search::commitments_sql`]). Every commitment shares the
+    /// trigrams of a reference's prefix (`cita-`): for `Paciente 57321`
+    /// they are a third of a million entries each at a million
+    /// intentions, 10 ms, against under 1 ms for `57321`. A name's words
+    /// all together find the few documents holding each (a patient not
+    /// in the ledger, a typo), where its longest word alone (`patricia`)
+    /// brought back thousands to fold and reject; three groups of digits
+    /// as dialled (`908 439 509`) the same. Words are runs of letters and
+    /// digits, as pg_trgm splits them, so the pattern matches every
+    /// document the whole text's does.
+    fn index_like(head: &str) -> String {
+        let words: Vec<&str> = head
+            .split(|c: char| !c.is_alphanumeric())
             .filter(|w| w.chars().count() >= 3)
-            .max_by_key(|w| (w.chars().any(|c| c.is_ascii_digit()), w.chars().count()))
-            .unwrap_or(head)
+            .collect();
+        let digits: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .collect();
+        match (digits.is_empty(), words.is_empty()) {
+            (false, _) => format!("%{}%", digits.join("%")),
+            (true, false) => format!("%{}%", words.join("%")),
+            (true, true) => format!("%{head}%"),
+        }
     }
 
     /// Commitments the trigram index matches, as `SELECT cid`: `arg` the
     /// placeholder of the phrase or pattern ([`Search::arg`]), `recheck`
     /// the whole text's pattern (`like`). The index is each engine's own:
     /// FTS5 trigrams on SQLite, pg_trgm over `unavez_fold(doc)` on
-    /// PostgreSQL, asked for one word and the whole text checked on what it
+    /// PostgreSQL, asked for its telling words and the whole text checked on what it
     /// finds (`OFFSET 0` keeps the check out of the index scan, where it
     /// would bring back every trigram of the text).
     pub(super) fn commitments_sql(&self, pg: bool, arg: &str, recheck: &str) -> String {

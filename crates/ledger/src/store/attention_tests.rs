@@ -44,11 +44,15 @@ fn a_search_splits_the_reference_from_a_typed_key() {
 }
 
 #[test]
-fn postgresql_asks_its_trigram_index_for_the_most_telling_word() {
+fn postgresql_asks_its_trigram_index_for_the_most_telling_words() {
     let word = |text: &str| Search::parse(Some(text), PE).unwrap().index_like;
     assert_eq!(word("Paciente 57321"), "%57321%");
     assert_eq!(word("cita-322583:recordatorio-24h"), "%322583%");
-    assert_eq!(word("María Quispe"), "%Quispe%");
+    assert_eq!(word("908 439 509"), "%908%439%509%");
+    // A name's words all together, in the order typed.
+    assert_eq!(word("María Quispe"), "%María%Quispe%");
+    assert_eq!(word("patricia qiuspe"), "%patricia%qiuspe%");
+    assert_eq!(word("Flor de María"), "%Flor%María%");
     // Too short for a trigram of its own: the whole text.
     assert_eq!(word("ab cd"), "%ab cd%");
     // Too short for trigrams at all: the plain pattern on both engines.

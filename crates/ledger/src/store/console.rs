@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::attention::{AttentionRow, Search, attention_row, intention_keys, page_sql};
-use super::search::{Matches, fuzzy_rank_sql, json_ids_sql};
+use super::search::{Matches, fuzzy_rank_sql, matched_commitments_sql};
 use super::{Result, Tx, ms};
 use crate::domain::commitment::{CommitmentKind, CommitmentStatus};
 use crate::domain::counter::Counter;
@@ -211,14 +211,10 @@ impl Tx<'_> {
             None => None,
         };
         // A search drives from its matches (few) to their commitments; the
-        // join order (`CROSS JOIN` on SQLite) keeps the engine from walking
-        // the whole time range and probing the matches instead.
+        // join order (see `matched_commitments_sql`) keeps the engine from
+        // walking the whole time range and probing the matches instead.
         let from_sql = match &search {
-            Some(_) => format!(
-                "({}) m {} commitments c ON c.id = m.cid",
-                json_ids_sql(pg, "?5"),
-                super::attention::fixed_join(pg)
-            ),
+            Some(_) => matched_commitments_sql(pg, "?5"),
             None => "commitments c".to_string(),
         };
         // Exact matches before the ones found by forgiving a typo.

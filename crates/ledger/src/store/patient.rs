@@ -8,9 +8,9 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::attention::{Search, fixed_join};
+use super::attention::Search;
 use super::console::upcoming_row;
-use super::search::json_ids_sql;
+use super::search::matched_commitments_sql;
 use super::{Result, Tx, UpcomingRow, ms};
 use crate::vals;
 
@@ -50,11 +50,10 @@ impl Tx<'_> {
         // exact and one-typo matches alike: the chooser lists them by name.
         let sql = format!(
             "SELECT k.id, k.phone, max(coalesce(k.name, c.contact_name))
-             FROM ({}) m {} commitments c ON c.id = m.cid JOIN contacts k ON k.id = c.contact_id
+             FROM {} JOIN contacts k ON k.id = c.contact_id
              GROUP BY k.id, k.phone
              ORDER BY max(coalesce(k.name, c.contact_name)), k.phone LIMIT ?1",
-            json_ids_sql(pg, "?2"),
-            fixed_join(pg)
+            matched_commitments_sql(pg, "?2")
         );
         let args = vals![i64::from(limit.max(1)), matches.all_json()];
         Ok(db.rows(&sql, &args, |r| {

@@ -71,6 +71,44 @@ pub(super) fn json_ids_sql(pg: bool, param: &str) -> String {
     }
 }
 
+/// `FROM` the commitments whose ids are in the JSON array `param`, as
+/// `m(cid)` and `c`, read from the matches (few) to their rows by primary
+/// key whatever else the statement filters on. SQLite keeps the written
+/// order of a `CROSS JOIN`. PostgreSQL's generic plan (the console's, see
+/// `PgUrl::generic_plans`) cannot see how many ids the array holds nor
+/// how wide a time range is: it takes the array for 100 rows and a range
+/// of `starts_at` for 0.5 % of the table, and walks the whole range
+/// (every commitment, for Próximas citas' 90 days) to hash-join a handful
+/// of matches. A `LATERAL` subquery with `OFFSET 0` cannot be flattened,
+/// so each match is one probe of `commitments_pkey` there too.
+pub(super) fn matched_commitments_sql(pg: bool, param: &str) -> String {
+    if pg {
+        format!(
+            "({}) m CROSS JOIN LATERAL (SELECT * FROM commitments WHERE id = m.cid OFFSET 0) c",
+            json_ids_sql(pg, param)
+        )
+    } else {
+        format!(
+            "({}) m CROSS JOIN commitments c ON c.id = m.cid",
+            json_ids_sql(pg, param)
+        )
+    }
+}
+
+/// `SELECT {col}` from `table` for every string of the JSON array
+/// `param` equal to `table.{key}` (PostgreSQL): one index probe per
+/// string. Written as `key IN (SELECT json_array_elements_text(…))` the
+/// planner takes the array for 100 strings, each as common as the
+/// column's average value, and scans the whole table to hash-join them
+/// (every name word of every commitment, for a two-word name); the
+/// `LATERAL … OFFSET 0` subquery cannot be flattened into that join.
+fn pg_probe_sql(col: &str, table: &str, key: &str, param: &str) -> String {
+    format!(
+        "SELECT t.{col} FROM json_array_elements_text(CAST(CAST({param} AS TEXT) AS json)) AS q(v)
+         CROSS JOIN LATERAL (SELECT {col} FROM {table} WHERE {key} = q.v OFFSET 0) AS t"
+    )
+}
+
 /// `1` when the row's commitment `cid` is among the fuzzy matches in
 /// `param`, else `0`: the first ordering term of a searched list.
 pub(super) fn fuzzy_rank_sql(pg: bool, cid: &str, param: &str) -> String {
@@ -158,7 +196,7 @@ fn name_matches(db: &Db<'_>, q: &PatientQuery) -> Result<Vec<(i64, Closeness)>> 
     }
     keys.sort();
     keys.dedup();
-    let near: Vec<String> = db.rows(near_words_sql(db.is_pg()), &vals![json_text(&keys)], |r| r.text(0))?;
+    let near: Vec<String> = db.rows(&near_words_sql(db.is_pg()), &vals![json_text(&keys)], |r| r.text(0))?;
     let any_words: Vec<Vec<String>> = typed
         .iter()
         .map(|w| {
@@ -188,12 +226,14 @@ fn json_text(words: &[String]) -> String {
 }
 
 /// The vocabulary's words filed under any string of `?1` (a JSON array).
-fn near_words_sql(pg: bool) -> &'static str {
+fn near_words_sql(pg: bool) -> String {
     if pg {
-        "SELECT DISTINCT word FROM name_word_deletes
-         WHERE del IN (SELECT json_array_elements_text(CAST(CAST(?1 AS TEXT) AS json)))"
+        format!(
+            "SELECT DISTINCT word FROM ({}) AS near",
+            pg_probe_sql("word", "name_word_deletes", "del", "?1")
+        )
     } else {
-        "SELECT DISTINCT word FROM name_word_deletes WHERE del IN (SELECT value FROM json_each(?1))"
+        "SELECT DISTINCT word FROM name_word_deletes WHERE del IN (SELECT value FROM json_each(?1))".into()
     }
 }
 
@@ -276,12 +316,7 @@ impl Tx<'_> {
 fn commitments_with(db: &Db<'_>, groups: &[Vec<String>]) -> Result<Vec<i64>> {
     if db.is_pg() {
         let parts: Vec<String> = (1..=groups.len())
-            .map(|k| {
-                format!(
-                    "SELECT commitment_id FROM commitment_search_names
-                     WHERE word IN (SELECT json_array_elements_text(CAST(CAST(?{k} AS TEXT) AS json)))"
-                )
-            })
+            .map(|k| pg_probe_sql("commitment_id", "commitment_search_names", "word", &format!("?{k}")))
             .collect();
         let args: Vec<crate::sql::Value<'_>> = groups
             .iter()
