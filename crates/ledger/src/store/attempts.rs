@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
-use super::dispatch::{runs, values_rows};
+use super::dispatch::{bind_rows, row_source, set_runs};
 use super::{Result, StoreError, Tx, ms};
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
 use crate::rules_sql::{self, Sql};
@@ -106,15 +106,17 @@ impl Tx<'_> {
     /// or annotates ones already closed (rare: one by one).
     pub fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()> {
         let ends: Vec<&AttemptWrite> = rows.iter().filter(|w| matches!(w, AttemptWrite::End { .. })).collect();
-        for run in runs(ends.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, ends.len()) {
             let sql = format!(
                 "WITH v(id, ended_at, outcome, http_status, command_id, message_id, error_code, error_detail)
-                     AS (VALUES {})
+                     AS ({})
                  UPDATE attempts SET ended_at = v.ended_at, outcome = v.outcome, http_status = v.http_status,
                      command_id = v.command_id, message_id = v.message_id, error_code = v.error_code,
                      error_detail = v.error_detail
                  FROM v WHERE attempts.id = v.id",
-                values_rows(
+                row_source(
+                    pg,
                     &["BIGINT", "BIGINT", "TEXT", "BIGINT", "TEXT", "TEXT", "TEXT", "TEXT"],
                     run.len()
                 )
@@ -144,7 +146,7 @@ impl Tx<'_> {
                     ]);
                 }
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 8, values))?;
         }
         for w in rows {
             if let AttemptWrite::LateAnswer {
@@ -193,19 +195,20 @@ impl Tx<'_> {
             }
         }
         let rows = merged.as_slice();
-        for run in runs(rows.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, rows.len()) {
             let sql = format!(
-                "WITH v(id, command_id, message_id) AS (VALUES {})
+                "WITH v(id, command_id, message_id) AS ({})
                  UPDATE intentions SET provider_command_id = coalesce(v.command_id, provider_command_id),
                      provider_message_id = coalesce(v.message_id, provider_message_id)
                  FROM v WHERE intentions.id = v.id",
-                values_rows(&["BIGINT", "TEXT", "TEXT"], run.len())
+                row_source(pg, &["BIGINT", "TEXT", "TEXT"], run.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 3);
             for (id, command_id, message_id) in &rows[run] {
                 values.extend(vals![*id, command_id.as_ref(), message_id.as_ref()]);
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 3, values))?;
         }
         Ok(())
     }

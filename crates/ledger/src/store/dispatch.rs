@@ -84,6 +84,67 @@ pub(super) fn runs_of(n: usize, max: usize) -> impl Iterator<Item = Range<usize>
     })
 }
 
+/// The runs a set-based write of `n` rows takes: [`runs`] on SQLite; on
+/// PostgreSQL one run of all of them, whose rows travel as one JSON
+/// parameter ([`row_source`]), so a batch of any size is one statement
+/// and one round trip per kind of row, with one prepared text.
+pub(super) fn set_runs(pg: bool, n: usize) -> Box<dyn Iterator<Item = Range<usize>>> {
+    if pg {
+        Box::new((n > 0).then_some(0..n).into_iter())
+    } else {
+        Box::new(runs(n))
+    }
+}
+
+/// The rows of a set-based statement, where `VALUES …` would stand: on
+/// SQLite `rows` groups of `?` marks ([`values_rows`]); on PostgreSQL a
+/// `SELECT` of the columns (cast to `types`) from the JSON array of
+/// arrays bound at `?1` (see [`bind_rows`]), whatever the count.
+pub(super) fn row_source(pg: bool, types: &[&str], rows: usize) -> String {
+    if pg {
+        let cols: Vec<String> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("CAST(e->>{i} AS {t})"))
+            .collect();
+        format!(
+            "SELECT {} FROM json_array_elements(CAST(?1 AS json)) AS e",
+            cols.join(",")
+        )
+    } else {
+        format!("VALUES {}", values_rows(types, rows))
+    }
+}
+
+/// The parameters for [`row_source`]: `flat` (rows of `width` values,
+/// one after the other) as they are on SQLite, or one JSON array of
+/// arrays on PostgreSQL.
+pub(super) fn bind_rows(pg: bool, width: usize, flat: Vec<Value<'_>>) -> Vec<Value<'_>> {
+    if !pg {
+        return flat;
+    }
+    let mut json = String::with_capacity(flat.len() * 12 + 2);
+    json.push('[');
+    for (i, v) in flat.iter().enumerate() {
+        json.push_str(match (i % width, i) {
+            (0, 0) => "[",
+            (0, _) => "],[",
+            _ => ",",
+        });
+        match v {
+            Value::Null => json.push_str("null"),
+            Value::Int(n) => json.push_str(&n.to_string()),
+            Value::Real(r) => json.push_str(&serde_json::Value::from(*r).to_string()),
+            Value::Text(t) => json.push_str(&serde_json::Value::from(t.as_ref()).to_string()),
+        }
+    }
+    if !flat.is_empty() {
+        json.push(']');
+    }
+    json.push(']');
+    vec![Value::Text(json.into())]
+}
+
 /// `rows` groups of `?` marks, one per column, cast to the column's type:
 /// the `VALUES` of a multi-row statement. PostgreSQL cannot tell the type
 /// of a bare parameter in `VALUES`; the casts say it on both engines.
@@ -221,21 +282,22 @@ impl Tx<'_> {
     /// Writes attempts (with the lease of a claim) in a few set-based
     /// statements; returns their ids in the order given.
     pub fn start_attempts(&self, rows: &[NewAttempt]) -> Result<Vec<i64>> {
-        for run in runs(rows.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, rows.len()) {
             let sql = format!(
-                "WITH v(id, n, at, owner, until) AS (VALUES {})
+                "WITH v(id, n, at, owner, until) AS ({})
                  UPDATE intentions SET attempt_count = v.n, updated_at = v.at,
                      lease_owner = coalesce(v.owner, lease_owner), lease_until = coalesce(v.until, lease_until),
                      next_attempt_at = CASE WHEN v.owner IS NULL THEN next_attempt_at ELSE NULL END
                  FROM v WHERE intentions.id = v.id",
-                values_rows(&[I, I, I, T, I], run.len())
+                row_source(pg, &[I, I, I, T, I], run.len())
             );
             let mut values = Vec::with_capacity(run.len() * 5);
             for a in &rows[run] {
                 let (owner, until) = lease_of(a);
                 values.extend([a.intention_id.into(), a.n.into(), ms(a.at).into(), owner, until]);
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 5, values))?;
         }
         self.insert_attempts(rows)
     }
@@ -246,15 +308,16 @@ impl Tx<'_> {
     /// then the history rows and the attempt rows. Returns the attempt ids
     /// in order.
     pub fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>> {
-        for run in runs(claims.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, claims.len()) {
             let chunk = &claims[run];
             let sql = format!(
-                "WITH v(id, from_state, to_state, reason, at, owner, until, n) AS (VALUES {})
+                "WITH v(id, from_state, to_state, reason, at, owner, until, n) AS ({})
                  UPDATE intentions SET state = v.to_state, state_reason = v.reason, state_changed_at = v.at,
                      updated_at = v.at, lease_owner = v.owner, lease_until = v.until, attempt_count = v.n,
                      next_attempt_at = NULL
                  FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                values_rows(&[I, T, T, T, I, T, I, I], chunk.len())
+                row_source(pg, &[I, T, T, T, I, T, I, I], chunk.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 8);
             for c in chunk {
@@ -263,7 +326,7 @@ impl Tx<'_> {
                 values.extend(move_values(r));
                 values.extend([owner, until, a.n.into()]);
             }
-            let changed = self.db().exec(&sql, &values)?;
+            let changed = self.db().exec(&sql, &bind_rows(pg, 8, values))?;
             if changed != chunk.len() {
                 return Err(self.stale(self.first_moved(chunk.iter().map(|c| &c.record))));
             }
@@ -314,22 +377,23 @@ impl Tx<'_> {
             // one, so row by row.
             return self.apply_records(records);
         }
-        for run in runs(moves.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, moves.len()) {
             let chunk = &moves[run];
             let sql = format!(
-                "WITH v(id, from_state, to_state, reason, at) AS (VALUES {})
+                "WITH v(id, from_state, to_state, reason, at) AS ({})
                  UPDATE intentions SET state = v.to_state, state_reason = v.reason, state_changed_at = v.at,
                      updated_at = v.at,
                      lease_owner = CASE WHEN v.to_state = 'dispatching' THEN lease_owner ELSE NULL END,
                      lease_until = CASE WHEN v.to_state = 'dispatching' THEN lease_until ELSE NULL END
                  FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                values_rows(&MOVE, chunk.len())
+                row_source(pg, &MOVE, chunk.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 5);
             for r in chunk {
                 values.extend(move_values(r));
             }
-            let changed = self.db().exec(&sql, &values)?;
+            let changed = self.db().exec(&sql, &bind_rows(pg, 5, values))?;
             if changed != chunk.len() {
                 return Err(self.stale(self.first_moved(chunk.iter().copied())));
             }
@@ -340,11 +404,12 @@ impl Tx<'_> {
 
     /// Appends history rows, a multi-row `INSERT` per run.
     pub(super) fn insert_history(&self, records: &[&Record]) -> Result<()> {
-        for run in runs(records.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, records.len()) {
             let sql = format!(
                 "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause,
-                     evidence, note, commitment_version) VALUES {}",
-                values_rows(&[I, I, T, T, I, T, T, T, T, I], run.len())
+                     evidence, note, commitment_version) {}",
+                row_source(pg, &[I, I, T, T, I, T, T, T, T, I], run.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 10);
             for r in &records[run] {
@@ -361,7 +426,7 @@ impl Tx<'_> {
                     r.said.commitment_version,
                 ]);
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 10, values))?;
         }
         Ok(())
     }
@@ -371,11 +436,12 @@ impl Tx<'_> {
     /// `(intention_id, n)`, since `RETURNING` promises no order).
     fn insert_attempts(&self, rows: &[NewAttempt]) -> Result<Vec<i64>> {
         let mut ids: HashMap<(i64, i64), i64> = HashMap::with_capacity(rows.len());
-        for run in runs(rows.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, rows.len()) {
             let sql = format!(
                 "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
-                 VALUES {} RETURNING id, intention_id, n",
-                values_rows(&[I, I, T, T, I, I], run.len())
+                 {} RETURNING id, intention_id, n",
+                row_source(pg, &[I, I, T, T, I, I], run.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 6);
             for a in &rows[run] {
@@ -390,7 +456,7 @@ impl Tx<'_> {
             }
             for (id, intention, n) in self
                 .db()
-                .rows(&sql, &values, |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?)))?
+                .rows(&sql, &bind_rows(pg, 6, values), |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?)))?
             {
                 ids.insert((intention, n), id);
             }
