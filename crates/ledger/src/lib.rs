@@ -59,3 +59,12 @@ pub mod rows;
 pub mod rules_sql;
 pub mod sql;
 pub mod store;
+
+/// TEMPORARY (levers measurement): whether lever `name` is switched off
+/// by `UNAVEZ_LEVERS_OFF`.
+pub fn lever_off(name: &str) -> bool {
+    static OFF: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OFF.get_or_init(|| std::env::var("UNAVEZ_LEVERS_OFF").unwrap_or_default())
+        .split(',')
+        .any(|s| s == name)
+}

@@ -134,7 +134,7 @@ async fn read(
         return Err("no reader".into());
     };
     db.call(move |store| {
-        Ok(store.read(|tx| Ok::<_, crate::store::StoreError>((tx.presend_facts(&ids)?, tx.clock(Utc::now())?)))?)
+        Ok(store.read(|tx| tx.presend_facts_now(&ids))?)
     })
     .await
     .map_err(|e| e.to_string())

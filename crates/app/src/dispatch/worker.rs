@@ -199,7 +199,10 @@ pub(crate) async fn dispatch_loop(
         // messages; waiting until a refill's worth is free makes each
         // commit carry many claims and results. Without one (the normal
         // trickle of due messages), claims go at once: no added latency.
-        let refill = !backlog || inflight.is_empty() || free >= refill_floor(&settings);
+        let refill = !backlog
+            || inflight.is_empty()
+            || free >= refill_floor(&settings)
+            || unavez_ledger::lever_off("refill");
         if free > 0 && !held && !refill && !matches!(mode, Mode::Once) {
             wait_for_sends(&mut inflight, &mut attempts, &mut results, None, &stop).await;
             gate.note(results.answers(), &ctl);

@@ -89,7 +89,7 @@ pub(super) fn runs_of(n: usize, max: usize) -> impl Iterator<Item = Range<usize>
 /// parameter ([`row_source`]), so a batch of any size is one statement
 /// and one round trip per kind of row, with one prepared text.
 pub(super) fn set_runs(pg: bool, n: usize) -> Box<dyn Iterator<Item = Range<usize>>> {
-    if pg {
+    if pg && !crate::lever_off("json") {
         Box::new((n > 0).then_some(0..n).into_iter())
     } else {
         Box::new(runs(n))
@@ -101,7 +101,7 @@ pub(super) fn set_runs(pg: bool, n: usize) -> Box<dyn Iterator<Item = Range<usiz
 /// `SELECT` of the columns (cast to `types`) from the JSON array of
 /// arrays bound at `?1` (see [`bind_rows`]), whatever the count.
 pub(super) fn row_source(pg: bool, types: &[&str], rows: usize) -> String {
-    if pg {
+    if pg && !crate::lever_off("json") {
         let cols: Vec<String> = types
             .iter()
             .enumerate()
@@ -120,7 +120,7 @@ pub(super) fn row_source(pg: bool, types: &[&str], rows: usize) -> String {
 /// one after the other) as they are on SQLite, or one JSON array of
 /// arrays on PostgreSQL.
 pub(super) fn bind_rows(pg: bool, width: usize, flat: Vec<Value<'_>>) -> Vec<Value<'_>> {
-    if !pg {
+    if !pg || crate::lever_off("json") {
         return flat;
     }
     let mut json = String::with_capacity(flat.len() * 12 + 2);
@@ -507,12 +507,37 @@ impl Tx<'_> {
     /// `attempt_ids` (missing ids are simply absent). Read-only: run it on
     /// a reader connection, so it never queues behind the writer.
     pub fn presend_facts(&self, attempt_ids: &[i64]) -> Result<Vec<PresendFacts>> {
+        Ok(self.presend_rows(attempt_ids, "")?.into_iter().map(|(f, _)| f).collect())
+    }
+
+    /// [`Tx::presend_facts`] and the ledger's clock ([`Tx::clock`]) to
+    /// compare the leases with: on PostgreSQL the server's clock comes
+    /// back with the rows, one round trip instead of two (the pre-send
+    /// check asks for every few messages that leave).
+    pub fn presend_facts_now(&self, attempt_ids: &[i64]) -> Result<(Vec<PresendFacts>, DateTime<Utc>)> {
+        if !self.is_pg() {
+            return Ok((self.presend_facts(attempt_ids)?, self.clock(Utc::now())?));
+        }
+        let rows = self.presend_rows(attempt_ids, ", unavez_now_ms()")?;
+        let now = match rows.first() {
+            Some((_, Some(ms))) => super::from_ms(*ms),
+            _ => self.clock(Utc::now())?,
+        };
+        Ok((rows.into_iter().map(|(f, _)| f).collect(), now))
+    }
+
+    /// The pre-send facts, with `extra` (one integer column, or nothing).
+    fn presend_rows(&self, attempt_ids: &[i64], extra: &str) -> Result<Vec<(PresendFacts, Option<i64>)>> {
+        let with_extra = !extra.is_empty();
         self.attempt_rows(
-            "a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
-             i.lease_until, i.purpose, c.version, c.status = 'cancelled'",
+            &format!(
+                "a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
+                 i.lease_until, i.purpose, c.version, c.status = 'cancelled'{extra}"
+            ),
             attempt_ids,
             |r| {
-                Ok(PresendFacts {
+                let at = if with_extra { Some(r.int(10)?) } else { None };
+                Ok((PresendFacts {
                     attempt_id: r.int(0)?,
                     n: r.int(1)?,
                     attempt_open: r.flag(2)?,
@@ -523,7 +548,7 @@ impl Tx<'_> {
                     purpose: r.text(7)?,
                     commitment_version: r.int(8)?,
                     commitment_cancelled: r.flag(9)?,
-                })
+                }, at))
             },
         )
     }
