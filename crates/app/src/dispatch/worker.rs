@@ -204,8 +204,11 @@ pub(crate) async fn dispatch_loop(
             || free >= refill_floor(&settings)
             || unavez_ledger::lever_off("refill");
         if free > 0 && !held && !refill && !matches!(mode, Mode::Once) {
+            // Only the answers this wait collected: the earlier ones were
+            // noted when they came.
+            let seen = results.done.len();
             wait_for_sends(&mut inflight, &mut attempts, &mut results, None, &stop).await;
-            gate.note(results.answers(), &ctl);
+            gate.note(results.answers_from(seen), &ctl);
             continue;
         }
         if free > 0 && !held && !(matches!(mode, Mode::Once) && claimed_once) {
@@ -327,7 +330,12 @@ impl Results {
 
     /// The channel's answers among the results.
     fn answers(&self) -> impl Iterator<Item = &SendOutcome> {
-        self.done.iter().filter_map(|(_, sent)| match sent {
+        self.answers_from(0)
+    }
+
+    /// The channel's answers among the results from the `start`th on.
+    fn answers_from(&self, start: usize) -> impl Iterator<Item = &SendOutcome> {
+        self.done[start.min(self.done.len())..].iter().filter_map(|(_, sent)| match sent {
             Sent::Answered(o) => Some(o),
             Sent::NotSent(_) => None,
         })

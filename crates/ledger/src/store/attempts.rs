@@ -177,23 +177,7 @@ impl Tx<'_> {
     /// Stores the channel's references (a given value replaces the stored
     /// one), one statement per run of rows.
     pub fn set_channel_refs(&self, rows: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
-        // One row per intention, a later value over an earlier one, as if
-        // written one after the other.
-        let mut merged: Vec<(i64, Option<String>, Option<String>)> = Vec::with_capacity(rows.len());
-        let mut at: HashMap<i64, usize> = HashMap::with_capacity(rows.len());
-        for (id, c, m) in rows {
-            match at.get(id) {
-                Some(&i) => {
-                    let row = &mut merged[i];
-                    row.1 = c.clone().or(row.1.take());
-                    row.2 = m.clone().or(row.2.take());
-                }
-                None => {
-                    at.insert(*id, merged.len());
-                    merged.push((*id, c.clone(), m.clone()));
-                }
-            }
-        }
+        let merged = merge_refs(rows);
         let rows = merged.as_slice();
         let pg = self.is_pg();
         for run in set_runs(pg, rows.len()) {
@@ -249,4 +233,25 @@ impl Tx<'_> {
             notice,
         })
     }
+}
+
+/// One row per intention, a later value over an earlier one, as if
+/// written one after the other.
+pub(super) fn merge_refs(rows: &[super::dispatch::ChannelRefs]) -> Vec<super::dispatch::ChannelRefs> {
+    let mut merged: Vec<super::dispatch::ChannelRefs> = Vec::with_capacity(rows.len());
+    let mut at: HashMap<i64, usize> = HashMap::with_capacity(rows.len());
+    for (id, c, m) in rows {
+        match at.get(id) {
+            Some(&i) => {
+                let row = &mut merged[i];
+                row.1 = c.clone().or(row.1.take());
+                row.2 = m.clone().or(row.2.take());
+            }
+            None => {
+                at.insert(*id, merged.len());
+                merged.push((*id, c.clone(), m.clone()));
+            }
+        }
+    }
+    merged
 }

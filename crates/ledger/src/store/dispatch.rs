@@ -10,6 +10,9 @@ use std::ops::Range;
 
 use super::{Result, StoreError, Tx, ms};
 use crate::api::{ClaimFacts, ClaimScope, NewAttempt, NewClaim};
+
+/// An intention's channel references: `(id, command id, message id)`.
+pub type ChannelRefs = (i64, Option<String>, Option<String>);
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::history::Record;
 use crate::domain::state::IntentionState;
@@ -156,9 +159,6 @@ pub(super) fn values_rows(types: &[&str], rows: usize) -> String {
 
 const I: &str = "BIGINT";
 const T: &str = "TEXT";
-
-/// A state move's `(id, from_state, to_state, reason, at)`.
-const MOVE: [&str; 5] = [I, T, T, T, I];
 
 fn move_values(r: &Record) -> [Value<'_>; 5] {
     vals![
@@ -370,30 +370,50 @@ impl Tx<'_> {
     /// lease) and appends every record's history row: the rows of
     /// `apply_records`, in one statement per run of rows.
     pub fn apply_records_set(&self, records: &[Record]) -> Result<()> {
+        self.apply_results_set(records, &[])
+    }
+
+    /// [`Tx::set_channel_refs`] then [`Tx::apply_records_set`], with the
+    /// references of a moved intention written by its move: one new
+    /// version of the row instead of two (on PostgreSQL each is a copy of
+    /// the row and an entry in every index of `intentions`).
+    pub fn apply_results_set(&self, records: &[Record], refs: &[ChannelRefs]) -> Result<()> {
         let moves: Vec<&Record> = records.iter().filter(|r| r.applied && r.from.is_some()).collect();
         let mut seen = std::collections::HashSet::with_capacity(moves.len());
         if !moves.iter().all(|r| seen.insert(r.intention_id)) {
             // One intention moved twice: each move must see the previous
             // one, so row by row.
+            self.set_channel_refs(refs)?;
             return self.apply_records(records);
         }
+        let mut refs_of: HashMap<i64, ChannelRefs> = super::attempts::merge_refs(refs)
+            .into_iter()
+            .map(|r| (r.0, r))
+            .collect();
+        let with: Vec<Option<ChannelRefs>> = moves.iter().map(|r| refs_of.remove(&r.intention_id)).collect();
+        let alone: Vec<ChannelRefs> = refs.iter().filter_map(|r| refs_of.remove(&r.0)).collect();
+        self.set_channel_refs(&alone)?;
         let pg = self.is_pg();
         for run in set_runs(pg, moves.len()) {
-            let chunk = &moves[run];
+            let (chunk, chunk_refs) = (&moves[run.clone()], &with[run]);
             let sql = format!(
-                "WITH v(id, from_state, to_state, reason, at) AS ({})
+                "WITH v(id, from_state, to_state, reason, at, command_id, message_id) AS ({})
                  UPDATE intentions SET state = v.to_state, state_reason = v.reason, state_changed_at = v.at,
                      updated_at = v.at,
                      lease_owner = CASE WHEN v.to_state = 'dispatching' THEN lease_owner ELSE NULL END,
-                     lease_until = CASE WHEN v.to_state = 'dispatching' THEN lease_until ELSE NULL END
+                     lease_until = CASE WHEN v.to_state = 'dispatching' THEN lease_until ELSE NULL END,
+                     provider_command_id = coalesce(v.command_id, provider_command_id),
+                     provider_message_id = coalesce(v.message_id, provider_message_id)
                  FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                row_source(pg, &MOVE, chunk.len())
+                row_source(pg, &[I, T, T, T, I, T, T], chunk.len())
             );
-            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 5);
-            for r in chunk {
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 7);
+            for (r, refs) in chunk.iter().zip(chunk_refs) {
                 values.extend(move_values(r));
+                let (c, m) = refs.as_ref().map_or((None, None), |r| (r.1.as_ref(), r.2.as_ref()));
+                values.extend(vals![c, m]);
             }
-            let changed = self.db().exec(&sql, &bind_rows(pg, 5, values))?;
+            let changed = self.db().exec(&sql, &bind_rows(pg, 7, values))?;
             if changed != chunk.len() {
                 return Err(self.stale(self.first_moved(chunk.iter().copied())));
             }
