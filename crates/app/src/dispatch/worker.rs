@@ -199,10 +199,8 @@ pub(crate) async fn dispatch_loop(
         // messages; waiting until a refill's worth is free makes each
         // commit carry many claims and results. Without one (the normal
         // trickle of due messages), claims go at once: no added latency.
-        let refill = !backlog
-            || inflight.is_empty()
-            || free >= refill_floor(&settings)
-            || unavez_ledger::lever_off("refill");
+        let refill =
+            !backlog || inflight.is_empty() || free >= refill_floor(&settings) || unavez_ledger::lever_off("refill");
         if free > 0 && !held && !refill && !matches!(mode, Mode::Once) {
             // Only the answers this wait collected: the earlier ones were
             // noted when they came.
@@ -335,10 +333,12 @@ impl Results {
 
     /// The channel's answers among the results from the `start`th on.
     fn answers_from(&self, start: usize) -> impl Iterator<Item = &SendOutcome> {
-        self.done[start.min(self.done.len())..].iter().filter_map(|(_, sent)| match sent {
-            Sent::Answered(o) => Some(o),
-            Sent::NotSent(_) => None,
-        })
+        self.done[start.min(self.done.len())..]
+            .iter()
+            .filter_map(|(_, sent)| match sent {
+                Sent::Answered(o) => Some(o),
+                Sent::NotSent(_) => None,
+            })
     }
 
     fn why(&self) -> &'static str {

@@ -111,7 +111,7 @@ pub(super) fn row_source(pg: bool, types: &[&str], rows: usize) -> String {
             .map(|(i, t)| format!("CAST(e->>{i} AS {t})"))
             .collect();
         format!(
-            "SELECT {} FROM json_array_elements(CAST(?1 AS json)) AS e",
+            "SELECT {} FROM json_array_elements(CAST(CAST(?1 AS TEXT) AS json)) AS e",
             cols.join(",")
         )
     } else {
@@ -474,10 +474,9 @@ impl Tx<'_> {
                     a.version_checked
                 ]);
             }
-            for (id, intention, n) in self
-                .db()
-                .rows(&sql, &bind_rows(pg, 6, values), |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?)))?
-            {
+            for (id, intention, n) in self.db().rows(&sql, &bind_rows(pg, 6, values), |r| {
+                Ok((r.int(0)?, r.int(1)?, r.int(2)?))
+            })? {
                 ids.insert((intention, n), id);
             }
         }
@@ -527,7 +526,11 @@ impl Tx<'_> {
     /// `attempt_ids` (missing ids are simply absent). Read-only: run it on
     /// a reader connection, so it never queues behind the writer.
     pub fn presend_facts(&self, attempt_ids: &[i64]) -> Result<Vec<PresendFacts>> {
-        Ok(self.presend_rows(attempt_ids, "")?.into_iter().map(|(f, _)| f).collect())
+        Ok(self
+            .presend_rows(attempt_ids, "")?
+            .into_iter()
+            .map(|(f, _)| f)
+            .collect())
     }
 
     /// [`Tx::presend_facts`] and the ledger's clock ([`Tx::clock`]) to
@@ -557,18 +560,21 @@ impl Tx<'_> {
             attempt_ids,
             |r| {
                 let at = if with_extra { Some(r.int(10)?) } else { None };
-                Ok((PresendFacts {
-                    attempt_id: r.int(0)?,
-                    n: r.int(1)?,
-                    attempt_open: r.flag(2)?,
-                    version_checked: r.int(3)?,
-                    state: r.state(4)?,
-                    lease_owner: r.opt_text(5)?,
-                    lease_until: r.opt_time(6)?,
-                    purpose: r.text(7)?,
-                    commitment_version: r.int(8)?,
-                    commitment_cancelled: r.flag(9)?,
-                }, at))
+                Ok((
+                    PresendFacts {
+                        attempt_id: r.int(0)?,
+                        n: r.int(1)?,
+                        attempt_open: r.flag(2)?,
+                        version_checked: r.int(3)?,
+                        state: r.state(4)?,
+                        lease_owner: r.opt_text(5)?,
+                        lease_until: r.opt_time(6)?,
+                        purpose: r.text(7)?,
+                        commitment_version: r.int(8)?,
+                        commitment_cancelled: r.flag(9)?,
+                    },
+                    at,
+                ))
             },
         )
     }
