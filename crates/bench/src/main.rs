@@ -98,6 +98,11 @@ struct Args {
         default_value = "postgres://postgres@127.0.0.1:5432/postgres"
     )]
     pg: String,
+    /// Only these parts of the `pg` section (comma-separated): baselines,
+    /// reserve, versus (in-process dispatch against River), http, wire
+    /// (round trips per message), console. Default: all of them.
+    #[arg(long, value_delimiter = ',')]
+    pg_parts: Vec<String>,
     /// Print the table as Markdown only (no progress lines).
     #[arg(long)]
     quiet: bool,
@@ -169,6 +174,11 @@ struct Run<'a> {
 impl Run<'_> {
     fn wants(&self, section: &str) -> bool {
         self.args.only.is_empty() || self.args.only.iter().any(|s| s == section)
+    }
+
+    /// Whether the `pg` section runs `part` (see `--pg-parts`).
+    fn wants_pg(&self, part: &str) -> bool {
+        self.args.pg_parts.is_empty() || self.args.pg_parts.iter().any(|s| s == part)
     }
     fn say(&self, msg: &str) {
         if !self.args.quiet {

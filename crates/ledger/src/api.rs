@@ -156,6 +156,14 @@ pub trait LedgerTx {
     fn apply_result_records(&self, records: &[Record]) -> Result<()> {
         self.apply_records(records)
     }
+    /// A result batch's channel references
+    /// ([`LedgerTx::set_channel_refs`]) and moves
+    /// ([`LedgerTx::apply_result_records`]); a backend may write an
+    /// intention's references with its move, in one row update.
+    fn apply_results(&self, records: &[Record], refs: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
+        self.set_channel_refs(refs)?;
+        self.apply_result_records(records)
+    }
     /// Closes attempts, or annotates ones already closed.
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()>;
     /// Stores the channel's references on intentions (a newer value wins).
@@ -219,6 +227,9 @@ impl LedgerTx for Tx<'_> {
     }
     fn apply_result_records(&self, records: &[Record]) -> Result<()> {
         Tx::apply_records_set(self, records)
+    }
+    fn apply_results(&self, records: &[Record], refs: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
+        Tx::apply_results_set(self, records, refs)
     }
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()> {
         Tx::write_attempts(self, rows)

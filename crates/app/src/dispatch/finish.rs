@@ -72,9 +72,8 @@ fn write_plans<L: LedgerTx + ?Sized>(tx: &L, plans: &[FinishPlan], now: DateTime
         .iter()
         .filter_map(|p| p.refs.clone().map(|(c, m)| (p.intention_id, c, m)))
         .collect();
-    tx.set_channel_refs(&refs)?;
     let records: Vec<_> = plans.iter().filter_map(|p| p.record.clone()).collect();
-    tx.apply_result_records(&records)?;
+    tx.apply_results(&records, &refs)?;
     let retries: Vec<_> = plans
         .iter()
         .filter_map(|p| p.next_attempt_at.map(|t| (p.intention_id, Some(t))))

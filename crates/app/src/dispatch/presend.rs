@@ -133,11 +133,9 @@ async fn read(
     let Some(db) = reader.as_ref() else {
         return Err("no reader".into());
     };
-    db.call(move |store| {
-        Ok(store.read(|tx| Ok::<_, crate::store::StoreError>((tx.presend_facts(&ids)?, tx.clock(Utc::now())?)))?)
-    })
-    .await
-    .map_err(|e| e.to_string())
+    db.call(move |store| Ok(store.read(|tx| tx.presend_facts_now(&ids))?))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The verdict for one attempt from one batch's facts. Pure.

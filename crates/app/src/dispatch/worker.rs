@@ -176,6 +176,10 @@ pub(crate) async fn dispatch_loop(
     let mut gate = Gate::new(&settings);
     // A ledger that is down fails every claim, every poll.
     let mut limit = super::log_limit::LogLimit::default();
+    // The last claim took all it asked for: more is due than fits, so the
+    // next claim waits for a refill's worth of free slots (see
+    // [`refill_floor`]).
+    let mut backlog = false;
     loop {
         if stop.is_cancelled() {
             break;
@@ -190,6 +194,20 @@ pub(crate) async fn dispatch_loop(
         // Claims stop while an operator paused the dispatcher or the
         // channel refused us.
         let held = *paused.borrow_and_update() || gate.down(&ctl);
+        // With a backlog, claiming the one or two slots each finished send
+        // frees costs a whole transaction (and its commit) per handful of
+        // messages; waiting until a refill's worth is free makes each
+        // commit carry many claims and results. Without one (the normal
+        // trickle of due messages), claims go at once: no added latency.
+        let refill = !backlog || inflight.is_empty() || free >= refill_floor(&settings);
+        if free > 0 && !held && !refill && !matches!(mode, Mode::Once) {
+            // Only the answers this wait collected: the earlier ones were
+            // noted when they came.
+            let seen = results.done.len();
+            wait_for_sends(&mut inflight, &mut attempts, &mut results, None, &stop).await;
+            gate.note(results.answers_from(seen), &ctl);
+            continue;
+        }
         if free > 0 && !held && !(matches!(mode, Mode::Once) && claimed_once) {
             claimed_once = true;
             let want = u32::try_from(free).unwrap_or(u32::MAX).min(settings.batch_size);
@@ -207,6 +225,7 @@ pub(crate) async fn dispatch_loop(
                     }
                     full_batch = decisions.len() as u32 >= want || (matches!(mode, Mode::Ids(_)) && !queue.is_empty());
                     claimed_any = !decisions.is_empty() || !queue.is_empty();
+                    backlog = full_batch;
                     for d in decisions {
                         if let Some(c) = report.add_claim(d) {
                             // Chaos kill point: claimed and attempt recorded (one
@@ -257,6 +276,14 @@ pub(crate) async fn dispatch_loop(
     Ok(report)
 }
 
+/// Free slots a claim waits for while more is due than fits: half of
+/// what one claim may take, so that a commit carries a batch rather than
+/// the few sends that finished during the previous one, while the other
+/// half stays in flight.
+fn refill_floor(s: &Settings) -> usize {
+    (s.concurrency.min(s.batch_size as usize) / 2).max(1)
+}
+
 /// Waits until a send finishes (then collects every finished one), the
 /// poll interval passes (`None`: more is due now, wait for sends only) or
 /// the run is told to stop.
@@ -300,10 +327,17 @@ impl Results {
 
     /// The channel's answers among the results.
     fn answers(&self) -> impl Iterator<Item = &SendOutcome> {
-        self.done.iter().filter_map(|(_, sent)| match sent {
-            Sent::Answered(o) => Some(o),
-            Sent::NotSent(_) => None,
-        })
+        self.answers_from(0)
+    }
+
+    /// The channel's answers among the results from the `start`th on.
+    fn answers_from(&self, start: usize) -> impl Iterator<Item = &SendOutcome> {
+        self.done[start.min(self.done.len())..]
+            .iter()
+            .filter_map(|(_, sent)| match sent {
+                Sent::Answered(o) => Some(o),
+                Sent::NotSent(_) => None,
+            })
     }
 
     fn why(&self) -> &'static str {

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
-use super::dispatch::{runs, values_rows};
+use super::dispatch::{bind_rows, row_source, set_runs};
 use super::{Result, StoreError, Tx, ms};
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
 use crate::rules_sql::{self, Sql};
@@ -106,15 +106,17 @@ impl Tx<'_> {
     /// or annotates ones already closed (rare: one by one).
     pub fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()> {
         let ends: Vec<&AttemptWrite> = rows.iter().filter(|w| matches!(w, AttemptWrite::End { .. })).collect();
-        for run in runs(ends.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, ends.len()) {
             let sql = format!(
                 "WITH v(id, ended_at, outcome, http_status, command_id, message_id, error_code, error_detail)
-                     AS (VALUES {})
+                     AS ({})
                  UPDATE attempts SET ended_at = v.ended_at, outcome = v.outcome, http_status = v.http_status,
                      command_id = v.command_id, message_id = v.message_id, error_code = v.error_code,
                      error_detail = v.error_detail
                  FROM v WHERE attempts.id = v.id",
-                values_rows(
+                row_source(
+                    pg,
                     &["BIGINT", "BIGINT", "TEXT", "BIGINT", "TEXT", "TEXT", "TEXT", "TEXT"],
                     run.len()
                 )
@@ -144,7 +146,7 @@ impl Tx<'_> {
                     ]);
                 }
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 8, values))?;
         }
         for w in rows {
             if let AttemptWrite::LateAnswer {
@@ -175,37 +177,22 @@ impl Tx<'_> {
     /// Stores the channel's references (a given value replaces the stored
     /// one), one statement per run of rows.
     pub fn set_channel_refs(&self, rows: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
-        // One row per intention, a later value over an earlier one, as if
-        // written one after the other.
-        let mut merged: Vec<(i64, Option<String>, Option<String>)> = Vec::with_capacity(rows.len());
-        let mut at: HashMap<i64, usize> = HashMap::with_capacity(rows.len());
-        for (id, c, m) in rows {
-            match at.get(id) {
-                Some(&i) => {
-                    let row = &mut merged[i];
-                    row.1 = c.clone().or(row.1.take());
-                    row.2 = m.clone().or(row.2.take());
-                }
-                None => {
-                    at.insert(*id, merged.len());
-                    merged.push((*id, c.clone(), m.clone()));
-                }
-            }
-        }
+        let merged = merge_refs(rows);
         let rows = merged.as_slice();
-        for run in runs(rows.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, rows.len()) {
             let sql = format!(
-                "WITH v(id, command_id, message_id) AS (VALUES {})
+                "WITH v(id, command_id, message_id) AS ({})
                  UPDATE intentions SET provider_command_id = coalesce(v.command_id, provider_command_id),
                      provider_message_id = coalesce(v.message_id, provider_message_id)
                  FROM v WHERE intentions.id = v.id",
-                values_rows(&["BIGINT", "TEXT", "TEXT"], run.len())
+                row_source(pg, &["BIGINT", "TEXT", "TEXT"], run.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 3);
             for (id, command_id, message_id) in &rows[run] {
                 values.extend(vals![*id, command_id.as_ref(), message_id.as_ref()]);
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 3, values))?;
         }
         Ok(())
     }
@@ -246,4 +233,25 @@ impl Tx<'_> {
             notice,
         })
     }
+}
+
+/// One row per intention, a later value over an earlier one, as if
+/// written one after the other.
+pub(super) fn merge_refs(rows: &[super::dispatch::ChannelRefs]) -> Vec<super::dispatch::ChannelRefs> {
+    let mut merged: Vec<super::dispatch::ChannelRefs> = Vec::with_capacity(rows.len());
+    let mut at: HashMap<i64, usize> = HashMap::with_capacity(rows.len());
+    for (id, c, m) in rows {
+        match at.get(id) {
+            Some(&i) => {
+                let row = &mut merged[i];
+                row.1 = c.clone().or(row.1.take());
+                row.2 = m.clone().or(row.2.take());
+            }
+            None => {
+                at.insert(*id, merged.len());
+                merged.push((*id, c.clone(), m.clone()));
+            }
+        }
+    }
+    merged
 }

@@ -10,6 +10,9 @@ use std::ops::Range;
 
 use super::{Result, StoreError, Tx, ms};
 use crate::api::{ClaimFacts, ClaimScope, NewAttempt, NewClaim};
+
+/// An intention's channel references: `(id, command id, message id)`.
+pub type ChannelRefs = (i64, Option<String>, Option<String>);
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::history::Record;
 use crate::domain::state::IntentionState;
@@ -84,6 +87,67 @@ pub(super) fn runs_of(n: usize, max: usize) -> impl Iterator<Item = Range<usize>
     })
 }
 
+/// The runs a set-based write of `n` rows takes: [`runs`] on SQLite; on
+/// PostgreSQL one run of all of them, whose rows travel as one JSON
+/// parameter ([`row_source`]), so a batch of any size is one statement
+/// and one round trip per kind of row, with one prepared text.
+pub(super) fn set_runs(pg: bool, n: usize) -> Box<dyn Iterator<Item = Range<usize>>> {
+    if pg {
+        Box::new((n > 0).then_some(0..n).into_iter())
+    } else {
+        Box::new(runs(n))
+    }
+}
+
+/// The rows of a set-based statement, where `VALUES …` would stand: on
+/// SQLite `rows` groups of `?` marks ([`values_rows`]); on PostgreSQL a
+/// `SELECT` of the columns (cast to `types`) from the JSON array of
+/// arrays bound at `?1` (see [`bind_rows`]), whatever the count.
+pub(super) fn row_source(pg: bool, types: &[&str], rows: usize) -> String {
+    if pg {
+        let cols: Vec<String> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("CAST(e->>{i} AS {t})"))
+            .collect();
+        format!(
+            "SELECT {} FROM json_array_elements(CAST(CAST(?1 AS TEXT) AS json)) AS e",
+            cols.join(",")
+        )
+    } else {
+        format!("VALUES {}", values_rows(types, rows))
+    }
+}
+
+/// The parameters for [`row_source`]: `flat` (rows of `width` values,
+/// one after the other) as they are on SQLite, or one JSON array of
+/// arrays on PostgreSQL.
+pub(super) fn bind_rows(pg: bool, width: usize, flat: Vec<Value<'_>>) -> Vec<Value<'_>> {
+    if !pg {
+        return flat;
+    }
+    let mut json = String::with_capacity(flat.len() * 12 + 2);
+    json.push('[');
+    for (i, v) in flat.iter().enumerate() {
+        json.push_str(match (i % width, i) {
+            (0, 0) => "[",
+            (0, _) => "],[",
+            _ => ",",
+        });
+        match v {
+            Value::Null => json.push_str("null"),
+            Value::Int(n) => json.push_str(&n.to_string()),
+            Value::Real(r) => json.push_str(&serde_json::Value::from(*r).to_string()),
+            Value::Text(t) => json.push_str(&serde_json::Value::from(t.as_ref()).to_string()),
+        }
+    }
+    if !flat.is_empty() {
+        json.push(']');
+    }
+    json.push(']');
+    vec![Value::Text(json.into())]
+}
+
 /// `rows` groups of `?` marks, one per column, cast to the column's type:
 /// the `VALUES` of a multi-row statement. PostgreSQL cannot tell the type
 /// of a bare parameter in `VALUES`; the casts say it on both engines.
@@ -95,9 +159,6 @@ pub(super) fn values_rows(types: &[&str], rows: usize) -> String {
 
 const I: &str = "BIGINT";
 const T: &str = "TEXT";
-
-/// A state move's `(id, from_state, to_state, reason, at)`.
-const MOVE: [&str; 5] = [I, T, T, T, I];
 
 fn move_values(r: &Record) -> [Value<'_>; 5] {
     vals![
@@ -221,21 +282,22 @@ impl Tx<'_> {
     /// Writes attempts (with the lease of a claim) in a few set-based
     /// statements; returns their ids in the order given.
     pub fn start_attempts(&self, rows: &[NewAttempt]) -> Result<Vec<i64>> {
-        for run in runs(rows.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, rows.len()) {
             let sql = format!(
-                "WITH v(id, n, at, owner, until) AS (VALUES {})
+                "WITH v(id, n, at, owner, until) AS ({})
                  UPDATE intentions SET attempt_count = v.n, updated_at = v.at,
                      lease_owner = coalesce(v.owner, lease_owner), lease_until = coalesce(v.until, lease_until),
                      next_attempt_at = CASE WHEN v.owner IS NULL THEN next_attempt_at ELSE NULL END
                  FROM v WHERE intentions.id = v.id",
-                values_rows(&[I, I, I, T, I], run.len())
+                row_source(pg, &[I, I, I, T, I], run.len())
             );
             let mut values = Vec::with_capacity(run.len() * 5);
             for a in &rows[run] {
                 let (owner, until) = lease_of(a);
                 values.extend([a.intention_id.into(), a.n.into(), ms(a.at).into(), owner, until]);
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 5, values))?;
         }
         self.insert_attempts(rows)
     }
@@ -246,15 +308,16 @@ impl Tx<'_> {
     /// then the history rows and the attempt rows. Returns the attempt ids
     /// in order.
     pub fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>> {
-        for run in runs(claims.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, claims.len()) {
             let chunk = &claims[run];
             let sql = format!(
-                "WITH v(id, from_state, to_state, reason, at, owner, until, n) AS (VALUES {})
+                "WITH v(id, from_state, to_state, reason, at, owner, until, n) AS ({})
                  UPDATE intentions SET state = v.to_state, state_reason = v.reason, state_changed_at = v.at,
                      updated_at = v.at, lease_owner = v.owner, lease_until = v.until, attempt_count = v.n,
                      next_attempt_at = NULL
                  FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                values_rows(&[I, T, T, T, I, T, I, I], chunk.len())
+                row_source(pg, &[I, T, T, T, I, T, I, I], chunk.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 8);
             for c in chunk {
@@ -263,7 +326,7 @@ impl Tx<'_> {
                 values.extend(move_values(r));
                 values.extend([owner, until, a.n.into()]);
             }
-            let changed = self.db().exec(&sql, &values)?;
+            let changed = self.db().exec(&sql, &bind_rows(pg, 8, values))?;
             if changed != chunk.len() {
                 return Err(self.stale(self.first_moved(chunk.iter().map(|c| &c.record))));
             }
@@ -307,29 +370,50 @@ impl Tx<'_> {
     /// lease) and appends every record's history row: the rows of
     /// `apply_records`, in one statement per run of rows.
     pub fn apply_records_set(&self, records: &[Record]) -> Result<()> {
+        self.apply_results_set(records, &[])
+    }
+
+    /// [`Tx::set_channel_refs`] then [`Tx::apply_records_set`], with the
+    /// references of a moved intention written by its move: one new
+    /// version of the row instead of two (on PostgreSQL each is a copy of
+    /// the row and an entry in every index of `intentions`).
+    pub fn apply_results_set(&self, records: &[Record], refs: &[ChannelRefs]) -> Result<()> {
         let moves: Vec<&Record> = records.iter().filter(|r| r.applied && r.from.is_some()).collect();
         let mut seen = std::collections::HashSet::with_capacity(moves.len());
         if !moves.iter().all(|r| seen.insert(r.intention_id)) {
             // One intention moved twice: each move must see the previous
             // one, so row by row.
+            self.set_channel_refs(refs)?;
             return self.apply_records(records);
         }
-        for run in runs(moves.len()) {
-            let chunk = &moves[run];
+        let mut refs_of: HashMap<i64, ChannelRefs> = super::attempts::merge_refs(refs)
+            .into_iter()
+            .map(|r| (r.0, r))
+            .collect();
+        let with: Vec<Option<ChannelRefs>> = moves.iter().map(|r| refs_of.remove(&r.intention_id)).collect();
+        let alone: Vec<ChannelRefs> = refs.iter().filter_map(|r| refs_of.remove(&r.0)).collect();
+        self.set_channel_refs(&alone)?;
+        let pg = self.is_pg();
+        for run in set_runs(pg, moves.len()) {
+            let (chunk, chunk_refs) = (&moves[run.clone()], &with[run]);
             let sql = format!(
-                "WITH v(id, from_state, to_state, reason, at) AS (VALUES {})
+                "WITH v(id, from_state, to_state, reason, at, command_id, message_id) AS ({})
                  UPDATE intentions SET state = v.to_state, state_reason = v.reason, state_changed_at = v.at,
                      updated_at = v.at,
                      lease_owner = CASE WHEN v.to_state = 'dispatching' THEN lease_owner ELSE NULL END,
-                     lease_until = CASE WHEN v.to_state = 'dispatching' THEN lease_until ELSE NULL END
+                     lease_until = CASE WHEN v.to_state = 'dispatching' THEN lease_until ELSE NULL END,
+                     provider_command_id = coalesce(v.command_id, provider_command_id),
+                     provider_message_id = coalesce(v.message_id, provider_message_id)
                  FROM v WHERE intentions.id = v.id AND intentions.state = v.from_state",
-                values_rows(&MOVE, chunk.len())
+                row_source(pg, &[I, T, T, T, I, T, T], chunk.len())
             );
-            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 5);
-            for r in chunk {
+            let mut values: Vec<Value<'_>> = Vec::with_capacity(chunk.len() * 7);
+            for (r, refs) in chunk.iter().zip(chunk_refs) {
                 values.extend(move_values(r));
+                let (c, m) = refs.as_ref().map_or((None, None), |r| (r.1.as_ref(), r.2.as_ref()));
+                values.extend(vals![c, m]);
             }
-            let changed = self.db().exec(&sql, &values)?;
+            let changed = self.db().exec(&sql, &bind_rows(pg, 7, values))?;
             if changed != chunk.len() {
                 return Err(self.stale(self.first_moved(chunk.iter().copied())));
             }
@@ -340,11 +424,12 @@ impl Tx<'_> {
 
     /// Appends history rows, a multi-row `INSERT` per run.
     pub(super) fn insert_history(&self, records: &[&Record]) -> Result<()> {
-        for run in runs(records.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, records.len()) {
             let sql = format!(
                 "INSERT INTO intention_history(intention_id, at, from_state, to_state, applied, signal, cause,
-                     evidence, note, commitment_version) VALUES {}",
-                values_rows(&[I, I, T, T, I, T, T, T, T, I], run.len())
+                     evidence, note, commitment_version) {}",
+                row_source(pg, &[I, I, T, T, I, T, T, T, T, I], run.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 10);
             for r in &records[run] {
@@ -361,7 +446,7 @@ impl Tx<'_> {
                     r.said.commitment_version,
                 ]);
             }
-            self.db().exec(&sql, &values)?;
+            self.db().exec(&sql, &bind_rows(pg, 10, values))?;
         }
         Ok(())
     }
@@ -371,11 +456,12 @@ impl Tx<'_> {
     /// `(intention_id, n)`, since `RETURNING` promises no order).
     fn insert_attempts(&self, rows: &[NewAttempt]) -> Result<Vec<i64>> {
         let mut ids: HashMap<(i64, i64), i64> = HashMap::with_capacity(rows.len());
-        for run in runs(rows.len()) {
+        let pg = self.is_pg();
+        for run in set_runs(pg, rows.len()) {
             let sql = format!(
                 "INSERT INTO attempts(intention_id, n, worker, channel, started_at, commitment_version_checked)
-                 VALUES {} RETURNING id, intention_id, n",
-                values_rows(&[I, I, T, T, I, I], run.len())
+                 {} RETURNING id, intention_id, n",
+                row_source(pg, &[I, I, T, T, I, I], run.len())
             );
             let mut values: Vec<Value<'_>> = Vec::with_capacity(run.len() * 6);
             for a in &rows[run] {
@@ -388,10 +474,9 @@ impl Tx<'_> {
                     a.version_checked
                 ]);
             }
-            for (id, intention, n) in self
-                .db()
-                .rows(&sql, &values, |r| Ok((r.int(0)?, r.int(1)?, r.int(2)?)))?
-            {
+            for (id, intention, n) in self.db().rows(&sql, &bind_rows(pg, 6, values), |r| {
+                Ok((r.int(0)?, r.int(1)?, r.int(2)?))
+            })? {
                 ids.insert((intention, n), id);
             }
         }
@@ -441,23 +526,55 @@ impl Tx<'_> {
     /// `attempt_ids` (missing ids are simply absent). Read-only: run it on
     /// a reader connection, so it never queues behind the writer.
     pub fn presend_facts(&self, attempt_ids: &[i64]) -> Result<Vec<PresendFacts>> {
+        Ok(self
+            .presend_rows(attempt_ids, "")?
+            .into_iter()
+            .map(|(f, _)| f)
+            .collect())
+    }
+
+    /// [`Tx::presend_facts`] and the ledger's clock ([`Tx::clock`]) to
+    /// compare the leases with: on PostgreSQL the server's clock comes
+    /// back with the rows, one round trip instead of two (the pre-send
+    /// check asks for every few messages that leave).
+    pub fn presend_facts_now(&self, attempt_ids: &[i64]) -> Result<(Vec<PresendFacts>, DateTime<Utc>)> {
+        if !self.is_pg() {
+            return Ok((self.presend_facts(attempt_ids)?, self.clock(Utc::now())?));
+        }
+        let rows = self.presend_rows(attempt_ids, ", unavez_now_ms()")?;
+        let now = match rows.first() {
+            Some((_, Some(ms))) => super::from_ms(*ms),
+            _ => self.clock(Utc::now())?,
+        };
+        Ok((rows.into_iter().map(|(f, _)| f).collect(), now))
+    }
+
+    /// The pre-send facts, with `extra` (one integer column, or nothing).
+    fn presend_rows(&self, attempt_ids: &[i64], extra: &str) -> Result<Vec<(PresendFacts, Option<i64>)>> {
+        let with_extra = !extra.is_empty();
         self.attempt_rows(
-            "a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
-             i.lease_until, i.purpose, c.version, c.status = 'cancelled'",
+            &format!(
+                "a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
+                 i.lease_until, i.purpose, c.version, c.status = 'cancelled'{extra}"
+            ),
             attempt_ids,
             |r| {
-                Ok(PresendFacts {
-                    attempt_id: r.int(0)?,
-                    n: r.int(1)?,
-                    attempt_open: r.flag(2)?,
-                    version_checked: r.int(3)?,
-                    state: r.state(4)?,
-                    lease_owner: r.opt_text(5)?,
-                    lease_until: r.opt_time(6)?,
-                    purpose: r.text(7)?,
-                    commitment_version: r.int(8)?,
-                    commitment_cancelled: r.flag(9)?,
-                })
+                let at = if with_extra { Some(r.int(10)?) } else { None };
+                Ok((
+                    PresendFacts {
+                        attempt_id: r.int(0)?,
+                        n: r.int(1)?,
+                        attempt_open: r.flag(2)?,
+                        version_checked: r.int(3)?,
+                        state: r.state(4)?,
+                        lease_owner: r.opt_text(5)?,
+                        lease_until: r.opt_time(6)?,
+                        purpose: r.text(7)?,
+                        commitment_version: r.int(8)?,
+                        commitment_cancelled: r.flag(9)?,
+                    },
+                    at,
+                ))
             },
         )
     }

@@ -21,6 +21,10 @@ pub struct Tx<'c> {
     pub(super) counters: RefCell<BTreeMap<String, i64>>,
     /// The store's [`Store::set_phone_country`].
     pub(super) phone_country: unavez_core::search::Country,
+    /// The server's clock as [`Tx::clock`] first read it in this
+    /// transaction (PostgreSQL): a result batch and the claim committed
+    /// with it are decided at one instant, for one round trip.
+    clock_at: std::cell::Cell<Option<chrono::DateTime<chrono::Utc>>>,
 }
 
 enum TxInner<'c> {
@@ -158,6 +162,7 @@ impl Store {
             inner,
             counters: RefCell::default(),
             phone_country: self.phone_country,
+            clock_at: std::cell::Cell::new(None),
         })
     }
 }
@@ -215,9 +220,18 @@ impl Tx<'_> {
     /// The time a claim or a result is decided at: the caller's on SQLite
     /// (one host; tests drive it), the database server's on PostgreSQL,
     /// whatever the caller's host thinks, so leases and due times written
-    /// by several hosts compare on one clock.
+    /// by several hosts compare on one clock. Read once per transaction
+    /// (the instant the transaction decides at; [`Tx::now`] reads afresh).
     pub fn clock(&self, caller: chrono::DateTime<chrono::Utc>) -> Result<chrono::DateTime<chrono::Utc>> {
-        if self.is_pg() { self.now() } else { Ok(caller) }
+        if !self.is_pg() {
+            return Ok(caller);
+        }
+        if let Some(at) = self.clock_at.get() {
+            return Ok(at);
+        }
+        let at = self.now()?;
+        self.clock_at.set(Some(at));
+        Ok(at)
     }
 
     /// The ledger's clock: the database server's on PostgreSQL (several
