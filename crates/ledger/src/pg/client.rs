@@ -34,8 +34,15 @@ impl PgClient {
         // and its work rolled back, which the lease and the pre-send
         // re-check already expect. No unavez transaction leaves the server
         // waiting on the client for anything near ten seconds.
+        //
+        // JIT off: every ledger statement is a short OLTP one, but the
+        // generic plans the console prepares can estimate a cost above
+        // the server's JIT threshold (a name search's word lists at a
+        // million intentions), and compiling then took 7-19 ms on each
+        // call of a query that runs in about 12 (docs/bench-log.md,
+        // 2026-12-02 1M probe). Nothing here runs long enough to win it back.
         client
-            .batch_execute("SET idle_in_transaction_session_timeout = '10s'")
+            .batch_execute("SET idle_in_transaction_session_timeout = '10s'; SET jit = off")
             .map_err(connect_error)?;
         Ok(PgClient(Some(client)))
     }
