@@ -150,20 +150,11 @@ pub trait LedgerTx {
         let attempts: Vec<NewAttempt> = claims.iter().map(|c| c.attempt.clone()).collect();
         self.start_attempts(&attempts)
     }
-    /// [`LedgerTx::apply_records`] for the dispatcher's result batches:
-    /// the same rows and guarantees; a backend may override it with a few
-    /// set-based statements.
-    fn apply_result_records(&self, records: &[Record]) -> Result<()> {
-        self.apply_records(records)
-    }
-    /// A result batch's channel references
-    /// ([`LedgerTx::set_channel_refs`]) and moves
-    /// ([`LedgerTx::apply_result_records`]); a backend may write an
-    /// intention's references with its move, in one row update.
-    fn apply_results(&self, records: &[Record], refs: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
-        self.set_channel_refs(refs)?;
-        self.apply_result_records(records)
-    }
+    /// A result batch: its channel references ([`LedgerTx::set_channel_refs`])
+    /// and its moves, with the rows and guarantees of
+    /// [`LedgerTx::apply_records`], in a few set-based statements; an
+    /// intention's references are written with its move, in one row update.
+    fn apply_results(&self, records: &[Record], refs: &[(i64, Option<String>, Option<String>)]) -> Result<()>;
     /// Closes attempts, or annotates ones already closed.
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()>;
     /// Stores the channel's references on intentions (a newer value wins).
@@ -224,9 +215,6 @@ impl LedgerTx for Tx<'_> {
     }
     fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>> {
         Tx::start_claims(self, claims)
-    }
-    fn apply_result_records(&self, records: &[Record]) -> Result<()> {
-        Tx::apply_records_set(self, records)
     }
     fn apply_results(&self, records: &[Record], refs: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
         Tx::apply_results_set(self, records, refs)

@@ -368,12 +368,8 @@ impl Tx<'_> {
     /// Moves intentions as applied records say (only from their `from`
     /// state, else [`StoreError::Moved`]; leaving `dispatching` ends the
     /// lease) and appends every record's history row: the rows of
-    /// `apply_records`, in one statement per run of rows.
-    pub fn apply_records_set(&self, records: &[Record]) -> Result<()> {
-        self.apply_results_set(records, &[])
-    }
-
-    /// [`Tx::set_channel_refs`] then [`Tx::apply_records_set`], with the
+    /// `apply_records`, in one statement per run of rows. With them
+    /// [`Tx::set_channel_refs`]'s rows, the
     /// references of a moved intention written by its move: one new
     /// version of the row instead of two (on PostgreSQL each is a copy of
     /// the row and an entry in every index of `intentions`).
