@@ -16,7 +16,7 @@ use unavez::domain::attention::NextStep;
 use unavez::domain::event::{BookingEvent, EventType};
 use unavez::domain::guard::{self, CommitmentState, Facts, ResendAsk, Why};
 use unavez::domain::state::IntentionState;
-use unavez::ops::{self, Actor, Case, OpKind, OpOutcome, OpsError, ResendGuard, Verification, VerifyOutcome};
+use unavez::ops::{self, Actor, Ask, Case, OpKind, OpOutcome, OpsError, ResendGuard, Verification, VerifyOutcome};
 use unavez::planner::Planner;
 use unavez::store::{AttentionQuery, IntentFilter, RowKind, Tx};
 use unavez::tui::app::guard as rows;
@@ -70,8 +70,8 @@ fn act(tx: &Tx<'_>, planner: &Planner<'_>, actor: &Actor<'_>, op: OpKind, id: i6
             tz(),
             now(),
         ),
-        OpKind::RequestResend => ops::request_resend(tx, actor, id, why, 2, tz(), now()),
-        OpKind::DeclineResend => ops::decline_resend(tx, actor, id, why, 2, tz(), now()),
+        OpKind::RequestResend => ops::ask_resend(tx, actor, Ask::Request, id, why, 2, tz(), now()),
+        OpKind::DeclineResend => ops::ask_resend(tx, actor, Ask::Decline, id, why, 2, tz(), now()),
         OpKind::Resolve => ops::resolve(tx, actor, Case::intention(id), why, now()),
         _ => unreachable!(),
     }?;
@@ -236,11 +236,11 @@ fn every_guard_verdict_is_what_its_action_does() {
     };
     for r in &failed[1..3] {
         fx.store
-            .write(|tx| ops::request_resend(tx, &desk, r.id, "no le llegó", 2, tz(), now()))
+            .write(|tx| ops::ask_resend(tx, &desk, Ask::Request, r.id, "no le llegó", 2, tz(), now()))
             .unwrap();
     }
     fx.store
-        .write(|tx| ops::decline_resend(tx, &boss, failed[2].id, "ya la llamamos", 2, tz(), now()))
+        .write(|tx| ops::ask_resend(tx, &boss, Ask::Decline, failed[2].id, "ya la llamamos", 2, tz(), now()))
         .unwrap();
 
     let ids = fx

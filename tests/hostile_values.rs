@@ -35,11 +35,6 @@ fn logged_payload(h: &Harness, event_id: &str) -> Option<String> {
     store.read(|tx| tx.logged_event(event_id)).unwrap().map(|e| e.payload)
 }
 
-async fn metrics(h: &Harness) -> String {
-    let r = h.client.get(format!("{}/metrics", h.base)).send().await.unwrap();
-    r.text().await.unwrap()
-}
-
 async fn a_booking_event_naming_a_key_twice_is_refused_whole(backend: Backend) {
     let h = Harness::start(backend).await;
     // A cancellation for the sender's parser (first wins), a booking for
@@ -248,7 +243,7 @@ async fn an_engine_state_the_contract_does_not_name_is_parked(backend: Backend) 
     assert_eq!(parked.len(), 1);
     assert_eq!((parked[0].1.as_str(), parked[0].3.as_str()), ("evt-x", "parked"));
     assert_eq!(parked[0].4, "unknown_state");
-    let m = metrics(&h).await;
+    let m = h.metrics().await;
     assert!(
         m.contains("unavez_channel_events{source=\"motor\",kind=\"motor_event\",status=\"parked\"} 1"),
         "{m}"
@@ -316,7 +311,7 @@ async fn a_template_notice_for_another_apps_template_is_a_note_not_an_alert(back
     let s: BatchSummary = r.json().await.unwrap();
     assert_eq!((s.received, s.recorded), (1, 1), "{s:?}");
     assert_eq!(h.counter("template_blocked"), 0);
-    let m = metrics(&h).await;
+    let m = h.metrics().await;
     assert!(!m.contains("unavez_template_blocked{"), "{m}");
     assert!(m.contains("unavez_alert{kind=\"template_blocked\"} 0"), "{m}");
     let stored =
@@ -326,7 +321,7 @@ async fn a_template_notice_for_another_apps_template_is_a_note_not_an_alert(back
     let r = h.post_cloud(&template_notice("cita_recordatorio", "PAUSED")).await;
     assert_eq!(r.status(), 200);
     assert_eq!(h.counter("template_blocked"), 1);
-    let m = metrics(&h).await;
+    let m = h.metrics().await;
     assert!(
         m.contains("unavez_template_blocked{template=\"cita_recordatorio\""),
         "{m}"

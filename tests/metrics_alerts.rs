@@ -16,12 +16,6 @@ use webhooks_support::Harness;
 
 const RULES: &str = include_str!("../assets/prometheus-alerts.yml");
 
-async fn metrics(h: &Harness) -> String {
-    let r = h.client.get(format!("{}/metrics", h.base)).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    r.text().await.unwrap()
-}
-
 /// Every `unavez_…` metric name in `text`.
 fn names_in(text: &str) -> BTreeSet<String> {
     text.match_indices("unavez_")
@@ -122,7 +116,7 @@ async fn every_alert_is_a_gauge_and_the_rules_name_only_emitted_metrics(backend:
     })
     .await;
     seed(&h);
-    let m = metrics(&h).await;
+    let m = h.metrics().await;
     for want in [
         "unavez_alert{kind=\"template_blocked\"} 1",
         "unavez_alert{kind=\"channel_paused\"} 1",

@@ -109,15 +109,7 @@ async fn the_same_status_ten_times_and_fifty_in_parallel_applies_once(backend: B
     let events = store.read(|tx| tx.channel_events(1000)).unwrap();
     assert_eq!(events.len(), 2, "one stored row per distinct event: {events:?}");
 
-    let metrics = h
-        .client
-        .get(format!("{}/metrics", h.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics.contains("unavez_duplicates_blocked_total{kind=\"webhook_events\",source=\"cloud\"} 58"),
         "{metrics}"
@@ -174,15 +166,7 @@ async fn out_of_order_statuses_end_by_rank_with_every_signal_in_history(backend:
     let lower_note = webhook_rows(&h, ids[0]).pop().unwrap().2.unwrap();
     assert!(lower_note.contains("lower_rank"), "{lower_note}");
 
-    let metrics = h
-        .client
-        .get(format!("{}/metrics", h.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(metrics.contains("code=\"131026\"} 1"), "{metrics}");
     h.stop().await;
 }
@@ -253,15 +237,7 @@ async fn bad_signatures_bad_json_and_big_bodies_are_refused_without_effect(backe
     assert!(s.rejected[0].1.contains("id"), "{s:?}");
     assert_eq!(h.intention(FIXTURE_KEY).state, IntentionState::Delivered);
 
-    let metrics = h
-        .client
-        .get(format!("{}/metrics", h.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics.contains("unavez_webhook_rejected_total{source=\"cloud\",reason=\"signature\"} 3"),
         "{metrics}"

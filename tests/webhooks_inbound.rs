@@ -112,15 +112,7 @@ async fn baja_opts_out_of_marketing_only_by_default_and_an_order_does_not_undo_i
     let contact = store.read(|tx| tx.contact_by_phone(PHONE)).unwrap().unwrap();
     assert!(contact.opt_out_marketing_at.is_some(), "still opted out after an order");
 
-    let metrics = h
-        .client
-        .get(format!("{}/metrics", h.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics.contains("unavez_opt_outs{category=\"marketing\"} 1"),
         "{metrics}"

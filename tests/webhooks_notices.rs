@@ -33,14 +33,7 @@ async fn post(h: &Harness, body: &str) -> BatchSummary {
 }
 
 async fn metrics(h: &Harness) -> String {
-    h.client
-        .get(format!("{}/metrics", h.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    h.metrics().await
 }
 
 fn stored(h: &Harness, kind: &str) -> usize {

@@ -112,15 +112,7 @@ async fn objects_that_cannot_be_acted_on_are_kept_refused_counted_and_listed(bac
     assert_eq!(listed.last().unwrap().5, 2, "the redelivery counted as a copy");
 
     // Counted on /metrics.
-    let text = h
-        .client
-        .get(format!("{}/metrics", h.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = h.metrics().await;
     assert!(
         text.contains("unavez_channel_events{source=\"cloud\",kind=\"inbound\",status=\"refused\"} 4"),
         "{text}"

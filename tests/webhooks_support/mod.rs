@@ -111,6 +111,13 @@ impl Harness {
         TestStore(tokio::task::block_in_place(|| Store::open(&self.db).unwrap()))
     }
 
+    /// The `/metrics` page's text (asserting it answered 200).
+    pub async fn metrics(&self) -> String {
+        let r = self.client.get(format!("{}/metrics", self.base)).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        r.text().await.unwrap()
+    }
+
     /// POSTs a Cloud API notification signed with the app secret.
     pub async fn post_cloud(&self, body: &str) -> reqwest::Response {
         let sig = motor_event::sign(APP_SECRET.as_bytes(), body.as_bytes());

@@ -13,6 +13,7 @@
 
 mod csv_agenda;
 pub mod decode;
+mod feed;
 mod ics;
 
 use std::fmt;
@@ -22,6 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 pub use decode::TextEncoding;
+pub use feed::{FeedBody, parse_feed, ref_of_uid};
 pub use ics::CalendarCounts;
 
 use crate::config::ImportConfig;
@@ -545,62 +547,6 @@ pub(crate) fn ingest_rows(
         progress(done, rows.len());
     }
     Ok((late, applied))
-}
-
-/// A calendar feed's body, read as `unavez import` reads an `.ics` file,
-/// with what says whether the poll can be trusted: every `UID` in it
-/// (refused events included), whether it has a `VCALENDAR`, how many
-/// `VEVENT`s.
-pub struct FeedBody {
-    pub parsed: Parsed,
-    pub uids: std::collections::BTreeSet<String>,
-    pub has_vcalendar: bool,
-    pub vevents: usize,
-}
-
-/// Parses a feed's body; `file` names it in errors and notes.
-pub fn parse_feed(
-    bytes: &[u8],
-    file: &str,
-    tz: chrono_tz::Tz,
-    calendar: &ImportConfig,
-    now: DateTime<Utc>,
-) -> Result<FeedBody, RowError> {
-    let (text, encoding) = decode::decode(bytes).map_err(|e| RowError {
-        file: file.to_string(),
-        line: e.line,
-        field: "encoding".into(),
-        reason: e.reason,
-        raw: String::new(),
-    })?;
-    let opts = ics::Options {
-        tz,
-        now,
-        config: calendar,
-    };
-    let p = ics::parse(&text, file, &opts);
-    let (rows, far) = within_horizon(p.rows, file, calendar.max_days_ahead, now);
-    let mut errors = p.errors;
-    errors.extend(far);
-    Ok(FeedBody {
-        uids: p.uids,
-        has_vcalendar: p.has_vcalendar,
-        vevents: p.counts.vevents,
-        parsed: Parsed {
-            rows,
-            errors,
-            encoding,
-            header: None,
-            calendar: Some(p.counts),
-            notes: p.notes,
-        },
-    })
-}
-
-/// The commitment ref an iCalendar `UID` imports as (an occurrence of a
-/// series adds `/` and its start).
-pub fn ref_of_uid(uid: &str) -> String {
-    ics::ref_of_uid(uid)
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ pub use identity::{Identity, IdentityError};
 pub use lock::{lock_case, lock_intention};
 pub use pause::switch_dispatch;
 pub use refusal::Refusal;
-pub use request::{decline_resend, guard_facts, request_resend};
+pub use request::{Ask, ask_resend, guard_facts};
 pub use resend::{ResendEvidence, ResendGuard, authorize_resend, resend_evidence};
 pub use run::{OpEnv, PendingOp, run};
 pub use verify::{Verification, VerifyOutcome, verify};

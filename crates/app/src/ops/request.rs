@@ -61,19 +61,40 @@ fn resend_ask(tx: &Tx<'_>, intention_id: i64) -> Result<ResendAsk, OpsError> {
     })
 }
 
-/// A request or its decline: checked, locked, judged by its guard on the
-/// facts read after the lock, and recorded either way.
+/// The two answers a resend request can get from the people around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    /// "Pedir reenvío": the front desk asks a supervisor to authorize a
+    /// resend. Refused when a resend would be refused now (the same rules
+    /// as the resend itself) or a request is already open.
+    Request,
+    /// A supervisor declines the open request, saying why.
+    Decline,
+}
+
+impl Ask {
+    pub fn op(self) -> OpKind {
+        match self {
+            Ask::Request => OpKind::RequestResend,
+            Ask::Decline => OpKind::DeclineResend,
+        }
+    }
+}
+
+/// A request or its decline on `intention_id`: checked, locked, judged by
+/// its guard on the facts read after the lock, and recorded either way.
 #[allow(clippy::too_many_arguments)]
-fn ask(
+pub fn ask_resend(
     tx: &Tx<'_>,
     actor: &Actor<'_>,
-    op: OpKind,
+    ask: Ask,
     intention_id: i64,
     reason: &str,
     max_per_day: u32,
     tz: Tz,
     now: DateTime<Utc>,
 ) -> Result<OpReport, OpsError> {
+    let op = ask.op();
     check(actor, op, reason)?;
     lock_intention(tx, intention_id)?;
     let facts = guard_facts(tx, actor.role, intention_id, max_per_day, tz, now)?;
@@ -90,50 +111,4 @@ fn ask(
     };
     let row = tx.intention(intention_id)?;
     record(tx, actor, Record::on(op, &row, reason, outcome), now)
-}
-
-/// "Pedir reenvío": the front desk asks a supervisor to authorize a resend
-/// of `intention_id`. Refused when a resend would be refused now (the same
-/// rules as the resend itself) or a request is already open.
-pub fn request_resend(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    intention_id: i64,
-    reason: &str,
-    max_per_day: u32,
-    tz: Tz,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    ask(
-        tx,
-        actor,
-        OpKind::RequestResend,
-        intention_id,
-        reason,
-        max_per_day,
-        tz,
-        now,
-    )
-}
-
-/// A supervisor declines the open request on `intention_id`, saying why.
-pub fn decline_resend(
-    tx: &Tx<'_>,
-    actor: &Actor<'_>,
-    intention_id: i64,
-    reason: &str,
-    max_per_day: u32,
-    tz: Tz,
-    now: DateTime<Utc>,
-) -> Result<OpReport, OpsError> {
-    ask(
-        tx,
-        actor,
-        OpKind::DeclineResend,
-        intention_id,
-        reason,
-        max_per_day,
-        tz,
-        now,
-    )
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::{Actor, Case, OpKind, OpReport, OpsError, ResendGuard, Verification, VerifyOutcome};
+use super::{Actor, Ask, Case, OpKind, OpReport, OpsError, ResendGuard, Verification, VerifyOutcome};
 use crate::channel::{CancelOutcome, Channel, LookupOutcome};
 use crate::config::Config;
 use crate::domain::lifecycle::OperatingDay;
@@ -183,13 +183,14 @@ pub fn run(
                 super::verify(tx, actor, *intention_id, by, reason, now)
             }
             PendingOp::Resolve { case } => super::resolve(tx, actor, *case, reason, now),
-            PendingOp::RequestResend { intention_id } => {
+            PendingOp::RequestResend { intention_id } | PendingOp::DeclineResend { intention_id } => {
+                let ask = if matches!(op, PendingOp::RequestResend { .. }) {
+                    Ask::Request
+                } else {
+                    Ask::Decline
+                };
                 let max = env.config.policy.max_resends_per_day;
-                super::request_resend(tx, actor, *intention_id, reason, max, tz, now)
-            }
-            PendingOp::DeclineResend { intention_id } => {
-                let max = env.config.policy.max_resends_per_day;
-                super::decline_resend(tx, actor, *intention_id, reason, max, tz, now)
+                super::ask_resend(tx, actor, ask, *intention_id, reason, max, tz, now)
             }
             PendingOp::CallOutcome { intention_id, outcome } => {
                 super::call_outcome(tx, &planner, actor, *intention_id, *outcome, now)
