@@ -22,6 +22,7 @@
 //! - [`props`]: the properties (all `always`);
 //! - [`trace`]: counterexamples as readable traces, and their replay.
 
+pub mod dead;
 pub mod model;
 pub mod props;
 pub mod rules;
