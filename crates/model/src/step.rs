@@ -79,7 +79,7 @@ pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
     }
     // Mutated, a webhook's write is the bug under test: every order of
     // delivery is explored.
-    if m.mutation != Some(Mutation::WebhookNotMonotonic) {
+    if m.eager_hooks && m.mutation != Some(Mutation::WebhookNotMonotonic) {
         deliver_due_hooks(&mut w);
     }
     Some(w)

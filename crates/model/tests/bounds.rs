@@ -7,6 +7,7 @@
 //! checker ignores `symmetry()` and keeps its whole frontier of states in
 //! memory; the depth-first one keeps a fingerprint per state.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model};
@@ -56,9 +57,12 @@ fn check(what: &str, bounds: Bounds, limit: Duration) -> bool {
         (Some(a), Some(b)) => format!(" ({:.1?} of CPU in this process)", b.saturating_sub(a)),
         _ => String::new(),
     };
-    println!(
-        "model, {what} {bounds:?}: {} states, {} unique after symmetry, depth {}, {elapsed:.1?} on {threads} \
-         threads{cpu}{}",
+    // Written to the process's stderr itself, which the test harness does
+    // not capture: `cargo test` shows the figures without `--nocapture`.
+    let _ = writeln!(
+        std::io::stderr(),
+        "model, {what} {bounds:?}: {} states, {} unique after symmetry and dead values, depth {}, {elapsed:.1?} \
+         on {threads} threads{cpu}{}",
         checker.state_count(),
         checker.unique_state_count(),
         checker.max_depth(),
