@@ -10,7 +10,8 @@
 //! operator guards ([`rules`], which remembers core's answers by their
 //! whole input).
 //! [stateright] explores every interleaving within [`Bounds`], depth-first
-//! with symmetry reduction over dispatchers and supervisors.
+//! with symmetry reduction over dispatchers and supervisors and the
+//! reductions of [`dead`].
 //!
 //! Modules:
 //! - [`world`]: the state (ledger rows, engine, processes, fault budget),
@@ -18,10 +19,13 @@
 //! - [`model`]: the [`stateright::Model`] ([`Una`]), its [`Action`]s and
 //!   the [`Mutation`] switch that weakens one rule;
 //! - [`step`]: each action's effect;
+//! - [`dead`]: the values nothing reads again (forgotten by the
+//!   representative) and the webhooks delivered at once;
 //! - [`rules`]: the calls into core;
 //! - [`props`]: the properties (all `always`);
 //! - [`trace`]: counterexamples as readable traces, and their replay.
 
+pub mod dead;
 pub mod model;
 pub mod props;
 pub mod rules;

@@ -41,17 +41,34 @@ impl Mutation {
 pub struct Una {
     pub bounds: Bounds,
     pub mutation: Option<Mutation>,
+    /// Webhooks that can change nothing, or that nothing else observes,
+    /// are delivered at once ([`crate::dead::hooks_due_now`]). Off only in
+    /// `tests/reductions.rs`, which compares the two.
+    pub eager_hooks: bool,
 }
 
 impl Una {
     pub fn new(bounds: Bounds) -> Una {
-        Una { bounds, mutation: None }
+        Una {
+            bounds,
+            mutation: None,
+            eager_hooks: true,
+        }
     }
 
     pub fn mutated(bounds: Bounds, m: Mutation) -> Una {
         Una {
-            bounds,
             mutation: Some(m),
+            ..Una::new(bounds)
+        }
+    }
+
+    /// The model with every webhook delivered in every order: what the
+    /// reductions are checked against.
+    pub fn unreduced(bounds: Bounds) -> Una {
+        Una {
+            eager_hooks: false,
+            ..Una::new(bounds)
         }
     }
 

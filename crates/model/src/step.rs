@@ -77,7 +77,29 @@ pub fn next(m: &Una, w: &World, a: Action) -> Option<World> {
             w.supervisors[s] = Supervisor::Done;
         }
     }
+    // Mutated, a webhook's write is the bug under test: every order of
+    // delivery is explored.
+    if m.eager_hooks && m.mutation != Some(Mutation::WebhookNotMonotonic) {
+        deliver_due_hooks(&mut w);
+    }
     Some(w)
+}
+
+/// Delivers, through core's state machine, the webhooks that
+/// [`crate::dead::hooks_due_now`] says may go at once: in their order, so
+/// no fault is spent.
+fn deliver_due_hooks(w: &mut World) {
+    for i in 0..usize::from(w.rows) {
+        let (sent, delivered) = crate::dead::hooks_due_now(w, i);
+        if sent {
+            w.intentions[i].hook_sent = false;
+            signal(w, i, Signal::Sent);
+        }
+        if delivered {
+            w.intentions[i].hook_delivered = false;
+            signal(w, i, Signal::Delivered);
+        }
+    }
 }
 
 /// Writes a state change, noting any the monotonic rule forbids.

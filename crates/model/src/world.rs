@@ -324,6 +324,9 @@ pub struct World {
     pub expiries: u8,
     pub changes: u8,
     pub cancellations: u8,
+    /// `[policy] max_resends_per_day` (a constant of the run): the
+    /// representative needs it to tell that no new row can appear.
+    pub max_resends: u8,
 }
 
 impl World {
@@ -361,6 +364,7 @@ impl World {
             expiries: 0,
             changes: 0,
             cancellations: 0,
+            max_resends: b.max_resends.min(u32::from(u8::MAX)) as u8,
         }
     }
 
@@ -431,7 +435,7 @@ impl Hash for World {
 
 /// A dead lease's owner where it no longer matters (see
 /// [`World::representative`]).
-const NOBODY: u8 = u8::MAX;
+pub(crate) const NOBODY: u8 = u8::MAX;
 
 /// Dispatchers are interchangeable: their index appears only in their own
 /// step, their crash count and the leases they own. The representative
@@ -464,6 +468,7 @@ impl Representative for World {
                 l.owner = NOBODY;
             }
         }
+        crate::dead::forget(&mut w);
         let key = |d: usize| {
             let mut leases = [0u8; MAX_ROWS];
             for (slot, row) in leases.iter_mut().zip(w.rows()) {
@@ -471,7 +476,7 @@ impl Representative for World {
                     *slot = 1 + u8::from(l.live);
                 }
             }
-            (self.dispatchers[d], self.crashes[d], leases)
+            (w.dispatchers[d], w.crashes[d], leases)
         };
         let mut keys = [(Dispatcher::Idle, 0u8, [0u8; MAX_ROWS]); MAX_DISPATCHERS];
         let mut order = [0usize; MAX_DISPATCHERS];
@@ -480,10 +485,11 @@ impl Representative for World {
             order[d] = d;
         }
         order[..n].sort_unstable_by_key(|&d| keys[d]);
+        let crashes = w.crashes;
         let mut renamed = [0u8; MAX_DISPATCHERS];
         for (new, &old) in order[..n].iter().enumerate() {
             w.dispatchers[new] = self.dispatchers[old];
-            w.crashes[new] = self.crashes[old];
+            w.crashes[new] = crashes[old];
             renamed[old] = new as u8;
         }
         for row in &mut w.intentions[..rows] {

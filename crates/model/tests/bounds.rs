@@ -1,13 +1,13 @@
 //! The model at `cargo test`'s bounds: every property holds over every
-//! interleaving of the issue's default budget, as two checks
-//! (docs/verification.md, "One check or two"); the whole budget in one
-//! check and the deeper bounds run on demand. Prints the states explored
-//! and the time.
+//! interleaving of the issue's whole default budget, in one check; the
+//! deeper bounds run on demand. Prints the states explored, the wall time
+//! and the CPU time.
 //!
 //! Depth-first with symmetry reduction: stateright 0.31's breadth-first
 //! checker ignores `symmetry()` and keeps its whole frontier of states in
 //! memory; the depth-first one keeps a fingerprint per state.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model};
@@ -57,9 +57,12 @@ fn check(what: &str, bounds: Bounds, limit: Duration) -> bool {
         (Some(a), Some(b)) => format!(" ({:.1?} of CPU in this process)", b.saturating_sub(a)),
         _ => String::new(),
     };
-    println!(
-        "model, {what} {bounds:?}: {} states, {} unique after symmetry, depth {}, {elapsed:.1?} on {threads} \
-         threads{cpu}{}",
+    // Written to the process's stderr itself, which the test harness does
+    // not capture: `cargo test` shows the figures without `--nocapture`.
+    let _ = writeln!(
+        std::io::stderr(),
+        "model, {what} {bounds:?}: {} states, {} unique after symmetry and dead values, depth {}, {elapsed:.1?} \
+         on {threads} threads{cpu}{}",
         checker.state_count(),
         checker.unique_state_count(),
         checker.max_depth(),
@@ -72,43 +75,22 @@ fn check(what: &str, bounds: Bounds, limit: Duration) -> bool {
     finished
 }
 
-/// `cargo test`'s limit for each check: it takes seconds; the limit only
-/// turns a runaway model into a failure instead of a hung CI job.
-const CI_LIMIT: Duration = Duration::from_secs(300);
+/// `cargo test`'s limit: the check must finish well within two minutes
+/// on an idle 2-core machine; the limit only turns a runaway model into a
+/// failure instead of a hung CI job (a loaded machine stretches the wall
+/// time, hence the margin; the CPU time is printed).
+const CI_LIMIT: Duration = Duration::from_secs(600);
 
-/// One family (a booking notice and its resend) with the whole default
-/// budget: 2 dispatchers, the reconciler, the engine, a change and a
-/// cancellation, 2 supervisors at once, every fault. Every trace of the
-/// default bounds, seen from one family, is a trace of this check
-/// (docs/verification.md, "One check or two").
+/// The issue's whole default budget in one check: 2 dispatchers, 2
+/// intentions (a booking notice and a reminder, each with its resend),
+/// the reconciler, the engine, a change and a cancellation, 2 supervisors
+/// at once, every fault.
 #[test]
-fn one_family_under_the_whole_default_budget_holds_every_property() {
+fn the_whole_default_budget_holds_every_property() {
     assert!(
-        check("operators", Bounds::operators(), CI_LIMIT),
+        check("default", Bounds::default(), CI_LIMIT),
         "not finished in {CI_LIMIT:?}"
     );
-}
-
-/// Two families sharing the dispatchers, the reconciler and the fault
-/// budget, with every fault and no supervisor: the interplay between
-/// families that the projection argument says cannot break a property.
-#[test]
-fn two_families_sharing_the_processes_hold_every_property() {
-    assert!(
-        check("dispatch", Bounds::dispatch(), CI_LIMIT),
-        "not finished in {CI_LIMIT:?}"
-    );
-}
-
-/// The issue's whole default budget in one check (2 dispatchers, 2
-/// intentions, 2 supervisors, every fault): more than 50 million states
-/// after symmetry since the reconciler follows core's choice, over a
-/// quarter of an hour on the shared machine (docs/verification.md).
-#[test]
-#[ignore = "over ten minutes: run on demand (docs/verification.md)"]
-fn the_default_budget_in_one_check() {
-    let limit = Duration::from_secs(3600);
-    assert!(check("default", Bounds::default(), limit), "not finished in {limit:?}");
 }
 
 /// The deeper run of docs/verification.md: 3 dispatchers, 3 intentions,
