@@ -10,11 +10,12 @@
 //!   any form or a run of its trailing digits;
 //! - the name words (`commitment_search_names`: FTS5 on SQLite; on
 //!   PostgreSQL each name's word set under a GIN index,
-//!   `commitment_search_word_sets`) for every typed word exactly, then for the words one typo
-//!   from it, found SymSpell-style: the vocabulary's words are filed under
-//!   themselves and their deletions (`name_word_deletes`), a typed word
-//!   looks up itself and its own deletions, and core's
-//!   `Closeness::of` checks the distance of what comes back.
+//!   `commitment_search_word_sets`) for every typed word exactly, then for
+//!   the words one typo from it, found SymSpell-style: the vocabulary's
+//!   words are filed under themselves and their deletions
+//!   (`name_word_deletes`), a typed word looks up itself and its own
+//!   deletions, and core's `Closeness::of` checks the distance of what
+//!   comes back.
 //!
 //! Each look-up is a few index probes; the matches go to the list's own
 //! statement as a JSON array of commitment ids ([`json_ids_sql`]).
