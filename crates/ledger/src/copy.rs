@@ -141,6 +141,7 @@ fn analyze_statement() -> String {
             "intention_counts",
             "commitment_search",
             "commitment_search_names",
+            "commitment_search_word_sets",
             "contact_phone_suffixes",
             "name_word_deletes",
         ])

@@ -136,7 +136,30 @@ fn a_renamed_contact_is_found_by_its_new_name_and_phone() {
         assert!(found(store, "maria flores").iter().all(|n| n != "Lucía Huamán"));
         assert_eq!(found(store, "huaman lucia"), ["Lucía Huamán"]);
         assert_eq!(found(store, "955 111 222"), ["Lucía Huamán"]);
+        word_sets_agree(fixture);
+        fixture.sql("UPDATE commitments SET contact_name = 'Rosa Quispe' WHERE ref = 'cita-101'");
+        assert_eq!(found(store, "quispe rosa"), ["Rosa Quispe"]);
+        word_sets_agree(fixture);
     });
+}
+
+/// PostgreSQL's word sets (migration 0010, what name searches read there)
+/// hold exactly the name words of every commitment, after any rename.
+fn word_sets_agree(fixture: &backends_fixture::Fixture) {
+    if let backends_fixture::Fixture::Pg(_) = fixture {
+        let differ = fixture.int(
+            "SELECT count(*) FROM (
+                 (SELECT commitment_id, array_agg(word ORDER BY word) AS words FROM commitment_search_names
+                  GROUP BY commitment_id
+                  EXCEPT SELECT commitment_id, words FROM commitment_search_word_sets)
+                 UNION ALL
+                 (SELECT commitment_id, words FROM commitment_search_word_sets
+                  EXCEPT SELECT commitment_id, array_agg(word ORDER BY word) FROM commitment_search_names
+                  GROUP BY commitment_id)) AS d",
+        );
+        assert_eq!(differ, Some(0));
+        assert!(fixture.int("SELECT count(*) FROM commitment_search_word_sets") > Some(0));
+    }
 }
 
 /// A ledger from before the search indexes (SQLite at version 11) gets

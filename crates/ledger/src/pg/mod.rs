@@ -90,6 +90,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (7, include_str!("migrations/0007_patient_search.sql")),
     (8, include_str!("migrations/0008_feeds.sql")),
     (9, include_str!("migrations/0009_dispatcher_instance.sql")),
+    (10, include_str!("migrations/0010_name_word_sets.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).
