@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Parsed, RowError, decode, ics, within_horizon};
+use super::{Parsed, RowError, decode_named, ics, within_horizon};
 use crate::config::ImportConfig;
 
 /// A calendar feed's body, read as `unavez import` reads an `.ics` file,
@@ -26,13 +26,7 @@ pub fn parse_feed(
     calendar: &ImportConfig,
     now: DateTime<Utc>,
 ) -> Result<FeedBody, RowError> {
-    let (text, encoding) = decode::decode(bytes).map_err(|e| RowError {
-        file: file.to_string(),
-        line: e.line,
-        field: "encoding".into(),
-        reason: e.reason,
-        raw: String::new(),
-    })?;
+    let (text, encoding) = decode_named(bytes, file)?;
     let opts = ics::Options {
         tz,
         now,

@@ -206,14 +206,19 @@ pub fn parse_bytes(bytes: &[u8], file: &str, kind: FileKind, tz: chrono_tz::Tz) 
     parse_bytes_with(bytes, file, kind, &opts)
 }
 
-fn parse_bytes_with(bytes: &[u8], file: &str, kind: FileKind, opts: &ics::Options<'_>) -> Result<Parsed, RowError> {
-    let (text, encoding) = decode::decode(bytes).map_err(|e| RowError {
+/// Decodes `bytes` ([`decode`]), naming `file` in the error.
+fn decode_named(bytes: &[u8], file: &str) -> Result<(String, TextEncoding), RowError> {
+    decode::decode(bytes).map_err(|e| RowError {
         file: file.to_string(),
         line: e.line,
         field: "encoding".into(),
         reason: e.reason,
         raw: String::new(),
-    })?;
+    })
+}
+
+fn parse_bytes_with(bytes: &[u8], file: &str, kind: FileKind, opts: &ics::Options<'_>) -> Result<Parsed, RowError> {
+    let (text, encoding) = decode_named(bytes, file)?;
     let mut parsed = Parsed {
         rows: Vec::new(),
         errors: Vec::new(),
