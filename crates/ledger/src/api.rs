@@ -20,6 +20,9 @@ use crate::domain::status::Report;
 use crate::domain::validity::CommitmentFacts;
 use crate::store::{ContactRow, IntentionRow, PendingStatus, Result, Tx};
 
+/// An intention's channel references: `(id, command id, message id)`.
+pub type ChannelRefs = (i64, Option<String>, Option<String>);
+
 /// Which planned intentions a claim may take.
 #[derive(Debug, Clone)]
 pub enum ClaimScope {
@@ -154,11 +157,11 @@ pub trait LedgerTx {
     /// and its moves, with the rows and guarantees of
     /// [`LedgerTx::apply_records`], in a few set-based statements; an
     /// intention's references are written with its move, in one row update.
-    fn apply_results(&self, records: &[Record], refs: &[(i64, Option<String>, Option<String>)]) -> Result<()>;
+    fn apply_results(&self, records: &[Record], refs: &[ChannelRefs]) -> Result<()>;
     /// Closes attempts, or annotates ones already closed.
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()>;
     /// Stores the channel's references on intentions (a newer value wins).
-    fn set_channel_refs(&self, rows: &[(i64, Option<String>, Option<String>)]) -> Result<()>;
+    fn set_channel_refs(&self, rows: &[ChannelRefs]) -> Result<()>;
     /// Sets (or clears) when intentions are due again.
     fn set_next_attempt(&self, rows: &[(i64, Option<DateTime<Utc>>)], at: DateTime<Utc>) -> Result<()>;
     /// Whether any status webhook waits for its intention (one probe).
@@ -216,13 +219,13 @@ impl LedgerTx for Tx<'_> {
     fn start_claims(&self, claims: &[NewClaim]) -> Result<Vec<i64>> {
         Tx::start_claims(self, claims)
     }
-    fn apply_results(&self, records: &[Record], refs: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
+    fn apply_results(&self, records: &[Record], refs: &[ChannelRefs]) -> Result<()> {
         Tx::apply_results_set(self, records, refs)
     }
     fn write_attempts(&self, rows: &[AttemptWrite]) -> Result<()> {
         Tx::write_attempts(self, rows)
     }
-    fn set_channel_refs(&self, rows: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
+    fn set_channel_refs(&self, rows: &[ChannelRefs]) -> Result<()> {
         Tx::set_channel_refs(self, rows)
     }
     fn set_next_attempt(&self, rows: &[(i64, Option<DateTime<Utc>>)], at: DateTime<Utc>) -> Result<()> {

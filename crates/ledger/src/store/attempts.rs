@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use super::dispatch::{bind_rows, row_source, set_runs};
 use super::{Result, StoreError, Tx, ms};
+use crate::api::ChannelRefs;
 use crate::domain::finish::{AttemptWrite, FinishFacts, SequenceFacts};
 use crate::rules_sql::{self, Sql};
 use crate::sql::Value;
@@ -176,7 +177,7 @@ impl Tx<'_> {
 
     /// Stores the channel's references (a given value replaces the stored
     /// one), one statement per run of rows.
-    pub fn set_channel_refs(&self, rows: &[(i64, Option<String>, Option<String>)]) -> Result<()> {
+    pub fn set_channel_refs(&self, rows: &[ChannelRefs]) -> Result<()> {
         let merged = merge_refs(rows);
         let rows = merged.as_slice();
         let pg = self.is_pg();
@@ -237,8 +238,8 @@ impl Tx<'_> {
 
 /// One row per intention, a later value over an earlier one, as if
 /// written one after the other.
-pub(super) fn merge_refs(rows: &[super::dispatch::ChannelRefs]) -> Vec<super::dispatch::ChannelRefs> {
-    let mut merged: Vec<super::dispatch::ChannelRefs> = Vec::with_capacity(rows.len());
+pub(super) fn merge_refs(rows: &[ChannelRefs]) -> Vec<ChannelRefs> {
+    let mut merged: Vec<ChannelRefs> = Vec::with_capacity(rows.len());
     let mut at: HashMap<i64, usize> = HashMap::with_capacity(rows.len());
     for (id, c, m) in rows {
         match at.get(id) {

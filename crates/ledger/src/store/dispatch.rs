@@ -9,10 +9,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::{Result, StoreError, Tx, ms};
-use crate::api::{ClaimFacts, ClaimScope, NewAttempt, NewClaim};
-
-/// An intention's channel references: `(id, command id, message id)`.
-pub type ChannelRefs = (i64, Option<String>, Option<String>);
+use crate::api::{ChannelRefs, ClaimFacts, ClaimScope, NewAttempt, NewClaim};
 use crate::domain::commitment::CommitmentKind;
 use crate::domain::history::Record;
 use crate::domain::state::IntentionState;
@@ -523,7 +520,7 @@ impl Tx<'_> {
     /// a reader connection, so it never queues behind the writer.
     pub fn presend_facts(&self, attempt_ids: &[i64]) -> Result<Vec<PresendFacts>> {
         Ok(self
-            .presend_rows(attempt_ids, "")?
+            .presend_rows(attempt_ids, false)?
             .into_iter()
             .map(|(f, _)| f)
             .collect())
@@ -537,7 +534,7 @@ impl Tx<'_> {
         if !self.is_pg() {
             return Ok((self.presend_facts(attempt_ids)?, self.clock(Utc::now())?));
         }
-        let rows = self.presend_rows(attempt_ids, ", unavez_now_ms()")?;
+        let rows = self.presend_rows(attempt_ids, true)?;
         let now = match rows.first() {
             Some((_, Some(ms))) => super::from_ms(*ms),
             _ => self.clock(Utc::now())?,
@@ -545,9 +542,10 @@ impl Tx<'_> {
         Ok((rows.into_iter().map(|(f, _)| f).collect(), now))
     }
 
-    /// The pre-send facts, with `extra` (one integer column, or nothing).
-    fn presend_rows(&self, attempt_ids: &[i64], extra: &str) -> Result<Vec<(PresendFacts, Option<i64>)>> {
-        let with_extra = !extra.is_empty();
+    /// The pre-send facts, with the server's clock in milliseconds on
+    /// every row when `with_clock` (PostgreSQL's `unavez_now_ms()`).
+    fn presend_rows(&self, attempt_ids: &[i64], with_clock: bool) -> Result<Vec<(PresendFacts, Option<i64>)>> {
+        let extra = if with_clock { ", unavez_now_ms()" } else { "" };
         self.attempt_rows(
             &format!(
                 "a.id, a.n, a.ended_at IS NULL, a.commitment_version_checked, i.state, i.lease_owner,
@@ -555,7 +553,7 @@ impl Tx<'_> {
             ),
             attempt_ids,
             |r| {
-                let at = if with_extra { Some(r.int(10)?) } else { None };
+                let at = if with_clock { Some(r.int(10)?) } else { None };
                 Ok((
                     PresendFacts {
                         attempt_id: r.int(0)?,

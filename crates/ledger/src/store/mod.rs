@@ -39,7 +39,7 @@ mod tx;
 mod uncertain;
 mod webhooks;
 
-pub use crate::api::{ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, Reservation, ReserveRow};
+pub use crate::api::{ChannelRefs, ClaimFacts, ClaimScope, LedgerTx, NewAttempt, PlannedRow, Reservation, ReserveRow};
 pub use crate::domain::attempt::{AttemptOutcome, AttemptResult, Backoff, Finished, RetryPolicy};
 pub use attention::{AttentionQuery, AttentionRow, AttentionView, CaseInfo, HandledMark, NewMark, RowKind};
 pub use console::{Board, CounterQuery, HourCount, NotificationCell, Page, UpcomingRow};
