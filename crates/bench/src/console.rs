@@ -51,6 +51,8 @@ pub struct Probe {
     pub first_frame_kind: String,
     /// Screen name → (p50 ms, p95 ms, samples).
     pub queries: Vec<(String, f64, f64, usize)>,
+    /// Untimed samples over other patients before the timed passes.
+    pub warmup: usize,
     /// Point lookup by id: the floor any query is compared to.
     pub point_p50_ms: f64,
     pub point_p95_ms: f64,

@@ -332,8 +332,8 @@ fn bench(args: &Args) -> anyhow::Result<ExitCode> {
                     // Issue 10: a patient search keeps p95 within 20 ms.
                     .target(Target::AtMost(if name.starts_with("search") { 20.0 } else { 10.0 }))
                     .note(format!(
-                        "p50 {p50:.2} ms over {n} samples at {} intentions",
-                        p.intentions
+                        "p50 {p50:.2} ms over {n} samples after {} warm-up samples, at {} intentions",
+                        p.warmup, p.intentions
                     )),
             );
         }

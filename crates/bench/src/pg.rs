@@ -392,8 +392,8 @@ fn console_rows(run: &mut crate::Run<'_>, dir: &Path, base: &str) -> anyhow::Res
                 .baseline("point lookup p95", p.point_p95_ms)
                 .target(Target::AtMost(if name.starts_with("search") { 20.0 } else { 10.0 }))
                 .note(format!(
-                    "p50 {p50:.2} ms over {n} samples at {} intentions (copied in by `ledger copy` in {copy_s:.0} s, then VACUUM ANALYZE in {vacuum_s:.0} s)",
-                    p.intentions
+                    "p50 {p50:.2} ms over {n} samples after {} warm-up samples, at {} intentions (copied in by `ledger copy` in {copy_s:.0} s, then VACUUM ANALYZE in {vacuum_s:.0} s)",
+                    p.warmup, p.intentions
                 )),
         );
     }

@@ -215,3 +215,50 @@ fn atencion_ranks_the_exact_match_first() {
         assert!(names(store, "marai flores").contains(&"María Flores".to_string()));
     });
 }
+
+/// A large import in one transaction stays linear on PostgreSQL: the
+/// word-set trigger (migration 0011) is planned at each firing, so once
+/// `commitment_search_names` has grown a firing probes it by index. Planned
+/// once on the empty table, as PL/pgSQL did with 0010's static statements,
+/// every later commitment read the whole table again (one sequential scan
+/// per commitment: quadratic, a million-intention copy never finished).
+/// Counted, not timed: this transaction's own scans of the table.
+#[test]
+fn a_large_import_reads_the_names_by_index() {
+    let schema = unavez_testkit::PgSchema::new();
+    drop(pg_common::ledger(&schema));
+    let mut c = postgres::Client::connect(&schema.url, postgres::NoTls).unwrap();
+    let mut tx = c.transaction().unwrap();
+    let commitments = 6_000;
+    // One statement per commitment, as the ledger saves them, each firing
+    // 0007's row trigger and through it the word-set trigger.
+    tx.batch_execute(&format!(
+        "DO $$ BEGIN
+             FOR k IN 1..{commitments} LOOP
+                 INSERT INTO commitments(id, ref, kind, status, version, created_at, updated_at, contact_name)
+                     VALUES (k, 'cita-' || k, 'appointment', 'scheduled', 1, 0, 0, 'María Flores Quispe ' || k);
+             END LOOP;
+         END $$;"
+    ))
+    .unwrap();
+    let scans: i64 = tx
+        .query_one(
+            "SELECT seq_scan FROM pg_stat_xact_user_tables
+             WHERE relname = 'commitment_search_names' AND schemaname = current_schema()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let sets: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM commitment_search_word_sets WHERE words @> ARRAY['flores', 'maria', 'quispe']",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(sets, commitments);
+    assert!(
+        scans < commitments / 2,
+        "{scans} sequential scans of the name words for {commitments} commitments"
+    );
+}
