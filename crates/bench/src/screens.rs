@@ -36,8 +36,9 @@ fn summarize(name: &str, mut v: Vec<f64>) -> (String, f64, f64, usize) {
 /// are reported apart (a million intentions do not fit in PostgreSQL's
 /// default shared buffers, and the first statement to read a patient's rows
 /// pays their page reads):
-/// 1. a warm-up, untimed: every screen and every search form over patients
-///    the timed passes never use, as a console in use has left the server;
+/// 1. a warm-up, untimed: every screen over the same spread of days and
+///    pages (there are only 90 days), and every search form over patients
+///    the timed passes never use, as a console in use leaves the server;
 /// 2. the first look-up: each form typed for a patient of its own, never
 ///    looked up before (a new caller), timed: the figures the targets judge;
 /// 3. the same texts again (the caller calls back), timed apart.
@@ -66,14 +67,22 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
     for k in 0..samples {
         store.read(|tx| space.searches(tx, k as u64, &mut again))?;
     }
-    let (mut point, searches) = (t.point.clone(), t.search.clone());
+    let Timings {
+        att,
+        up,
+        board,
+        counter,
+        detail,
+        mut point,
+        search: searches,
+    } = t;
     point.sort_by(f64::total_cmp);
     let screens = [
-        ("Atención (attention page)", t.att),
-        ("Próximas citas (upcoming day)", t.up),
-        ("Tablero (board of a day)", t.board),
-        ("Tablero counter rows", t.counter),
-        ("Detalle (intention detail)", t.detail),
+        ("Atención (attention page)", att),
+        ("Próximas citas (upcoming day)", up),
+        ("Tablero (board of a day)", board),
+        ("Tablero counter rows", counter),
+        ("Detalle (intention detail)", detail),
     ];
     let mut queries: Vec<_> = screens.into_iter().map(|(n, v)| summarize(n, v)).collect();
     queries.extend(search_rows(searches, "first look-up"));
@@ -92,7 +101,7 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
 }
 
 /// Where the warm-up's samples start: far from the timed ones, so that no
-/// patient, commitment or day offset of theirs is one the timed passes use.
+/// patient or commitment of theirs is one the timed passes search for.
 const WARMUP: u64 = 1 << 40;
 
 /// The first frame exactly as the console builds it: the app's load
@@ -202,7 +211,11 @@ fn search_rows(v: Vec<Vec<f64>>, pass: &str) -> Vec<(String, f64, f64, usize)> {
     v.into_iter()
         .enumerate()
         .map(|(i, v)| {
-            let screen = if i < forms { "Atención" } else { "Próximas citas (90 days)" };
+            let screen = if i < forms {
+                "Atención"
+            } else {
+                "Próximas citas (90 days)"
+            };
             summarize(&format!("search: {screen}, {} ({pass})", SEARCH_FORMS[i % forms]), v)
         })
         .collect()
