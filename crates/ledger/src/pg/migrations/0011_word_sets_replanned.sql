@@ -29,3 +29,34 @@ BEGIN
             WHERE commitment_search_word_sets.words IS DISTINCT FROM excluded.words';
     RETURN NULL;
 END $$;
+
+-- The same trap with parameters: PL/pgSQL switches a statement to a
+-- generic plan after five executions and keeps it, and a generic plan made
+-- while the name words were few hashed the whole table for every renamed
+-- contact (one sequential scan of `commitment_search_names` per contact
+-- whose name an import changed, seen at 100,000 booking events). Here each
+-- statement is planned with its values when it runs, one commitment at a
+-- time, so the only plan worth having is an index probe.
+CREATE OR REPLACE FUNCTION commitment_search_names_keep() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        EXECUTE 'DELETE FROM commitment_search_names WHERE commitment_id = $1' USING OLD.id;
+    END IF;
+    INSERT INTO commitment_search_names(word, commitment_id)
+        SELECT w, NEW.id FROM commitment_search_words_of(coalesce(NEW.contact_name,
+            (SELECT k.name FROM contacts k WHERE k.id = NEW.contact_id))) AS w;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION commitment_search_names_contact() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    c RECORD;
+BEGIN
+    FOR c IN EXECUTE 'SELECT id, contact_name FROM commitments WHERE contact_id = $1' USING NEW.id LOOP
+        EXECUTE 'DELETE FROM commitment_search_names WHERE commitment_id = $1' USING c.id;
+        EXECUTE 'INSERT INTO commitment_search_names(word, commitment_id)
+                     SELECT w, $1 FROM commitment_search_words_of(coalesce($2, $3)) AS w'
+            USING c.id, c.contact_name, NEW.name;
+    END LOOP;
+    RETURN NULL;
+END $$;
