@@ -34,7 +34,8 @@ pub fn run(dir: &Path, rows: u64) -> anyhow::Result<Import> {
             .fixed_offset()
             .to_rfc3339();
         let phone = format!("+519{:08}", i % 40_000);
-        let name = format!("Paciente {i}");
+        // The same patient under the same name at each booking.
+        let name = format!("Paciente {}", i % 40_000);
         writeln!(
             csv,
             "imp-{i:06},{starts},{phone},{name},Odontología,Sede Miraflores,scheduled"

@@ -43,8 +43,12 @@ fn event(prefix: &str, i: u64, now: chrono::DateTime<Utc>) -> BookingEvent {
         starts_at: Some(starts.fixed_offset()),
         version: Some(1),
         contact: Some(EventContact {
+            // 40,000 patients booking 2.5 times each, under the same name
+            // every time (a name per booking renamed the contact at most
+            // bookings, rewriting the search words of all its commitments:
+            // a rename's cost, not a booking's).
             phone: format!("+519{:08}", i % 40_000),
-            name: Some(format!("Paciente {i}")),
+            name: Some(format!("Paciente {}", i % 40_000)),
             language: Some("es".into()),
         }),
         service: Some("Odontología".into()),
