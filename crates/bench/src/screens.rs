@@ -55,15 +55,15 @@ pub fn probe(started: Instant, db: &Path, now: DateTime<Utc>, samples: usize) ->
         now,
         tz: Config::default().tz(),
     };
-    let mut t = Timings::default();
+    let mut t = Timings::new();
     let warmup = samples.div_ceil(2);
     for k in 0..warmup {
-        store.read(|tx| space.sample(tx, WARMUP + k as u64, &mut Timings::default()))?;
+        store.read(|tx| space.sample(tx, WARMUP + k as u64, &mut Timings::new()))?;
     }
     for k in 0..samples {
         store.read(|tx| space.sample(tx, k as u64, &mut t))?;
     }
-    let mut again = vec![vec![]; 2 * SEARCH_FORMS.len()];
+    let mut again = Timings::new().search;
     for k in 0..samples {
         store.read(|tx| space.searches(tx, k as u64, &mut again))?;
     }
@@ -149,6 +149,15 @@ struct Timings {
     search: Vec<Vec<f64>>,
 }
 
+impl Timings {
+    fn new() -> Timings {
+        Timings {
+            search: vec![vec![]; 2 * SEARCH_FORMS.len()],
+            ..Timings::default()
+        }
+    }
+}
+
 /// The generated ledger's sizes and clock, which a sample's ids fall in.
 struct Space {
     intentions: i64,
@@ -179,9 +188,6 @@ impl Space {
         let (ms, row) = time_ms(|| tx.intention(id))?;
         t.point.push(ms);
         t.detail.push(time_ms(|| tx.intention_detail(&row.key))?.0);
-        if t.search.is_empty() {
-            t.search = vec![vec![]; 2 * SEARCH_FORMS.len()];
-        }
         self.searches(tx, k, &mut t.search)
     }
 
