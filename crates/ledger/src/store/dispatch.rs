@@ -222,11 +222,25 @@ impl Tx<'_> {
         let db = self.db();
         let lock = if db.is_pg() { " FOR UPDATE SKIP LOCKED" } else { "" };
         Ok(match scope {
-            ClaimScope::Due => db.rows(
-                &format!("SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2{lock}"),
-                &vals![ms(now), limit],
-                |r| r.int(0),
-            )?,
+            ClaimScope::Due => {
+                if db.is_pg() {
+                    // The scan must walk `intentions_due` in order and stop
+                    // at the batch (migration 0012). Once autovacuum has
+                    // analysed the table mid-dispatch (few rows planned),
+                    // PostgreSQL preferred a bitmap scan of that index and
+                    // a sort: it visits the heap page of every entry, those
+                    // of rows claimed since the last vacuum included (a
+                    // bitmap scan never marks an entry dead, an index scan
+                    // does), so each claim cost as much as the backlog. For
+                    // the rest of this transaction only.
+                    db.exec("SET LOCAL enable_bitmapscan = off", &[])?;
+                }
+                db.rows(
+                    &format!("SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2{lock}"),
+                    &vals![ms(now), limit],
+                    |r| r.int(0),
+                )?
+            }
             ClaimScope::Ids(wanted) => {
                 let sql = format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}{lock}");
                 let mut out = Vec::new();
