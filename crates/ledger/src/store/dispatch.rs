@@ -225,14 +225,15 @@ impl Tx<'_> {
             ClaimScope::Due => {
                 if db.is_pg() {
                     // The scan must walk `intentions_due` in order and stop
-                    // at the batch (migration 0012). Once autovacuum has
-                    // analysed the table mid-dispatch (few rows planned),
-                    // PostgreSQL preferred a bitmap scan of that index and
-                    // a sort: it visits the heap page of every entry, those
-                    // of rows claimed since the last vacuum included (a
-                    // bitmap scan never marks an entry dead, an index scan
-                    // does), so each claim cost as much as the backlog. For
-                    // the rest of this transaction only.
+                    // at the batch (migration 0012). On statistics that
+                    // count few planned rows (most likely taken by
+                    // autovacuum mid-dispatch), PostgreSQL preferred a
+                    // bitmap scan of that index and a sort: it visits the
+                    // heap page of every entry, those of rows claimed
+                    // since the last vacuum included (a bitmap scan never
+                    // marks an entry dead, an index scan does), so each
+                    // claim cost as much as the backlog. For the rest of
+                    // this transaction only.
                     db.exec("SET LOCAL enable_bitmapscan = off", &[])?;
                 }
                 db.rows(
