@@ -225,7 +225,7 @@ impl Tx<'_> {
             ClaimScope::Due => {
                 if db.is_pg() {
                     // The scan must walk `intentions_due` in order and stop
-                    // at the batch (migration 0012). On statistics that
+                    // at the batch (migration 0013). On statistics that
                     // count few planned rows (most likely taken by
                     // autovacuum mid-dispatch), PostgreSQL preferred a
                     // bitmap scan of that index and a sort: it visits the
