@@ -2,8 +2,10 @@
 //! (name, integer or text, nullability) and unique constraints (primary
 //! keys included) after each backend's own migrations. Left out on purpose:
 //! the patient search index (FTS5 on SQLite, a pg_trgm table on
-//! PostgreSQL) and PostgreSQL's schema-version row (SQLite keeps the
-//! version in `PRAGMA user_version`).
+//! PostgreSQL), PostgreSQL's schema-version row (SQLite keeps the
+//! version in `PRAGMA user_version`) and the per-transaction count deltas
+//! PostgreSQL's statement triggers fold into `intention_counts` at commit
+//! (empty outside a transaction; SQLite's row triggers need none).
 
 mod pg_common;
 
@@ -31,7 +33,10 @@ fn logical_type(declared: &str) -> String {
 }
 
 fn skipped(table: &str) -> bool {
-    table.starts_with("commitment_search") || table == "unavez_schema" || table.starts_with("sqlite_")
+    table.starts_with("commitment_search")
+        || table == "unavez_schema"
+        || table == "intention_count_deltas"
+        || table.starts_with("sqlite_")
 }
 
 fn sqlite_shape() -> Shape {

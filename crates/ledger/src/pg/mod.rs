@@ -92,6 +92,8 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (9, include_str!("migrations/0009_dispatcher_instance.sql")),
     (10, include_str!("migrations/0010_name_word_sets.sql")),
     (11, include_str!("migrations/0011_word_sets_replanned.sql")),
+    (12, include_str!("migrations/0012_counts_per_transaction.sql")),
+    (13, include_str!("migrations/0013_dispatch_indexes.sql")),
 ];
 
 /// The advisory lock key of migrations ("unavez" in ASCII).

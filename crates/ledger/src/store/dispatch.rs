@@ -222,11 +222,26 @@ impl Tx<'_> {
         let db = self.db();
         let lock = if db.is_pg() { " FOR UPDATE SKIP LOCKED" } else { "" };
         Ok(match scope {
-            ClaimScope::Due => db.rows(
-                &format!("SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2{lock}"),
-                &vals![ms(now), limit],
-                |r| r.int(0),
-            )?,
+            ClaimScope::Due => {
+                if db.is_pg() {
+                    // The scan must walk `intentions_due` in order and stop
+                    // at the batch (migration 0013). On statistics that
+                    // count few planned rows (most likely taken by
+                    // autovacuum mid-dispatch), PostgreSQL preferred a
+                    // bitmap scan of that index and a sort: it visits the
+                    // heap page of every entry, those of rows claimed
+                    // since the last vacuum included (a bitmap scan never
+                    // marks an entry dead, an index scan does), so each
+                    // claim cost as much as the backlog. For the rest of
+                    // this transaction only.
+                    db.exec("SET LOCAL enable_bitmapscan = off", &[])?;
+                }
+                db.rows(
+                    &format!("SELECT i.id FROM intentions i WHERE {DUE} ORDER BY i.due_at, i.id LIMIT ?2{lock}"),
+                    &vals![ms(now), limit],
+                    |r| r.int(0),
+                )?
+            }
             ClaimScope::Ids(wanted) => {
                 let sql = format!("SELECT i.id FROM intentions i WHERE i.id = ?2 AND {DUE}{lock}");
                 let mut out = Vec::new();
@@ -250,17 +265,27 @@ impl Tx<'_> {
         let db = self.db();
         // The contact is the commitment's, else the one with the recipient's
         // phone (a resend to a number the commitment does not name).
+        //
+        // Each attempt fact is a scalar subquery with `LIMIT 1`, not an
+        // `EXISTS`: PostgreSQL may run an `EXISTS` in the select list as a
+        // hashed subplan, which reads every attempt of the ledger once per
+        // claim (and chose it in the dispatch bench, on statistics taken
+        // before the attempts existed); a scalar subquery is always probed
+        // per row, through the `(intention_id, n)` key, so a claim costs
+        // the same whatever the ledger holds.
         let sql = format!(
             "SELECT {INTENTION_COLS}, c.kind, c.status = 'cancelled', c.version, c.starts_at, c.confirmed_at,
                     c.manual_contact_at, k.id, k.phone, k.name, k.language, k.consent_marketing,
                     k.opt_out_marketing_at, k.opt_out_transactional_at, k.last_inbound_at,
-                    EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND a.outcome IN {acknowledged}),
+                    (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND a.outcome IN {acknowledged} LIMIT 1)
+                        IS NOT NULL,
                     CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE (SELECT count(*) FROM intentions o
                         WHERE o.recipient = i.recipient AND o.id != i.id
-                          AND EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = o.id AND {counted})) END,
+                          AND (SELECT 1 FROM attempts a WHERE a.intention_id = o.id AND {counted} LIMIT 1)
+                              IS NOT NULL) END,
                     CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE
-                        CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND {counted})
-                             THEN 1 ELSE 0 END END
+                        CASE WHEN (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND {counted} LIMIT 1)
+                             IS NOT NULL THEN 1 ELSE 0 END END
              FROM intentions i JOIN commitments c ON c.id = i.commitment_id
              LEFT JOIN contacts k ON k.id = coalesce(c.contact_id, (SELECT id FROM contacts WHERE phone = i.recipient))
              WHERE i.id IN ({})",

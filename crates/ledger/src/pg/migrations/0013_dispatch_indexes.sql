@@ -1,0 +1,12 @@
+-- The dispatcher's due scan (issue 29): `PgTx::due_ids` reads planned
+-- intentions that are due, oldest first (`ORDER BY due_at, id`), and takes
+-- the first batch of them `FOR UPDATE SKIP LOCKED`. With only
+-- `intentions_state_due (state, due_at)` the planner read every due
+-- planned row (a bitmap or sequential scan), sorted them and kept the
+-- first 64: each claim cost as much as the whole backlog (2 ms and 3,400
+-- buffers per claim at 5,000 due, growing with the backlog). This index
+-- has exactly the claim's order and only planned rows, so the scan stops
+-- after the batch it locks. A claim or a result adds nothing to it (the
+-- new row version is no longer planned); only a reservation, a deferral
+-- or a retry does.
+CREATE INDEX intentions_due ON intentions(due_at, id) WHERE state = 'planned';
