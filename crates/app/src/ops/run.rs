@@ -183,14 +183,13 @@ pub fn run(
                 super::verify(tx, actor, *intention_id, by, reason, now)
             }
             PendingOp::Resolve { case } => super::resolve(tx, actor, *case, reason, now),
-            PendingOp::RequestResend { intention_id } | PendingOp::DeclineResend { intention_id } => {
-                let ask = if matches!(op, PendingOp::RequestResend { .. }) {
-                    Ask::Request
-                } else {
-                    Ask::Decline
-                };
+            PendingOp::RequestResend { intention_id } => {
                 let max = env.config.policy.max_resends_per_day;
-                super::ask_resend(tx, actor, ask, *intention_id, reason, max, tz, now)
+                super::ask_resend(tx, actor, Ask::Request, *intention_id, reason, max, tz, now)
+            }
+            PendingOp::DeclineResend { intention_id } => {
+                let max = env.config.policy.max_resends_per_day;
+                super::ask_resend(tx, actor, Ask::Decline, *intention_id, reason, max, tz, now)
             }
             PendingOp::CallOutcome { intention_id, outcome } => {
                 super::call_outcome(tx, &planner, actor, *intention_id, *outcome, now)

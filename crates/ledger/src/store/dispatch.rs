@@ -211,6 +211,17 @@ fn claim_row(r: &dyn Cols) -> std::result::Result<ClaimFacts, String> {
     })
 }
 
+/// Whether intention `of` has an attempt matching `cond` (on `a`), as a
+/// scalar probe with `LIMIT 1`, not an `EXISTS`: PostgreSQL may run an
+/// `EXISTS` in the select list as a hashed subplan, which reads every
+/// attempt of the ledger once per claim (and chose it in the dispatch
+/// bench, on statistics taken before the attempts existed); a scalar
+/// subquery is always probed per row, through the `(intention_id, n)` key,
+/// so a claim costs the same whatever the ledger holds.
+fn has_attempt(of: &str, cond: &str) -> String {
+    format!("(SELECT 1 FROM attempts a WHERE a.intention_id = {of} AND {cond} LIMIT 1) IS NOT NULL")
+}
+
 impl Tx<'_> {
     /// Due intentions, oldest due first. On PostgreSQL the rows are locked
     /// for this transaction and rows another host is claiming are skipped
@@ -265,33 +276,21 @@ impl Tx<'_> {
         let db = self.db();
         // The contact is the commitment's, else the one with the recipient's
         // phone (a resend to a number the commitment does not name).
-        //
-        // Each attempt fact is a scalar subquery with `LIMIT 1`, not an
-        // `EXISTS`: PostgreSQL may run an `EXISTS` in the select list as a
-        // hashed subplan, which reads every attempt of the ledger once per
-        // claim (and chose it in the dispatch bench, on statistics taken
-        // before the attempts existed); a scalar subquery is always probed
-        // per row, through the `(intention_id, n)` key, so a claim costs
-        // the same whatever the ledger holds.
         let sql = format!(
             "SELECT {INTENTION_COLS}, c.kind, c.status = 'cancelled', c.version, c.starts_at, c.confirmed_at,
                     c.manual_contact_at, k.id, k.phone, k.name, k.language, k.consent_marketing,
                     k.opt_out_marketing_at, k.opt_out_transactional_at, k.last_inbound_at,
-                    (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND a.outcome IN {acknowledged} LIMIT 1)
-                        IS NOT NULL,
+                    {acknowledged},
                     CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE (SELECT count(*) FROM intentions o
-                        WHERE o.recipient = i.recipient AND o.id != i.id
-                          AND (SELECT 1 FROM attempts a WHERE a.intention_id = o.id AND {counted} LIMIT 1)
-                              IS NOT NULL) END,
-                    CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE
-                        CASE WHEN (SELECT 1 FROM attempts a WHERE a.intention_id = i.id AND {counted} LIMIT 1)
-                             IS NOT NULL THEN 1 ELSE 0 END END
+                        WHERE o.recipient = i.recipient AND o.id != i.id AND {other_counted}) END,
+                    CASE WHEN CAST(?1 AS BIGINT) IS NULL THEN 0 ELSE CASE WHEN {counted} THEN 1 ELSE 0 END END
              FROM intentions i JOIN commitments c ON c.id = i.commitment_id
              LEFT JOIN contacts k ON k.id = coalesce(c.contact_id, (SELECT id FROM contacts WHERE phone = i.recipient))
              WHERE i.id IN ({})",
             in_ids(&db, 2),
-            acknowledged = rules_sql::ACKNOWLEDGED_OUTCOMES,
-            counted = COUNTED,
+            acknowledged = has_attempt("i.id", &format!("a.outcome IN {}", rules_sql::ACKNOWLEDGED_OUTCOMES)),
+            other_counted = has_attempt("o.id", &COUNTED),
+            counted = has_attempt("i.id", &COUNTED),
         );
         let mut by_id: HashMap<i64, ClaimFacts> = db
             .rows(&sql, &vals![day_start.map(ms), id_list(ids)], claim_row)?
