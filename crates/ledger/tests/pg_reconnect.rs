@@ -98,3 +98,21 @@ fn a_transaction_whose_connection_is_terminated_fails_and_the_next_one_works() {
     store.write(|tx| tx.set_counter("probe", 2)).unwrap();
     assert_eq!(store.read(|tx| tx.counter("probe")).unwrap(), 2);
 }
+
+#[test]
+fn a_connection_planned_by_keys_stays_so_on_its_replacement() {
+    let schema = PgSchema::new();
+    let app = name("keys");
+    let mut store = Store::open_location(&named(&schema, &app), &OpenOptions::CREATE).unwrap();
+    assert!(
+        !store.plans_by_keys().unwrap(),
+        "a ledger connection plans as the server does"
+    );
+    store.plan_by_keys().unwrap();
+    assert!(store.plans_by_keys().unwrap());
+    assert_eq!(terminate_idle(&app), 1);
+    // The next transaction runs on a new connection, with the settings.
+    store.write(|tx| tx.set_counter("probe", 1)).unwrap();
+    assert!(store.plans_by_keys().unwrap());
+    assert_eq!(terminate_idle(&app), 1, "one connection, the replacement");
+}

@@ -124,10 +124,15 @@ async fn read(
 ) -> Result<(Vec<PresendFacts>, chrono::DateTime<Utc>), String> {
     if reader.is_none() {
         let at = location.clone();
-        let store = tokio::task::spawn_blocking(move || Store::attach_location(&at))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+        // Its one statement reads attempts by id (see `Store::plan_by_keys`).
+        let store = tokio::task::spawn_blocking(move || {
+            let mut store = Store::attach_location(&at)?;
+            store.plan_by_keys()?;
+            Ok::<_, crate::store::StoreError>(store)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
         *reader = Some(Db::from_store(store));
     }
     let Some(db) = reader.as_ref() else {

@@ -156,6 +156,13 @@ pub(crate) async fn dispatch_loop(
     ctl: Control,
 ) -> Result<DispatchReport> {
     let mut report = DispatchReport::default();
+    // This session's statements name their rows by key; planned so, they
+    // cost the same on a fresh ledger as on an analyzed one (see
+    // `Store::plan_by_keys`). A ledger that is down fails here as it
+    // fails the first claim: the loop below retries and reports.
+    if let Err(e) = db.call(|s| Ok(s.plan_by_keys()?)).await {
+        tracing::warn!("could not set the dispatcher's session to plan by keys: {e}");
+    }
     // Paused: no new claims; in flight finishes (see `control.rs`).
     let mut paused = ctl.paused_rx();
     let mut claimed_once = false;

@@ -99,7 +99,10 @@ pub(super) fn set_runs(pg: bool, n: usize) -> Box<dyn Iterator<Item = Range<usiz
 /// The rows of a set-based statement, where `VALUES …` would stand: on
 /// SQLite `rows` groups of `?` marks ([`values_rows`]); on PostgreSQL a
 /// `SELECT` of the columns (cast to `types`) from the JSON array of
-/// arrays bound at `?1` (see [`bind_rows`]), whatever the count.
+/// arrays bound at `?1` (see [`bind_rows`]), whatever the count. Read as
+/// `jsonb`, parsed once: each `->>` of a `json` value parses its row's
+/// text again, once per column (64 history rows of ten columns: 0.11-0.23
+/// ms as `json`, 0.03-0.06 ms as `jsonb`).
 pub(super) fn row_source(pg: bool, types: &[&str], rows: usize) -> String {
     if pg {
         let cols: Vec<String> = types
@@ -108,7 +111,7 @@ pub(super) fn row_source(pg: bool, types: &[&str], rows: usize) -> String {
             .map(|(i, t)| format!("CAST(e->>{i} AS {t})"))
             .collect();
         format!(
-            "SELECT {} FROM json_array_elements(CAST(CAST(?1 AS TEXT) AS json)) AS e",
+            "SELECT {} FROM jsonb_array_elements(CAST(CAST(?1 AS TEXT) AS jsonb)) AS e",
             cols.join(",")
         )
     } else {

@@ -41,6 +41,9 @@ pub(super) enum Inner {
         url: Box<PgUrl>,
         /// The URL (without its password), where callers show a path.
         shown: PathBuf,
+        /// Planned by keys ([`Store::plan_by_keys`]): set again on a new
+        /// connection after a lost one.
+        by_keys: bool,
     },
 }
 
@@ -98,6 +101,7 @@ impl Store {
                 statements: Default::default(),
                 url: Box::new(url.clone()),
                 shown: PathBuf::from(url.to_string()),
+                by_keys: false,
             },
         }
     }
@@ -129,6 +133,7 @@ impl Store {
             client,
             statements,
             url,
+            by_keys,
             ..
         } = &mut self.inner
         else {
@@ -140,6 +145,9 @@ impl Store {
         *client = pg_checked(url)?;
         // Prepared statements belong to the connection that prepared them.
         **statements = Default::default();
+        if *by_keys {
+            keyed_plans(client)?;
+        }
         tracing::warn!(ledger = %url, "the PostgreSQL ledger closed this connection; reconnected");
         Ok(true)
     }
@@ -318,6 +326,50 @@ impl Store {
         Ok(())
     }
 
+    /// Plans this connection's statements as reads and writes of rows
+    /// named by key: index probes joined by nested loops, never a
+    /// sequential scan, hash join or merge join where an index serves.
+    /// For the dispatcher's connections (its session and its pre-send
+    /// reader) on PostgreSQL, whose every statement names its rows by id
+    /// or walks an index in order.
+    ///
+    /// Why: a connection keeps each statement's generic plan, made from
+    /// its first executions. A dispatcher starting on a fresh ledger, or
+    /// on tables whose statistics predate the backlog (no `ANALYZE` since
+    /// the import; a server without autovacuum never takes one), plans its
+    /// batch reads for nearly empty `attempts` and `intentions`: a hash
+    /// join over a sequential scan of the whole table. That plan is kept,
+    /// and each batch then reads every attempt and intention of the ledger
+    /// (7-12 ms per batch at 50,000 messages, growing with the ledger;
+    /// docs/bench-log.md, 2026-12-02 12:20 entry). With these settings the
+    /// plan does not depend on the statistics. SQLite plans keyed
+    /// statements by index whatever its statistics say: nothing to do.
+    pub fn plan_by_keys(&mut self) -> Result<()> {
+        if let Inner::Pg { client, by_keys, .. } = &mut self.inner {
+            // Kept first: a connection lost meanwhile is replaced with
+            // the settings ([`Store::reconnect_if_lost`]).
+            *by_keys = true;
+            keyed_plans(client)?;
+        }
+        Ok(())
+    }
+
+    /// Whether this connection plans by keys ([`Store::plan_by_keys`]), as
+    /// the server says; SQLite always does.
+    pub fn plans_by_keys(&mut self) -> Result<bool> {
+        let Inner::Pg { client, .. } = &mut self.inner else {
+            return Ok(true);
+        };
+        let row = client
+            .query_one(
+                "SELECT current_setting('enable_seqscan') = 'off' AND current_setting('enable_hashjoin') = 'off'
+                    AND current_setting('enable_mergejoin') = 'off'",
+                &[],
+            )
+            .map_err(crate::pg::PgError::from)?;
+        Ok(row.get(0))
+    }
+
     /// [`Store::attach`] when the ledger is at this binary's schema (no
     /// write lock needed, so another process's long write never delays
     /// the start), else opens the existing ledger, which migrates it; the
@@ -478,5 +530,13 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // planned-intention lookups: ~19 % of its CPU). Every statement here
     // is written for its index, not for the values it will see.
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    Ok(())
+}
+
+/// The session settings of [`Store::plan_by_keys`].
+fn keyed_plans(client: &mut PgClient) -> Result<()> {
+    client
+        .batch_execute("SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off")
+        .map_err(crate::pg::PgError::from)?;
     Ok(())
 }
