@@ -341,7 +341,7 @@ impl Store {
     /// join over a sequential scan of the whole table. That plan is kept,
     /// and each batch then reads every attempt and intention of the ledger
     /// (7-12 ms per batch at 50,000 messages, growing with the ledger;
-    /// docs/bench-log.md, 2026-12-02 12:20 entry). With these settings the
+    /// docs/bench-log.md, 2026-12-02 12:08 entry). With these settings the
     /// plan does not depend on the statistics. SQLite plans keyed
     /// statements by index whatever its statistics say: nothing to do.
     pub fn plan_by_keys(&mut self) -> Result<()> {
