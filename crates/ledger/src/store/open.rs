@@ -345,7 +345,11 @@ impl Store {
     /// plan does not depend on the statistics. SQLite plans keyed
     /// statements by index whatever its statistics say: nothing to do.
     pub fn plan_by_keys(&mut self) -> Result<()> {
-        if let Inner::Pg { client, by_keys, .. } = &mut self.inner {
+        // Once per connection: a dispatcher started again on the same
+        // session (`dispatch_once` in a loop) costs no round trip.
+        if let Inner::Pg { client, by_keys, .. } = &mut self.inner
+            && !*by_keys
+        {
             // Kept first: a connection lost meanwhile is replaced with
             // the settings ([`Store::reconnect_if_lost`]).
             *by_keys = true;
@@ -360,12 +364,13 @@ impl Store {
         let Inner::Pg { client, .. } = &mut self.inner else {
             return Ok(true);
         };
+        let all_off = KEYED_OFF
+            .iter()
+            .map(|name| format!("current_setting('{name}') = 'off'"))
+            .collect::<Vec<_>>()
+            .join(" AND ");
         let row = client
-            .query_one(
-                "SELECT current_setting('enable_seqscan') = 'off' AND current_setting('enable_hashjoin') = 'off'
-                    AND current_setting('enable_mergejoin') = 'off'",
-                &[],
-            )
+            .query_one(&format!("SELECT {all_off}"), &[])
             .map_err(crate::pg::PgError::from)?;
         Ok(row.get(0))
     }
@@ -533,10 +538,13 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The session settings of [`Store::plan_by_keys`].
+/// The planner methods [`Store::plan_by_keys`] turns off (and
+/// [`Store::plans_by_keys`] reads back).
+const KEYED_OFF: [&str; 3] = ["enable_seqscan", "enable_hashjoin", "enable_mergejoin"];
+
+/// Sets [`KEYED_OFF`] on the session, in one round trip.
 fn keyed_plans(client: &mut PgClient) -> Result<()> {
-    client
-        .batch_execute("SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off")
-        .map_err(crate::pg::PgError::from)?;
+    let sets: String = KEYED_OFF.iter().map(|name| format!("SET {name} = off;")).collect();
+    client.batch_execute(&sets).map_err(crate::pg::PgError::from)?;
     Ok(())
 }
