@@ -34,6 +34,7 @@ mod import;
 mod ledger_shape;
 mod peer;
 mod pg;
+mod pgfloor;
 mod pgversus;
 mod raw;
 mod report;

@@ -61,6 +61,8 @@ pub struct PgOutcome {
     /// Per dispatcher count, its repeats.
     pub unavez_runs: Vec<(usize, Vec<PgRun>)>,
     pub river_runs: Vec<Result<(River, u64), String>>,
+    /// The same-schema dispatch floor's repeats ([`crate::pgfloor`]).
+    pub floor_runs: Vec<Result<f64, String>>,
     pub synchronous_commit: String,
 }
 
@@ -214,6 +216,20 @@ pub fn run(plan: &PgPlan<'_>, say: &dyn Fn(&str)) -> anyhow::Result<PgOutcome> {
             ));
             runs.push(r);
         }
+        say(&format!(
+            "repeat {}/{REPEATS}: the dispatch floor on postgresql (its rows in bare SQL, {} connections), {} due notices",
+            rep + 1,
+            crate::pgfloor::FLOOR_CONNECTIONS,
+            plan.full_jobs
+        ));
+        let batch = plan.cfg.dispatcher.batch_size;
+        let f = crate::pgfloor::run(plan.base, &format!("r{rep}"), plan.full_jobs, batch, &plan.cfg);
+        let f = f.map_err(|e| format!("{e:#}"));
+        say(&format!(
+            "  {}",
+            f.as_ref().map_or_else(Clone::clone, |v| format!("{} msg/s", num(*v)))
+        ));
+        out.floor_runs.push(f);
         if let (Some(bin), Some(w)) = (&plan.river, out.river_best) {
             say(&format!(
                 "repeat {}/{REPEATS}: river on postgresql, {} jobs at {w} workers",
@@ -304,12 +320,7 @@ pub fn figures(o: &PgOutcome, conc: u32, batch: u32) -> (Option<Figure>, Vec<Fig
         .enumerate()
         .filter_map(|(i, r)| {
             let (r, _) = r.as_ref().ok()?;
-            let best = o
-                .unavez_runs
-                .iter()
-                .filter_map(|(_, runs)| runs.get(i).map(PgRun::per_s))
-                .fold(f64::NAN, f64::max);
-            Some(best / r.work_per_s)
+            Some(best_unavez(o, i) / r.work_per_s)
         })
         .collect();
     let name = "pg dispatch (best of 1 and 3) / river on PostgreSQL";
@@ -321,7 +332,7 @@ pub fn figures(o: &PgOutcome, conc: u32, batch: u32) -> (Option<Figure>, Vec<Fig
                 .target(target)
                 .note(format!(
                     "median of the per-repeat ratios {} (interleaved; unavez medians {}; river {} jobs/s)",
-                    ratios.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(" / "),
+                    self::ratios(&ratios),
                     medians
                         .iter()
                         .map(|(k, m)| format!("{k}: {}", num(*m)))
@@ -337,5 +348,76 @@ pub fn figures(o: &PgOutcome, conc: u32, batch: u32) -> (Option<Figure>, Vec<Fig
             "needs the pg and peer sections, both measured",
         )),
     }
+    figs.extend(floor_figures(o));
     (river_fig, figs)
+}
+
+/// The better unavez setting of the `i`th repeat (NaN if none ran).
+fn best_unavez(o: &PgOutcome, i: usize) -> f64 {
+    o.unavez_runs
+        .iter()
+        .filter_map(|(_, runs)| runs.get(i).map(PgRun::per_s))
+        .fold(f64::NAN, f64::max)
+}
+
+/// The same-schema dispatch floor, and two readings of it, each the median
+/// of per-repeat ratios: how close the dispatcher comes to the rows it must
+/// write, and how close those rows alone come to River. No target: they
+/// say where the River ratio's gap lies (the target is River's).
+fn floor_figures(o: &PgOutcome) -> Vec<Figure> {
+    let name = "pg dispatch floor: the same rows in bare SQL, 3 connections";
+    let floors: Vec<Option<f64>> = o.floor_runs.iter().map(|f| f.as_ref().ok().copied()).collect();
+    let measured: Vec<f64> = floors.iter().flatten().copied().collect();
+    let Some(m) = median(measured.clone()) else {
+        let why = o.floor_runs.iter().find_map(|f| f.clone().err());
+        return vec![Figure::missing(
+            name,
+            "msg/s",
+            None,
+            why.unwrap_or_else(|| "not run".into()),
+        )];
+    };
+    let mut figs = vec![Figure::new(name, m, "msg/s").note(format!(
+        "median of {} repeats ({} msg/s), interleaved with the rows above: per message the claim's and the result's `intentions` versions, the attempt inserted before the request and ended after it, two history rows, the counts folded at commit; one statement per phase, results in the next claim's transaction, no reads, no pre-send check, no HTTP",
+        measured.len(),
+        list(&measured)
+    ))];
+    let per_repeat = |f: &dyn Fn(usize, f64) -> Option<f64>| -> Vec<f64> {
+        floors
+            .iter()
+            .enumerate()
+            .filter_map(|(i, fl)| f(i, (*fl)?))
+            .filter(|x| x.is_finite())
+            .collect()
+    };
+    let ours = per_repeat(&|i, fl| Some(best_unavez(o, i) / fl));
+    if let Some(r) = median(ours.clone()) {
+        figs.push(
+            Figure::new("pg dispatch (best of 1 and 3) / its same-schema floor", r, "x")
+                .baseline("floor", 1.0)
+                .note(format!(
+                    "per repeat {}: the cost of the dispatcher's logic, its reads, the pre-send check and HTTP",
+                    ratios(&ours)
+                )),
+        );
+    }
+    let rows = per_repeat(&|i, fl| {
+        let (r, _) = o.river_runs.get(i)?.as_ref().ok()?;
+        Some(fl / r.work_per_s)
+    });
+    if let Some(r) = median(rows.clone()) {
+        figs.push(
+            Figure::new("pg dispatch floor / river on PostgreSQL", r, "x")
+                .baseline("river", 1.0)
+                .note(format!(
+                    "per repeat {}: the most any dispatcher writing these rows on this schema could reach",
+                    ratios(&rows)
+                )),
+        );
+    }
+    figs
+}
+
+fn ratios(v: &[f64]) -> String {
+    v.iter().map(|x| format!("{x:.2}")).collect::<Vec<_>>().join(" / ")
 }
