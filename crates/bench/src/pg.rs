@@ -35,6 +35,19 @@ fn client(url: &str) -> anyhow::Result<postgres::Client> {
     postgres::Client::connect(url, postgres::NoTls).with_context(|| format!("connecting to {url}"))
 }
 
+/// Runs `work` on `n` threads at once (one connection each) and adds up
+/// what they counted; the first error is the result.
+pub(crate) fn sum_of_workers(n: usize, work: impl Fn(usize) -> anyhow::Result<u64> + Sync) -> anyhow::Result<u64> {
+    std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = (0..n).map(|i| s.spawn(move || work(i))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench worker"))
+            .sum::<anyhow::Result<u64>>()
+    })
+}
+
 /// Durable inserts of the SQLite raw baseline's rows (one prepared
 /// statement per row, 1,000 rows per commit), then a job queue worked by
 /// `workers` connections: lock up to 128 available jobs with `FOR UPDATE
@@ -66,13 +79,7 @@ pub fn baselines(base: &str, rows: u64, jobs: u64, workers: usize) -> anyhow::Re
         &[&(jobs as i64)],
     )?;
     let t = Instant::now();
-    let done: u64 = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| work_queue(&schema.url))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("queue worker"))
-            .sum::<anyhow::Result<u64>>()
-    })?;
+    let done = sum_of_workers(workers, |_| work_queue(&schema.url))?;
     let queue_per_s = done as f64 / t.elapsed().as_secs_f64();
     if done != jobs {
         bail!("the SKIP LOCKED queue finished {done} of {jobs} jobs");

@@ -67,18 +67,7 @@ pub fn run(base: &str, tag: &str, n: u64, batch: u32, cfg: &Config) -> anyhow::R
     let schema = PgSchema::in_database(base);
     dispatch::prepare(&PathBuf::from(&schema.url), &format!("f{tag}"), n, cfg)?;
     let t = Instant::now();
-    let moved: u64 = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..FLOOR_CONNECTIONS)
-            .map(|i| {
-                let url = schema.url.clone();
-                s.spawn(move || work(&url, &format!("floor-{i}"), batch))
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("floor worker"))
-            .sum::<anyhow::Result<u64>>()
-    })?;
+    let moved = crate::pg::sum_of_workers(FLOOR_CONNECTIONS, |i| work(&schema.url, &format!("floor-{i}"), batch))?;
     let per_s = moved as f64 / t.elapsed().as_secs_f64();
     if moved != n {
         bail!("the dispatch floor moved {moved} of {n} intentions");

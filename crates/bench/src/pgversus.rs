@@ -391,31 +391,33 @@ fn floor_figures(o: &PgOutcome) -> Vec<Figure> {
             .collect()
     };
     let ours = per_repeat(&|i, fl| Some(best_unavez(o, i) / fl));
-    if let Some(r) = median(ours.clone()) {
-        figs.push(
-            Figure::new("pg dispatch (best of 1 and 3) / its same-schema floor", r, "x")
-                .baseline("floor", 1.0)
-                .note(format!(
-                    "per repeat {}: the cost of the dispatcher's logic, its reads, the pre-send check and HTTP",
-                    ratios(&ours)
-                )),
-        );
-    }
+    figs.extend(ratio_figure(
+        "pg dispatch (best of 1 and 3) / its same-schema floor",
+        "floor",
+        &ours,
+        "the cost of the dispatcher's logic, its reads, the pre-send check and HTTP",
+    ));
     let rows = per_repeat(&|i, fl| {
         let (r, _) = o.river_runs.get(i)?.as_ref().ok()?;
         Some(fl / r.work_per_s)
     });
-    if let Some(r) = median(rows.clone()) {
-        figs.push(
-            Figure::new("pg dispatch floor / river on PostgreSQL", r, "x")
-                .baseline("river", 1.0)
-                .note(format!(
-                    "per repeat {}: the most any dispatcher writing these rows on this schema could reach",
-                    ratios(&rows)
-                )),
-        );
-    }
+    figs.extend(ratio_figure(
+        "pg dispatch floor / river on PostgreSQL",
+        "river",
+        &rows,
+        "the most any dispatcher writing these rows on this schema could reach",
+    ));
     figs
+}
+
+/// A ratio with no target: the median of its per-repeat values.
+fn ratio_figure(name: &str, base: &str, per_repeat: &[f64], what: &str) -> Option<Figure> {
+    let m = median(per_repeat.to_vec())?;
+    Some(
+        Figure::new(name, m, "x")
+            .baseline(base, 1.0)
+            .note(format!("per repeat {}: {what}", ratios(per_repeat))),
+    )
 }
 
 fn ratios(v: &[f64]) -> String {
