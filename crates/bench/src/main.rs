@@ -13,6 +13,7 @@
 //! |---|---|
 //! | `raw` | the disk's limit: durable inserts of intention-sized rows |
 //! | `reserve` | ingest: reserve + plan, intentions per second |
+//! | `floor` | reserve + plan's baseline: the same rows written again into the same schema in bulk |
 //! | `import` | `unavez import` of one agenda as CSV and as JSONL, and their ratio |
 //! | `dispatch` | the dispatcher in-process and over HTTP, latency at a steady load, reprocess |
 //! | `peer` | the river peer queue, one run |
@@ -20,6 +21,8 @@
 //! | `webhook` | status webhooks applied per second |
 //! | `pg` | the PostgreSQL ledger: raw and `SKIP LOCKED` baselines, reserve + plan, dispatch with 1 and 3 processes, the console at a million intentions |
 //! | `pgversus` | unavez dispatch on PostgreSQL (1 and 3 dispatchers, in-process simulator) against River on PostgreSQL, interleaved |
+//! | `pgfloor` | the rows a dispatched message writes, alone, in bare SQL on the same schema: the most any dispatcher keeping that evidence could reach |
+//! | `wire` | a counting relay between `unavez dispatch` processes and PostgreSQL: round trips and statements per message |
 //! | `console`, `screens` | a generated million-row ledger and the console's screens on it |
 //! | `ledger_shape` | the raw baseline and the fast ledger generator (bench-only SQL) |
 //! | `report` | the figures table |
@@ -100,7 +103,8 @@ struct Args {
     )]
     pg: String,
     /// Only these parts of the `pg` section (comma-separated): baselines,
-    /// reserve, versus (in-process dispatch against River), http, wire
+    /// reserve, versus (in-process dispatch against River and the dispatch
+    /// floor), http, wire
     /// (round trips per message), console. Default: all of them.
     #[arg(long, value_delimiter = ',')]
     pg_parts: Vec<String>,
