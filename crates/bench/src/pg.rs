@@ -29,7 +29,7 @@ pub struct Baselines {
     pub queue_workers: usize,
 }
 
-fn client(url: &str) -> anyhow::Result<postgres::Client> {
+pub(crate) fn client(url: &str) -> anyhow::Result<postgres::Client> {
     // The synchronous client blocks on a runtime of its own; the bench's
     // main thread has none, so it may.
     postgres::Client::connect(url, postgres::NoTls).with_context(|| format!("connecting to {url}"))

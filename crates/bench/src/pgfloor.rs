@@ -18,8 +18,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use unavez::config::Config;
+use unavez::store::KEYED_OFF;
 use unavez_testkit::PgSchema;
 
 use crate::dispatch;
@@ -79,10 +80,11 @@ pub fn run(base: &str, tag: &str, n: u64, batch: u32, cfg: &Config) -> anyhow::R
 /// results moved. As in the dispatcher, a batch's results ride in the
 /// transaction of the next claim (one commit for both).
 fn work(url: &str, owner: &str, batch: u32) -> anyhow::Result<u64> {
-    let mut c = postgres::Client::connect(url, postgres::NoTls).with_context(|| format!("connecting to {url}"))?;
+    let mut c = crate::pg::client(url)?;
     // The dispatcher's own session settings (`Store::plan_by_keys`): the
     // same plans for the same kind of statement.
-    c.batch_execute("SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off")?;
+    let keyed: String = KEYED_OFF.iter().map(|name| format!("SET {name} = off;")).collect();
+    c.batch_execute(&keyed)?;
     let (claim, result) = (c.prepare(CLAIM)?, c.prepare(RESULT)?);
     let mut moved = 0u64;
     let mut pending = false;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use unavez::config::Config;
 use unavez::dispatch::{Db, Settings, dispatch_until_idle};
 use unavez_testkit::PgSchema;
@@ -66,15 +66,11 @@ pub struct PgOutcome {
     pub synchronous_commit: String,
 }
 
-fn client(url: &str) -> anyhow::Result<postgres::Client> {
-    postgres::Client::connect(url, postgres::NoTls).with_context(|| format!("connecting to {url}"))
-}
-
 /// Samples the number of client connections to `url`'s database every
 /// 50 ms while `f` runs (other than the sampler's own): the connections
 /// the measured side really held, for the fairness line.
 pub fn with_peak_connections<T>(url: &str, f: impl FnOnce() -> T) -> anyhow::Result<(T, u64)> {
-    let mut c = client(url)?;
+    let mut c = crate::pg::client(url)?;
     let stop = AtomicBool::new(false);
     let peak = AtomicU64::new(0);
     let out = std::thread::scope(|s| {
@@ -102,7 +98,9 @@ pub fn with_peak_connections<T>(url: &str, f: impl FnOnce() -> T) -> anyhow::Res
 /// `synchronous_commit` on a connection to `url` (the URL unavez's
 /// ledgers connect through, with no session setting of their own).
 pub fn synchronous_commit(url: &str) -> anyhow::Result<String> {
-    Ok(client(url)?.query_one("SHOW synchronous_commit", &[])?.get(0))
+    Ok(crate::pg::client(url)?
+        .query_one("SHOW synchronous_commit", &[])?
+        .get(0))
 }
 
 /// `k` dispatchers in this process, with the simulator in it too, on a
@@ -314,7 +312,7 @@ pub fn figures(o: &PgOutcome, conc: u32, batch: u32) -> (Option<Figure>, Vec<Fig
         );
     }
     // Per repeat: the better unavez setting of that repeat against River.
-    let ratios: Vec<f64> = o
+    let river_ratios: Vec<f64> = o
         .river_runs
         .iter()
         .enumerate()
@@ -325,14 +323,14 @@ pub fn figures(o: &PgOutcome, conc: u32, batch: u32) -> (Option<Figure>, Vec<Fig
         .collect();
     let name = "pg dispatch (best of 1 and 3) / river on PostgreSQL";
     let target = Target::AtLeast(1.0);
-    match median(ratios.clone()) {
+    match median(river_ratios.clone()) {
         Some(m) => figs.push(
             Figure::new(name, m, "x")
                 .baseline("river", 1.0)
                 .target(target)
                 .note(format!(
                     "median of the per-repeat ratios {} (interleaved; unavez medians {}; river {} jobs/s)",
-                    self::ratios(&ratios),
+                    ratios(&river_ratios),
                     medians
                         .iter()
                         .map(|(k, m)| format!("{k}: {}", num(*m)))
@@ -365,7 +363,10 @@ fn best_unavez(o: &PgOutcome, i: usize) -> f64 {
 /// write, and how close those rows alone come to River. No target: they
 /// say where the River ratio's gap lies (the target is River's).
 fn floor_figures(o: &PgOutcome) -> Vec<Figure> {
-    let name = "pg dispatch floor: the same rows in bare SQL, 3 connections";
+    let name = format!(
+        "pg dispatch floor: the same rows in bare SQL, {} connections",
+        crate::pgfloor::FLOOR_CONNECTIONS
+    );
     let floors: Vec<Option<f64>> = o.floor_runs.iter().map(|f| f.as_ref().ok().copied()).collect();
     let measured: Vec<f64> = floors.iter().flatten().copied().collect();
     let Some(m) = median(measured.clone()) else {

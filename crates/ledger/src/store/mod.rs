@@ -52,7 +52,7 @@ pub use intents::{Cause, HistoryRow, IntentionRow, Reserved, SignalResult};
 pub use ledger::{CommitmentRow, ContactRow, EventEffect, LoggedEvent, NewContact, NewEvent};
 pub use metrics::{Histogram, LATENCY_BUCKETS_MS, MetricsSnapshot};
 pub use notifications::{ChangedNumber, MovingCommitment, TemplateStatus};
-pub use open::{OpenOptions, Store, open_connection};
+pub use open::{KEYED_OFF, OpenOptions, Store, open_connection};
 pub use operator::{AcknowledgementRow, NewAcknowledgement, OperatorAction, OperatorActionRow};
 pub use patient::{PatientCard, PatientMatch};
 pub use queries::{AttemptRow, FamilyMember, IntentFilter, IntentionDetail};

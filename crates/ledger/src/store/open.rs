@@ -539,8 +539,9 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// The planner methods [`Store::plan_by_keys`] turns off (and
-/// [`Store::plans_by_keys`] reads back).
-const KEYED_OFF: [&str; 3] = ["enable_seqscan", "enable_hashjoin", "enable_mergejoin"];
+/// [`Store::plans_by_keys`] reads back); public so that a bench session
+/// meant to plan as the dispatcher does sets exactly these.
+pub const KEYED_OFF: [&str; 3] = ["enable_seqscan", "enable_hashjoin", "enable_mergejoin"];
 
 /// Sets [`KEYED_OFF`] on the session, in one round trip.
 fn keyed_plans(client: &mut PgClient) -> Result<()> {
